@@ -1,0 +1,206 @@
+//! Test support for suites that run against the emulator (LocalStack or the moto server that
+//! `infra/local/up` starts). Missing configuration is a loud failure, never a silent skip.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use aws_config::{BehaviorVersion, SdkConfig};
+use aws_smithy_runtime_api::box_error::BoxError;
+use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::config_bag::ConfigBag;
+use serde_json::Value;
+
+/// Reads an env var the emulator setup exports, or fails the test with the fix.
+pub fn required_env(name: &str) -> String {
+    match std::env::var(name) {
+        Ok(v) if !v.is_empty() => v,
+        _ => panic!(
+            "{name} is not set: these tests need the local AWS emulator. Run `eval \"$(infra/local/up)\"` \
+             first, or use `tests/run`, which does it for you."
+        ),
+    }
+}
+
+/// SDK configuration for the emulator; panics unless `AWS_ENDPOINT_URL` is set.
+pub async fn emulator_config() -> SdkConfig {
+    required_env("AWS_ENDPOINT_URL");
+    aws_config::defaults(BehaviorVersion::latest()).load().await
+}
+
+/// Counts HTTP requests per AWS operation (the `X-Amz-Target` header for JSON protocols, the
+/// method and path shape otherwise), so tests can assert round trips at the wire.
+#[derive(Clone, Debug, Default)]
+pub struct RequestCounter(Arc<Mutex<HashMap<String, u64>>>);
+
+impl RequestCounter {
+    pub fn get(&self, operation: &str) -> u64 {
+        self.0
+            .lock()
+            .map(|m| m.get(operation).copied().unwrap_or(0))
+            .unwrap_or(0)
+    }
+
+    pub fn total(&self) -> u64 {
+        self.0.lock().map(|m| m.values().sum()).unwrap_or(0)
+    }
+
+    pub fn reset(&self) {
+        if let Ok(mut m) = self.0.lock() {
+            m.clear();
+        }
+    }
+}
+
+impl Intercept for RequestCounter {
+    fn name(&self) -> &'static str {
+        "RequestCounter"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let request = context.request();
+        let op = request
+            .headers()
+            .get("x-amz-target")
+            .and_then(|t| t.rsplit('.').next())
+            .map(str::to_owned)
+            .unwrap_or_else(|| format!("{} {}", request.method(), request.uri()));
+        if let Ok(mut m) = self.0.lock() {
+            *m.entry(op).or_default() += 1;
+        }
+        Ok(())
+    }
+}
+
+/// A private SQS queue subscribed to the bus for one tenant's events only, so parallel tests
+/// never consume each other's messages.
+pub struct EventTap {
+    sqs: aws_sdk_sqs::Client,
+    events: aws_sdk_eventbridge::Client,
+    bus: String,
+    rule: String,
+    queue_url: String,
+}
+
+impl EventTap {
+    pub async fn for_tenant(sdk: &SdkConfig, tenant: &str) -> EventTap {
+        let bus = required_env("EVENT_BUS_NAME");
+        let sqs = aws_sdk_sqs::Client::new(sdk);
+        let events = aws_sdk_eventbridge::Client::new(sdk);
+        let name: String = format!("tap-{tenant}").chars().take(70).collect();
+        let queue_url = sqs
+            .create_queue()
+            .queue_name(&name)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("create tap queue: {e:?}"))
+            .queue_url
+            .unwrap_or_else(|| panic!("tap queue has no url"));
+        let arn = sqs
+            .get_queue_attributes()
+            .queue_url(&queue_url)
+            .attribute_names(aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("tap queue arn: {e:?}"))
+            .attributes
+            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn).cloned())
+            .unwrap_or_else(|| panic!("tap queue has no arn"));
+        let pattern = serde_json::json!({"source": ["wop-memory"], "detail": {"tenantId": [tenant]}});
+        events
+            .put_rule()
+            .name(&name)
+            .event_bus_name(&bus)
+            .event_pattern(pattern.to_string())
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("tap rule: {e:?}"));
+        events
+            .put_targets()
+            .rule(&name)
+            .event_bus_name(&bus)
+            .targets(
+                aws_sdk_eventbridge::types::Target::builder()
+                    .id("tap")
+                    .arn(arn)
+                    .build()
+                    .unwrap_or_else(|e| panic!("tap target: {e:?}")),
+            )
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("tap targets: {e:?}"));
+        EventTap {
+            sqs,
+            events,
+            bus,
+            rule: name,
+            queue_url,
+        }
+    }
+
+    /// Receives until `count` events arrived or `timeout` passed; returns the EventBridge
+    /// envelopes (`detail-type`, `detail`, ...) in arrival order.
+    pub async fn collect(&self, count: usize, timeout: Duration) -> Vec<Value> {
+        let deadline = Instant::now() + timeout;
+        let mut out = Vec::new();
+        while out.len() < count && Instant::now() < deadline {
+            let received = self
+                .sqs
+                .receive_message()
+                .queue_url(&self.queue_url)
+                .max_number_of_messages(10)
+                .wait_time_seconds(1)
+                .send()
+                .await
+                .unwrap_or_else(|e| panic!("receive from tap: {e:?}"));
+            for m in received.messages() {
+                if let Some(body) = m.body() {
+                    out.push(serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())));
+                }
+                if let Some(handle) = m.receipt_handle() {
+                    let _ = self
+                        .sqs
+                        .delete_message()
+                        .queue_url(&self.queue_url)
+                        .receipt_handle(handle)
+                        .send()
+                        .await;
+                }
+            }
+        }
+        out
+    }
+
+    /// Collects for a short while after the expected events, to catch extra (duplicate) ones.
+    pub async fn collect_settled(&self, count: usize, timeout: Duration) -> Vec<Value> {
+        let mut events = self.collect(count, timeout).await;
+        events.extend(self.collect(usize::MAX, Duration::from_millis(1500)).await);
+        events
+    }
+
+    pub async fn remove(self) {
+        let _ = self
+            .events
+            .remove_targets()
+            .rule(&self.rule)
+            .event_bus_name(&self.bus)
+            .ids("tap")
+            .send()
+            .await;
+        let _ = self
+            .events
+            .delete_rule()
+            .name(&self.rule)
+            .event_bus_name(&self.bus)
+            .send()
+            .await;
+        let _ = self.sqs.delete_queue().queue_url(&self.queue_url).send().await;
+    }
+}

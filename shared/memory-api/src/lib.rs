@@ -1,0 +1,41 @@
+//! The contracts clients and the run engine use (DESIGN.md §Wire shapes), independent of how
+//! requests arrive: the Lambda handlers decode API Gateway or direct-invoke events into these
+//! types, call in, and encode what comes back. Keeping routing and parsing here, with no AWS or
+//! Lambda type in sight, lets the whole API run in-process in tests and benchmarks.
+
+pub mod forget_api;
+pub mod read_api;
+pub mod write_api;
+
+use sha2::{Digest, Sha256};
+
+/// A short digest of a memoryRef for logs: correlates requests without writing tenant paths.
+pub fn ref_hash(raw_ref: &str) -> String {
+    Sha256::digest(raw_ref.as_bytes())[..6]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// An HTTP answer: status and JSON body.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HttpResponse {
+    pub status: u16,
+    pub body: serde_json::Value,
+}
+
+impl HttpResponse {
+    pub fn ok(body: serde_json::Value) -> Self {
+        HttpResponse { status: 200, body }
+    }
+
+    pub fn error(e: &memory_core::CoreError) -> Self {
+        if e.http_status() >= 500 {
+            tracing::error!(error = %e, "request failed");
+        }
+        HttpResponse {
+            status: e.http_status(),
+            body: e.envelope(),
+        }
+    }
+}

@@ -1,0 +1,69 @@
+//! Configuration from the environment (DESIGN.md §Functions): `MEMORY_TABLE`, `ARCHIVE_BUCKET`,
+//! `EVENT_BUS_NAME`, plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
+//! emulator (LocalStack or compatible), S3 switches to path-style addressing, which emulators on
+//! one host:port need.
+
+use std::sync::Arc;
+
+use aws_config::BehaviorVersion;
+
+use crate::{DynamoEntryStore, EventBridgePublisher, S3ArchiveStore};
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Settings {
+    pub table: String,
+    pub bucket: String,
+    pub bus: String,
+    pub endpoint_override: bool,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("missing environment variable {0}")]
+pub struct MissingSetting(pub &'static str);
+
+impl Settings {
+    pub fn from_env() -> Result<Self, MissingSetting> {
+        let var = |name: &'static str| {
+            std::env::var(name)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .ok_or(MissingSetting(name))
+        };
+        Ok(Settings {
+            table: var("MEMORY_TABLE")?,
+            bucket: var("ARCHIVE_BUCKET")?,
+            bus: var("EVENT_BUS_NAME")?,
+            endpoint_override: std::env::var("AWS_ENDPOINT_URL").is_ok_and(|v| !v.is_empty()),
+        })
+    }
+}
+
+/// The three adapters, built once per Lambda container and shared across invocations.
+#[derive(Clone)]
+pub struct AwsPorts {
+    pub entries: Arc<DynamoEntryStore>,
+    pub archives: Arc<S3ArchiveStore>,
+    pub events: Arc<EventBridgePublisher>,
+}
+
+impl AwsPorts {
+    pub async fn from_env() -> Result<Self, MissingSetting> {
+        let settings = Settings::from_env()?;
+        let sdk = aws_config::defaults(BehaviorVersion::latest()).load().await;
+        Ok(Self::from_sdk_config(&sdk, &settings))
+    }
+
+    pub fn from_sdk_config(sdk: &aws_config::SdkConfig, settings: &Settings) -> Self {
+        let dynamo = aws_sdk_dynamodb::Client::new(sdk);
+        let s3_config = aws_sdk_s3::config::Builder::from(sdk)
+            .force_path_style(settings.endpoint_override)
+            .build();
+        let s3 = aws_sdk_s3::Client::from_conf(s3_config);
+        let events = aws_sdk_eventbridge::Client::new(sdk);
+        AwsPorts {
+            entries: Arc::new(DynamoEntryStore::new(dynamo, settings.table.clone())),
+            archives: Arc::new(S3ArchiveStore::new(s3, settings.bucket.clone())),
+            events: Arc::new(EventBridgePublisher::new(events, settings.bus.clone())),
+        }
+    }
+}

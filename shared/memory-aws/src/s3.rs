@@ -1,0 +1,204 @@
+//! `ArchiveStore` on S3. Immutable archives use `If-None-Match: *` (put-if-absent); the memory
+//! index uses `If-Match: <etag>` compare-and-swap, so two racing writers cannot lose an update.
+//! Objects are tagged with their kind, which the bucket lifecycle uses to expire archives.
+
+use async_trait::async_trait;
+use aws_sdk_s3::primitives::ByteStream;
+use aws_sdk_s3::Client;
+
+use memory_core::ports::{
+    ArchiveStore, Expect, ObjectKey, ObjectKind, PutOutcome, StoredObject,
+};
+use memory_core::StoreError;
+use memory_guard::TenantId;
+
+use crate::error::{backend, service_code};
+
+/// Tag key the bucket lifecycle filters on (template.yaml).
+pub const KIND_TAG: &str = "wop-memory-kind";
+
+#[derive(Clone, Debug)]
+pub struct S3ArchiveStore {
+    client: Client,
+    bucket: String,
+}
+
+fn precondition_failed(code: Option<&str>) -> bool {
+    matches!(
+        code,
+        Some("PreconditionFailed" | "ConditionalRequestConflict")
+    )
+}
+
+impl S3ArchiveStore {
+    pub fn new(client: Client, bucket: String) -> Self {
+        S3ArchiveStore { client, bucket }
+    }
+
+    pub fn bucket(&self) -> &str {
+        &self.bucket
+    }
+
+    fn put(
+        &self,
+        key: &ObjectKey,
+        body: Vec<u8>,
+        kind: ObjectKind,
+        content_type: &str,
+    ) -> aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder {
+        self.client
+            .put_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .content_type(content_type)
+            .tagging(format!("{KIND_TAG}={}", kind.as_str()))
+            .body(ByteStream::from(body))
+    }
+}
+
+#[async_trait]
+impl ArchiveStore for S3ArchiveStore {
+    async fn put_if_absent(
+        &self,
+        key: &ObjectKey,
+        body: Vec<u8>,
+        kind: ObjectKind,
+        content_type: &str,
+    ) -> Result<PutOutcome, StoreError> {
+        match self
+            .put(key, body, kind, content_type)
+            .if_none_match("*")
+            .send()
+            .await
+        {
+            Ok(_) => Ok(PutOutcome::Created),
+            Err(e) if precondition_failed(service_code(&e)) => Ok(PutOutcome::AlreadyExists),
+            Err(e) => Err(backend("put_if_absent", &e)),
+        }
+    }
+
+    async fn put_expecting(
+        &self,
+        key: &ObjectKey,
+        body: Vec<u8>,
+        kind: ObjectKind,
+        content_type: &str,
+        expect: Expect,
+    ) -> Result<String, StoreError> {
+        const OP: &str = "put_expecting";
+        let request = self.put(key, body, kind, content_type);
+        let request = match expect {
+            Expect::Absent => request.if_none_match("*"),
+            Expect::ETag(etag) => request.if_match(etag),
+        };
+        match request.send().await {
+            Ok(out) => out.e_tag().map(str::to_owned).ok_or(StoreError::Backend {
+                op: OP,
+                code: "MissingETag".into(),
+            }),
+            Err(e) if precondition_failed(service_code(&e)) => Err(StoreError::Conflict { op: OP }),
+            Err(e) => Err(backend(OP, &e)),
+        }
+    }
+
+    async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
+        const OP: &str = "get";
+        let out = match self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+        {
+            Ok(out) => out,
+            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => return Ok(None),
+            Err(e) => return Err(backend(OP, &e)),
+        };
+        let etag = out.e_tag().unwrap_or_default().to_owned();
+        let body = out
+            .body
+            .collect()
+            .await
+            .map_err(|_| StoreError::Backend {
+                op: OP,
+                code: "BodyRead".into(),
+            })?
+            .into_bytes()
+            .to_vec();
+        Ok(Some(StoredObject { body, etag }))
+    }
+
+    async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        const OP: &str = "delete";
+        // In a versioned bucket a plain delete only hides the bytes behind a delete marker;
+        // forget must remove them, so every version of exactly this key is deleted.
+        let versions = self
+            .client
+            .list_object_versions()
+            .bucket(&self.bucket)
+            .prefix(key.as_str())
+            .send()
+            .await
+            .map_err(|e| backend(OP, &e))?;
+        let version_ids: Vec<String> = versions
+            .versions()
+            .iter()
+            .filter(|v| v.key() == Some(key.as_str()))
+            .filter_map(|v| v.version_id().map(str::to_owned))
+            .chain(
+                versions
+                    .delete_markers()
+                    .iter()
+                    .filter(|m| m.key() == Some(key.as_str()))
+                    .filter_map(|m| m.version_id().map(str::to_owned)),
+            )
+            .filter(|v| v != "null")
+            .collect();
+        for version in version_ids {
+            self.client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .version_id(version)
+                .send()
+                .await
+                .map_err(|e| backend(OP, &e))?;
+        }
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .send()
+            .await
+            .map_err(|e| backend(OP, &e))?;
+        Ok(())
+    }
+
+    async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        let full = format!("{}/{}", tenant.as_str(), prefix);
+        let mut keys = Vec::new();
+        let mut token: Option<String> = None;
+        loop {
+            let out = self
+                .client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(&full)
+                .set_continuation_token(token.take())
+                .send()
+                .await
+                .map_err(|e| backend("list", &e))?;
+            keys.extend(
+                out.contents()
+                    .iter()
+                    .filter_map(|o| o.key())
+                    .filter_map(|k| ObjectKey::from_listed(tenant, k)),
+            );
+            match out.next_continuation_token() {
+                Some(t) if out.is_truncated() == Some(true) => token = Some(t.to_owned()),
+                _ => return Ok(keys),
+            }
+        }
+    }
+}

@@ -1,0 +1,184 @@
+//! RFC 0080 §A/§C: one description of what this host's memory can do drives both the capability
+//! advertisement and the degraded projection of an agent's `memoryShape`, so the two can never
+//! disagree. The advertisement is a claim (spec §Capability advertisement): a feature is set to
+//! `supported: true` here only once its function ships.
+
+use serde_json::{json, Value};
+
+use crate::listing::MAX_LIST_LIMIT;
+
+/// The reconciled memory model of RFC 0080 §A, as this host implements it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct HostMemoryModel {
+    pub read: bool,
+    pub write: bool,
+    pub search_filter: bool,
+    pub long_term: bool,
+    pub compaction: bool,
+    pub attribution: bool,
+    pub replay_snapshot: bool,
+    pub ttl: bool,
+    pub forget: bool,
+    pub distillation: Option<DistillationModel>,
+    pub consolidation: bool,
+    pub commitments: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DistillationModel {
+    pub max_token_budget: u32,
+    pub tokenizer_name: &'static str,
+    /// ISO-8601 duration.
+    pub archive_retention: &'static str,
+    pub index_emitted: bool,
+}
+
+/// What this build of wop-memory provides.
+pub const HOST_MODEL: HostMemoryModel = HostMemoryModel {
+    read: true,
+    write: true,
+    search_filter: true,
+    long_term: true,
+    compaction: false,
+    attribution: true,
+    // Replay re-reads the run log's snapshot, which is the run engine's, not this host's.
+    replay_snapshot: false,
+    ttl: true,
+    forget: true,
+    distillation: None,
+    consolidation: false,
+    commitments: false,
+};
+
+/// The §A dimension names, the closed enum `degradedMemoryDimensions` draws from.
+pub const DIMENSIONS: [&str; 8] = [
+    "read",
+    "write",
+    "search",
+    "long-term-durability",
+    "compaction",
+    "attribution",
+    "replay-snapshot",
+    "retention",
+];
+
+impl HostMemoryModel {
+    fn satisfies(&self, dimension: &str) -> bool {
+        match dimension {
+            "read" => self.read,
+            "write" => self.write,
+            "search" => self.search_filter,
+            "long-term-durability" => self.long_term,
+            "compaction" => self.compaction || self.distillation.is_some(),
+            "attribution" => self.attribution,
+            "replay-snapshot" => self.replay_snapshot,
+            "retention" => self.ttl && self.forget,
+            _ => false,
+        }
+    }
+
+    /// The capability document served at `/v1/host/wop-memory/capabilities`.
+    pub fn document(&self) -> Value {
+        let distillation = match &self.distillation {
+            Some(d) => json!({
+                "supported": true,
+                "maxTokenBudget": d.max_token_budget,
+                "tokenizerName": d.tokenizer_name,
+                "archiveRetention": d.archive_retention,
+                "indexEmitted": d.index_emitted,
+            }),
+            None => json!({"supported": false}),
+        };
+        json!({
+            "memory": {
+                "supported": self.read,
+                "writable": self.write,
+                "ttlSupported": self.ttl,
+                "search": {"supported": self.search_filter, "modes": if self.search_filter { json!(["filter"]) } else { json!([]) }},
+                "retention": {"ttl": self.ttl, "forget": self.forget},
+                "attribution": {"supported": self.attribution, "emitsWriteEvents": self.attribution},
+                "compaction": {"supported": self.compaction},
+                "distillation": distillation,
+                "list": {"maxLimit": MAX_LIST_LIMIT},
+            },
+            "agents": {
+                "memoryBackends": if self.long_term { json!(["long-term"]) } else { json!([]) },
+                "memoryConsolidation": {"supported": self.consolidation},
+                "commitments": {"supported": self.commitments},
+            }
+        })
+    }
+
+    /// RFC 0080 §C: the §A dimensions an agent's `memoryShape` asks for that this host cannot
+    /// honour, in §A order. Empty means fully satisfied (the inventory then omits the fields).
+    /// `scratchpad` and `conversation` need read and write; `longTerm` also needs durability;
+    /// keys named after a §A dimension (e.g. `"search": true`) ask for that dimension.
+    pub fn degraded_dimensions(&self, memory_shape: &Value) -> Vec<&'static str> {
+        let Some(shape) = memory_shape.as_object() else {
+            return Vec::new();
+        };
+        let wants = |key: &str| shape.get(key).and_then(Value::as_bool).unwrap_or(false);
+        let mut needed: Vec<&'static str> = Vec::new();
+        if wants("scratchpad") || wants("conversation") || wants("longTerm") {
+            needed.extend(["read", "write"]);
+        }
+        if wants("longTerm") {
+            needed.push("long-term-durability");
+        }
+        needed.extend(DIMENSIONS.iter().copied().filter(|d| wants(d)));
+        DIMENSIONS
+            .iter()
+            .copied()
+            .filter(|d| needed.contains(d) && !self.satisfies(d))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn advertisement_matches_the_model() {
+        let doc = HOST_MODEL.document();
+        assert_eq!(doc["memory"]["supported"], true);
+        assert_eq!(doc["memory"]["writable"], true);
+        assert_eq!(doc["memory"]["search"]["modes"], json!(["filter"]));
+        assert_eq!(doc["memory"]["retention"], json!({"ttl": true, "forget": true}));
+        assert_eq!(doc["memory"]["list"]["maxLimit"], MAX_LIST_LIMIT);
+        assert_eq!(doc["agents"]["memoryBackends"], json!(["long-term"]));
+    }
+
+    #[test]
+    fn full_host_degrades_nothing_it_provides() {
+        let shape = json!({"scratchpad": true, "longTerm": true, "search": true});
+        assert!(HOST_MODEL.degraded_dimensions(&shape).is_empty());
+    }
+
+    #[test]
+    fn read_only_host_without_long_term_is_degraded_per_rfc_example() {
+        let read_only = HostMemoryModel {
+            write: false,
+            long_term: false,
+            ..HOST_MODEL
+        };
+        assert_eq!(
+            read_only.degraded_dimensions(&json!({"longTerm": true})),
+            vec!["write", "long-term-durability"]
+        );
+        assert_eq!(
+            read_only.document()["agents"]["memoryBackends"],
+            json!([])
+        );
+    }
+
+    #[test]
+    fn unmet_requested_dimension_is_reported() {
+        let shape = json!({"compaction": true, "replay-snapshot": true, "longTerm": false});
+        assert_eq!(
+            HOST_MODEL.degraded_dimensions(&shape),
+            vec!["compaction", "replay-snapshot"]
+        );
+        assert!(HOST_MODEL.degraded_dimensions(&json!("nonsense")).is_empty());
+    }
+}

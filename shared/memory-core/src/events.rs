@@ -1,0 +1,130 @@
+//! The OpenWOP events this host emits (DESIGN.md §Events). Every constructor takes ids, refs
+//! and counts only, so an event with entry text or a secret in it cannot be built: content-free
+//! by construction rather than by review.
+
+use serde_json::{json, Value};
+
+use crate::model::{Attribution, SubjectKey, Tier};
+use crate::time::Timestamp;
+use memory_guard::{MemoryRef, TenantId};
+
+/// EventBridge `source` of every event.
+pub const EVENT_SOURCE: &str = "wop-memory";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum EventType {
+    MemoryWritten,
+    MemoryCompacted,
+    WorkspaceUpdated,
+    AgentMemoryConsolidated,
+    CommitmentFired,
+    MemoryForgotten,
+}
+
+impl EventType {
+    /// The OpenWOP event type, used as the EventBridge `detail-type`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::MemoryWritten => "memory.written",
+            EventType::MemoryCompacted => "memory.compacted",
+            EventType::WorkspaceUpdated => "workspace.updated",
+            EventType::AgentMemoryConsolidated => "agent.memory.consolidated",
+            EventType::CommitmentFired => "commitment.fired",
+            EventType::MemoryForgotten => "memory.forgotten",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct DomainEvent {
+    pub event_type: EventType,
+    pub tenant: TenantId,
+    /// A deterministic id consumers dedupe on (retries publish the same id).
+    pub event_id: String,
+    pub detail: Value,
+}
+
+impl DomainEvent {
+    /// The detail as published: the event's own fields plus `eventId` for consumer dedupe.
+    pub fn detail_json(&self) -> Value {
+        let mut detail = self.detail.clone();
+        if let Some(map) = detail.as_object_mut() {
+            map.insert("eventId".to_owned(), Value::String(self.event_id.clone()));
+        }
+        detail
+    }
+
+    /// RFC 0057 write attribution: which node/agent of which run wrote which entry.
+    pub fn memory_written(
+        memory_ref: &MemoryRef,
+        entry_id: &str,
+        created_at: Timestamp,
+        tier: Tier,
+        attribution: &Attribution,
+    ) -> Self {
+        let mut detail = json!({
+            "tenantId": memory_ref.tenant().as_str(),
+            "memoryRef": memory_ref.to_string(),
+            "entryId": entry_id,
+            "createdAt": created_at,
+            "tier": tier.as_str(),
+        });
+        if let Some(run_id) = &attribution.run_id {
+            detail["runId"] = json!(run_id);
+        }
+        if let Some(node_id) = &attribution.node_id {
+            detail["nodeId"] = json!(node_id);
+        }
+        if let Some(agent_id) = &attribution.agent_id {
+            detail["agentId"] = json!(agent_id);
+        }
+        DomainEvent {
+            event_type: EventType::MemoryWritten,
+            tenant: memory_ref.tenant().clone(),
+            event_id: format!("memory.written:{}:{}", memory_ref, entry_id),
+            detail,
+        }
+    }
+
+    /// The subject appears only as its tenant-scoped digest, never in clear.
+    pub fn memory_forgotten(
+        tenant: &TenantId,
+        subject: &SubjectKey,
+        counts: &ForgetCounts,
+        at: Timestamp,
+    ) -> Self {
+        DomainEvent {
+            event_type: EventType::MemoryForgotten,
+            tenant: tenant.clone(),
+            event_id: format!("memory.forgotten:{}:{}:{}", tenant, subject.as_str(), at),
+            detail: json!({
+                "tenantId": tenant.as_str(),
+                "subjectHash": subject.as_str(),
+                "deletedEntries": counts.deleted_entries,
+                "deletedArchives": counts.deleted_archives,
+                "rebuiltIndexes": counts.rebuilt_indexes,
+                "cancelledCommitments": counts.cancelled_commitments,
+                "forgottenAt": at,
+            }),
+        }
+    }
+}
+
+/// What a forget removed, per kind of derived data (DESIGN.md §Forget).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ForgetCounts {
+    pub deleted_entries: usize,
+    pub deleted_archives: usize,
+    pub rebuilt_indexes: usize,
+    pub cancelled_commitments: usize,
+}
+
+impl std::ops::AddAssign for ForgetCounts {
+    fn add_assign(&mut self, o: Self) {
+        self.deleted_entries += o.deleted_entries;
+        self.deleted_archives += o.deleted_archives;
+        self.rebuilt_indexes += o.rebuilt_indexes;
+        self.cancelled_commitments += o.cancelled_commitments;
+    }
+}

@@ -1,0 +1,326 @@
+//! In-memory implementations of every port, for fast unit tests and for the behavioural suite
+//! that the AWS adapters must pass too. They keep the same contracts (all-or-nothing puts,
+//! compare-and-swap, tenant-prefixed keys) and count calls, so tests can assert round trips.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use async_trait::async_trait;
+use sha2::{Digest, Sha256};
+
+use crate::error::StoreError;
+use crate::events::DomainEvent;
+use crate::model::{hex, EntryKey, StoredEntry, SubjectKey};
+use crate::ports::{
+    ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdSource, ObjectKey, ObjectKind,
+    Page, PageQuery, PutOutcome, StoredObject, MAX_ENTRIES_PER_PUT,
+};
+use crate::time::Timestamp;
+use memory_guard::{MemoryRef, TenantId};
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// Calls per operation name, shared by the in-memory adapters.
+#[derive(Debug, Default)]
+pub struct CallCounter(Mutex<HashMap<&'static str, u64>>);
+
+impl CallCounter {
+    fn hit(&self, op: &'static str) {
+        *lock(&self.0).entry(op).or_default() += 1;
+    }
+
+    pub fn get(&self, op: &str) -> u64 {
+        lock(&self.0).get(op).copied().unwrap_or(0)
+    }
+
+    pub fn total(&self) -> u64 {
+        lock(&self.0).values().sum()
+    }
+
+    pub fn reset(&self) {
+        lock(&self.0).clear();
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct InMemoryEntryStore {
+    refs: Mutex<BTreeMap<MemoryRef, BTreeMap<String, StoredEntry>>>,
+    pub calls: CallCounter,
+}
+
+impl InMemoryEntryStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every stored entry, for tests that inspect the raw store (like a table scan).
+    pub fn dump(&self) -> Vec<StoredEntry> {
+        lock(&self.refs)
+            .values()
+            .flat_map(|m| m.values().cloned())
+            .collect()
+    }
+}
+
+#[async_trait]
+impl EntryStore for InMemoryEntryStore {
+    async fn put_entries(&self, entries: &[StoredEntry]) -> Result<(), StoreError> {
+        self.calls.hit("put_entries");
+        if entries.len() > MAX_ENTRIES_PER_PUT {
+            return Err(StoreError::Backend {
+                op: "put_entries",
+                code: "TooManyItems".into(),
+            });
+        }
+        let mut refs = lock(&self.refs);
+        let taken = entries.iter().any(|e| {
+            refs.get(&e.memory_ref)
+                .is_some_and(|m| m.contains_key(&e.entry.id))
+        });
+        let mut seen = std::collections::HashSet::new();
+        if taken || !entries.iter().all(|e| seen.insert(e.key())) {
+            return Err(StoreError::Conflict { op: "put_entries" });
+        }
+        for e in entries {
+            refs.entry(e.memory_ref.clone())
+                .or_default()
+                .insert(e.entry.id.clone(), e.clone());
+        }
+        Ok(())
+    }
+
+    async fn list_page(
+        &self,
+        memory_ref: &MemoryRef,
+        query: &PageQuery,
+    ) -> Result<Page, StoreError> {
+        self.calls.hit("list_page");
+        let refs = lock(&self.refs);
+        let Some(entries) = refs.get(memory_ref) else {
+            return Ok(Page::default());
+        };
+        let limit = usize::try_from(query.limit.max(1)).unwrap_or(usize::MAX);
+        let mut examined = entries
+            .range::<String, _>(..)
+            .rev()
+            .filter(|(id, _)| query.after.as_ref().is_none_or(|a| id.as_str() < a.as_str()));
+        let mut page = Page::default();
+        let mut last = None;
+        for (id, e) in examined.by_ref().take(limit) {
+            last = Some(id.clone());
+            let tag_ok = query.tag.as_ref().is_none_or(|t| e.entry.tags.contains(t));
+            if tag_ok && e.entry.is_live_at(query.now) {
+                page.entries.push(e.clone());
+            }
+        }
+        if examined.next().is_some() {
+            page.next_after = last;
+        }
+        Ok(page)
+    }
+
+    async fn get(&self, key: &EntryKey) -> Result<Option<StoredEntry>, StoreError> {
+        self.calls.hit("get");
+        Ok(lock(&self.refs)
+            .get(&key.memory_ref)
+            .and_then(|m| m.get(&key.id))
+            .cloned())
+    }
+
+    async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
+        self.calls.hit("delete");
+        Ok(lock(&self.refs)
+            .get_mut(&key.memory_ref)
+            .and_then(|m| m.remove(&key.id))
+            .is_some())
+    }
+
+    async fn find_by_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<EntryKey>, StoreError> {
+        self.calls.hit("find_by_subject");
+        Ok(lock(&self.refs)
+            .iter()
+            .filter(|(r, _)| r.tenant() == tenant)
+            .flat_map(|(_, m)| m.values())
+            .filter(|e| e.subject.as_ref() == Some(subject))
+            .map(StoredEntry::key)
+            .collect())
+    }
+
+    async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError> {
+        self.calls.hit("delete_many");
+        let mut refs = lock(&self.refs);
+        Ok(keys
+            .iter()
+            .filter(|k| {
+                refs.get_mut(&k.memory_ref)
+                    .and_then(|m| m.remove(&k.id))
+                    .is_some()
+            })
+            .count())
+    }
+}
+
+#[derive(Debug, Default)]
+pub struct InMemoryArchiveStore {
+    objects: Mutex<BTreeMap<ObjectKey, (StoredObject, ObjectKind)>>,
+    pub calls: CallCounter,
+}
+
+impl InMemoryArchiveStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Every object with its body, like a bucket-wide scan in tests.
+    pub fn dump(&self) -> Vec<(ObjectKey, Vec<u8>)> {
+        lock(&self.objects)
+            .iter()
+            .map(|(k, (o, _))| (k.clone(), o.body.clone()))
+            .collect()
+    }
+}
+
+fn etag_of(body: &[u8]) -> String {
+    format!("\"{}\"", hex(&Sha256::digest(body)[..16]))
+}
+
+#[async_trait]
+impl ArchiveStore for InMemoryArchiveStore {
+    async fn put_if_absent(
+        &self,
+        key: &ObjectKey,
+        body: Vec<u8>,
+        kind: ObjectKind,
+        _content_type: &str,
+    ) -> Result<PutOutcome, StoreError> {
+        self.calls.hit("put_if_absent");
+        let mut objects = lock(&self.objects);
+        if objects.contains_key(key) {
+            return Ok(PutOutcome::AlreadyExists);
+        }
+        let etag = etag_of(&body);
+        objects.insert(key.clone(), (StoredObject { body, etag }, kind));
+        Ok(PutOutcome::Created)
+    }
+
+    async fn put_expecting(
+        &self,
+        key: &ObjectKey,
+        body: Vec<u8>,
+        kind: ObjectKind,
+        _content_type: &str,
+        expect: Expect,
+    ) -> Result<String, StoreError> {
+        self.calls.hit("put_expecting");
+        let mut objects = lock(&self.objects);
+        let holds = match (&expect, objects.get(key)) {
+            (Expect::Absent, None) => true,
+            (Expect::ETag(want), Some((have, _))) => &have.etag == want,
+            _ => false,
+        };
+        if !holds {
+            return Err(StoreError::Conflict { op: "put_expecting" });
+        }
+        let etag = etag_of(&body);
+        objects.insert(
+            key.clone(),
+            (
+                StoredObject {
+                    body,
+                    etag: etag.clone(),
+                },
+                kind,
+            ),
+        );
+        Ok(etag)
+    }
+
+    async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
+        self.calls.hit("get");
+        Ok(lock(&self.objects).get(key).map(|(o, _)| o.clone()))
+    }
+
+    async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        self.calls.hit("delete");
+        lock(&self.objects).remove(key);
+        Ok(())
+    }
+
+    async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        self.calls.hit("list");
+        let full = format!("{}/{}", tenant.as_str(), prefix);
+        Ok(lock(&self.objects)
+            .keys()
+            .filter(|k| k.as_str().starts_with(&full))
+            .cloned()
+            .collect())
+    }
+}
+
+/// Keeps every published event, in order.
+#[derive(Debug, Default)]
+pub struct RecordingPublisher {
+    events: Mutex<Vec<DomainEvent>>,
+}
+
+impl RecordingPublisher {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn events(&self) -> Vec<DomainEvent> {
+        lock(&self.events).clone()
+    }
+}
+
+#[async_trait]
+impl EventPublisher for RecordingPublisher {
+    async fn publish(&self, events: &[DomainEvent]) -> Result<(), StoreError> {
+        lock(&self.events).extend_from_slice(events);
+        Ok(())
+    }
+}
+
+/// A clock tests move by hand.
+#[derive(Debug)]
+pub struct ManualClock(AtomicI64);
+
+impl ManualClock {
+    pub fn at(t: Timestamp) -> Self {
+        ManualClock(AtomicI64::new(t.as_millis()))
+    }
+
+    pub fn set(&self, t: Timestamp) {
+        self.0.store(t.as_millis(), Ordering::SeqCst);
+    }
+
+    pub fn advance_millis(&self, ms: i64) {
+        self.0.fetch_add(ms, Ordering::SeqCst);
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_millis(self.0.load(Ordering::SeqCst))
+    }
+}
+
+/// Deterministic, time-ordered ids: a ULID whose random part is a counter, so replays are
+/// byte-stable and ids still sort like their instants.
+#[derive(Debug, Default)]
+pub struct SequentialIds(AtomicU64);
+
+impl IdSource for SequentialIds {
+    fn next_id(&self, now: Timestamp) -> String {
+        let n = self.0.fetch_add(1, Ordering::SeqCst);
+        let ms = u64::try_from(now.as_millis()).unwrap_or(0);
+        ulid::Ulid::from_parts(ms, u128::from(n)).to_string()
+    }
+}

@@ -1,0 +1,26 @@
+//! The memory domain of wop-memory: the OpenWOP `MemoryEntry` wire model, the read rules of
+//! `openwop-agent-memory.md` (TTL, list options, CTI-1 gating through `memory-guard`), the ports the
+//! AWS adapters implement, and in-memory port implementations for fast tests.
+//!
+//! Nothing here names an AWS type: adapters live in `memory-aws`, handlers in `functions/`.
+
+pub mod capabilities;
+pub mod cursor;
+pub mod error;
+pub mod events;
+pub mod forget;
+pub mod in_memory;
+pub mod listing;
+pub mod model;
+pub mod ports;
+pub mod reader;
+pub mod time;
+pub mod writer;
+
+/// The port contract suite shared by every adapter's tests.
+pub mod testkit;
+
+pub use error::{CoreError, StoreError};
+pub use memory_guard::{AgentId, MemoryRef, Redactor, SecretRegistry, TenantId, TenantScope};
+pub use model::{EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier};
+pub use time::Timestamp;

@@ -1,0 +1,212 @@
+//! The `MemoryEntry` wire shape of `openwop-agent-memory.md` §MemoryAdapter and the host-side
+//! record around it. The wire type is exactly `{id, content, tags, createdAt, expiresAt?}`; what
+//! the host needs besides (tier, subject, attribution) lives on `StoredEntry` and never reaches
+//! the read API.
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::time::Timestamp;
+use memory_guard::{MemoryRef, TenantId};
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct MemoryEntry {
+    pub id: String,
+    pub content: String,
+    pub tags: Vec<String>,
+    pub created_at: Timestamp,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_at: Option<Timestamp>,
+}
+
+impl MemoryEntry {
+    /// TTL rule (spec §TTL semantics): an entry is live strictly before `expiresAt`, at
+    /// millisecond granularity. At the instant itself it is already gone.
+    pub fn is_live_at(&self, now: Timestamp) -> bool {
+        self.expires_at.is_none_or(|exp| now < exp)
+    }
+}
+
+/// Transactional memory is what runs write as they go; long-term memory is what a dream
+/// distils or a writer explicitly promotes. Dreams read the former, consolidation the latter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, Default)]
+#[serde(rename_all = "kebab-case")]
+pub enum Tier {
+    #[default]
+    Transactional,
+    LongTerm,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Transactional => "transactional",
+            Tier::LongTerm => "long-term",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Tier> {
+        match s {
+            "transactional" => Some(Tier::Transactional),
+            "long-term" => Some(Tier::LongTerm),
+            _ => None,
+        }
+    }
+}
+
+/// Who caused a write (RFC 0057 attribution). Ids only.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Attribution {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_id: Option<String>,
+}
+
+/// A tenant-scoped digest of a data subject (a customer id, an e-mail address...). The store
+/// indexes this instead of the subject itself, so forgetting a subject leaves no clear copy of
+/// its identifier behind, and equal subjects in two tenants never share a key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct SubjectKey(String);
+
+impl SubjectKey {
+    pub fn derive(tenant: &TenantId, subject: &str) -> Self {
+        let mut h = Sha256::new();
+        h.update(b"wop-memory/subject/v1\0");
+        h.update(tenant.as_str().as_bytes());
+        h.update(b"\0");
+        h.update(subject.as_bytes());
+        SubjectKey(hex(&h.finalize()))
+    }
+
+    /// Rebuilds a key read back from the store; only 64 lowercase hex characters are accepted.
+    pub fn from_stored(s: &str) -> Option<Self> {
+        (s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+            .then(|| SubjectKey(s.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut s = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        s.push(DIGITS[usize::from(b >> 4)] as char);
+        s.push(DIGITS[usize::from(b & 15)] as char);
+    }
+    s
+}
+
+/// Entry ids share the id alphabet of memoryRef segments, so they can be embedded in keys and
+/// cursors without escaping.
+pub fn is_valid_entry_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+}
+
+/// An entry as the host stores it: the wire entry plus host-internal fields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredEntry {
+    pub memory_ref: MemoryRef,
+    pub entry: MemoryEntry,
+    pub tier: Tier,
+    pub subject: Option<SubjectKey>,
+    pub attribution: Attribution,
+}
+
+impl StoredEntry {
+    pub fn key(&self) -> EntryKey {
+        EntryKey {
+            memory_ref: self.memory_ref.clone(),
+            id: self.entry.id.clone(),
+        }
+    }
+}
+
+/// Addresses one entry; the tenant is inside the ref, so a key can never point across tenants.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct EntryKey {
+    pub memory_ref: MemoryRef,
+    pub id: String,
+}
+
+/// A write request's entry after validation, before it has an id.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NewEntry {
+    pub content: String,
+    pub tags: Vec<String>,
+    pub expires_at: Option<Timestamp>,
+    pub subject: Option<String>,
+    pub tier: Tier,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_shape_is_exact() {
+        let e = MemoryEntry {
+            id: "01J".into(),
+            content: "c".into(),
+            tags: vec!["t".into()],
+            created_at: Timestamp::from_millis(1_700_000_000_123),
+            expires_at: None,
+        };
+        assert_eq!(
+            serde_json::to_string(&e).unwrap(),
+            r#"{"id":"01J","content":"c","tags":["t"],"createdAt":"2023-11-14T22:13:20.123Z"}"#
+        );
+        let with_exp = MemoryEntry {
+            expires_at: Some(Timestamp::from_millis(1_700_000_000_124)),
+            ..e
+        };
+        let v = serde_json::to_value(&with_exp).unwrap();
+        assert_eq!(v["expiresAt"], "2023-11-14T22:13:20.124Z");
+    }
+
+    #[test]
+    fn expiry_is_exclusive_at_millisecond_floor() {
+        let e = MemoryEntry {
+            id: "a".into(),
+            content: String::new(),
+            tags: vec![],
+            created_at: Timestamp::from_millis(0),
+            expires_at: Some(Timestamp::from_millis(1_000)),
+        };
+        assert!(e.is_live_at(Timestamp::from_millis(999)));
+        assert!(!e.is_live_at(Timestamp::from_millis(1_000)));
+        assert!(!e.is_live_at(Timestamp::from_millis(1_001)));
+    }
+
+    #[test]
+    fn subject_keys_are_tenant_scoped() {
+        let a = TenantId::parse("tenant-a").unwrap();
+        let b = TenantId::parse("tenant-b").unwrap();
+        assert_ne!(
+            SubjectKey::derive(&a, "alice@example.com"),
+            SubjectKey::derive(&b, "alice@example.com")
+        );
+        let k = SubjectKey::derive(&a, "alice@example.com");
+        assert!(!k.as_str().contains("alice"));
+        assert_eq!(SubjectKey::from_stored(k.as_str()), Some(k));
+        assert_eq!(SubjectKey::from_stored("nothex"), None);
+    }
+
+    #[test]
+    fn entry_id_alphabet() {
+        assert!(is_valid_entry_id("01JABCDEF-x_y.z"));
+        for bad in ["", "a/b", "..%2f", "a b", "é", &"x".repeat(129)] {
+            assert!(!is_valid_entry_id(bad), "{bad}");
+        }
+    }
+}

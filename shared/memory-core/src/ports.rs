@@ -1,0 +1,215 @@
+//! The ports of the hexagon. Adapters (DynamoDB, S3, EventBridge, in-memory) implement these;
+//! everything with behaviour is written against them. Every method takes a tenant-bearing key
+//! (`MemoryRef`, `TenantId`, `ObjectKey`), so no call can be phrased that spans tenants (CTI-1).
+
+use async_trait::async_trait;
+
+use crate::error::StoreError;
+use crate::events::DomainEvent;
+use crate::model::{EntryKey, StoredEntry, SubjectKey};
+use crate::time::Timestamp;
+use memory_guard::{MemoryRef, TenantId};
+
+/// Upper bound the store accepts in one `put_entries` call: it must be a single all-or-nothing
+/// write (one DynamoDB `TransactWriteItems`, whose ceiling is 100 items).
+pub const MAX_ENTRIES_PER_PUT: usize = 100;
+
+/// One page request against one memoryRef, newest first.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PageQuery {
+    /// Items the store examines for this page (before TTL and tag filtering), at least 1.
+    pub limit: u32,
+    pub tag: Option<String>,
+    /// Exclusive start: the id of the last entry examined by the previous page.
+    pub after: Option<String>,
+    /// Entries expiring at or before this instant are filtered out.
+    pub now: Timestamp,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Page {
+    pub entries: Vec<StoredEntry>,
+    /// Where the next page starts; `None` when the ref has nothing older.
+    pub next_after: Option<String>,
+}
+
+#[async_trait]
+pub trait EntryStore: Send + Sync {
+    /// Writes all entries or none, each only if its id is not taken yet (a retry of the same
+    /// ids cannot duplicate or overwrite). At most `MAX_ENTRIES_PER_PUT` entries.
+    async fn put_entries(&self, entries: &[StoredEntry]) -> Result<(), StoreError>;
+
+    /// One page of one ref, newest first, read-your-writes consistent. A page examines at most
+    /// `limit` items, so it may hold fewer entries than `limit` and still have a next page.
+    async fn list_page(&self, memory_ref: &MemoryRef, query: &PageQuery)
+        -> Result<Page, StoreError>;
+
+    /// One entry, read-your-writes consistent. Expiry is the caller's rule to apply.
+    async fn get(&self, key: &EntryKey) -> Result<Option<StoredEntry>, StoreError>;
+
+    /// Deletes one entry; `true` when it existed.
+    async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError>;
+
+    /// Every entry of the tenant written with this subject, across all its refs.
+    async fn find_by_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<EntryKey>, StoreError>;
+
+    /// Deletes the given entries (absent ones are skipped); returns how many existed.
+    async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError>;
+}
+
+/// A key in the archive bucket. It always begins with the tenant id, so a listing or an IAM
+/// prefix condition on one tenant can never reach another's objects.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ObjectKey(String);
+
+impl ObjectKey {
+    /// `rest` is a relative path of non-empty segments from the id alphabet plus `/`.
+    pub fn new(tenant: &TenantId, rest: &str) -> Option<Self> {
+        let ok = !rest.is_empty()
+            && rest.len() <= 900
+            && rest.split('/').all(|seg| {
+                !seg.is_empty()
+                    && seg != "."
+                    && seg != ".."
+                    && seg
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
+            });
+        ok.then(|| ObjectKey(format!("{}/{}", tenant.as_str(), rest)))
+    }
+
+    /// Rebuilds a key listed back from the bucket; `None` unless it lies under the tenant.
+    pub fn from_listed(tenant: &TenantId, key: &str) -> Option<Self> {
+        let rest = key.strip_prefix(tenant.as_str())?.strip_prefix('/')?;
+        ObjectKey::new(tenant, rest)
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What an object is, so storage rules (S3 lifecycle by tag) can tell archives from indexes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ObjectKind {
+    Archive,
+    Index,
+}
+
+impl ObjectKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ObjectKind::Archive => "archive",
+            ObjectKind::Index => "index",
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PutOutcome {
+    Created,
+    /// Something already lives at the key; immutable archives treat this as success.
+    AlreadyExists,
+}
+
+/// Precondition of a compare-and-swap put.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Expect {
+    Absent,
+    ETag(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoredObject {
+    pub body: Vec<u8>,
+    pub etag: String,
+}
+
+#[async_trait]
+pub trait ArchiveStore: Send + Sync {
+    /// Writes only if nothing is at `key` yet (immutable archives).
+    async fn put_if_absent(
+        &self,
+        key: &ObjectKey,
+        body: Vec<u8>,
+        kind: ObjectKind,
+        content_type: &str,
+    ) -> Result<PutOutcome, StoreError>;
+
+    /// Compare-and-swap: writes only if the precondition holds, returning the new ETag;
+    /// `StoreError::Conflict` when another writer got there first.
+    async fn put_expecting(
+        &self,
+        key: &ObjectKey,
+        body: Vec<u8>,
+        kind: ObjectKind,
+        content_type: &str,
+        expect: Expect,
+    ) -> Result<String, StoreError>;
+
+    async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError>;
+
+    /// Removes the object (every version, where the backend keeps versions). Absent is fine.
+    async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError>;
+
+    /// Keys under `tenant/prefix`, in key order.
+    async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError>;
+}
+
+#[async_trait]
+pub trait EventPublisher: Send + Sync {
+    /// Publishes every event or reports failure; partial failures are retried inside.
+    async fn publish(&self, events: &[DomainEvent]) -> Result<(), StoreError>;
+}
+
+pub trait Clock: Send + Sync {
+    fn now(&self) -> Timestamp;
+}
+
+/// Issues entry ids. Implementations must be time-ordered (ids sort like their `now`) so a
+/// newest-first listing is a reverse key scan.
+pub trait IdSource: Send + Sync {
+    fn next_id(&self, now: Timestamp) -> String;
+}
+
+/// Wall clock for production.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct SystemClock;
+
+impl Clock for SystemClock {
+    fn now(&self) -> Timestamp {
+        Timestamp::from_millis(chrono::Utc::now().timestamp_millis())
+    }
+}
+
+/// ULIDs, monotonic within a process even when two ids share a millisecond.
+#[derive(Default)]
+pub struct UlidIds {
+    generator: std::sync::Mutex<ulid::Generator>,
+}
+
+impl std::fmt::Debug for UlidIds {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("UlidIds")
+    }
+}
+
+impl IdSource for UlidIds {
+    fn next_id(&self, now: Timestamp) -> String {
+        let at = std::time::UNIX_EPOCH
+            + std::time::Duration::from_millis(u64::try_from(now.as_millis()).unwrap_or(0));
+        let mut generator = self
+            .generator
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        // Overflow happens only after 2^80 ids in one millisecond; fall back to a fresh ULID.
+        generator
+            .generate_from_datetime(at)
+            .unwrap_or_else(|_| ulid::Ulid::from_datetime(at))
+            .to_string()
+    }
+}

@@ -1,0 +1,91 @@
+//! The read side of `MemoryAdapter` (list/get) with CTI-1 enforced here, in the core, by
+//! inspecting the ref's shape against the caller's tenant before any store call (CTI-1 §1-2),
+//! and the TTL rule applied to whatever the store returns (spec §TTL semantics). The store is
+//! trusted for nothing: results are re-checked for ref, tag and expiry.
+
+use std::sync::Arc;
+
+use crate::cursor;
+use crate::error::CoreError;
+use crate::listing::{ListOptions, ListPage};
+use crate::model::{is_valid_entry_id, EntryKey, MemoryEntry};
+use crate::ports::{Clock, EntryStore, PageQuery};
+use memory_guard::TenantScope;
+
+#[derive(Clone)]
+pub struct MemoryReader {
+    store: Arc<dyn EntryStore>,
+    clock: Arc<dyn Clock>,
+}
+
+impl MemoryReader {
+    pub fn new(store: Arc<dyn EntryStore>, clock: Arc<dyn Clock>) -> Self {
+        MemoryReader { store, clock }
+    }
+
+    /// `[]` for a malformed or foreign ref, whatever the store holds. A cursor that was not
+    /// minted for this tenant and ref is a client error (400), not an empty page.
+    pub async fn list(
+        &self,
+        scope: &TenantScope,
+        raw_ref: &str,
+        options: &ListOptions,
+    ) -> Result<ListPage, CoreError> {
+        let Some(memory_ref) = scope.admit(raw_ref) else {
+            return Ok(ListPage::default());
+        };
+        let after = match &options.cursor {
+            Some(token) => Some(cursor::decode(&memory_ref, token)?),
+            None => None,
+        };
+        let now = self.clock.now();
+        let query = PageQuery {
+            limit: options.effective_limit(),
+            tag: options.tag.clone(),
+            after,
+            now,
+        };
+        let page = self.store.list_page(&memory_ref, &query).await?;
+        let entries = page
+            .entries
+            .into_iter()
+            .filter(|s| s.memory_ref == memory_ref)
+            .filter(|s| s.entry.is_live_at(now))
+            .filter(|s| query.tag.as_ref().is_none_or(|t| s.entry.tags.contains(t)))
+            .map(|s| s.entry)
+            .collect();
+        Ok(ListPage {
+            entries,
+            next_cursor: page
+                .next_after
+                .map(|position| cursor::encode(&memory_ref, &position)),
+        })
+    }
+
+    /// `None` for a malformed or foreign ref, a malformed id, a missing or an expired entry.
+    pub async fn get(
+        &self,
+        scope: &TenantScope,
+        raw_ref: &str,
+        id: &str,
+    ) -> Result<Option<MemoryEntry>, CoreError> {
+        let Some(memory_ref) = scope.admit(raw_ref) else {
+            return Ok(None);
+        };
+        if !is_valid_entry_id(id) {
+            return Ok(None);
+        }
+        let key = EntryKey {
+            memory_ref: memory_ref.clone(),
+            id: id.to_owned(),
+        };
+        let now = self.clock.now();
+        Ok(self
+            .store
+            .get(&key)
+            .await?
+            .filter(|s| s.memory_ref == memory_ref && s.entry.id == id)
+            .filter(|s| s.entry.is_live_at(now))
+            .map(|s| s.entry))
+    }
+}

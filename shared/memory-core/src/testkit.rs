@@ -1,0 +1,396 @@
+//! The behavioural contract of the ports, written once and run against every adapter (in-memory
+//! here, DynamoDB/S3 in `memory-aws`) through `port_suite!`. Each check uses fresh random tenants,
+//! so it can run against a long-lived emulator without cleanup, and every negative assertion is
+//! preceded by a positive control on the same data so it cannot pass vacuously.
+
+use std::sync::Arc;
+
+use crate::in_memory::ManualClock;
+use crate::listing::ListOptions;
+use crate::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use crate::ports::{
+    ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, PageQuery, PutOutcome,
+};
+use crate::reader::MemoryReader;
+use crate::time::Timestamp;
+use crate::StoreError;
+use memory_guard::{AgentId, MemoryRef, TenantId, TenantScope};
+
+/// A tenant id no other check or run uses.
+pub fn fresh_tenant(label: &str) -> TenantId {
+    let id = format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase());
+    TenantId::parse(&id).unwrap_or_else(|_| panic!("test tenant id must be valid"))
+}
+
+pub fn memory_ref(tenant: &TenantId, agent: &str) -> MemoryRef {
+    let agent = AgentId::parse(agent).unwrap_or_else(|_| panic!("test agent id must be valid"));
+    MemoryRef::new(tenant.clone(), agent)
+}
+
+/// Base instant of the suite; entries are stamped relative to it.
+pub const T0: i64 = 1_800_000_000_000;
+
+pub fn entry(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry {
+    let at = Timestamp::from_millis(T0 + i64::try_from(n).unwrap_or(0));
+    StoredEntry {
+        memory_ref: r.clone(),
+        entry: MemoryEntry {
+            id: ulid::Ulid::from_parts(u64::try_from(at.as_millis()).unwrap_or(0), u128::from(n))
+                .to_string(),
+            content: content.to_owned(),
+            tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+            created_at: at,
+            expires_at: None,
+        },
+        tier: Tier::Transactional,
+        subject: None,
+        attribution: Attribution {
+            run_id: Some("run-1".into()),
+            node_id: Some("node-1".into()),
+            agent_id: None,
+        },
+    }
+}
+
+fn reader(store: Arc<dyn EntryStore>, now: i64) -> (MemoryReader, Arc<ManualClock>) {
+    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(now)));
+    (MemoryReader::new(store, clock.clone()), clock)
+}
+
+async fn list_all(reader: &MemoryReader, scope: &TenantScope, r: &str, limit: u32) -> Vec<MemoryEntry> {
+    let mut out = Vec::new();
+    let mut cursor = None;
+    for _ in 0..1000 {
+        let page = reader
+            .list(
+                scope,
+                r,
+                &ListOptions {
+                    limit: Some(limit),
+                    tag: None,
+                    cursor: cursor.clone(),
+                },
+            )
+            .await
+            .unwrap_or_else(|e| panic!("list failed: {e}"));
+        out.extend(page.entries);
+        match page.next_cursor {
+            Some(c) => cursor = Some(c),
+            None => return out,
+        }
+    }
+    panic!("pagination did not terminate")
+}
+
+pub async fn read_your_writes(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("ryw");
+    let r = memory_ref(&t, "agent-1");
+    let e = entry(&r, 1, "prefers email follow-up", &["preference"]);
+    store.put_entries(std::slice::from_ref(&e)).await.expect("put");
+    let got = store.get(&e.key()).await.expect("get");
+    assert_eq!(got.as_ref(), Some(&e), "get returns exactly what was put");
+    let (reader, _) = reader(store, T0 + 10);
+    let scope = TenantScope::new(t);
+    let page = reader
+        .list(&scope, &r.to_string(), &ListOptions::default())
+        .await
+        .expect("list");
+    assert_eq!(page.entries, vec![e.entry.clone()]);
+    assert_eq!(page.next_cursor, None);
+    assert_eq!(
+        reader.get(&scope, &r.to_string(), &e.entry.id).await.expect("get"),
+        Some(e.entry)
+    );
+}
+
+pub async fn cross_tenant_probe_returns_nothing(store: Arc<dyn EntryStore>) {
+    let a = fresh_tenant("cti-a");
+    let b = fresh_tenant("cti-b");
+    let ra = memory_ref(&a, "agent-1");
+    let rb = memory_ref(&b, "agent-1");
+    let ea = entry(&ra, 1, "tenant a fact", &["x"]);
+    let eb = entry(&rb, 2, "tenant b fact", &["x"]);
+    store.put_entries(&[ea.clone()]).await.expect("put a");
+    store.put_entries(&[eb.clone()]).await.expect("put b");
+    let (reader, _) = reader(store, T0 + 10);
+    let scope_a = TenantScope::new(a);
+    let scope_b = TenantScope::new(b);
+    // Positive controls: each owner reads back what it wrote, so the store does hold both.
+    let own_a = reader.list(&scope_a, &ra.to_string(), &ListOptions::default()).await.expect("list");
+    assert_eq!(own_a.entries, vec![ea.entry.clone()]);
+    let own_b = reader.list(&scope_b, &rb.to_string(), &ListOptions::default()).await.expect("list");
+    assert_eq!(own_b.entries, vec![eb.entry.clone()]);
+    assert!(reader.get(&scope_b, &rb.to_string(), &eb.entry.id).await.expect("get").is_some());
+    // The probe: tenant A's accessor given tenant B's ref.
+    let probe = reader.list(&scope_a, &rb.to_string(), &ListOptions::default()).await.expect("list");
+    assert!(probe.entries.is_empty() && probe.next_cursor.is_none());
+    assert_eq!(reader.get(&scope_a, &rb.to_string(), &eb.entry.id).await.expect("get"), None);
+    // Same id under A's own ref does not reach B's entry either.
+    assert_eq!(reader.get(&scope_a, &ra.to_string(), &eb.entry.id).await.expect("get"), None);
+}
+
+/// The CTI-1 malformed-ref corpus of the foundation issue.
+pub fn malformed_refs(tenant: &str) -> Vec<String> {
+    let ok = format!("workspaces/{tenant}/agents/agent-1/memories");
+    vec![
+        format!("workspaces/{tenant}/agents/../agents/agent-1/memories"),
+        format!("workspaces/{tenant}/../{tenant}/agents/agent-1/memories"),
+        format!("workspaces/{tenant}/agents/%2e%2e/memories"),
+        format!("workspaces/{tenant}%2Fagents%2Fagent-1%2Fmemories"),
+        format!("workspaces/{tenant}/agents/agent-1/memories\0"),
+        format!("workspaces/{tenant}\0/agents/agent-1/memories"),
+        format!("workspaces//agents/agent-1/memories"),
+        format!("workspaces/{tenant}/agents//memories"),
+        format!("{ok}/"),
+        format!("/{ok}"),
+        format!("{ok}{}", "x".repeat(513 - ok.len())),
+        format!("w\u{043E}rkspaces/{tenant}/agents/agent-1/memories"),
+        format!("workspaces\u{FF0F}{tenant}/agents/agent-1/memories"),
+        format!("mem://workspaces/{tenant}/agents/agent-1/memories"),
+        format!("s3://{ok}"),
+        format!(" {ok}"),
+        format!("{ok} "),
+        format!("workspaces/{tenant} /agents/agent-1/memories"),
+        format!("workspaces/{tenant}/agents/agent 1/memories"),
+        format!("workspaces/{tenant}/agents/agent-1/memories\n"),
+        format!("workspaces\\{tenant}\\agents\\agent-1\\memories"),
+        format!("Workspaces/{tenant}/agents/agent-1/memories"),
+        format!("workspaces/{tenant}/agents/agent-1"),
+        format!("workspaces/{tenant}/agents/agent-1/memories/extra"),
+        String::new(),
+        "agent-1".into(),
+    ]
+}
+
+pub async fn malformed_refs_return_nothing(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("bad");
+    let r = memory_ref(&t, "agent-1");
+    let e = entry(&r, 1, "stored", &[]);
+    store.put_entries(std::slice::from_ref(&e)).await.expect("put");
+    let (reader, _) = reader(store, T0 + 10);
+    let scope = TenantScope::new(t.clone());
+    let control = reader.list(&scope, &r.to_string(), &ListOptions::default()).await.expect("list");
+    assert_eq!(control.entries.len(), 1, "positive control");
+    for bad in malformed_refs(t.as_str()) {
+        let page = reader.list(&scope, &bad, &ListOptions::default()).await.expect("list");
+        assert!(page.entries.is_empty(), "list of malformed ref {bad:?}");
+        let got = reader.get(&scope, &bad, &e.entry.id).await.expect("get");
+        assert_eq!(got, None, "get of malformed ref {bad:?}");
+    }
+    for bad_id in ["", "../x", "a/b", "%2e", "\0"] {
+        assert_eq!(reader.get(&scope, &r.to_string(), bad_id).await.expect("get"), None);
+    }
+}
+
+pub async fn expired_entries_never_surface(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("ttl");
+    let r = memory_ref(&t, "agent-1");
+    let expires = T0 + 5_000;
+    let mut e = entry(&r, 1, "short-lived", &["ttl"]);
+    e.entry.expires_at = Some(Timestamp::from_millis(expires));
+    let keeper = entry(&r, 2, "long-lived", &["ttl"]);
+    store.put_entries(&[e.clone(), keeper.clone()]).await.expect("put");
+    let (reader, clock) = reader(store, expires - 1);
+    let scope = TenantScope::new(t);
+    let rs = r.to_string();
+    // One millisecond before expiry: visible (positive control).
+    assert_eq!(list_all(&reader, &scope, &rs, 10).await.len(), 2);
+    assert!(reader.get(&scope, &rs, &e.entry.id).await.expect("get").is_some());
+    // Expired one millisecond ago: gone from list and get, the other entry still there.
+    clock.set(Timestamp::from_millis(expires + 1));
+    let live = list_all(&reader, &scope, &rs, 10).await;
+    assert_eq!(live, vec![keeper.entry.clone()]);
+    assert_eq!(reader.get(&scope, &rs, &e.entry.id).await.expect("get"), None);
+    // Exactly at expiresAt it is already past.
+    clock.set(Timestamp::from_millis(expires));
+    assert_eq!(reader.get(&scope, &rs, &e.entry.id).await.expect("get"), None);
+}
+
+pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("page");
+    let r = memory_ref(&t, "agent-1");
+    let entries: Vec<StoredEntry> = (0..23)
+        .map(|n| entry(&r, n, &format!("fact {n}"), if n % 3 == 0 { &["three"] } else { &["other"] }))
+        .collect();
+    store.put_entries(&entries).await.expect("put");
+    let (reader, _) = reader(store.clone(), T0 + 1_000);
+    let scope = TenantScope::new(t);
+    let all = list_all(&reader, &scope, &r.to_string(), 5).await;
+    let mut expected: Vec<MemoryEntry> = entries.iter().map(|e| e.entry.clone()).collect();
+    expected.reverse();
+    assert_eq!(all, expected, "all pages together: every entry once, newest first");
+    let tagged = reader
+        .list(&scope, &r.to_string(), &ListOptions { limit: Some(100), tag: Some("three".into()), cursor: None })
+        .await
+        .expect("list");
+    let want: Vec<MemoryEntry> = expected.iter().filter(|e| e.tags == ["three"]).cloned().collect();
+    assert_eq!(tagged.entries, want);
+    assert_eq!(want.len(), 8);
+    // A direct store page respects its item limit.
+    let page = store
+        .list_page(&r, &PageQuery { limit: 4, tag: None, after: None, now: Timestamp::from_millis(T0) })
+        .await
+        .expect("page");
+    assert_eq!(page.entries.len(), 4);
+    assert_eq!(page.next_after.as_deref(), Some(expected[3].id.as_str()));
+}
+
+pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("cur");
+    let r = memory_ref(&t, "agent-1");
+    let r2 = memory_ref(&t, "agent-2");
+    let entries: Vec<StoredEntry> = (0..4).map(|n| entry(&r, n, "x", &[])).collect();
+    store.put_entries(&entries).await.expect("put");
+    let (reader, _) = reader(store, T0 + 1_000);
+    let scope = TenantScope::new(t);
+    let first = reader
+        .list(&scope, &r.to_string(), &ListOptions { limit: Some(2), ..Default::default() })
+        .await
+        .expect("list");
+    let cursor = first.next_cursor.expect("a second page exists");
+    let second = reader
+        .list(&scope, &r.to_string(), &ListOptions { limit: Some(2), cursor: Some(cursor.clone()), ..Default::default() })
+        .await
+        .expect("list");
+    assert_eq!(second.entries.len(), 2, "positive control: the cursor works for its own ref");
+    let foreign = reader
+        .list(&scope, &r2.to_string(), &ListOptions { limit: Some(2), cursor: Some(cursor), ..Default::default() })
+        .await;
+    assert_eq!(foreign, Err(crate::CoreError::BadCursor));
+}
+
+pub async fn puts_are_all_or_nothing(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("atomic");
+    let r = memory_ref(&t, "agent-1");
+    let first = entry(&r, 1, "first", &[]);
+    store.put_entries(std::slice::from_ref(&first)).await.expect("put");
+    let fresh = entry(&r, 2, "fresh", &[]);
+    let mut clash = entry(&r, 3, "clash", &[]);
+    clash.entry.id = first.entry.id.clone();
+    let result = store.put_entries(&[fresh.clone(), clash]).await;
+    assert!(matches!(result, Err(StoreError::Conflict { .. })), "{result:?}");
+    assert_eq!(store.get(&fresh.key()).await.expect("get"), None, "nothing of a failed put is stored");
+    assert_eq!(store.get(&first.key()).await.expect("get"), Some(first), "the existing entry is not overwritten");
+}
+
+pub async fn delete_and_forget_by_subject(store: Arc<dyn EntryStore>) {
+    let a = fresh_tenant("subj-a");
+    let b = fresh_tenant("subj-b");
+    let (ra1, ra2, rb) = (memory_ref(&a, "agent-1"), memory_ref(&a, "agent-2"), memory_ref(&b, "agent-1"));
+    let subject_a = SubjectKey::derive(&a, "customer-42");
+    let subject_b = SubjectKey::derive(&b, "customer-42");
+    let mut e1 = entry(&ra1, 1, "about 42", &[]);
+    e1.subject = Some(subject_a.clone());
+    let mut e2 = entry(&ra2, 2, "also about 42", &[]);
+    e2.subject = Some(subject_a.clone());
+    let other = entry(&ra1, 3, "not about 42", &[]);
+    let mut eb = entry(&rb, 4, "tenant b about 42", &[]);
+    eb.subject = Some(subject_b.clone());
+    store.put_entries(&[e1.clone(), other.clone()]).await.expect("put");
+    store.put_entries(&[e2.clone()]).await.expect("put");
+    store.put_entries(&[eb.clone()]).await.expect("put");
+
+    let mut found = store.find_by_subject(&a, &subject_a).await.expect("find");
+    found.sort();
+    let mut want = vec![e1.key(), e2.key()];
+    want.sort();
+    assert_eq!(found, want, "every ref of the tenant, nothing else");
+    assert_eq!(store.find_by_subject(&a, &subject_b).await.expect("find"), Vec::<EntryKey>::new());
+    assert_eq!(store.delete_many(&found).await.expect("delete"), 2);
+    assert_eq!(store.delete_many(&found).await.expect("delete"), 0, "idempotent");
+    assert_eq!(store.get(&e1.key()).await.expect("get"), None);
+    assert_eq!(store.get(&other.key()).await.expect("get"), Some(other.clone()));
+    assert_eq!(store.get(&eb.key()).await.expect("get"), Some(eb.clone()), "other tenant untouched");
+    assert_eq!(store.find_by_subject(&b, &subject_b).await.expect("find"), vec![eb.key()]);
+
+    assert!(store.delete(&other.key()).await.expect("delete"));
+    assert!(!store.delete(&other.key()).await.expect("delete"));
+}
+
+pub async fn archive_put_if_absent_is_immutable(archive: Arc<dyn ArchiveStore>) {
+    let t = fresh_tenant("arch");
+    let key = ObjectKey::new(&t, "archives/agent-1/abc.json").expect("key");
+    let first = archive
+        .put_if_absent(&key, b"one".to_vec(), ObjectKind::Archive, "application/json")
+        .await
+        .expect("put");
+    assert_eq!(first, PutOutcome::Created);
+    let second = archive
+        .put_if_absent(&key, b"two".to_vec(), ObjectKind::Archive, "application/json")
+        .await
+        .expect("put");
+    assert_eq!(second, PutOutcome::AlreadyExists);
+    assert_eq!(archive.get(&key).await.expect("get").map(|o| o.body), Some(b"one".to_vec()));
+}
+
+pub async fn archive_compare_and_swap(archive: Arc<dyn ArchiveStore>) {
+    let t = fresh_tenant("cas");
+    let key = ObjectKey::new(&t, "index/agent-1/MEMORY-INDEX.json").expect("key");
+    let etag1 = archive
+        .put_expecting(&key, b"v1".to_vec(), ObjectKind::Index, "application/json", Expect::Absent)
+        .await
+        .expect("create");
+    let again = archive
+        .put_expecting(&key, b"v1b".to_vec(), ObjectKind::Index, "application/json", Expect::Absent)
+        .await;
+    assert!(matches!(again, Err(StoreError::Conflict { .. })), "{again:?}");
+    let etag2 = archive
+        .put_expecting(&key, b"v2".to_vec(), ObjectKind::Index, "application/json", Expect::ETag(etag1.clone()))
+        .await
+        .expect("swap");
+    assert_ne!(etag1, etag2);
+    let stale = archive
+        .put_expecting(&key, b"v3".to_vec(), ObjectKind::Index, "application/json", Expect::ETag(etag1))
+        .await;
+    assert!(matches!(stale, Err(StoreError::Conflict { .. })), "{stale:?}");
+    let got = archive.get(&key).await.expect("get").expect("exists");
+    assert_eq!((got.body, got.etag), (b"v2".to_vec(), etag2));
+}
+
+pub async fn archive_listing_is_tenant_scoped(archive: Arc<dyn ArchiveStore>) {
+    let a = fresh_tenant("list-a");
+    let b = fresh_tenant("list-b");
+    let ka = ObjectKey::new(&a, "archives/agent-1/1.json").expect("key");
+    let kb = ObjectKey::new(&b, "archives/agent-1/1.json").expect("key");
+    for k in [&ka, &kb] {
+        archive.put_if_absent(k, b"{}".to_vec(), ObjectKind::Archive, "application/json").await.expect("put");
+    }
+    assert_eq!(archive.list(&a, "archives/").await.expect("list"), vec![ka.clone()]);
+    assert_eq!(archive.list(&b, "archives/").await.expect("list"), vec![kb.clone()]);
+    archive.delete(&ka).await.expect("delete");
+    archive.delete(&ka).await.expect("delete of absent is fine");
+    assert_eq!(archive.get(&ka).await.expect("get"), None);
+    assert!(archive.get(&kb).await.expect("get").is_some());
+    assert!(ObjectKey::new(&a, "../x").is_none());
+    assert!(ObjectKey::from_listed(&a, kb.as_str()).is_none());
+}
+
+/// Expands to one `#[tokio::test]` per check. `$store` and `$archive` are expressions (usually
+/// `fn` calls returning futures) that yield `Arc<dyn EntryStore>` / `Arc<dyn ArchiveStore>`.
+#[macro_export]
+macro_rules! port_suite {
+    (store: $store:expr, archive: $archive:expr) => {
+        $crate::port_suite!(@store $store; read_your_writes, cross_tenant_probe_returns_nothing,
+            malformed_refs_return_nothing, expired_entries_never_surface,
+            pages_are_newest_first_and_complete, cursor_is_bound_to_tenant_and_ref,
+            puts_are_all_or_nothing, delete_and_forget_by_subject);
+        $crate::port_suite!(@archive $archive; archive_put_if_absent_is_immutable,
+            archive_compare_and_swap, archive_listing_is_tenant_scoped);
+    };
+    (@store $store:expr; $($name:ident),*) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                $crate::testkit::$name($store.await).await;
+            }
+        )*
+    };
+    (@archive $archive:expr; $($name:ident),*) => {
+        $(
+            #[tokio::test]
+            async fn $name() {
+                $crate::testkit::$name($archive.await).await;
+            }
+        )*
+    };
+}

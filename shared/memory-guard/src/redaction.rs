@@ -1,0 +1,448 @@
+//! Secret redaction — SR-1 of the OpenWOP agent-memory spec.
+//!
+//! SR-1 requires every value the run's BYOK vault resolved to be persisted as
+//! `[REDACTED:<secretId>]` instead of its plaintext. The spec's reference notes fix the shape of
+//! the mechanism, and this module follows them:
+//!
+//! - literal substring matching, never regex, so metacharacters in a value are inert and there is
+//!   no ReDoS surface;
+//! - longest match wins, so a secret that contains another secret is redacted whole rather than
+//!   leaving a recognisable remainder;
+//! - values shorter than [`MIN_SECRET_CHARS`] are never redacted (too many false positives).
+//!
+//! Where this goes beyond the reference's "sort by length and `replace` each in turn": all values
+//! are matched in a single left-to-right scan of one Aho-Corasick automaton, so the cost is one
+//! pass over the text however many secrets the run holds, and the common no-secret case neither
+//! allocates nor copies.
+//!
+//! # Markers already in the text
+//!
+//! Content is redacted more than once (a consolidation or distillation pass re-redacts text that
+//! a put already redacted), so redaction must be idempotent: markers it emitted must survive a
+//! second pass untouched even when a secret value occurs inside one (for example a secret whose
+//! value equals another secret's id). A marker naming a secret id registered in the run is
+//! therefore copied through verbatim. A marker naming any *other* id is ordinary text: if it
+//! were protected, a writer could smuggle a secret past redaction by wrapping it as
+//! `[REDACTED:<the secret>]`, since most API keys are valid id characters.
+//!
+//! Precisely, one scan finds leftmost-longest, non-overlapping matches among the registered
+//! values and the registered markers; a value match is replaced, a marker match is kept. What
+//! that guarantees:
+//!
+//! - A registered value survives only where its occurrence starts inside a registered marker. A
+//!   value containing no `]` that is not a substring of a marker therefore never survives;
+//!   values that do (one equal to a secret id, say) reveal nothing the marker itself does not.
+//! - Redaction is idempotent. A second scan can only change text where a value straddles a marker
+//!   the first scan left, which needs a value containing `[` followed by the start of a marker
+//!   (for example one ending in `[`). For such registries the scan is repeated until nothing
+//!   changes; this provably terminates, and is capped at 32 passes as a cost bound for
+//!   deliberately self-referential values (a value containing its own marker's opening).
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+use std::fmt;
+
+use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+
+use crate::GuardError;
+
+/// Values shorter than this many Unicode scalar values (`char`s, not bytes) are never redacted.
+///
+/// The floor guards against false positives, and false positives are about how many distinct
+/// strings a value could collide with, which tracks characters rather than encoding length: a
+/// 3-character CJK value is 9 bytes of UTF-8 but is still left alone, while an 8-character one
+/// (24 bytes) is redacted.
+pub const MIN_SECRET_CHARS: usize = 8;
+
+/// Largest accepted secret value, in bytes.
+///
+/// Generous for PEM keys and service-account JSON; it exists so a misbehaving vault cannot make
+/// the per-run automaton exhaust the function's memory.
+pub const MAX_SECRET_BYTES: usize = 64 * 1024;
+
+/// Longest accepted secret id, in bytes.
+pub const MAX_SECRET_ID_BYTES: usize = 128;
+
+const MARKER_PREFIX: &str = "[REDACTED:";
+const MARKER_SUFFIX: &str = "]";
+
+/// Upper bound on scans for registries whose values can straddle markers (see module docs).
+const MAX_PASSES: usize = 32;
+
+/// Emitted for the whole text if no automaton could be built at all (only possible beyond
+/// billions of pattern bytes): failing closed keeps SR-1 without making every caller handle an
+/// error that cannot occur in practice.
+const UNAVAILABLE_MARKER: &str = "[REDACTED:redactor-unavailable]";
+
+/// Ids appear inside markers, so their charset excludes `[`, `]` and whitespace to keep
+/// `[REDACTED:<id>]` unambiguous to parse back.
+fn valid_secret_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= MAX_SECRET_ID_BYTES
+        && id.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'/' | b'@' | b'-')
+        })
+}
+
+fn marker_for(id: &str) -> String {
+    let mut marker = String::with_capacity(MARKER_PREFIX.len() + id.len() + MARKER_SUFFIX.len());
+    marker.push_str(MARKER_PREFIX);
+    marker.push_str(id);
+    marker.push_str(MARKER_SUFFIX);
+    marker
+}
+
+/// Plaintext that must never be printed; `Debug` shows a placeholder so a stray `{:?}` on a
+/// containing type cannot leak it.
+struct SecretValue(String);
+
+impl fmt::Debug for SecretValue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("***")
+    }
+}
+
+#[derive(Debug)]
+struct Registered {
+    id: String,
+    value: SecretValue,
+}
+
+/// The run's BYOK-resolved secrets (SR-1 "MemorySecretRegistry"), keyed by secret id.
+///
+/// Lives in process memory for one run only and has no `Display`; its `Debug` lists ids and the
+/// count, never values.
+#[derive(Default)]
+pub struct SecretRegistry {
+    entries: Vec<Registered>,
+}
+
+impl SecretRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a resolved secret so later redaction replaces `value` with `[REDACTED:<secret_id>]`.
+    ///
+    /// - `secret_id` must match `[A-Za-z0-9._:/@-]{1,128}` ([`GuardError::InvalidSecretId`]).
+    /// - `value` must be at most [`MAX_SECRET_BYTES`] ([`GuardError::SecretTooLong`]).
+    /// - Values shorter than [`MIN_SECRET_CHARS`] are accepted but never redacted.
+    /// - A value already registered keeps the id it was first registered under, so the marker a
+    ///   value maps to does not depend on how often the vault resolved it.
+    /// - One id may carry several values (a rotated secret): each is redacted to the same marker.
+    pub fn register(
+        &mut self,
+        secret_id: impl Into<String>,
+        value: impl Into<String>,
+    ) -> Result<(), GuardError> {
+        let id = secret_id.into();
+        if !valid_secret_id(&id) {
+            return Err(GuardError::InvalidSecretId);
+        }
+        let value = value.into();
+        if value.len() > MAX_SECRET_BYTES {
+            return Err(GuardError::SecretTooLong);
+        }
+        if self.entries.iter().any(|e| e.value.0 == value) {
+            return Ok(());
+        }
+        self.entries.push(Registered {
+            id,
+            value: SecretValue(value),
+        });
+        Ok(())
+    }
+
+    /// Number of distinct registered values, including those below the length floor.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether nothing has been registered.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// Registered secret ids in registration order (ids are not secret: they appear in markers).
+    pub fn ids(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|e| e.id.as_str())
+    }
+
+    /// Compiles the registry into a [`Redactor`]; build once per run and reuse it for every
+    /// write, since compiling costs far more than a scan.
+    pub fn redactor(&self) -> Redactor {
+        Redactor::build(&self.entries)
+    }
+}
+
+impl fmt::Debug for SecretRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SecretRegistry")
+            .field("count", &self.entries.len())
+            .field("ids", &self.ids().collect::<Vec<_>>())
+            .finish()
+    }
+}
+
+/// What a matched pattern means.
+#[derive(Debug, Clone, Copy)]
+enum Action {
+    /// A registered marker already in the text: copy it through.
+    Keep,
+    /// A secret value: replace it with `markers[_]`.
+    Replace(usize),
+}
+
+#[derive(Clone)]
+enum Engine {
+    /// No value reaches the floor: every text passes through unchanged.
+    Empty,
+    Ready {
+        automaton: AhoCorasick,
+        actions: Vec<Action>,
+        markers: Vec<String>,
+    },
+    /// No automaton could be built; see [`UNAVAILABLE_MARKER`].
+    FailClosed,
+}
+
+/// A compiled, immutable redaction pass for one run's secrets (SR-1 write chokepoint).
+///
+/// Cheap to share across threads; `Debug` reports only how many values it redacts.
+#[derive(Clone)]
+pub struct Redactor {
+    engine: Engine,
+    secrets: usize,
+    needs_fixpoint: bool,
+}
+
+impl Redactor {
+    fn build(entries: &[Registered]) -> Self {
+        let mut marker_index: HashMap<&str, usize> = HashMap::new();
+        let mut markers: Vec<String> = Vec::new();
+        for entry in entries {
+            marker_index.entry(entry.id.as_str()).or_insert_with(|| {
+                markers.push(marker_for(&entry.id));
+                markers.len() - 1
+            });
+        }
+
+        // A value spelled exactly like a registered marker is already handled by keeping that
+        // marker, and two identical patterns would make the winner depend on pattern order.
+        let active: Vec<(&str, usize)> = entries
+            .iter()
+            .filter(|e| e.value.0.chars().count() >= MIN_SECRET_CHARS)
+            .filter(|e| !markers.iter().any(|m| *m == e.value.0))
+            .filter_map(|e| Some((e.value.0.as_str(), *marker_index.get(e.id.as_str())?)))
+            .collect();
+
+        if active.is_empty() {
+            return Self {
+                engine: Engine::Empty,
+                secrets: 0,
+                needs_fixpoint: false,
+            };
+        }
+
+        let needs_fixpoint = active
+            .iter()
+            .any(|(value, _)| can_straddle_marker(value, &markers));
+
+        let mut actions = Vec::with_capacity(markers.len() + active.len());
+        actions.extend(std::iter::repeat_n(Action::Keep, markers.len()));
+        actions.extend(active.iter().map(|&(_, marker)| Action::Replace(marker)));
+        let patterns: Vec<&str> = markers
+            .iter()
+            .map(String::as_str)
+            .chain(active.iter().map(|&(value, _)| value))
+            .collect();
+
+        let engine = match build_automaton(&patterns) {
+            Some(automaton) => Engine::Ready {
+                automaton,
+                actions,
+                markers,
+            },
+            None => Engine::FailClosed,
+        };
+        Self {
+            engine,
+            secrets: active.len(),
+            needs_fixpoint,
+        }
+    }
+
+    /// Whether this redactor can never change any text (no value reaches the floor).
+    pub fn is_empty(&self) -> bool {
+        self.secrets == 0
+    }
+
+    /// Number of distinct values this redactor replaces.
+    pub fn len(&self) -> usize {
+        self.secrets
+    }
+
+    /// Replaces every registered value with its `[REDACTED:<secretId>]` marker.
+    ///
+    /// Returns the input borrowed when nothing matched, so the common path allocates nothing.
+    pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
+        self.redact_counting(text).0
+    }
+
+    /// [`Redactor::redact`], also reporting how many values were replaced (for metrics: a count
+    /// is content-free).
+    pub fn redact_counting<'t>(&self, text: &'t str) -> (Cow<'t, str>, usize) {
+        let (automaton, actions, markers) = match &self.engine {
+            Engine::Empty => return (Cow::Borrowed(text), 0),
+            Engine::FailClosed if text.is_empty() => return (Cow::Borrowed(text), 0),
+            Engine::FailClosed => return (Cow::Owned(UNAVAILABLE_MARKER.to_owned()), 1),
+            Engine::Ready {
+                automaton,
+                actions,
+                markers,
+            } => (automaton, actions, markers),
+        };
+        let Some((mut out, mut count)) = scan(automaton, actions, markers, text) else {
+            return (Cow::Borrowed(text), 0);
+        };
+        if self.needs_fixpoint {
+            for _ in 1..MAX_PASSES {
+                match scan(automaton, actions, markers, &out) {
+                    Some((next, n)) => {
+                        out = next;
+                        count += n;
+                    }
+                    None => break,
+                }
+            }
+        }
+        (Cow::Owned(out), count)
+    }
+
+    /// Redacts each tag; tags are persisted and filterable, so they are as exposed as content.
+    pub fn redact_tags<S: AsRef<str>>(&self, tags: &[S]) -> Vec<String> {
+        tags.iter()
+            .map(|tag| self.redact(tag.as_ref()).into_owned())
+            .collect()
+    }
+}
+
+impl fmt::Debug for Redactor {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Redactor")
+            .field("secrets", &self.secrets)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Prefers a DFA (one table lookup per byte); falls back to the smaller NFAs if the DFA cannot
+/// be built, and to `None` only if no automaton fits the id space at all.
+fn build_automaton(patterns: &[&str]) -> Option<AhoCorasick> {
+    [
+        AhoCorasickKind::DFA,
+        AhoCorasickKind::ContiguousNFA,
+        AhoCorasickKind::NoncontiguousNFA,
+    ]
+    .into_iter()
+    .find_map(|kind| {
+        AhoCorasick::builder()
+            .match_kind(MatchKind::LeftmostLongest)
+            .kind(Some(kind))
+            .build(patterns)
+            .ok()
+    })
+}
+
+/// One leftmost-longest scan; `None` when no value matched (the text is already final).
+fn scan(
+    automaton: &AhoCorasick,
+    actions: &[Action],
+    markers: &[String],
+    text: &str,
+) -> Option<(String, usize)> {
+    let mut out: Option<String> = None;
+    let mut copied_to = 0;
+    let mut count = 0;
+    for found in automaton.find_iter(text) {
+        let Some(Action::Replace(marker)) = actions.get(found.pattern().as_usize()) else {
+            continue;
+        };
+        let Some(marker) = markers.get(*marker) else {
+            continue;
+        };
+        let buf = out.get_or_insert_with(|| String::with_capacity(text.len() + text.len() / 8));
+        // Patterns are non-empty UTF-8, so a match in UTF-8 text starts on a lead byte and ends
+        // after a complete character: both offsets are char boundaries and slicing cannot panic.
+        buf.push_str(&text[copied_to..found.start()]);
+        buf.push_str(marker);
+        copied_to = found.end();
+        count += 1;
+    }
+    let mut buf = out?;
+    buf.push_str(&text[copied_to..]);
+    Some((buf, count))
+}
+
+/// Whether a value can match across a marker left by an earlier scan, the only way a second
+/// scan can change anything: it must contain a `[` aligned with a marker's opening and agree
+/// with that marker up to where either ends. At the value's very start it must extend the
+/// whole marker, since a marker at least as long wins a tie on start position.
+fn can_straddle_marker(value: &str, markers: &[String]) -> bool {
+    value.match_indices('[').any(|(at, _)| {
+        let tail = &value[at..];
+        markers.iter().any(|marker| {
+            if at == 0 {
+                tail.len() > marker.len() && tail.starts_with(marker.as_str())
+            } else {
+                marker.starts_with(tail) || tail.starts_with(marker.as_str())
+            }
+        })
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn markers(ids: &[&str]) -> Vec<String> {
+        ids.iter().map(|id| marker_for(id)).collect()
+    }
+
+    #[test]
+    fn straddle_detection_is_precise() {
+        let m = markers(&["k"]);
+        assert!(can_straddle_marker("abcdefg[", &m));
+        assert!(can_straddle_marker("abcd[REDAC", &m));
+        assert!(can_straddle_marker("ab[REDACTED:k]cd", &m));
+        assert!(can_straddle_marker("[REDACTED:k]tail", &m));
+        assert!(!can_straddle_marker("[REDACTED:", &m), "shorter at same start loses");
+        assert!(!can_straddle_marker("ab[cd]efgh", &m));
+        assert!(!can_straddle_marker("k]abcdefg", &m), "starts inside: marker wins");
+        assert!(!can_straddle_marker("ab[REDACTED:x]cd", &m));
+    }
+
+    #[test]
+    fn fail_closed_engine_never_passes_text_through() {
+        let r = Redactor {
+            engine: Engine::FailClosed,
+            secrets: 1,
+            needs_fixpoint: false,
+        };
+        let (out, n) = r.redact_counting("contains sk-live-0123456789");
+        assert_eq!(out, UNAVAILABLE_MARKER);
+        assert_eq!(n, 1);
+        assert!(matches!(r.redact(""), Cow::Borrowed("")));
+    }
+
+    #[test]
+    fn preferred_engine_is_a_dfa() {
+        let mut reg = SecretRegistry::new();
+        reg.register("a", "0123456789").unwrap();
+        let Engine::Ready { automaton, .. } = reg.redactor().engine else {
+            panic!("expected a built automaton");
+        };
+        assert_eq!(automaton.kind(), AhoCorasickKind::DFA);
+        assert_eq!(automaton.match_kind(), MatchKind::LeftmostLongest);
+    }
+}
