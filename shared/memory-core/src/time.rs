@@ -9,6 +9,9 @@ use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 use crate::error::CoreError;
 
+/// 9999-12-31T23:59:59.999Z, the last instant with a four-digit year.
+const MAX_WIRE_MILLIS: i64 = 253_402_300_799_999;
+
 /// Milliseconds since the Unix epoch, UTC.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Timestamp(i64);
@@ -26,7 +29,12 @@ impl Timestamp {
     /// millisecond granularity requires (a value never rounds up into the future).
     pub fn parse_rfc3339(s: &str) -> Result<Self, CoreError> {
         let parsed = DateTime::parse_from_rfc3339(s).map_err(|_| CoreError::InvalidTimestamp)?;
-        Ok(Timestamp(parsed.with_timezone(&Utc).timestamp_millis()))
+        let ms = parsed.with_timezone(&Utc).timestamp_millis();
+        // The wire form has a four-digit UTC year; an offset must not push an instant outside it.
+        if !(0..=MAX_WIRE_MILLIS).contains(&ms) {
+            return Err(CoreError::InvalidTimestamp);
+        }
+        Ok(Timestamp(ms))
     }
 
     pub fn to_rfc3339(self) -> String {
@@ -83,7 +91,15 @@ mod tests {
 
     #[test]
     fn rejects_non_rfc3339() {
-        for bad in ["", "2026-11-22", "tomorrow", "2026-11-22T10:00:00", "1700000000"] {
+        for bad in [
+            "",
+            "2026-11-22",
+            "tomorrow",
+            "2026-11-22T10:00:00",
+            "1700000000",
+            "9999-12-31T23:59:59-01:00",
+            "1969-12-31T23:59:59Z",
+        ] {
             assert!(Timestamp::parse_rfc3339(bad).is_err(), "{bad}");
         }
     }

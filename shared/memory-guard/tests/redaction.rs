@@ -63,6 +63,16 @@ fn longer_secret_containing_a_shorter_one_redacts_whole() {
 }
 
 #[test]
+fn longest_wins_between_values_starting_at_the_same_place() {
+    for order in [[0, 1], [1, 0]] {
+        let all = [("short", "password123"), ("long", "password1234567")];
+        let r = redactor(&[all[order[0]], all[order[1]]]);
+        assert_eq!(r.redact("pw=password1234567;"), "pw=[REDACTED:long];");
+        assert_eq!(r.redact("pw=password12345;"), "pw=[REDACTED:short]45;");
+    }
+}
+
+#[test]
 fn regex_metacharacters_are_literal() {
     let value = r"a.b*c+?(x)[y]$^|\";
     let r = redactor(&[("meta", value)]);
@@ -154,6 +164,26 @@ fn values_straddling_markers_converge_and_stay_idempotent() {
     assert_eq!(n, 2);
     assert_eq!(r.redact(&out), out);
     assert!(!out.contains("abcdefg["));
+}
+
+#[test]
+fn cascading_straddles_repeat_until_stable() {
+    // The value contains the opening of its own marker, so each scan exposes one more match.
+    let r = redactor(&[("s", "x[REDACTED:s")]);
+    let (out, n) = r.redact_counting("xxxxx[REDACTED:s]");
+    assert_eq!(out, "[REDACTED:s]]]]]]");
+    assert_eq!(n, 5);
+    assert_eq!(r.redact(&out), out);
+}
+
+#[test]
+fn self_referential_values_are_bounded_to_32_passes() {
+    // Cost bound: one match per pass here, so 100 leading x's would take 100 passes.
+    let r = redactor(&[("s", "x[REDACTED:s")]);
+    let text = format!("{}[REDACTED:s]", "x".repeat(100));
+    let (out, n) = r.redact_counting(&text);
+    assert_eq!(n, 32);
+    assert_eq!(out, format!("{}[REDACTED:s]{}", "x".repeat(68), "]".repeat(32)));
 }
 
 #[test]

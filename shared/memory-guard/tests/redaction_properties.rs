@@ -24,9 +24,10 @@ const FILLER: &[&str] = &[
     "REDACTED", "]]", "[[",
 ];
 
-/// Building blocks for values that can straddle markers.
-const HOSTILE_VALUE: &[&str] = &["[", "]", "[REDACTED:", "a", "b", "c", "x", "é", "]x", "x["];
-const HOSTILE_FILLER: &[&str] = &["[", "]", "[REDACTED:", "a", "b", "c", "x", "é"];
+/// Filler for the marker-shaped values: few letters, so text often lines up with a value's head.
+const HOSTILE_FILLER: &[&str] = &["a", "b", "[", "]", "[REDACTED:"];
+const HEAD: &[&str] = &["a", "b"];
+const TAIL: &[&str] = &["a", "b", "]"];
 
 fn pick(set: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
     proptest::sample::select(set)
@@ -175,31 +176,58 @@ proptest! {
         prop_assert_eq!(twice.as_ref(), once.as_str());
     }
 
-    /// Idempotence also for hostile values built from marker syntax and brackets, the ones that
-    /// can straddle markers and need the repeated scan.
+    /// Values sharing a core (prefixes, extensions, affixes of each other) exercise the
+    /// longest-match rule, which independent random values almost never do.
     #[test]
-    fn redaction_is_idempotent_for_bracketed_values(
-        ids in proptest::collection::vec("[a-c]{1,2}", 1..5),
-        raw_values in proptest::collection::vec(
-            proptest::collection::vec(
-                pick(HOSTILE_VALUE),
-                2..10,
-            ),
-            1..5,
+    fn related_values_match_the_reference_and_never_survive(
+        core in value(),
+        affixes in proptest::collection::vec(
+            (secret_id(), joined(ALPHABET, 0..4), joined(ALPHABET, 0..4)),
+            1..6,
+        ),
+        pieces in pieces(),
+    ) {
+        let secrets: Vec<(String, String)> = affixes
+            .into_iter()
+            .map(|(id, pre, post)| (id, format!("{pre}{core}{post}")))
+            .collect();
+        let (_, r) = build(&secrets);
+        let (text, _) = render(&pieces, &secrets);
+        let out = r.redact(&text);
+        let expected = oracle(&secrets, &text);
+        prop_assert_eq!(out.as_ref(), expected.as_str());
+        for (_, v) in &secrets {
+            prop_assert!(!out.contains(v.as_str()));
+        }
+    }
+
+    /// Idempotence also for hostile values that embed (part of) a registered marker after some
+    /// text, the ones that can straddle a marker left by the first scan and need the repeated
+    /// scan.
+    #[test]
+    fn redaction_is_idempotent_for_marker_shaped_values(
+        ids in proptest::collection::vec("[a-c]{1,2}", 1..4),
+        specs in proptest::collection::vec(
+            (joined(HEAD, 0..4), any::<usize>(), 0usize..20, joined(TAIL, 0..3)),
+            1..4,
         ),
         pieces in proptest::collection::vec(
             prop_oneof![
-                joined(HOSTILE_FILLER, 0..6).prop_map(Piece::Filler),
+                joined(HOSTILE_FILLER, 0..4).prop_map(Piece::Filler),
                 any::<usize>().prop_map(Piece::Secret),
                 any::<usize>().prop_map(Piece::Marker),
             ],
             0..16,
         ),
     ) {
-        let secrets: Vec<(String, String)> = ids
+        let secrets: Vec<(String, String)> = specs
             .iter()
-            .zip(raw_values.iter().map(|parts| parts.concat()))
-            .map(|(id, v)| (id.clone(), v))
+            .enumerate()
+            .map(|(i, (head, target, cut, tail))| {
+                let marker = format!("[REDACTED:{}]", ids[target % ids.len()]);
+                let cut = (*cut).min(marker.len());
+                (ids[i % ids.len()].clone(), format!("{head}{}{tail}", &marker[..cut]))
+            })
             .collect();
         let (_, r) = build(&secrets);
         let (text, _) = render(&pieces, &secrets);
