@@ -1,0 +1,115 @@
+//! In-process cost of the read handler for a page of 100 entries, excluding the store: API
+//! Gateway event decode -> routing, CTI-1 gate, cursor, TTL/tag re-checks -> response encode.
+//! The store is a stub that hands back a prebuilt page, so only our code is measured.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use memory_api::read_api::ReadApi;
+use memory_core::capabilities::HOST_MODEL;
+use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use memory_core::ports::{EntryStore, Page, PageQuery, SystemClock};
+use memory_core::reader::MemoryReader;
+use memory_core::{StoreError, Timestamp};
+use memory_guard::{MemoryRef, TenantId};
+
+struct PrebuiltPage(Page);
+
+#[async_trait]
+impl EntryStore for PrebuiltPage {
+    async fn put_entries(&self, _: &[StoredEntry]) -> Result<(), StoreError> {
+        Ok(())
+    }
+    async fn list_page(&self, _: &MemoryRef, _: &PageQuery) -> Result<Page, StoreError> {
+        Ok(self.0.clone())
+    }
+    async fn get(&self, _: &EntryKey) -> Result<Option<StoredEntry>, StoreError> {
+        Ok(None)
+    }
+    async fn delete(&self, _: &EntryKey) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    async fn find_by_subject(&self, _: &TenantId, _: &SubjectKey) -> Result<Vec<EntryKey>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn delete_many(&self, _: &[EntryKey]) -> Result<usize, StoreError> {
+        Ok(0)
+    }
+}
+
+const REF: &str = "workspaces/tenant-bench/agents/agent-1/memories";
+
+fn page() -> Page {
+    let memory_ref = MemoryRef::parse(REF).unwrap_or_else(|_| panic!("ref"));
+    let entries = (0..100u64)
+        .map(|n| StoredEntry {
+            memory_ref: memory_ref.clone(),
+            entry: MemoryEntry {
+                id: ulid::Ulid::from_parts(1_800_000_000_000 + n, u128::from(n)).to_string(),
+                content: format!("Customer {n} prefers e-mail follow-up after a refund; order {n} shipped. ")
+                    .repeat(4),
+                tags: vec!["preference".into(), format!("customer:{n}")],
+                created_at: Timestamp::from_millis(1_800_000_000_000 + n as i64),
+                expires_at: None,
+            },
+            tier: Tier::Transactional,
+            subject: None,
+            attribution: Attribution::default(),
+        })
+        .rev()
+        .collect();
+    Page {
+        entries,
+        next_after: Some("01JZZZZZZZZZZZZZZZZZZZZZZZ".into()),
+    }
+}
+
+fn event() -> ApiGatewayV2httpRequest {
+    let raw = serde_json::json!({
+        "version": "2.0",
+        "routeKey": "GET /v1/host/wop-memory/entries",
+        "rawPath": "/v1/host/wop-memory/entries",
+        "rawQueryString": "memoryRef=x&limit=100",
+        "headers": {"accept": "application/json"},
+        "queryStringParameters": {"memoryRef": REF, "limit": "100"},
+        "requestContext": {
+            "accountId": "123456789012", "apiId": "api", "domainName": "d", "domainPrefix": "d",
+            "http": {"method": "GET", "path": "/v1/host/wop-memory/entries", "protocol": "HTTP/1.1", "sourceIp": "203.0.113.1", "userAgent": "bench"},
+            "requestId": "r", "routeKey": "GET /v1/host/wop-memory/entries", "stage": "$default",
+            "time": "22/Nov/2026:10:00:00 +0000", "timeEpoch": 0,
+            "authorizer": {"jwt": {"claims": {"tenant_id": "tenant-bench"}, "scopes": null}}
+        },
+        "isBase64Encoded": false
+    });
+    serde_json::from_value(raw).unwrap_or_else(|e| panic!("event: {e}"))
+}
+
+fn bench(c: &mut Criterion) {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"));
+    let api = ReadApi::new(
+        MemoryReader::new(Arc::new(PrebuiltPage(page())), Arc::new(SystemClock)),
+        HOST_MODEL,
+    );
+    let raw_event = serde_json::to_vec(&event()).unwrap_or_default();
+    let mut group = c.benchmark_group("read_handler");
+    group.throughput(Throughput::Elements(100));
+    group.bench_function("list_100_entries", |b| {
+        b.to_async(&runtime).iter(|| async {
+            let event: ApiGatewayV2httpRequest =
+                serde_json::from_slice(&raw_event).unwrap_or_else(|e| panic!("decode: {e}"));
+            let request = lambda_adapter::read_request(&event, "tenant_id");
+            let response = lambda_adapter::http_response(api.handle(&request).await);
+            let bytes = serde_json::to_vec(&response).unwrap_or_default();
+            assert!(bytes.len() > 30_000);
+            bytes
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,166 @@
+//! The SR-1 chokepoint and forget over the in-memory ports: exact, clock-driven, fast.
+
+use std::sync::Arc;
+
+use memory_core::events::EventType;
+use memory_core::forget::Forgetter;
+use memory_core::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds};
+use memory_core::listing::ListOptions;
+use memory_core::reader::MemoryReader;
+use memory_core::writer::{MemoryWriter, PutRequest};
+use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
+use serde_json::json;
+
+const NOW: i64 = 1_800_000_000_000;
+
+struct World {
+    store: Arc<InMemoryEntryStore>,
+    events: Arc<RecordingPublisher>,
+    clock: Arc<ManualClock>,
+    writer: MemoryWriter,
+    reader: MemoryReader,
+    forgetter: Forgetter,
+}
+
+fn world() -> World {
+    let store = Arc::new(InMemoryEntryStore::new());
+    let events = Arc::new(RecordingPublisher::new());
+    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(NOW)));
+    World {
+        writer: MemoryWriter::new(store.clone(), events.clone(), clock.clone(), Arc::new(SequentialIds::default())),
+        reader: MemoryReader::new(store.clone(), clock.clone()),
+        forgetter: Forgetter::new(store.clone(), events.clone(), clock.clone()),
+        store,
+        events,
+        clock,
+    }
+}
+
+fn request(v: serde_json::Value) -> PutRequest {
+    serde_json::from_value(v).expect("valid request shape")
+}
+
+const REF_A: &str = "workspaces/tenant-a/agents/agent-1/memories";
+
+#[tokio::test]
+async fn put_redacts_content_and_tags_and_announces_without_content() {
+    let w = world();
+    let out = w
+        .writer
+        .put(&request(json!({
+            "tenantId": "tenant-a", "runId": "run-1", "memoryRef": REF_A,
+            "entries": [{"content": "token ghp_0123456789abcdef and short 1234567", "tags": ["t:ghp_0123456789abcdef"]}],
+            "secrets": [{"secretId": "gh", "value": "ghp_0123456789abcdef"}, {"secretId": "pin", "value": "1234567"}],
+            "attribution": {"nodeId": "n1"}
+        })))
+        .await
+        .expect("put");
+    assert_eq!(out.redactions, 2);
+    let stored = w.store.dump();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].entry.content, "token [REDACTED:gh] and short 1234567", "7-char secret below the floor stays");
+    assert_eq!(stored[0].entry.tags, vec!["t:[REDACTED:gh]"]);
+    assert_eq!(stored[0].entry.created_at, Timestamp::from_millis(NOW));
+    let events = w.events.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].event_type, EventType::MemoryWritten);
+    let detail = events[0].detail_json().to_string();
+    assert!(detail.contains(&out.written[0].id) && detail.contains("\"nodeId\":\"n1\""));
+    assert!(!detail.contains("token") && !detail.contains("ghp_"), "content-free: {detail}");
+}
+
+#[tokio::test]
+async fn rejected_requests_store_nothing() {
+    let w = world();
+    let past = "2020-01-01T00:00:00.000Z";
+    let cases = [
+        json!({"tenantId": "tenant-a", "memoryRef": REF_A, "entries": []}),
+        json!({"tenantId": "tenant-a", "memoryRef": REF_A, "entries": [{"content": "ok"}, {"content": "x", "expiresAt": past}]}),
+        json!({"tenantId": "tenant-a", "memoryRef": REF_A, "entries": [{"content": "ok"}, {"content": "x".repeat(65_537)}]}),
+        json!({"tenantId": "tenant-a", "memoryRef": REF_A, "entries": [{"content": "ok", "tier": "forever"}]}),
+        json!({"tenantId": "tenant-a", "memoryRef": REF_A, "entries": [{"content": "ok", "subject": ""}]}),
+        json!({"tenantId": "tenant-a", "runId": "bad/run", "memoryRef": REF_A, "entries": [{"content": "ok"}]}),
+        json!({"tenantId": "bad tenant", "memoryRef": REF_A, "entries": [{"content": "ok"}]}),
+    ];
+    for case in cases {
+        let err = w.writer.put(&request(case.clone())).await.expect_err("must be rejected");
+        assert_eq!(err.http_status(), 400, "{case}");
+    }
+    let foreign = w
+        .writer
+        .put(&request(json!({"tenantId": "tenant-b", "memoryRef": REF_A, "entries": [{"content": "ok"}]})))
+        .await;
+    assert_eq!(foreign, Err(CoreError::RefNotAdmitted));
+    assert!(w.store.dump().is_empty());
+    assert_eq!(w.store.calls.get("put_entries"), 0, "validation happens before any store call");
+    assert!(w.events.events().is_empty());
+}
+
+#[tokio::test]
+async fn a_secret_marker_that_grows_past_the_bound_is_rejected() {
+    let w = world();
+    let secret = "s3cr3t-value";
+    let long_id = "x".repeat(120);
+    let content = secret.repeat(65_536 / secret.len());
+    let err = w
+        .writer
+        .put(&request(json!({
+            "tenantId": "tenant-a", "memoryRef": REF_A,
+            "entries": [{"content": content}],
+            "secrets": [{"secretId": long_id, "value": secret}]
+        })))
+        .await
+        .expect_err("redaction makes it oversize");
+    assert!(err.to_string().contains("after redaction"));
+    assert!(!err.to_string().contains(secret));
+    assert!(w.store.dump().is_empty());
+}
+
+#[tokio::test]
+async fn expiry_through_the_writer_and_reader() {
+    let w = world();
+    let exp = Timestamp::from_millis(NOW + 10_000);
+    let out = w
+        .writer
+        .put(&request(json!({"tenantId": "tenant-a", "memoryRef": REF_A,
+            "entries": [{"content": "soon gone", "expiresAt": exp.to_rfc3339()}]})))
+        .await
+        .expect("put");
+    let scope = TenantScope::new(TenantId::parse("tenant-a").expect("tenant"));
+    let id = &out.written[0].id;
+    w.clock.set(Timestamp::from_millis(NOW + 9_999));
+    assert!(w.reader.get(&scope, REF_A, id).await.expect("get").is_some());
+    w.clock.set(Timestamp::from_millis(NOW + 10_001));
+    assert!(w.reader.get(&scope, REF_A, id).await.expect("get").is_none());
+    assert!(w.reader.list(&scope, REF_A, &ListOptions::default()).await.expect("list").entries.is_empty());
+}
+
+#[tokio::test]
+async fn forget_is_tenant_scoped_and_content_free() {
+    let w = world();
+    let ref_a2 = "workspaces/tenant-a/agents/agent-2/memories";
+    let ref_b = "workspaces/tenant-b/agents/agent-1/memories";
+    for (tenant, r, content) in [
+        ("tenant-a", REF_A, "bob likes jazz"),
+        ("tenant-a", ref_a2, "bob moved to Oslo"),
+        ("tenant-b", ref_b, "bob in tenant b"),
+    ] {
+        w.writer
+            .put(&request(json!({"tenantId": tenant, "memoryRef": r,
+                "entries": [{"content": content, "subject": "bob"}, {"content": "unrelated"}]})))
+            .await
+            .expect("put");
+    }
+    assert_eq!(w.store.dump().len(), 6);
+    let counts = w.forgetter.forget("tenant-a", "bob").await.expect("forget");
+    assert_eq!(counts.deleted_entries, 2);
+    let left: Vec<String> = w.store.dump().into_iter().map(|e| e.entry.content).collect();
+    assert_eq!(left.len(), 4);
+    assert!(left.contains(&"bob in tenant b".to_owned()));
+    assert!(!left.iter().any(|c| c.contains("jazz") || c.contains("Oslo")));
+    let forgotten = w.events.events().into_iter().find(|e| e.event_type == EventType::MemoryForgotten).expect("event");
+    let text = forgotten.detail_json().to_string();
+    assert!(!text.contains("bob") && text.contains("\"deletedEntries\":2"), "{text}");
+    assert_eq!(w.forgetter.forget("tenant-a", "bob").await.expect("again").deleted_entries, 0);
+    assert!(w.forgetter.forget("tenant-a", "").await.is_err());
+}

@@ -1,0 +1,115 @@
+//! The README's "run it locally" walkthrough: starts the real function binaries behind the local
+//! Lambda Runtime API and drives write -> list -> get -> cross-tenant probe -> forget against the
+//! emulator, printing what each step did.
+
+use e2e::apigw::{event, HttpEvent};
+use e2e::LambdaProcess;
+use serde_json::{json, Value};
+
+fn http_body(response: &Value) -> (u64, Value) {
+    let status = response["statusCode"].as_u64().unwrap_or(0);
+    let body = serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
+    (status, body)
+}
+
+async fn list(read: &LambdaProcess, tenant: &str, memory_ref: &str) -> (u64, Value) {
+    let e = event(&HttpEvent {
+        method: "GET",
+        path: "/v1/host/wop-memory/entries",
+        query: &[("memoryRef", memory_ref)],
+        claims: Some(json!({"tenant_id": tenant})),
+        body: None,
+    });
+    http_body(&read.invoke(&e).await.response())
+}
+
+fn show_entries(body: &Value) {
+    for e in body["entries"].as_array().into_iter().flatten() {
+        println!(
+            "      {}  {}  tags={}",
+            e["id"].as_str().unwrap_or("?"),
+            e["content"],
+            e["tags"]
+        );
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    let run = ulid::Ulid::new().to_string().to_lowercase();
+    let (acme, globex) = (format!("acme-{run}"), format!("globex-{run}"));
+    let acme_ref = format!("workspaces/{acme}/agents/support-bot/memories");
+    let globex_ref = format!("workspaces/{globex}/agents/support-bot/memories");
+
+    println!("Starting memory-write, memory-read and memory-forget behind a local Lambda Runtime API");
+    let write = LambdaProcess::start("memory-write", &[]).await;
+    let read = LambdaProcess::start("memory-read", &[]).await;
+    let forget = LambdaProcess::start("memory-forget", &[]).await;
+    for p in [&write, &read, &forget] {
+        p.ready().await;
+    }
+
+    println!("\n1. write: two memories for tenant {acme}; one mentions a BYOK secret");
+    let out = write
+        .invoke(&json!({
+            "op": "put", "tenantId": acme, "runId": "run-42", "memoryRef": acme_ref,
+            "entries": [
+                {"content": "Customer prefers email follow-up", "tags": ["preference"], "subject": "customer-7"},
+                {"content": "Refund issued with key sk-live-51HqDemoSecret", "tags": ["billing"], "subject": "customer-7"}
+            ],
+            "secrets": [{"secretId": "stripe-key", "value": "sk-live-51HqDemoSecret"}],
+            "attribution": {"nodeId": "resolve-refund", "agentId": "support-bot"}
+        }))
+        .await
+        .response();
+    println!("   -> written: {}", out["written"]);
+    write
+        .invoke(&json!({
+            "op": "put", "tenantId": globex, "memoryRef": globex_ref,
+            "entries": [{"content": "Globex private note"}]
+        }))
+        .await
+        .response();
+    println!("   (and one memory for tenant {globex})");
+
+    println!("\n2. list as {acme} (newest first; the secret is stored redacted):");
+    let (status, body) = list(&read, &acme, &acme_ref).await;
+    println!("   -> HTTP {status}");
+    show_entries(&body);
+
+    let id = out["written"][0]["id"].as_str().unwrap_or_default().to_owned();
+    println!("\n3. get {id} as {acme}:");
+    let e = event(&HttpEvent {
+        method: "GET",
+        path: &format!("/v1/host/wop-memory/entries/{id}"),
+        query: &[("memoryRef", &acme_ref)],
+        claims: Some(json!({"tenant_id": acme})),
+        body: None,
+    });
+    let (status, body) = http_body(&read.invoke(&e).await.response());
+    println!("   -> HTTP {status} {body}");
+
+    println!("\n4. cross-tenant probe: {acme}'s token asks for {globex}'s memoryRef");
+    let (status, body) = list(&read, &acme, &globex_ref).await;
+    println!("   -> HTTP {status} entries={} (CTI-1: nothing, although the store holds Globex's entry)", body["entries"]);
+
+    println!("\n5. forget subject customer-7 for {acme}");
+    let counts = forget
+        .invoke(&json!({"tenantId": acme, "subject": "customer-7"}))
+        .await
+        .response();
+    println!("   -> {counts}");
+    let (_, body) = list(&read, &acme, &acme_ref).await;
+    println!("   list afterwards: {} entries", body["entries"].as_array().map_or(0, Vec::len));
+    let (_, body) = list(&read, &globex, &globex_ref).await;
+    println!("   {globex} still has {} entry", body["entries"].as_array().map_or(0, Vec::len));
+
+    let logs = format!("{}{}{}", write.logs(), read.logs(), forget.logs());
+    println!(
+        "\nFunction logs: {} lines, secret plaintext present: {}, entry text present: {}",
+        logs.lines().count(),
+        logs.contains("sk-live-51HqDemoSecret"),
+        logs.contains("prefers email")
+    );
+    println!("Events went to the bus (source wop-memory); the tap queue is in EVENTS_QUEUE_URL.");
+}
