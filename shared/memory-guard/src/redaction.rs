@@ -42,9 +42,11 @@ use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
 
-use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
-
 use crate::GuardError;
+
+mod engine;
+
+use engine::{Action, Engine};
 
 /// Values shorter than this many Unicode scalar values (`char`s, not bytes) are never redacted.
 ///
@@ -185,24 +187,11 @@ impl fmt::Debug for SecretRegistry {
     }
 }
 
-/// What a matched pattern means.
-#[derive(Debug, Clone, Copy)]
-enum Action {
-    /// A registered marker already in the text: copy it through.
-    Keep,
-    /// A secret value: replace it with `markers[_]`.
-    Replace(usize),
-}
-
 #[derive(Clone)]
-enum Engine {
+enum Compiled {
     /// No value reaches the floor: every text passes through unchanged.
     Empty,
-    Ready {
-        automaton: AhoCorasick,
-        actions: Vec<Action>,
-        markers: Vec<String>,
-    },
+    Ready(Engine),
     /// No automaton could be built; see [`UNAVAILABLE_MARKER`].
     FailClosed,
 }
@@ -212,7 +201,7 @@ enum Engine {
 /// Cheap to share across threads; `Debug` reports only how many values it redacts.
 #[derive(Clone)]
 pub struct Redactor {
-    engine: Engine,
+    engine: Compiled,
     secrets: usize,
     needs_fixpoint: bool,
 }
@@ -239,7 +228,7 @@ impl Redactor {
 
         if active.is_empty() {
             return Self {
-                engine: Engine::Empty,
+                engine: Compiled::Empty,
                 secrets: 0,
                 needs_fixpoint: false,
             };
@@ -258,13 +247,9 @@ impl Redactor {
             .chain(active.iter().map(|&(value, _)| value))
             .collect();
 
-        let engine = match build_automaton(&patterns) {
-            Some(automaton) => Engine::Ready {
-                automaton,
-                actions,
-                markers,
-            },
-            None => Engine::FailClosed,
+        let engine = match Engine::build(&patterns, actions, markers.clone()) {
+            Some(engine) => Compiled::Ready(engine),
+            None => Compiled::FailClosed,
         };
         Self {
             engine,
@@ -293,27 +278,25 @@ impl Redactor {
     /// [`Redactor::redact`], also reporting how many values were replaced (for metrics: a count
     /// is content-free).
     pub fn redact_counting<'t>(&self, text: &'t str) -> (Cow<'t, str>, usize) {
-        let (automaton, actions, markers) = match &self.engine {
-            Engine::Empty => return (Cow::Borrowed(text), 0),
-            Engine::FailClosed if text.is_empty() => return (Cow::Borrowed(text), 0),
-            Engine::FailClosed => return (Cow::Owned(UNAVAILABLE_MARKER.to_owned()), 1),
-            Engine::Ready {
-                automaton,
-                actions,
-                markers,
-            } => (automaton, actions, markers),
+        let engine = match &self.engine {
+            Compiled::Ready(engine) => engine,
+            Compiled::Empty => return (Cow::Borrowed(text), 0),
+            Compiled::FailClosed => return fail_closed(text),
         };
-        let Some((mut out, mut count)) = scan(automaton, actions, markers, text) else {
-            return (Cow::Borrowed(text), 0);
+        let (mut out, mut count) = match engine.pass(text) {
+            Ok(Some(rewritten)) => rewritten,
+            Ok(None) => return (Cow::Borrowed(text), 0),
+            Err(_) => return fail_closed(text),
         };
         if self.needs_fixpoint {
             for _ in 1..MAX_PASSES {
-                match scan(automaton, actions, markers, &out) {
-                    Some((next, n)) => {
+                match engine.pass(&out) {
+                    Ok(Some((next, n))) => {
                         out = next;
                         count += n;
                     }
-                    None => break,
+                    Ok(None) => break,
+                    Err(_) => return fail_closed(text),
                 }
             }
         }
@@ -336,52 +319,14 @@ impl fmt::Debug for Redactor {
     }
 }
 
-/// Prefers a DFA (one table lookup per byte); falls back to the smaller NFAs if the DFA cannot
-/// be built, and to `None` only if no automaton fits the id space at all.
-fn build_automaton(patterns: &[&str]) -> Option<AhoCorasick> {
-    [
-        AhoCorasickKind::DFA,
-        AhoCorasickKind::ContiguousNFA,
-        AhoCorasickKind::NoncontiguousNFA,
-    ]
-    .into_iter()
-    .find_map(|kind| {
-        AhoCorasick::builder()
-            .match_kind(MatchKind::LeftmostLongest)
-            .kind(Some(kind))
-            .build(patterns)
-            .ok()
-    })
-}
-
-/// One leftmost-longest scan; `None` when no value matched (the text is already final).
-fn scan(
-    automaton: &AhoCorasick,
-    actions: &[Action],
-    markers: &[String],
-    text: &str,
-) -> Option<(String, usize)> {
-    let mut out: Option<String> = None;
-    let mut copied_to = 0;
-    let mut count = 0;
-    for found in automaton.find_iter(text) {
-        let Some(Action::Replace(marker)) = actions.get(found.pattern().as_usize()) else {
-            continue;
-        };
-        let Some(marker) = markers.get(*marker) else {
-            continue;
-        };
-        let buf = out.get_or_insert_with(|| String::with_capacity(text.len() + text.len() / 8));
-        // Patterns are non-empty UTF-8, so a match in UTF-8 text starts on a lead byte and ends
-        // after a complete character: both offsets are char boundaries and slicing cannot panic.
-        buf.push_str(&text[copied_to..found.start()]);
-        buf.push_str(marker);
-        copied_to = found.end();
-        count += 1;
+/// Replaces the whole text: used only when matching itself is impossible, so no plaintext can
+/// be let through unexamined.
+fn fail_closed(text: &str) -> (Cow<'_, str>, usize) {
+    if text.is_empty() {
+        (Cow::Borrowed(text), 0)
+    } else {
+        (Cow::Owned(UNAVAILABLE_MARKER.to_owned()), 1)
     }
-    let mut buf = out?;
-    buf.push_str(&text[copied_to..]);
-    Some((buf, count))
 }
 
 /// Whether a value can match across a marker left by an earlier scan, the only way a second
@@ -425,7 +370,7 @@ mod tests {
     #[test]
     fn fail_closed_engine_never_passes_text_through() {
         let r = Redactor {
-            engine: Engine::FailClosed,
+            engine: Compiled::FailClosed,
             secrets: 1,
             needs_fixpoint: false,
         };
@@ -433,16 +378,5 @@ mod tests {
         assert_eq!(out, UNAVAILABLE_MARKER);
         assert_eq!(n, 1);
         assert!(matches!(r.redact(""), Cow::Borrowed("")));
-    }
-
-    #[test]
-    fn preferred_engine_is_a_dfa() {
-        let mut reg = SecretRegistry::new();
-        reg.register("a", "0123456789").unwrap();
-        let Engine::Ready { automaton, .. } = reg.redactor().engine else {
-            panic!("expected a built automaton");
-        };
-        assert_eq!(automaton.kind(), AhoCorasickKind::DFA);
-        assert_eq!(automaton.match_kind(), MatchKind::LeftmostLongest);
     }
 }

@@ -74,18 +74,29 @@ fn build(secrets: &[(String, String)]) -> (SecretRegistry, Redactor) {
     (reg, r)
 }
 
-fn render(pieces: &[Piece], secrets: &[(String, String)]) -> (String, bool) {
+/// Appends enough unrelated secrets to push the redactor past the pattern count where it
+/// switches from Aho-Corasick's own prefilter to its skip-table scan, so both paths are checked.
+fn padded(mut secrets: Vec<(String, String)>, pad: bool) -> Vec<(String, String)> {
+    if pad {
+        secrets.extend((0..40).map(|i| (format!("pad-{i}"), format!("pad~value~{i:03}"))));
+    }
+    secrets
+}
+
+/// Renders pieces, drawing secrets and markers only from the first `drawn` entries (the
+/// generated ones, not the padding).
+fn render(pieces: &[Piece], secrets: &[(String, String)], drawn: usize) -> (String, bool) {
     let mut text = String::new();
     let mut embedded = false;
     for piece in pieces {
         match piece {
             Piece::Filler(s) => text.push_str(s),
             Piece::Secret(i) => {
-                text.push_str(&secrets[i % secrets.len()].1);
+                text.push_str(&secrets[i % drawn].1);
                 embedded = true;
             }
             Piece::Marker(i) => {
-                text.push_str(&format!("[REDACTED:{}]", secrets[i % secrets.len()].0));
+                text.push_str(&format!("[REDACTED:{}]", secrets[i % drawn].0));
             }
         }
     }
@@ -138,11 +149,14 @@ proptest! {
 
     #[test]
     fn no_registered_value_survives(
-        secrets in proptest::collection::vec((secret_id(), value()), 1..6),
+        generated in proptest::collection::vec((secret_id(), value()), 1..6),
+        pad in any::<bool>(),
         pieces in pieces(),
     ) {
+        let drawn = generated.len();
+        let secrets = padded(generated, pad);
         let (_, r) = build(&secrets);
-        let (text, embedded) = render(&pieces, &secrets);
+        let (text, embedded) = render(&pieces, &secrets, drawn);
         let (out, n) = r.redact_counting(&text);
         for (_, v) in &secrets {
             prop_assert!(!out.contains(v.as_str()), "value survived: {v:?} in {out:?}");
@@ -155,21 +169,27 @@ proptest! {
 
     #[test]
     fn matches_the_reference_semantics(
-        secrets in proptest::collection::vec((secret_id(), value()), 1..6),
+        generated in proptest::collection::vec((secret_id(), value()), 1..6),
+        pad in any::<bool>(),
         pieces in pieces(),
     ) {
+        let drawn = generated.len();
+        let secrets = padded(generated, pad);
         let (_, r) = build(&secrets);
-        let (text, _) = render(&pieces, &secrets);
+        let (text, _) = render(&pieces, &secrets, drawn);
         prop_assert_eq!(r.redact(&text).into_owned(), oracle(&secrets, &text));
     }
 
     #[test]
     fn redaction_is_idempotent(
-        secrets in proptest::collection::vec((secret_id(), value()), 1..6),
+        generated in proptest::collection::vec((secret_id(), value()), 1..6),
+        pad in any::<bool>(),
         pieces in pieces(),
     ) {
+        let drawn = generated.len();
+        let secrets = padded(generated, pad);
         let (_, r) = build(&secrets);
-        let (text, _) = render(&pieces, &secrets);
+        let (text, _) = render(&pieces, &secrets, drawn);
         let once = r.redact(&text).into_owned();
         let twice = r.redact(&once);
         prop_assert!(matches!(twice, Cow::Borrowed(_)));
@@ -185,14 +205,17 @@ proptest! {
             (secret_id(), joined(ALPHABET, 0..4), joined(ALPHABET, 0..4)),
             1..6,
         ),
+        pad in any::<bool>(),
         pieces in pieces(),
     ) {
-        let secrets: Vec<(String, String)> = affixes
+        let generated: Vec<(String, String)> = affixes
             .into_iter()
             .map(|(id, pre, post)| (id, format!("{pre}{core}{post}")))
             .collect();
+        let drawn = generated.len();
+        let secrets = padded(generated, pad);
         let (_, r) = build(&secrets);
-        let (text, _) = render(&pieces, &secrets);
+        let (text, _) = render(&pieces, &secrets, drawn);
         let out = r.redact(&text);
         let expected = oracle(&secrets, &text);
         prop_assert_eq!(out.as_ref(), expected.as_str());
@@ -219,8 +242,9 @@ proptest! {
             ],
             0..16,
         ),
+        pad in any::<bool>(),
     ) {
-        let secrets: Vec<(String, String)> = specs
+        let generated: Vec<(String, String)> = specs
             .iter()
             .enumerate()
             .map(|(i, (head, target, cut, tail))| {
@@ -229,8 +253,10 @@ proptest! {
                 (ids[i % ids.len()].clone(), format!("{head}{}{tail}", &marker[..cut]))
             })
             .collect();
+        let drawn = generated.len();
+        let secrets = padded(generated, pad);
         let (_, r) = build(&secrets);
-        let (text, _) = render(&pieces, &secrets);
+        let (text, _) = render(&pieces, &secrets, drawn);
         let once = r.redact(&text).into_owned();
         let twice = r.redact(&once);
         prop_assert_eq!(twice.as_ref(), once.as_str());
