@@ -27,7 +27,13 @@ pub fn event(e: &HttpEvent<'_>) -> Value {
     let raw_query = e
         .query
         .iter()
-        .map(|(k, v)| format!("{}={}", encode_query_component(k), encode_query_component(v)))
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                encode_query_component(k),
+                encode_query_component(v)
+            )
+        })
         .collect::<Vec<_>>()
         .join("&");
     let query: serde_json::Map<String, Value> = e

@@ -98,7 +98,10 @@ async fn read_request(
         }
     }
     let mut body = Vec::new();
-    if let Some(len) = headers.get("content-length").and_then(|l| l.parse::<usize>().ok()) {
+    if let Some(len) = headers
+        .get("content-length")
+        .and_then(|l| l.parse::<usize>().ok())
+    {
         body.resize(len, 0);
         reader.read_exact(&mut body).await?;
     } else if headers
@@ -163,7 +166,10 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> std::io::Re
                     "lambda-runtime-invoked-function-arn",
                     "arn:aws:lambda:us-east-1:123456789012:function:local".to_owned(),
                 ),
-                ("lambda-runtime-trace-id", format!("Root=1-local-{}", inv.id)),
+                (
+                    "lambda-runtime-trace-id",
+                    format!("Root=1-local-{}", inv.id),
+                ),
             ];
             respond(&mut stream, "200 OK", &headers, &inv.payload).await?;
         } else if method == "POST" && path.starts_with("invocation/") {
@@ -194,7 +200,10 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> std::io::Re
     Ok(())
 }
 
-fn capture(logs: Arc<Mutex<Vec<u8>>>, pipe: Option<impl tokio::io::AsyncRead + Unpin + Send + 'static>) {
+fn capture(
+    logs: Arc<Mutex<Vec<u8>>>,
+    pipe: Option<impl tokio::io::AsyncRead + Unpin + Send + 'static>,
+) {
     if let Some(mut pipe) = pipe {
         tokio::spawn(async move {
             let mut buf = [0u8; 8192];
@@ -303,7 +312,11 @@ impl LambdaProcess {
             }
             tokio::time::sleep(Duration::from_millis(2)).await;
         }
-        panic!("{} never polled the runtime api; logs:\n{}", self.name, self.logs())
+        panic!(
+            "{} never polled the runtime api; logs:\n{}",
+            self.name,
+            self.logs()
+        )
     }
 
     pub fn pid(&self) -> Option<u32> {

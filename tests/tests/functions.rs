@@ -60,7 +60,8 @@ impl Api {
     async fn list(&self, tenant: &str, r: &str, extra: &[(&str, &str)]) -> (u16, Value) {
         let mut query = vec![("memoryRef", r)];
         query.extend_from_slice(extra);
-        self.call(Some(tenant), "/v1/host/wop-memory/entries", &query).await
+        self.call(Some(tenant), "/v1/host/wop-memory/entries", &query)
+            .await
     }
 
     async fn get(&self, tenant: &str, r: &str, id: &str) -> (u16, Value) {
@@ -88,7 +89,11 @@ fn put(tenant: &str, r: &str, entries: Value, secrets: Value) -> Value {
 fn ids(list_body: &Value) -> Vec<String> {
     list_body["entries"]
         .as_array()
-        .map(|a| a.iter().filter_map(|e| e["id"].as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| e["id"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -100,13 +105,26 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
     let api = Api::start().await;
 
     let written = writer
-        .invoke(&put(&a, &ra, json!([{"content": "prefers email follow-up", "tags": ["preference"]}]), json!([])))
+        .invoke(&put(
+            &a,
+            &ra,
+            json!([{"content": "prefers email follow-up", "tags": ["preference"]}]),
+            json!([]),
+        ))
         .await
         .response();
-    let id = written["written"][0]["id"].as_str().expect("an id").to_owned();
+    let id = written["written"][0]["id"]
+        .as_str()
+        .expect("an id")
+        .to_owned();
     assert_eq!(id.len(), 26, "entry ids are ULIDs");
     writer
-        .invoke(&put(&b, &rb, json!([{"content": "tenant b private fact"}]), json!([])))
+        .invoke(&put(
+            &b,
+            &rb,
+            json!([{"content": "tenant b private fact"}]),
+            json!([]),
+        ))
         .await
         .response();
 
@@ -127,21 +145,36 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
     let (status, probe) = api.list(&a, &rb, &[]).await;
     assert_eq!((status, probe["entries"].clone()), (200, json!([])));
     let (status, err) = api.get(&a, &rb, &b_id).await;
-    assert_eq!((status, err["error"]["code"].as_str()), (404, Some("not_found")));
+    assert_eq!(
+        (status, err["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
     let (status, _) = api.get(&a, &ra, &b_id).await;
     assert_eq!(status, 404, "B's id under A's ref");
     // Malformed refs: [] / 404, never an error that hints at data.
-    for bad in [format!("{ra}/"), ra.replace("agent-1", ".."), format!("{ra}%00"), "mem://x".to_owned()] {
+    for bad in [
+        format!("{ra}/"),
+        ra.replace("agent-1", ".."),
+        format!("{ra}%00"),
+        "mem://x".to_owned(),
+    ] {
         let (status, body) = api.list(&a, &bad, &[]).await;
         assert_eq!((status, body["entries"].clone()), (200, json!([])), "{bad}");
     }
 
     // No tenant claim: 401 with the envelope.
-    let (status, body) = api.call(None, "/v1/host/wop-memory/entries", &[("memoryRef", &ra)]).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (401, Some("unauthorized")));
+    let (status, body) = api
+        .call(None, "/v1/host/wop-memory/entries", &[("memoryRef", &ra)])
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (401, Some("unauthorized"))
+    );
 
     // Capabilities come from the core's model.
-    let (status, caps) = api.call(Some(&a), "/v1/host/wop-memory/capabilities", &[]).await;
+    let (status, caps) = api
+        .call(Some(&a), "/v1/host/wop-memory/capabilities", &[])
+        .await;
     assert_eq!(status, 200);
     assert_eq!(caps["memory"]["retention"]["forget"], true);
     assert_eq!(caps["agents"]["memoryBackends"], json!(["long-term"]));
@@ -152,7 +185,12 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
         .await
         .response();
     assert_eq!(foreign, json!({"deleted": false}));
-    assert_eq!(api.list(&b, &rb, &[]).await.1["entries"].as_array().map(Vec::len), Some(1));
+    assert_eq!(
+        api.list(&b, &rb, &[]).await.1["entries"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
     let deleted = writer
         .invoke(&json!({"op": "delete", "tenantId": a, "memoryRef": ra, "id": id}))
         .await
@@ -170,32 +208,62 @@ async fn limits_and_cursors_are_validated() {
     let api = Api::start().await;
     let mut all = Vec::new();
     for batch in 0..5 {
-        let entries: Vec<Value> = (0..25).map(|n| json!({"content": format!("fact {batch}-{n}")})).collect();
-        let out = writer.invoke(&put(&a, &ra, json!(entries), json!([]))).await.response();
+        let entries: Vec<Value> = (0..25)
+            .map(|n| json!({"content": format!("fact {batch}-{n}")}))
+            .collect();
+        let out = writer
+            .invoke(&put(&a, &ra, json!(entries), json!([])))
+            .await
+            .response();
         all.extend(out["written"].as_array().cloned().unwrap_or_default());
     }
     assert_eq!(all.len(), 125);
 
     for bad in ["0", "ten", "-1", "", "1.5"] {
         let (status, body) = api.list(&a, &ra, &[("limit", bad)]).await;
-        assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_limit")), "limit={bad:?}");
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (400, Some("invalid_limit")),
+            "limit={bad:?}"
+        );
     }
-    let (status, huge) = api.list(&a, &ra, &[("limit", "100000000000000000000")]).await;
+    let (status, huge) = api
+        .list(&a, &ra, &[("limit", "100000000000000000000")])
+        .await;
     assert_eq!(status, 200);
-    assert_eq!(huge["entries"].as_array().map(Vec::len), Some(100), "clamped to the advertised maximum");
+    assert_eq!(
+        huge["entries"].as_array().map(Vec::len),
+        Some(100),
+        "clamped to the advertised maximum"
+    );
     let cursor = huge["nextCursor"].as_str().expect("more pages").to_owned();
-    let (status, rest) = api.list(&a, &ra, &[("limit", "100"), ("cursor", &cursor)]).await;
-    assert_eq!((status, ids(&rest).len()), (200, 25), "positive control: the cursor reads on");
+    let (status, rest) = api
+        .list(&a, &ra, &[("limit", "100"), ("cursor", &cursor)])
+        .await;
+    assert_eq!(
+        (status, ids(&rest).len()),
+        (200, 25),
+        "positive control: the cursor reads on"
+    );
     let mut seen = ids(&huge);
     seen.extend(ids(&rest));
-    let mut expected: Vec<String> = all.iter().filter_map(|w| w["id"].as_str().map(str::to_owned)).collect();
+    let mut expected: Vec<String> = all
+        .iter()
+        .filter_map(|w| w["id"].as_str().map(str::to_owned))
+        .collect();
     expected.reverse();
     assert_eq!(seen, expected, "newest first, every entry once");
 
     let (status, body) = api.list(&a, &rother, &[("cursor", &cursor)]).await;
-    assert_eq!((status, body["error"]["code"].as_str()), (400, Some("invalid_cursor")), "cursor of another ref");
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (400, Some("invalid_cursor")),
+        "cursor of another ref"
+    );
     let b = tenant("e2e-page-b");
-    let (status, _) = api.list(&b, &memory_ref(&b, "agent-1"), &[("cursor", &cursor)]).await;
+    let (status, _) = api
+        .list(&b, &memory_ref(&b, "agent-1"), &[("cursor", &cursor)])
+        .await;
     assert_eq!(status, 400, "cursor of another tenant");
     let mut tampered = cursor.clone();
     tampered.replace_range(5..6, if &cursor[5..6] == "A" { "B" } else { "A" });
@@ -211,12 +279,21 @@ async fn expired_entries_never_surface() {
     let api = Api::start().await;
     let soon = chrono_like_now_plus(1500);
     let out = writer
-        .invoke(&put(&a, &ra, json!([{"content": "short-lived", "expiresAt": soon}, {"content": "stays"}]), json!([])))
+        .invoke(&put(
+            &a,
+            &ra,
+            json!([{"content": "short-lived", "expiresAt": soon}, {"content": "stays"}]),
+            json!([]),
+        ))
         .await
         .response();
     let short = out["written"][0]["id"].as_str().expect("id").to_owned();
     let (_, body) = api.list(&a, &ra, &[]).await;
-    assert_eq!(ids(&body).len(), 2, "positive control: visible before expiry");
+    assert_eq!(
+        ids(&body).len(),
+        2,
+        "positive control: visible before expiry"
+    );
     assert_eq!(body["entries"][1]["expiresAt"], soon);
     tokio::time::sleep(Duration::from_millis(1700)).await;
     let (_, body) = api.list(&a, &ra, &[]).await;
@@ -225,7 +302,12 @@ async fn expired_entries_never_surface() {
     assert_eq!(api.get(&a, &ra, &short).await.0, 404);
     // Past expiresAt is rejected at write time.
     let err = writer
-        .invoke(&put(&a, &ra, json!([{"content": "x", "expiresAt": "2020-01-01T00:00:00.000Z"}]), json!([])))
+        .invoke(&put(
+            &a,
+            &ra,
+            json!([{"content": "x", "expiresAt": "2020-01-01T00:00:00.000Z"}]),
+            json!([]),
+        ))
         .await
         .error();
     assert_eq!(err["errorType"], "invalid_request");
@@ -270,33 +352,104 @@ async fn bad_writes_are_rejected_whole() {
     let many_tags: Vec<String> = (0..33).map(|n| format!("t{n}")).collect();
     let too_many: Vec<Value> = (0..26).map(|_| json!({"content": "x"})).collect();
     let cases = vec![
-        ("oversize content", put(&a, &ra, json!([{"content": "fine"}, {"content": big}]), json!([]))),
-        ("too many tags", put(&a, &ra, json!([{"content": "fine"}, {"content": "x", "tags": many_tags}]), json!([]))),
-        ("long tag", put(&a, &ra, json!([{"content": "x", "tags": ["y".repeat(129)]}]), json!([]))),
+        (
+            "oversize content",
+            put(
+                &a,
+                &ra,
+                json!([{"content": "fine"}, {"content": big}]),
+                json!([]),
+            ),
+        ),
+        (
+            "too many tags",
+            put(
+                &a,
+                &ra,
+                json!([{"content": "fine"}, {"content": "x", "tags": many_tags}]),
+                json!([]),
+            ),
+        ),
+        (
+            "long tag",
+            put(
+                &a,
+                &ra,
+                json!([{"content": "x", "tags": ["y".repeat(129)]}]),
+                json!([]),
+            ),
+        ),
         ("batch too large", put(&a, &ra, json!(too_many), json!([]))),
-        ("malformed expiresAt", put(&a, &ra, json!([{"content": "fine"}, {"content": "x", "expiresAt": "tomorrow"}]), json!([]))),
-        ("empty content", put(&a, &ra, json!([{"content": ""}]), json!([]))),
-        ("unknown field", put(&a, &ra, json!([{"content": "x", "colour": "red"}]), json!([]))),
-        ("bad secret id", put(&a, &ra, json!([{"content": "x"}]), json!([{"secretId": "a]b", "value": "supersecretvalue"}]))),
+        (
+            "malformed expiresAt",
+            put(
+                &a,
+                &ra,
+                json!([{"content": "fine"}, {"content": "x", "expiresAt": "tomorrow"}]),
+                json!([]),
+            ),
+        ),
+        (
+            "empty content",
+            put(&a, &ra, json!([{"content": ""}]), json!([])),
+        ),
+        (
+            "unknown field",
+            put(
+                &a,
+                &ra,
+                json!([{"content": "x", "colour": "red"}]),
+                json!([]),
+            ),
+        ),
+        (
+            "bad secret id",
+            put(
+                &a,
+                &ra,
+                json!([{"content": "x"}]),
+                json!([{"secretId": "a]b", "value": "supersecretvalue"}]),
+            ),
+        ),
         ("not an object", json!("put everything")),
         ("unknown op", json!({"op": "merge", "tenantId": a})),
     ];
     for (name, payload) in cases {
         let err = writer.invoke(&payload).await.error();
         assert_eq!(err["errorType"], "invalid_request", "{name}: {err}");
-        assert!(err["errorMessage"].as_str().is_some_and(|m| !m.is_empty()), "{name}");
+        assert!(
+            err["errorMessage"].as_str().is_some_and(|m| !m.is_empty()),
+            "{name}"
+        );
         assert!(!err.to_string().contains("supersecretvalue"), "{name}");
     }
     let foreign = writer
-        .invoke(&put(&a, &memory_ref("someone-else", "agent-1"), json!([{"content": "x"}]), json!([])))
+        .invoke(&put(
+            &a,
+            &memory_ref("someone-else", "agent-1"),
+            json!([{"content": "x"}]),
+            json!([]),
+        ))
         .await
         .error();
     assert_eq!(foreign["errorType"], "invalid_memory_ref");
     let (_, body) = api.list(&a, &ra, &[]).await;
-    assert_eq!(body["entries"], json!([]), "nothing of any rejected request was stored");
+    assert_eq!(
+        body["entries"],
+        json!([]),
+        "nothing of any rejected request was stored"
+    );
     // Positive control: a valid write to the same ref lands.
-    writer.invoke(&put(&a, &ra, json!([{"content": "fine"}]), json!([]))).await.response();
-    assert_eq!(api.list(&a, &ra, &[]).await.1["entries"].as_array().map(Vec::len), Some(1));
+    writer
+        .invoke(&put(&a, &ra, json!([{"content": "fine"}]), json!([])))
+        .await
+        .response();
+    assert_eq!(
+        api.list(&a, &ra, &[]).await.1["entries"]
+            .as_array()
+            .map(Vec::len),
+        Some(1)
+    );
 }
 
 #[tokio::test]
@@ -337,8 +490,15 @@ async fn secrets_are_redacted_everywhere() {
 
     let events = tap.collect_settled(2, Duration::from_secs(20)).await;
     tap.remove().await;
-    assert_eq!(events.len(), 2, "memory.written + memory.forgotten: {events:?}");
-    let written = events.iter().find(|e| e["detail-type"] == "memory.written").expect("written event");
+    assert_eq!(
+        events.len(),
+        2,
+        "memory.written + memory.forgotten: {events:?}"
+    );
+    let written = events
+        .iter()
+        .find(|e| e["detail-type"] == "memory.written")
+        .expect("written event");
     assert_eq!(written["detail"]["entryId"], id.as_str());
     assert_eq!(written["detail"]["runId"], "run-1");
     assert_eq!(written["detail"]["nodeId"], "node-7");
@@ -346,45 +506,88 @@ async fn secrets_are_redacted_everywhere() {
 
     let table = table_text(&sdk, &required_env("MEMORY_TABLE")).await;
     let bucket = bucket_text(&sdk, &required_env("ARCHIVE_BUCKET")).await;
-    assert!(table.contains(&id), "positive control: the scan sees the entry");
+    assert!(
+        table.contains(&id),
+        "positive control: the scan sees the entry"
+    );
     let logs = format!("{}{}{}", writer.logs(), api.read.logs(), forget.logs());
-    assert!(logs.contains("entries written"), "positive control: logs were captured");
+    assert!(
+        logs.contains("entries written"),
+        "positive control: logs were captured"
+    );
     for (place, text) in [
         ("DynamoDB", &table),
         ("S3", &bucket),
-        ("events", &serde_json::to_string(&events).unwrap_or_default()),
+        (
+            "events",
+            &serde_json::to_string(&events).unwrap_or_default(),
+        ),
         ("logs", &logs),
     ] {
         assert!(!text.contains(&secret), "secret plaintext found in {place}");
-        assert!(!text.contains(inner), "inner secret plaintext found in {place}");
+        assert!(
+            !text.contains(inner),
+            "inner secret plaintext found in {place}"
+        );
     }
-    for (place, text) in [("events", &serde_json::to_string(&events).unwrap_or_default()), ("logs", &logs)] {
-        assert!(!text.contains("api key is"), "entry content found in {place}");
+    for (place, text) in [
+        (
+            "events",
+            &serde_json::to_string(&events).unwrap_or_default(),
+        ),
+        ("logs", &logs),
+    ] {
+        assert!(
+            !text.contains("api key is"),
+            "entry content found in {place}"
+        );
         assert!(!text.contains("customer-42"), "subject found in {place}");
     }
-    assert!(!table.contains("customer-42"), "subjects are stored as digests only");
+    assert!(
+        !table.contains("customer-42"),
+        "subjects are stored as digests only"
+    );
 }
 
 #[tokio::test]
 async fn forget_removes_the_subject_in_one_tenant_only() {
     let sdk = emulator_config().await;
     let (a, b) = (tenant("e2e-fa"), tenant("e2e-fb"));
-    let (ra1, ra2, rb) = (memory_ref(&a, "agent-1"), memory_ref(&a, "agent-2"), memory_ref(&b, "agent-1"));
+    let (ra1, ra2, rb) = (
+        memory_ref(&a, "agent-1"),
+        memory_ref(&a, "agent-2"),
+        memory_ref(&b, "agent-1"),
+    );
     let tap = EventTap::for_tenant(&sdk, &a).await;
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let api = Api::start().await;
     let forget = LambdaProcess::start("memory-forget", &[]).await;
     let subject = "alice@example.com";
     writer
-        .invoke(&put(&a, &ra1, json!([{"content": "alice likes tea", "subject": subject}, {"content": "unrelated"}]), json!([])))
+        .invoke(&put(
+            &a,
+            &ra1,
+            json!([{"content": "alice likes tea", "subject": subject}, {"content": "unrelated"}]),
+            json!([]),
+        ))
         .await
         .response();
     writer
-        .invoke(&put(&a, &ra2, json!([{"content": "alice ordered twice", "subject": subject}]), json!([])))
+        .invoke(&put(
+            &a,
+            &ra2,
+            json!([{"content": "alice ordered twice", "subject": subject}]),
+            json!([]),
+        ))
         .await
         .response();
     writer
-        .invoke(&put(&b, &rb, json!([{"content": "tenant b alice", "subject": subject}]), json!([])))
+        .invoke(&put(
+            &b,
+            &rb,
+            json!([{"content": "tenant b alice", "subject": subject}]),
+            json!([]),
+        ))
         .await
         .response();
 
@@ -398,14 +601,22 @@ async fn forget_removes_the_subject_in_one_tenant_only() {
     });
     let response = forget.invoke(&e).await.response();
     assert_eq!(response["statusCode"], 200);
-    let counts: Value = serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap_or_default();
+    let counts: Value =
+        serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap_or_default();
     record("POST", "/v1/host/wop-memory/forget", 200, &counts);
     assert_eq!(
         counts,
         json!({"deletedEntries": 2, "deletedArchives": 0, "rebuiltIndexes": 0, "cancelledCommitments": 0})
     );
-    assert_eq!(ids(&api.list(&a, &ra1, &[]).await.1).len(), 1, "the unrelated entry stays");
-    assert_eq!(api.list(&a, &ra1, &[]).await.1["entries"][0]["content"], "unrelated");
+    assert_eq!(
+        ids(&api.list(&a, &ra1, &[]).await.1).len(),
+        1,
+        "the unrelated entry stays"
+    );
+    assert_eq!(
+        api.list(&a, &ra1, &[]).await.1["entries"][0]["content"],
+        "unrelated"
+    );
     assert_eq!(api.list(&a, &ra2, &[]).await.1["entries"], json!([]));
     assert_eq!(
         api.list(&b, &rb, &[]).await.1["entries"][0]["content"],
@@ -413,7 +624,10 @@ async fn forget_removes_the_subject_in_one_tenant_only() {
         "the same subject in another tenant is untouched"
     );
     // Direct invoke: idempotent, nothing left.
-    let again = forget.invoke(&json!({"tenantId": a, "subject": subject})).await.response();
+    let again = forget
+        .invoke(&json!({"tenantId": a, "subject": subject}))
+        .await
+        .response();
     assert_eq!(again["deletedEntries"], 0);
     // No claim: 401.
     let unauth = event(&HttpEvent {
@@ -427,10 +641,26 @@ async fn forget_removes_the_subject_in_one_tenant_only() {
 
     let events = tap.collect_settled(5, Duration::from_secs(20)).await;
     tap.remove().await;
-    let forgotten: Vec<&Value> = events.iter().filter(|e| e["detail-type"] == "memory.forgotten").collect();
+    let forgotten: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["detail-type"] == "memory.forgotten")
+        .collect();
     assert_eq!(forgotten.len(), 2);
-    assert_eq!(forgotten[0]["detail"]["deletedEntries"].as_u64().unwrap_or(9) + forgotten[1]["detail"]["deletedEntries"].as_u64().unwrap_or(9), 2);
+    assert_eq!(
+        forgotten[0]["detail"]["deletedEntries"]
+            .as_u64()
+            .unwrap_or(9)
+            + forgotten[1]["detail"]["deletedEntries"]
+                .as_u64()
+                .unwrap_or(9),
+        2
+    );
     let text = serde_json::to_string(&events).unwrap_or_default();
-    assert!(!text.contains(subject) && !text.contains("alice"), "no clear subject or content in events");
-    assert!(forgotten[0]["detail"]["subjectHash"].as_str().is_some_and(|h| h.len() == 64));
+    assert!(
+        !text.contains(subject) && !text.contains("alice"),
+        "no clear subject or content in events"
+    );
+    assert!(forgotten[0]["detail"]["subjectHash"]
+        .as_str()
+        .is_some_and(|h| h.len() == 64));
 }

@@ -19,15 +19,13 @@ async fn main() -> Result<(), Error> {
         HOST_MODEL,
     );
     let claim = lambda_adapter::tenant_claim_name();
-    lambda_runtime::run(service_fn(
-        |event: LambdaEvent<ApiGatewayV2httpRequest>| {
-            let (api, claim) = (&api, &claim);
-            async move {
-                let request = lambda_adapter::read_request(&event.payload, claim);
-                let response = api.handle(&request).await;
-                Ok::<ApiGatewayV2httpResponse, Error>(lambda_adapter::http_response(response))
-            }
-        },
-    ))
+    lambda_runtime::run(service_fn(|event: LambdaEvent<ApiGatewayV2httpRequest>| {
+        let (api, claim) = (&api, &claim);
+        async move {
+            let request = lambda_adapter::read_request(&event.payload, claim);
+            let response = api.handle(&request).await;
+            Ok::<ApiGatewayV2httpResponse, Error>(lambda_adapter::http_response(response))
+        }
+    }))
     .await
 }

@@ -111,9 +111,13 @@ impl EventTap {
             .await
             .unwrap_or_else(|e| panic!("tap queue arn: {e:?}"))
             .attributes
-            .and_then(|a| a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn).cloned())
+            .and_then(|a| {
+                a.get(&aws_sdk_sqs::types::QueueAttributeName::QueueArn)
+                    .cloned()
+            })
             .unwrap_or_else(|| panic!("tap queue has no arn"));
-        let pattern = serde_json::json!({"source": ["wop-memory"], "detail": {"tenantId": [tenant]}});
+        let pattern =
+            serde_json::json!({"source": ["wop-memory"], "detail": {"tenantId": [tenant]}});
         events
             .put_rule()
             .name(&name)
@@ -201,6 +205,11 @@ impl EventTap {
             .event_bus_name(&self.bus)
             .send()
             .await;
-        let _ = self.sqs.delete_queue().queue_url(&self.queue_url).send().await;
+        let _ = self
+            .sqs
+            .delete_queue()
+            .queue_url(&self.queue_url)
+            .send()
+            .await;
     }
 }

@@ -31,7 +31,11 @@ impl EntryStore for PrebuiltPage {
     async fn delete(&self, _: &EntryKey) -> Result<bool, StoreError> {
         Ok(false)
     }
-    async fn find_by_subject(&self, _: &TenantId, _: &SubjectKey) -> Result<Vec<EntryKey>, StoreError> {
+    async fn find_by_subject(
+        &self,
+        _: &TenantId,
+        _: &SubjectKey,
+    ) -> Result<Vec<EntryKey>, StoreError> {
         Ok(Vec::new())
     }
     async fn delete_many(&self, _: &[EntryKey]) -> Result<usize, StoreError> {
@@ -48,8 +52,10 @@ fn page() -> Page {
             memory_ref: memory_ref.clone(),
             entry: MemoryEntry {
                 id: ulid::Ulid::from_parts(1_800_000_000_000 + n, u128::from(n)).to_string(),
-                content: format!("Customer {n} prefers e-mail follow-up after a refund; order {n} shipped. ")
-                    .repeat(4),
+                content: format!(
+                    "Customer {n} prefers e-mail follow-up after a refund; order {n} shipped. "
+                )
+                .repeat(4),
                 tags: vec!["preference".into(), format!("customer:{n}")],
                 created_at: Timestamp::from_millis(1_800_000_000_000 + n as i64),
                 expires_at: None,
@@ -57,6 +63,7 @@ fn page() -> Page {
             tier: Tier::Transactional,
             subject: None,
             attribution: Attribution::default(),
+            provenance: Vec::new(),
         })
         .rev()
         .collect();

@@ -24,13 +24,19 @@ struct HttpForget {
 fn bad_payload(e: &serde_json::Error) -> CoreError {
     CoreError::invalid(
         "payload",
-        format!("expected {{\"subject\"}} (line {}, column {})", e.line(), e.column()),
+        format!(
+            "expected {{\"subject\"}} (line {}, column {})",
+            e.line(),
+            e.column()
+        ),
     )
 }
 
 pub async fn handle_direct(forgetter: &Forgetter, payload: Value) -> Result<Value, CoreError> {
     let request: DirectForget = serde_json::from_value(payload).map_err(|e| bad_payload(&e))?;
-    let counts = forgetter.forget(&request.tenant_id, &request.subject).await?;
+    let counts = forgetter
+        .forget(&request.tenant_id, &request.subject)
+        .await?;
     Ok(json!(counts))
 }
 

@@ -79,7 +79,11 @@ impl ReadApi {
         match route {
             Route::List => {
                 let options = ListOptions {
-                    limit: request.query.get("limit").map(|l| parse_limit(l)).transpose()?,
+                    limit: request
+                        .query
+                        .get("limit")
+                        .map(|l| parse_limit(l))
+                        .transpose()?,
                     tag: request.query.get("tag").cloned(),
                     cursor: request.query.get("cursor").cloned(),
                 };

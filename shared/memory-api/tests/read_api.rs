@@ -18,7 +18,10 @@ async fn api() -> (ReadApi, String, String) {
     let store = Arc::new(InMemoryEntryStore::new());
     let r = memory_ref(&TenantId::parse(TENANT).expect("tenant"), "agent-1");
     let e = entry(&r, 1, "hello", &["greeting"]);
-    store.put_entries(std::slice::from_ref(&e)).await.expect("put");
+    store
+        .put_entries(std::slice::from_ref(&e))
+        .await
+        .expect("put");
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 100)));
     (
         ReadApi::new(MemoryReader::new(store, clock), HOST_MODEL),
@@ -31,7 +34,10 @@ fn req(path: &str, query: &[(&str, &str)], tenant: Option<&str>) -> ReadRequest 
     ReadRequest {
         method: "GET".into(),
         path: path.into(),
-        query: query.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect::<HashMap<_, _>>(),
+        query: query
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect::<HashMap<_, _>>(),
         tenant_claim: tenant.map(str::to_owned),
     }
 }
@@ -39,33 +45,119 @@ fn req(path: &str, query: &[(&str, &str)], tenant: Option<&str>) -> ReadRequest 
 #[tokio::test]
 async fn routes_and_statuses() {
     let (api, r, id) = api().await;
-    let list = api.handle(&req("/v1/host/wop-memory/entries", &[("memoryRef", &r)], Some(TENANT))).await;
+    let list = api
+        .handle(&req(
+            "/v1/host/wop-memory/entries",
+            &[("memoryRef", &r)],
+            Some(TENANT),
+        ))
+        .await;
     assert_eq!(list.status, 200);
     assert_eq!(list.body["entries"][0]["content"], "hello");
     assert_eq!(list.body["nextCursor"], json!(null));
-    let staged = api.handle(&req("/prod/v1/host/wop-memory/entries", &[("memoryRef", &r)], Some(TENANT))).await;
-    assert_eq!(staged.body, list.body, "a stage prefix in the path changes nothing");
-    let got = api.handle(&req(&format!("/v1/host/wop-memory/entries/{id}"), &[("memoryRef", &r)], Some(TENANT))).await;
+    let staged = api
+        .handle(&req(
+            "/prod/v1/host/wop-memory/entries",
+            &[("memoryRef", &r)],
+            Some(TENANT),
+        ))
+        .await;
+    assert_eq!(
+        staged.body, list.body,
+        "a stage prefix in the path changes nothing"
+    );
+    let got = api
+        .handle(&req(
+            &format!("/v1/host/wop-memory/entries/{id}"),
+            &[("memoryRef", &r)],
+            Some(TENANT),
+        ))
+        .await;
     assert_eq!((got.status, &got.body["id"]), (200, &json!(id)));
 
     let cases = [
-        (req("/v1/host/wop-memory/entries", &[("memoryRef", &r)], None), 401, "unauthorized"),
-        (req("/v1/host/wop-memory/entries", &[("memoryRef", &r)], Some("bad tenant")), 401, "unauthorized"),
-        (req("/v1/host/wop-memory/entries", &[], Some(TENANT)), 400, "invalid_request"),
-        (req("/v1/host/wop-memory/entries", &[("memoryRef", &r), ("limit", "0")], Some(TENANT)), 400, "invalid_limit"),
-        (req("/v1/host/wop-memory/entries", &[("memoryRef", &r), ("cursor", "zzz")], Some(TENANT)), 400, "invalid_cursor"),
-        (req("/v1/host/wop-memory/entries/01NOPE", &[("memoryRef", &r)], Some(TENANT)), 404, "not_found"),
-        (req("/v1/host/wop-memory/nothing", &[], Some(TENANT)), 404, "not_found"),
-        (req("/v1/host/wop-memory/entries/a/b", &[("memoryRef", &r)], Some(TENANT)), 404, "not_found"),
+        (
+            req("/v1/host/wop-memory/entries", &[("memoryRef", &r)], None),
+            401,
+            "unauthorized",
+        ),
+        (
+            req(
+                "/v1/host/wop-memory/entries",
+                &[("memoryRef", &r)],
+                Some("bad tenant"),
+            ),
+            401,
+            "unauthorized",
+        ),
+        (
+            req("/v1/host/wop-memory/entries", &[], Some(TENANT)),
+            400,
+            "invalid_request",
+        ),
+        (
+            req(
+                "/v1/host/wop-memory/entries",
+                &[("memoryRef", &r), ("limit", "0")],
+                Some(TENANT),
+            ),
+            400,
+            "invalid_limit",
+        ),
+        (
+            req(
+                "/v1/host/wop-memory/entries",
+                &[("memoryRef", &r), ("cursor", "zzz")],
+                Some(TENANT),
+            ),
+            400,
+            "invalid_cursor",
+        ),
+        (
+            req(
+                "/v1/host/wop-memory/entries/01NOPE",
+                &[("memoryRef", &r)],
+                Some(TENANT),
+            ),
+            404,
+            "not_found",
+        ),
+        (
+            req("/v1/host/wop-memory/nothing", &[], Some(TENANT)),
+            404,
+            "not_found",
+        ),
+        (
+            req(
+                "/v1/host/wop-memory/entries/a/b",
+                &[("memoryRef", &r)],
+                Some(TENANT),
+            ),
+            404,
+            "not_found",
+        ),
     ];
     for (request, status, code) in cases {
         let response = api.handle(&request).await;
-        assert_eq!((response.status, response.body["error"]["code"].as_str()), (status, Some(code)), "{request:?}");
+        assert_eq!(
+            (response.status, response.body["error"]["code"].as_str()),
+            (status, Some(code)),
+            "{request:?}"
+        );
         assert!(response.body["error"]["message"].is_string());
     }
-    let mut post = req("/v1/host/wop-memory/entries", &[("memoryRef", &r)], Some(TENANT));
+    let mut post = req(
+        "/v1/host/wop-memory/entries",
+        &[("memoryRef", &r)],
+        Some(TENANT),
+    );
     post.method = "POST".into();
     assert_eq!(api.handle(&post).await.status, 404);
-    let caps = api.handle(&req("/v1/host/wop-memory/capabilities", &[], None)).await;
-    assert_eq!((caps.status, caps.body.clone()), (200, HOST_MODEL.document()));
+    let caps = api
+        .handle(&req("/v1/host/wop-memory/capabilities", &[], None))
+        .await;
+    assert_eq!(
+        (caps.status, caps.body.clone()),
+        (200, HOST_MODEL.document())
+    );
 }

@@ -7,26 +7,38 @@
 //!   subjectKey  `{tenantId}#{sha256}`       only on entries with a subject: the sparse
 //!                                           `bySubject` index behind delete-by-subject
 //!   ttl         epoch seconds (rounded up)  DynamoDB TTL; reads filter expiry themselves
+//!   rev         revision digest             background passes delete only unchanged entries
+//!
+//! Work markers, one item per (ref, kind) at sk `W#dream` / `W#consolidate`: `dirtyVersion`
+//! counts writes that created work; `dirtyPartition` (`{kind}#{shard}`) and `dirtySince` are
+//! present only while work is pending, which makes `byDirtyRef` a sparse index of exactly the
+//! refs a fan-out must visit; `watermarkMs` is the last finished pass's high-water mark.
 //!
 //! Reads are strongly consistent (read-your-writes); the `bySubject` index can only be read
 //! eventually consistently, which forget accepts (see README).
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, ReturnValue, TransactWriteItem};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, Delete, Put, ReturnValue, TransactWriteItem, Update,
+};
 use aws_sdk_dynamodb::Client;
 
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use memory_core::ports::{EntryStore, Page, PageQuery, MAX_ENTRIES_PER_PUT};
+use memory_core::ports::{
+    work_shard, EntryStore, Page, PageQuery, WorkKind, WorkState, MAX_ENTRIES_PER_PUT,
+    MAX_ITEMS_PER_TRANSACTION,
+};
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, MemoryRef, TenantId};
 
 use crate::error::backend;
 
 pub const SUBJECT_INDEX: &str = "bySubject";
+pub const DIRTY_INDEX: &str = "byDirtyRef";
 const ENTRY_PREFIX: &str = "E#";
 
 type Item = HashMap<String, AttributeValue>;
@@ -79,6 +91,13 @@ fn encode(e: &StoredEntry) -> Item {
         item.insert("ttl".into(), n(exp.epoch_seconds_ceil()));
     }
     item.insert("tier".into(), s(e.tier.as_str()));
+    item.insert("rev".into(), s(e.revision()));
+    if !e.provenance.is_empty() {
+        item.insert(
+            "provenance".into(),
+            AttributeValue::L(e.provenance.iter().map(s).collect()),
+        );
+    }
     if let Some(subject) = &e.subject {
         item.insert(
             "subjectKey".into(),
@@ -86,7 +105,11 @@ fn encode(e: &StoredEntry) -> Item {
         );
     }
     let a = &e.attribution;
-    for (name, value) in [("runId", &a.run_id), ("nodeId", &a.node_id), ("agentId", &a.agent_id)] {
+    for (name, value) in [
+        ("runId", &a.run_id),
+        ("nodeId", &a.node_id),
+        ("agentId", &a.agent_id),
+    ] {
         if let Some(v) = value {
             item.insert(name.into(), s(v));
         }
@@ -103,7 +126,9 @@ fn ref_from_pk(pk: &str) -> Option<MemoryRef> {
 }
 
 fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
-    item.get(name).and_then(|v| v.as_s().ok()).map(String::as_str)
+    item.get(name)
+        .and_then(|v| v.as_s().ok())
+        .map(String::as_str)
 }
 
 fn get_n(item: &Item, name: &str) -> Option<i64> {
@@ -163,6 +188,13 @@ fn decode(item: &Item) -> Result<StoredEntry, StoreError> {
             node_id: attr("nodeId"),
             agent_id: attr("agentId"),
         },
+        provenance: match item.get("provenance") {
+            Some(AttributeValue::L(list)) => list
+                .iter()
+                .map(|v| v.as_s().cloned().map_err(|_| corrupt()))
+                .collect::<Result<Vec<_>, _>>()?,
+            _ => Vec::new(),
+        },
     })
 }
 
@@ -179,9 +211,84 @@ fn is_condition_failure(err: &SdkError<TransactWriteItemsError, impl std::fmt::D
     }
 }
 
+fn marker_key(r: &MemoryRef, kind: WorkKind) -> Item {
+    HashMap::from([
+        ("pk".to_owned(), s(partition_key(r))),
+        ("sk".to_owned(), s(format!("W#{}", kind.as_str()))),
+    ])
+}
+
+fn dirty_partition(kind: WorkKind, shard: u8) -> String {
+    format!("{}#{shard:02}", kind.as_str())
+}
+
+fn build_error(op: &'static str) -> StoreError {
+    StoreError::Backend {
+        op,
+        code: "BuildRequest".into(),
+    }
+}
+
+impl DynamoEntryStore {
+    fn put_if_absent(
+        &self,
+        op: &'static str,
+        e: &StoredEntry,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(encode(e)))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(|_| build_error(op))?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+}
+
 impl DynamoEntryStore {
     pub fn new(client: Client, table: String) -> Self {
         DynamoEntryStore { client, table }
+    }
+
+    /// The marker update that records new work for `r` in the write's transaction.
+    fn mark_work(
+        &self,
+        r: &MemoryRef,
+        kind: WorkKind,
+        since: Timestamp,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let update = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(marker_key(r, kind)))
+            .update_expression(
+                "SET dirtyPartition = :p, dirtySince = if_not_exists(dirtySince, :since) ADD dirtyVersion :one",
+            )
+            .expression_attribute_values(":p", s(dirty_partition(kind, work_shard(r))))
+            .expression_attribute_values(":since", s(format!("{:013}", since.as_millis().max(0))))
+            .expression_attribute_values(":one", n(1))
+            .build()
+            .map_err(|_| build_error("put_entries"))?;
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    async fn transact(
+        &self,
+        op: &'static str,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<(), StoreError> {
+        self.client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await
+            .map_err(|err| {
+                if is_condition_failure(&err) {
+                    StoreError::Conflict { op }
+                } else {
+                    backend(op, &err)
+                }
+            })?;
+        Ok(())
     }
 
     pub fn table(&self) -> &str {
@@ -202,32 +309,21 @@ impl EntryStore for DynamoEntryStore {
                 code: "TooManyItems".into(),
             });
         }
-        let mut items = Vec::with_capacity(entries.len());
+        let mut items = Vec::with_capacity(entries.len() + 2);
         for e in entries {
-            let put = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(encode(e)))
-                .condition_expression("attribute_not_exists(pk)")
-                .build()
-                .map_err(|_| StoreError::Backend {
-                    op: OP,
-                    code: "BuildRequest".into(),
-                })?;
-            items.push(TransactWriteItem::builder().put(put).build());
+            items.push(self.put_if_absent(OP, e)?);
         }
-        self.client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-            .map_err(|err| {
-                if is_condition_failure(&err) {
-                    StoreError::Conflict { op: OP }
-                } else {
-                    backend(OP, &err)
-                }
-            })?;
-        Ok(())
+        let mut marks: BTreeMap<(MemoryRef, WorkKind), Timestamp> = BTreeMap::new();
+        for e in entries {
+            let since = marks
+                .entry((e.memory_ref.clone(), WorkKind::for_tier(e.tier)))
+                .or_insert(e.entry.created_at);
+            *since = (*since).min(e.entry.created_at);
+        }
+        for ((r, kind), since) in &marks {
+            items.push(self.mark_work(r, *kind, *since)?);
+        }
+        self.transact(OP, items).await
     }
 
     async fn list_page(
@@ -334,6 +430,142 @@ impl EntryStore for DynamoEntryStore {
             match out.last_evaluated_key() {
                 Some(k) if !k.is_empty() => start = Some(k.clone()),
                 _ => return Ok(keys),
+            }
+        }
+    }
+
+    async fn replace(
+        &self,
+        put: &[StoredEntry],
+        delete: &[(EntryKey, String)],
+    ) -> Result<(), StoreError> {
+        const OP: &str = "replace";
+        if put.len() + delete.len() > MAX_ITEMS_PER_TRANSACTION {
+            return Err(StoreError::Backend {
+                op: OP,
+                code: "TooManyItems".into(),
+            });
+        }
+        let mut items = Vec::with_capacity(put.len() + delete.len());
+        for e in put {
+            items.push(self.put_if_absent(OP, e)?);
+        }
+        for (key, rev) in delete {
+            let delete = Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key_item(key)))
+                .condition_expression("rev = :rev")
+                .expression_attribute_values(":rev", s(rev))
+                .build()
+                .map_err(|_| build_error(OP))?;
+            items.push(TransactWriteItem::builder().delete(delete).build());
+        }
+        if items.is_empty() {
+            return Ok(());
+        }
+        self.transact(OP, items).await
+    }
+
+    async fn work_state(
+        &self,
+        memory_ref: &MemoryRef,
+        kind: WorkKind,
+    ) -> Result<WorkState, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(marker_key(memory_ref, kind)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| backend("work_state", &e))?;
+        Ok(out
+            .item()
+            .map(|item| WorkState {
+                version: get_n(item, "dirtyVersion").and_then(|v| u64::try_from(v).ok()),
+                pending: item.contains_key("dirtyPartition"),
+                watermark: get_n(item, "watermarkMs").map(Timestamp::from_millis),
+            })
+            .unwrap_or_default())
+    }
+
+    async fn finish_work(
+        &self,
+        memory_ref: &MemoryRef,
+        kind: WorkKind,
+        version: Option<u64>,
+        watermark: Option<Timestamp>,
+    ) -> Result<bool, StoreError> {
+        const OP: &str = "finish_work";
+        let set_watermark = |request: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder| match watermark {
+            Some(w) => request.expression_attribute_values(":w", n(w.as_millis())),
+            None => request,
+        };
+        let set = if watermark.is_some() {
+            " SET watermarkMs = :w"
+        } else {
+            ""
+        };
+        let mut clear = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .set_key(Some(marker_key(memory_ref, kind)))
+            .update_expression(format!("REMOVE dirtyPartition, dirtySince{set}"));
+        clear = match version {
+            Some(v) => clear
+                .condition_expression("dirtyVersion = :v")
+                .expression_attribute_values(":v", n(i64::try_from(v).unwrap_or(i64::MAX))),
+            None => clear.condition_expression("attribute_not_exists(dirtyVersion)"),
+        };
+        match set_watermark(clear).send().await {
+            Ok(_) => Ok(true),
+            Err(e) if crate::error::service_code(&e) == Some("ConditionalCheckFailedException") => {
+                // A write arrived since the pass read the marker: it stays pending for the next
+                // pass, but the watermark still records what this pass covered.
+                if watermark.is_some() {
+                    set_watermark(
+                        self.client
+                            .update_item()
+                            .table_name(&self.table)
+                            .set_key(Some(marker_key(memory_ref, kind)))
+                            .update_expression("SET watermarkMs = :w"),
+                    )
+                    .send()
+                    .await
+                    .map_err(|e| backend(OP, &e))?;
+                }
+                Ok(false)
+            }
+            Err(e) => Err(backend(OP, &e)),
+        }
+    }
+
+    async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
+        let mut refs = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(DIRTY_INDEX)
+                .key_condition_expression("dirtyPartition = :p")
+                .expression_attribute_values(":p", s(dirty_partition(kind, shard)))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| backend("pending_refs", &e))?;
+            refs.extend(
+                out.items()
+                    .iter()
+                    .filter_map(|i| get_s(i, "pk"))
+                    .filter_map(ref_from_pk),
+            );
+            match out.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start = Some(k.clone()),
+                _ => return Ok(refs),
             }
         }
     }

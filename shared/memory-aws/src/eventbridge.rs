@@ -68,7 +68,11 @@ impl EventBridgePublisher {
                 .filter(|(_, result)| result.error_code().is_some())
                 .map(|(event, _)| event)
                 .collect();
-            tracing::warn!(failed = pending.len(), attempt, "put_events partially failed");
+            tracing::warn!(
+                failed = pending.len(),
+                attempt,
+                "put_events partially failed"
+            );
             if pending.is_empty() {
                 return Ok(());
             }

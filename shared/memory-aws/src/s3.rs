@@ -6,9 +6,7 @@ use async_trait::async_trait;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 
-use memory_core::ports::{
-    ArchiveStore, Expect, ObjectKey, ObjectKind, PutOutcome, StoredObject,
-};
+use memory_core::ports::{ArchiveStore, Expect, ObjectKey, ObjectKind, PutOutcome, StoredObject};
 use memory_core::StoreError;
 use memory_guard::TenantId;
 
@@ -112,7 +110,9 @@ impl ArchiveStore for S3ArchiveStore {
             .await
         {
             Ok(out) => out,
-            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => return Ok(None),
+            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => {
+                return Ok(None)
+            }
             Err(e) => return Err(backend(OP, &e)),
         };
         let etag = out.e_tag().unwrap_or_default().to_owned();

@@ -68,12 +68,20 @@ async fn round_trips_are_at_the_floor() {
         .await
         .expect("list");
     assert_eq!(page.entries.len(), 10, "positive control: the page is full");
-    assert_eq!((counter.total(), counter.get("Query")), (1, 1), "one list page is one Query");
+    assert_eq!(
+        (counter.total(), counter.get("Query")),
+        (1, 1),
+        "one list page is one Query"
+    );
 
     counter.reset();
     let got = store.get(&entries[3].key()).await.expect("get");
     assert_eq!(got.as_ref(), Some(&entries[3]));
-    assert_eq!((counter.total(), counter.get("GetItem")), (1, 1), "get is one GetItem");
+    assert_eq!(
+        (counter.total(), counter.get("GetItem")),
+        (1, 1),
+        "get is one GetItem"
+    );
 }
 
 #[tokio::test]
@@ -101,14 +109,23 @@ async fn events_are_published_in_batches_of_ten_and_arrive() {
         })
         .collect();
     publisher.publish(&events).await.expect("publish");
-    assert_eq!(counter.get("PutEvents"), 3, "23 events = 3 calls of at most 10");
+    assert_eq!(
+        counter.get("PutEvents"),
+        3,
+        "23 events = 3 calls of at most 10"
+    );
 
     let arrived = tap.collect_settled(23, Duration::from_secs(20)).await;
     tap.remove().await;
     assert_eq!(arrived.len(), 23, "every event arrives exactly once");
     let mut ids: Vec<String> = arrived
         .iter()
-        .map(|e| e["detail"]["entryId"].as_str().unwrap_or_default().to_owned())
+        .map(|e| {
+            e["detail"]["entryId"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
         .collect();
     ids.sort();
     ids.dedup();

@@ -144,7 +144,10 @@ mod tests {
         assert_eq!(doc["memory"]["supported"], true);
         assert_eq!(doc["memory"]["writable"], true);
         assert_eq!(doc["memory"]["search"]["modes"], json!(["filter"]));
-        assert_eq!(doc["memory"]["retention"], json!({"ttl": true, "forget": true}));
+        assert_eq!(
+            doc["memory"]["retention"],
+            json!({"ttl": true, "forget": true})
+        );
         assert_eq!(doc["memory"]["list"]["maxLimit"], MAX_LIST_LIMIT);
         assert_eq!(doc["agents"]["memoryBackends"], json!(["long-term"]));
     }
@@ -166,10 +169,7 @@ mod tests {
             read_only.degraded_dimensions(&json!({"longTerm": true})),
             vec!["write", "long-term-durability"]
         );
-        assert_eq!(
-            read_only.document()["agents"]["memoryBackends"],
-            json!([])
-        );
+        assert_eq!(read_only.document()["agents"]["memoryBackends"], json!([]));
     }
 
     #[test]
@@ -179,6 +179,8 @@ mod tests {
             HOST_MODEL.degraded_dimensions(&shape),
             vec!["compaction", "replay-snapshot"]
         );
-        assert!(HOST_MODEL.degraded_dimensions(&json!("nonsense")).is_empty());
+        assert!(HOST_MODEL
+            .degraded_dimensions(&json!("nonsense"))
+            .is_empty());
     }
 }

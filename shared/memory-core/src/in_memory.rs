@@ -13,8 +13,9 @@ use crate::error::StoreError;
 use crate::events::DomainEvent;
 use crate::model::{hex, EntryKey, StoredEntry, SubjectKey};
 use crate::ports::{
-    ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdSource, ObjectKey, ObjectKind,
-    Page, PageQuery, PutOutcome, StoredObject, MAX_ENTRIES_PER_PUT,
+    work_shard, ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdSource, Job, JobQueue,
+    ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject, WorkKind, WorkState,
+    MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
@@ -23,13 +24,61 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
-/// Calls per operation name, shared by the in-memory adapters.
+/// Calls per operation name, shared by the in-memory adapters, plus fault injection: a test can
+/// make the n-th next call of an operation fail, to prove a pass survives a crash at that step.
 #[derive(Debug, Default)]
-pub struct CallCounter(Mutex<HashMap<&'static str, u64>>);
+pub struct CallCounter(
+    Mutex<HashMap<&'static str, u64>>,
+    Mutex<Vec<(&'static str, u64)>>,
+);
 
 impl CallCounter {
     fn hit(&self, op: &'static str) {
         *lock(&self.0).entry(op).or_default() += 1;
+    }
+
+    /// Counts the call and fails it if a fault was armed for it.
+    fn call(&self, op: &'static str) -> Result<(), StoreError> {
+        self.hit(op);
+        let mut faults = lock(&self.1);
+        let mut fail = false;
+        for (fop, remaining) in faults.iter_mut() {
+            if *fop == op && *remaining > 0 {
+                *remaining -= 1;
+                fail |= *remaining == 0;
+            }
+        }
+        faults.retain(|(_, r)| *r > 0);
+        if fail {
+            return Err(StoreError::Backend {
+                op,
+                code: "InjectedFault".into(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Makes the `nth` next call (1 = the very next) of `op` fail.
+    pub fn fail_on(&self, op: &'static str, nth: u64) {
+        lock(&self.1).push((op, nth.max(1)));
+    }
+
+    /// Calls of the write operations: what a no-op pass must leave at zero.
+    pub fn writes(&self) -> u64 {
+        [
+            "put_entries",
+            "replace",
+            "delete",
+            "delete_many",
+            "finish_work",
+            "put_if_absent",
+            "put_expecting",
+            "publish",
+            "enqueue",
+        ]
+        .iter()
+        .map(|op| self.get(op))
+        .sum()
     }
 
     pub fn get(&self, op: &str) -> u64 {
@@ -45,9 +94,17 @@ impl CallCounter {
     }
 }
 
+#[derive(Clone, Copy, Debug, Default)]
+struct WorkItem {
+    version: u64,
+    pending_since: Option<i64>,
+    watermark: Option<Timestamp>,
+}
+
 #[derive(Debug, Default)]
 pub struct InMemoryEntryStore {
     refs: Mutex<BTreeMap<MemoryRef, BTreeMap<String, StoredEntry>>>,
+    work: Mutex<BTreeMap<(MemoryRef, WorkKind), WorkItem>>,
     pub calls: CallCounter,
 }
 
@@ -68,7 +125,7 @@ impl InMemoryEntryStore {
 #[async_trait]
 impl EntryStore for InMemoryEntryStore {
     async fn put_entries(&self, entries: &[StoredEntry]) -> Result<(), StoreError> {
-        self.calls.hit("put_entries");
+        self.calls.call("put_entries")?;
         if entries.len() > MAX_ENTRIES_PER_PUT {
             return Err(StoreError::Backend {
                 op: "put_entries",
@@ -84,10 +141,25 @@ impl EntryStore for InMemoryEntryStore {
         if taken || !entries.iter().all(|e| seen.insert(e.key())) {
             return Err(StoreError::Conflict { op: "put_entries" });
         }
+        let mut work = lock(&self.work);
         for e in entries {
             refs.entry(e.memory_ref.clone())
                 .or_default()
                 .insert(e.entry.id.clone(), e.clone());
+        }
+        let marks: std::collections::BTreeSet<(MemoryRef, WorkKind)> = entries
+            .iter()
+            .map(|e| (e.memory_ref.clone(), WorkKind::for_tier(e.tier)))
+            .collect();
+        for (mark, since) in marks.into_iter().map(|m| {
+            (
+                m,
+                entries.iter().map(|e| e.entry.created_at.as_millis()).min(),
+            )
+        }) {
+            let item = work.entry(mark).or_default();
+            item.version += 1;
+            item.pending_since = item.pending_since.or(since);
         }
         Ok(())
     }
@@ -97,16 +169,18 @@ impl EntryStore for InMemoryEntryStore {
         memory_ref: &MemoryRef,
         query: &PageQuery,
     ) -> Result<Page, StoreError> {
-        self.calls.hit("list_page");
+        self.calls.call("list_page")?;
         let refs = lock(&self.refs);
         let Some(entries) = refs.get(memory_ref) else {
             return Ok(Page::default());
         };
         let limit = usize::try_from(query.limit.max(1)).unwrap_or(usize::MAX);
-        let mut examined = entries
-            .range::<String, _>(..)
-            .rev()
-            .filter(|(id, _)| query.after.as_ref().is_none_or(|a| id.as_str() < a.as_str()));
+        let mut examined = entries.range::<String, _>(..).rev().filter(|(id, _)| {
+            query
+                .after
+                .as_ref()
+                .is_none_or(|a| id.as_str() < a.as_str())
+        });
         let mut page = Page::default();
         let mut last = None;
         for (id, e) in examined.by_ref().take(limit) {
@@ -123,7 +197,7 @@ impl EntryStore for InMemoryEntryStore {
     }
 
     async fn get(&self, key: &EntryKey) -> Result<Option<StoredEntry>, StoreError> {
-        self.calls.hit("get");
+        self.calls.call("get")?;
         Ok(lock(&self.refs)
             .get(&key.memory_ref)
             .and_then(|m| m.get(&key.id))
@@ -131,7 +205,7 @@ impl EntryStore for InMemoryEntryStore {
     }
 
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
-        self.calls.hit("delete");
+        self.calls.call("delete")?;
         Ok(lock(&self.refs)
             .get_mut(&key.memory_ref)
             .and_then(|m| m.remove(&key.id))
@@ -143,7 +217,7 @@ impl EntryStore for InMemoryEntryStore {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<EntryKey>, StoreError> {
-        self.calls.hit("find_by_subject");
+        self.calls.call("find_by_subject")?;
         Ok(lock(&self.refs)
             .iter()
             .filter(|(r, _)| r.tenant() == tenant)
@@ -154,7 +228,7 @@ impl EntryStore for InMemoryEntryStore {
     }
 
     async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError> {
-        self.calls.hit("delete_many");
+        self.calls.call("delete_many")?;
         let mut refs = lock(&self.refs);
         Ok(keys
             .iter()
@@ -164,6 +238,90 @@ impl EntryStore for InMemoryEntryStore {
                     .is_some()
             })
             .count())
+    }
+
+    async fn replace(
+        &self,
+        put: &[StoredEntry],
+        delete: &[(EntryKey, String)],
+    ) -> Result<(), StoreError> {
+        self.calls.call("replace")?;
+        if put.len() + delete.len() > MAX_ITEMS_PER_TRANSACTION {
+            return Err(StoreError::Backend {
+                op: "replace",
+                code: "TooManyItems".into(),
+            });
+        }
+        let mut refs = lock(&self.refs);
+        let lookup = |refs: &BTreeMap<MemoryRef, BTreeMap<String, StoredEntry>>, k: &EntryKey| {
+            refs.get(&k.memory_ref).and_then(|m| m.get(&k.id)).cloned()
+        };
+        let puts_free = put.iter().all(|e| lookup(&refs, &e.key()).is_none());
+        let deletes_unchanged = delete
+            .iter()
+            .all(|(k, rev)| lookup(&refs, k).is_some_and(|e| &e.revision() == rev));
+        if !puts_free || !deletes_unchanged {
+            return Err(StoreError::Conflict { op: "replace" });
+        }
+        for (k, _) in delete {
+            if let Some(m) = refs.get_mut(&k.memory_ref) {
+                m.remove(&k.id);
+            }
+        }
+        for e in put {
+            refs.entry(e.memory_ref.clone())
+                .or_default()
+                .insert(e.entry.id.clone(), e.clone());
+        }
+        Ok(())
+    }
+
+    async fn work_state(
+        &self,
+        memory_ref: &MemoryRef,
+        kind: WorkKind,
+    ) -> Result<WorkState, StoreError> {
+        self.calls.call("work_state")?;
+        Ok(lock(&self.work)
+            .get(&(memory_ref.clone(), kind))
+            .map(|w| WorkState {
+                version: Some(w.version),
+                pending: w.pending_since.is_some(),
+                watermark: w.watermark,
+            })
+            .unwrap_or_default())
+    }
+
+    async fn finish_work(
+        &self,
+        memory_ref: &MemoryRef,
+        kind: WorkKind,
+        version: Option<u64>,
+        watermark: Option<Timestamp>,
+    ) -> Result<bool, StoreError> {
+        self.calls.call("finish_work")?;
+        let mut work = lock(&self.work);
+        let item = work.entry((memory_ref.clone(), kind)).or_default();
+        if watermark.is_some() {
+            item.watermark = watermark;
+        }
+        let unchanged = version.is_none_or(|v| v == item.version);
+        if unchanged {
+            item.pending_since = None;
+        }
+        Ok(unchanged)
+    }
+
+    async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
+        self.calls.call("pending_refs")?;
+        let work = lock(&self.work);
+        let mut pending: Vec<(i64, MemoryRef)> = work
+            .iter()
+            .filter(|((r, k), w)| *k == kind && w.pending_since.is_some() && work_shard(r) == shard)
+            .map(|((r, _), w)| (w.pending_since.unwrap_or(0), r.clone()))
+            .collect();
+        pending.sort();
+        Ok(pending.into_iter().map(|(_, r)| r).collect())
     }
 }
 
@@ -200,7 +358,7 @@ impl ArchiveStore for InMemoryArchiveStore {
         kind: ObjectKind,
         _content_type: &str,
     ) -> Result<PutOutcome, StoreError> {
-        self.calls.hit("put_if_absent");
+        self.calls.call("put_if_absent")?;
         let mut objects = lock(&self.objects);
         if objects.contains_key(key) {
             return Ok(PutOutcome::AlreadyExists);
@@ -218,7 +376,7 @@ impl ArchiveStore for InMemoryArchiveStore {
         _content_type: &str,
         expect: Expect,
     ) -> Result<String, StoreError> {
-        self.calls.hit("put_expecting");
+        self.calls.call("put_expecting")?;
         let mut objects = lock(&self.objects);
         let holds = match (&expect, objects.get(key)) {
             (Expect::Absent, None) => true,
@@ -226,7 +384,9 @@ impl ArchiveStore for InMemoryArchiveStore {
             _ => false,
         };
         if !holds {
-            return Err(StoreError::Conflict { op: "put_expecting" });
+            return Err(StoreError::Conflict {
+                op: "put_expecting",
+            });
         }
         let etag = etag_of(&body);
         objects.insert(
@@ -243,18 +403,18 @@ impl ArchiveStore for InMemoryArchiveStore {
     }
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
-        self.calls.hit("get");
+        self.calls.call("get")?;
         Ok(lock(&self.objects).get(key).map(|(o, _)| o.clone()))
     }
 
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
-        self.calls.hit("delete");
+        self.calls.call("delete")?;
         lock(&self.objects).remove(key);
         Ok(())
     }
 
     async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        self.calls.hit("list");
+        self.calls.call("list")?;
         let full = format!("{}/{}", tenant.as_str(), prefix);
         Ok(lock(&self.objects)
             .keys()
@@ -268,6 +428,7 @@ impl ArchiveStore for InMemoryArchiveStore {
 #[derive(Debug, Default)]
 pub struct RecordingPublisher {
     events: Mutex<Vec<DomainEvent>>,
+    pub calls: CallCounter,
 }
 
 impl RecordingPublisher {
@@ -283,7 +444,34 @@ impl RecordingPublisher {
 #[async_trait]
 impl EventPublisher for RecordingPublisher {
     async fn publish(&self, events: &[DomainEvent]) -> Result<(), StoreError> {
+        self.calls.call("publish")?;
         lock(&self.events).extend_from_slice(events);
+        Ok(())
+    }
+}
+
+/// Keeps every queued job, in order.
+#[derive(Debug, Default)]
+pub struct RecordingQueue {
+    jobs: Mutex<Vec<Job>>,
+    pub calls: CallCounter,
+}
+
+impl RecordingQueue {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn jobs(&self) -> Vec<Job> {
+        lock(&self.jobs).clone()
+    }
+}
+
+#[async_trait]
+impl JobQueue for RecordingQueue {
+    async fn enqueue(&self, jobs: &[Job]) -> Result<(), StoreError> {
+        self.calls.call("enqueue")?;
+        lock(&self.jobs).extend_from_slice(jobs);
         Ok(())
     }
 }

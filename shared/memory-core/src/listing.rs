@@ -56,7 +56,10 @@ mod tests {
         assert_eq!(parse_limit("1"), Ok(1));
         assert_eq!(parse_limit("100"), Ok(100));
         assert_eq!(parse_limit("101"), Ok(MAX_LIST_LIMIT));
-        assert_eq!(parse_limit("99999999999999999999999999"), Ok(MAX_LIST_LIMIT));
+        assert_eq!(
+            parse_limit("99999999999999999999999999"),
+            Ok(MAX_LIST_LIMIT)
+        );
         for bad in ["", "0", "000", "-1", "+5", "ten", "1.5", " 5", "5 ", "0x10"] {
             assert_eq!(parse_limit(bad), Err(CoreError::BadLimit), "{bad:?}");
         }

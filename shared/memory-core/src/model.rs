@@ -85,8 +85,10 @@ impl SubjectKey {
 
     /// Rebuilds a key read back from the store; only 64 lowercase hex characters are accepted.
     pub fn from_stored(s: &str) -> Option<Self> {
-        (s.len() == 64 && s.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-            .then(|| SubjectKey(s.to_owned()))
+        (s.len() == 64
+            && s.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
+        .then(|| SubjectKey(s.to_owned()))
     }
 
     pub fn as_str(&self) -> &str {
@@ -121,9 +123,43 @@ pub struct StoredEntry {
     pub tier: Tier,
     pub subject: Option<SubjectKey>,
     pub attribution: Attribution,
+    /// Ids of the entries this one was derived from (consolidation, distillation); empty for
+    /// entries written directly. Host-internal: never on the read API.
+    pub provenance: Vec<String>,
 }
 
 impl StoredEntry {
+    /// A digest of everything that makes up the entry. Background passes delete an entry only
+    /// if its revision is still the one they read, so a concurrent change is never lost.
+    pub fn revision(&self) -> String {
+        let mut h = Sha256::new();
+        let mut field = |bytes: &[u8]| {
+            h.update((bytes.len() as u64).to_be_bytes());
+            h.update(bytes);
+        };
+        field(self.entry.id.as_bytes());
+        field(self.entry.content.as_bytes());
+        field(&(self.entry.tags.len() as u64).to_be_bytes());
+        for t in &self.entry.tags {
+            field(t.as_bytes());
+        }
+        field(&self.entry.created_at.as_millis().to_be_bytes());
+        field(
+            &self
+                .entry
+                .expires_at
+                .map_or(i64::MIN, |t| t.as_millis())
+                .to_be_bytes(),
+        );
+        field(self.tier.as_str().as_bytes());
+        field(self.subject.as_ref().map_or("", |s| s.as_str()).as_bytes());
+        field(&(self.provenance.len() as u64).to_be_bytes());
+        for p in &self.provenance {
+            field(p.as_bytes());
+        }
+        hex(&h.finalize()[..12])
+    }
+
     pub fn key(&self) -> EntryKey {
         EntryKey {
             memory_ref: self.memory_ref.clone(),

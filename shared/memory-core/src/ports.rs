@@ -6,13 +6,66 @@ use async_trait::async_trait;
 
 use crate::error::StoreError;
 use crate::events::DomainEvent;
-use crate::model::{EntryKey, StoredEntry, SubjectKey};
+use crate::model::{EntryKey, StoredEntry, SubjectKey, Tier};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
+use serde::{Deserialize, Serialize};
 
 /// Upper bound the store accepts in one `put_entries` call: it must be a single all-or-nothing
-/// write (one DynamoDB `TransactWriteItems`, whose ceiling is 100 items).
-pub const MAX_ENTRIES_PER_PUT: usize = 100;
+/// write (one DynamoDB `TransactWriteItems`, whose ceiling is 100 items, leaving room for the
+/// per-ref work markers written in the same transaction).
+pub const MAX_ENTRIES_PER_PUT: usize = 90;
+
+/// Most items one all-or-nothing store write may touch (DynamoDB `TransactWriteItems`).
+pub const MAX_ITEMS_PER_TRANSACTION: usize = 100;
+
+/// Background work a ref can be waiting for. Writes of transactional entries make a ref wait
+/// for a dream; writes of long-term entries (including a dream's output) for consolidation.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum WorkKind {
+    Dream,
+    Consolidate,
+}
+
+impl WorkKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            WorkKind::Dream => "dream",
+            WorkKind::Consolidate => "consolidate",
+        }
+    }
+
+    /// The work a new entry of `tier` creates.
+    pub fn for_tier(tier: Tier) -> WorkKind {
+        match tier {
+            Tier::Transactional => WorkKind::Dream,
+            Tier::LongTerm => WorkKind::Consolidate,
+        }
+    }
+}
+
+/// The pending-work index is split into this many partitions so no index partition gets hot
+/// and a fan-out reads exactly the refs that have work, never the whole table.
+pub const WORK_SHARDS: u8 = 16;
+
+/// The shard of a ref in the pending-work index (stable across processes and releases).
+pub fn work_shard(memory_ref: &MemoryRef) -> u8 {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(memory_ref.to_string().as_bytes());
+    digest[0] % WORK_SHARDS
+}
+
+/// Where a ref stands with one kind of background work.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WorkState {
+    /// Bumped by every write that creates work; `None` when no write ever did.
+    pub version: Option<u64>,
+    /// Whether work is pending (the ref is in the pending-work index).
+    pub pending: bool,
+    /// The newest source instant a finished pass has covered.
+    pub watermark: Option<Timestamp>,
+}
 
 /// One page request against one memoryRef, newest first.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,13 +89,17 @@ pub struct Page {
 #[async_trait]
 pub trait EntryStore: Send + Sync {
     /// Writes all entries or none, each only if its id is not taken yet (a retry of the same
-    /// ids cannot duplicate or overwrite). At most `MAX_ENTRIES_PER_PUT` entries.
+    /// ids cannot duplicate or overwrite), and in the same write marks each ref as waiting for
+    /// the work its entries' tiers create. At most `MAX_ENTRIES_PER_PUT` entries.
     async fn put_entries(&self, entries: &[StoredEntry]) -> Result<(), StoreError>;
 
     /// One page of one ref, newest first, read-your-writes consistent. A page examines at most
     /// `limit` items, so it may hold fewer entries than `limit` and still have a next page.
-    async fn list_page(&self, memory_ref: &MemoryRef, query: &PageQuery)
-        -> Result<Page, StoreError>;
+    async fn list_page(
+        &self,
+        memory_ref: &MemoryRef,
+        query: &PageQuery,
+    ) -> Result<Page, StoreError>;
 
     /// One entry, read-your-writes consistent. Expiry is the caller's rule to apply.
     async fn get(&self, key: &EntryKey) -> Result<Option<StoredEntry>, StoreError>;
@@ -59,6 +116,50 @@ pub trait EntryStore: Send + Sync {
 
     /// Deletes the given entries (absent ones are skipped); returns how many existed.
     async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError>;
+
+    /// One all-or-nothing rewrite: puts `put` (each only if its id is free) and deletes each of
+    /// `delete` only if its revision is still the given one. `StoreError::Conflict` when any
+    /// condition fails, and then nothing changed. At most `MAX_ITEMS_PER_TRANSACTION` items.
+    /// Background rewrites do not mark work pending: they add no new information.
+    async fn replace(
+        &self,
+        put: &[StoredEntry],
+        delete: &[(EntryKey, String)],
+    ) -> Result<(), StoreError>;
+
+    async fn work_state(
+        &self,
+        memory_ref: &MemoryRef,
+        kind: WorkKind,
+    ) -> Result<WorkState, StoreError>;
+
+    /// Records a finished pass: moves the watermark (when given) and takes the ref out of the
+    /// pending-work index only if no write arrived since `version` was read. Returns whether
+    /// the ref left the index.
+    async fn finish_work(
+        &self,
+        memory_ref: &MemoryRef,
+        kind: WorkKind,
+        version: Option<u64>,
+        watermark: Option<Timestamp>,
+    ) -> Result<bool, StoreError>;
+
+    /// The refs of one shard with pending work of `kind`, oldest pending first.
+    async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError>;
+}
+
+/// A unit of background work for one ref, as queued between the fan-out and the worker.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Job {
+    pub kind: WorkKind,
+    pub tenant_id: String,
+    pub memory_ref: String,
+}
+
+#[async_trait]
+pub trait JobQueue: Send + Sync {
+    async fn enqueue(&self, jobs: &[Job]) -> Result<(), StoreError>;
 }
 
 /// A key in the archive bucket. It always begins with the tenant id, so a listing or an IAM

@@ -49,6 +49,7 @@ pub fn entry(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry
             node_id: Some("node-1".into()),
             agent_id: None,
         },
+        provenance: Vec::new(),
     }
 }
 
@@ -57,7 +58,12 @@ fn reader(store: Arc<dyn EntryStore>, now: i64) -> (MemoryReader, Arc<ManualCloc
     (MemoryReader::new(store, clock.clone()), clock)
 }
 
-async fn list_all(reader: &MemoryReader, scope: &TenantScope, r: &str, limit: u32) -> Vec<MemoryEntry> {
+async fn list_all(
+    reader: &MemoryReader,
+    scope: &TenantScope,
+    r: &str,
+    limit: u32,
+) -> Vec<MemoryEntry> {
     let mut out = Vec::new();
     let mut cursor = None;
     for _ in 0..1000 {
@@ -86,7 +92,10 @@ pub async fn read_your_writes(store: Arc<dyn EntryStore>) {
     let t = fresh_tenant("ryw");
     let r = memory_ref(&t, "agent-1");
     let e = entry(&r, 1, "prefers email follow-up", &["preference"]);
-    store.put_entries(std::slice::from_ref(&e)).await.expect("put");
+    store
+        .put_entries(std::slice::from_ref(&e))
+        .await
+        .expect("put");
     let got = store.get(&e.key()).await.expect("get");
     assert_eq!(got.as_ref(), Some(&e), "get returns exactly what was put");
     let (reader, _) = reader(store, T0 + 10);
@@ -98,7 +107,10 @@ pub async fn read_your_writes(store: Arc<dyn EntryStore>) {
     assert_eq!(page.entries, vec![e.entry.clone()]);
     assert_eq!(page.next_cursor, None);
     assert_eq!(
-        reader.get(&scope, &r.to_string(), &e.entry.id).await.expect("get"),
+        reader
+            .get(&scope, &r.to_string(), &e.entry.id)
+            .await
+            .expect("get"),
         Some(e.entry)
     );
 }
@@ -116,17 +128,42 @@ pub async fn cross_tenant_probe_returns_nothing(store: Arc<dyn EntryStore>) {
     let scope_a = TenantScope::new(a);
     let scope_b = TenantScope::new(b);
     // Positive controls: each owner reads back what it wrote, so the store does hold both.
-    let own_a = reader.list(&scope_a, &ra.to_string(), &ListOptions::default()).await.expect("list");
+    let own_a = reader
+        .list(&scope_a, &ra.to_string(), &ListOptions::default())
+        .await
+        .expect("list");
     assert_eq!(own_a.entries, vec![ea.entry.clone()]);
-    let own_b = reader.list(&scope_b, &rb.to_string(), &ListOptions::default()).await.expect("list");
+    let own_b = reader
+        .list(&scope_b, &rb.to_string(), &ListOptions::default())
+        .await
+        .expect("list");
     assert_eq!(own_b.entries, vec![eb.entry.clone()]);
-    assert!(reader.get(&scope_b, &rb.to_string(), &eb.entry.id).await.expect("get").is_some());
+    assert!(reader
+        .get(&scope_b, &rb.to_string(), &eb.entry.id)
+        .await
+        .expect("get")
+        .is_some());
     // The probe: tenant A's accessor given tenant B's ref.
-    let probe = reader.list(&scope_a, &rb.to_string(), &ListOptions::default()).await.expect("list");
+    let probe = reader
+        .list(&scope_a, &rb.to_string(), &ListOptions::default())
+        .await
+        .expect("list");
     assert!(probe.entries.is_empty() && probe.next_cursor.is_none());
-    assert_eq!(reader.get(&scope_a, &rb.to_string(), &eb.entry.id).await.expect("get"), None);
+    assert_eq!(
+        reader
+            .get(&scope_a, &rb.to_string(), &eb.entry.id)
+            .await
+            .expect("get"),
+        None
+    );
     // Same id under A's own ref does not reach B's entry either.
-    assert_eq!(reader.get(&scope_a, &ra.to_string(), &eb.entry.id).await.expect("get"), None);
+    assert_eq!(
+        reader
+            .get(&scope_a, &ra.to_string(), &eb.entry.id)
+            .await
+            .expect("get"),
+        None
+    );
 }
 
 /// The CTI-1 malformed-ref corpus of the foundation issue.
@@ -166,19 +203,34 @@ pub async fn malformed_refs_return_nothing(store: Arc<dyn EntryStore>) {
     let t = fresh_tenant("bad");
     let r = memory_ref(&t, "agent-1");
     let e = entry(&r, 1, "stored", &[]);
-    store.put_entries(std::slice::from_ref(&e)).await.expect("put");
+    store
+        .put_entries(std::slice::from_ref(&e))
+        .await
+        .expect("put");
     let (reader, _) = reader(store, T0 + 10);
     let scope = TenantScope::new(t.clone());
-    let control = reader.list(&scope, &r.to_string(), &ListOptions::default()).await.expect("list");
+    let control = reader
+        .list(&scope, &r.to_string(), &ListOptions::default())
+        .await
+        .expect("list");
     assert_eq!(control.entries.len(), 1, "positive control");
     for bad in malformed_refs(t.as_str()) {
-        let page = reader.list(&scope, &bad, &ListOptions::default()).await.expect("list");
+        let page = reader
+            .list(&scope, &bad, &ListOptions::default())
+            .await
+            .expect("list");
         assert!(page.entries.is_empty(), "list of malformed ref {bad:?}");
         let got = reader.get(&scope, &bad, &e.entry.id).await.expect("get");
         assert_eq!(got, None, "get of malformed ref {bad:?}");
     }
     for bad_id in ["", "../x", "a/b", "%2e", "\0"] {
-        assert_eq!(reader.get(&scope, &r.to_string(), bad_id).await.expect("get"), None);
+        assert_eq!(
+            reader
+                .get(&scope, &r.to_string(), bad_id)
+                .await
+                .expect("get"),
+            None
+        );
     }
 }
 
@@ -189,28 +241,48 @@ pub async fn expired_entries_never_surface(store: Arc<dyn EntryStore>) {
     let mut e = entry(&r, 1, "short-lived", &["ttl"]);
     e.entry.expires_at = Some(Timestamp::from_millis(expires));
     let keeper = entry(&r, 2, "long-lived", &["ttl"]);
-    store.put_entries(&[e.clone(), keeper.clone()]).await.expect("put");
+    store
+        .put_entries(&[e.clone(), keeper.clone()])
+        .await
+        .expect("put");
     let (reader, clock) = reader(store, expires - 1);
     let scope = TenantScope::new(t);
     let rs = r.to_string();
     // One millisecond before expiry: visible (positive control).
     assert_eq!(list_all(&reader, &scope, &rs, 10).await.len(), 2);
-    assert!(reader.get(&scope, &rs, &e.entry.id).await.expect("get").is_some());
+    assert!(reader
+        .get(&scope, &rs, &e.entry.id)
+        .await
+        .expect("get")
+        .is_some());
     // Expired one millisecond ago: gone from list and get, the other entry still there.
     clock.set(Timestamp::from_millis(expires + 1));
     let live = list_all(&reader, &scope, &rs, 10).await;
     assert_eq!(live, vec![keeper.entry.clone()]);
-    assert_eq!(reader.get(&scope, &rs, &e.entry.id).await.expect("get"), None);
+    assert_eq!(
+        reader.get(&scope, &rs, &e.entry.id).await.expect("get"),
+        None
+    );
     // Exactly at expiresAt it is already past.
     clock.set(Timestamp::from_millis(expires));
-    assert_eq!(reader.get(&scope, &rs, &e.entry.id).await.expect("get"), None);
+    assert_eq!(
+        reader.get(&scope, &rs, &e.entry.id).await.expect("get"),
+        None
+    );
 }
 
 pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
     let t = fresh_tenant("page");
     let r = memory_ref(&t, "agent-1");
     let entries: Vec<StoredEntry> = (0..23)
-        .map(|n| entry(&r, n, &format!("fact {n}"), if n % 3 == 0 { &["three"] } else { &["other"] }))
+        .map(|n| {
+            entry(
+                &r,
+                n,
+                &format!("fact {n}"),
+                if n % 3 == 0 { &["three"] } else { &["other"] },
+            )
+        })
         .collect();
     store.put_entries(&entries).await.expect("put");
     let (reader, _) = reader(store.clone(), T0 + 1_000);
@@ -218,17 +290,40 @@ pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
     let all = list_all(&reader, &scope, &r.to_string(), 5).await;
     let mut expected: Vec<MemoryEntry> = entries.iter().map(|e| e.entry.clone()).collect();
     expected.reverse();
-    assert_eq!(all, expected, "all pages together: every entry once, newest first");
+    assert_eq!(
+        all, expected,
+        "all pages together: every entry once, newest first"
+    );
     let tagged = reader
-        .list(&scope, &r.to_string(), &ListOptions { limit: Some(100), tag: Some("three".into()), cursor: None })
+        .list(
+            &scope,
+            &r.to_string(),
+            &ListOptions {
+                limit: Some(100),
+                tag: Some("three".into()),
+                cursor: None,
+            },
+        )
         .await
         .expect("list");
-    let want: Vec<MemoryEntry> = expected.iter().filter(|e| e.tags == ["three"]).cloned().collect();
+    let want: Vec<MemoryEntry> = expected
+        .iter()
+        .filter(|e| e.tags == ["three"])
+        .cloned()
+        .collect();
     assert_eq!(tagged.entries, want);
     assert_eq!(want.len(), 8);
     // A direct store page respects its item limit.
     let page = store
-        .list_page(&r, &PageQuery { limit: 4, tag: None, after: None, now: Timestamp::from_millis(T0) })
+        .list_page(
+            &r,
+            &PageQuery {
+                limit: 4,
+                tag: None,
+                after: None,
+                now: Timestamp::from_millis(T0),
+            },
+        )
         .await
         .expect("page");
     assert_eq!(page.entries.len(), 4);
@@ -244,17 +339,44 @@ pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
     let (reader, _) = reader(store, T0 + 1_000);
     let scope = TenantScope::new(t);
     let first = reader
-        .list(&scope, &r.to_string(), &ListOptions { limit: Some(2), ..Default::default() })
+        .list(
+            &scope,
+            &r.to_string(),
+            &ListOptions {
+                limit: Some(2),
+                ..Default::default()
+            },
+        )
         .await
         .expect("list");
     let cursor = first.next_cursor.expect("a second page exists");
     let second = reader
-        .list(&scope, &r.to_string(), &ListOptions { limit: Some(2), cursor: Some(cursor.clone()), ..Default::default() })
+        .list(
+            &scope,
+            &r.to_string(),
+            &ListOptions {
+                limit: Some(2),
+                cursor: Some(cursor.clone()),
+                ..Default::default()
+            },
+        )
         .await
         .expect("list");
-    assert_eq!(second.entries.len(), 2, "positive control: the cursor works for its own ref");
+    assert_eq!(
+        second.entries.len(),
+        2,
+        "positive control: the cursor works for its own ref"
+    );
     let foreign = reader
-        .list(&scope, &r2.to_string(), &ListOptions { limit: Some(2), cursor: Some(cursor), ..Default::default() })
+        .list(
+            &scope,
+            &r2.to_string(),
+            &ListOptions {
+                limit: Some(2),
+                cursor: Some(cursor),
+                ..Default::default()
+            },
+        )
         .await;
     assert_eq!(foreign, Err(crate::CoreError::BadCursor));
 }
@@ -263,20 +385,38 @@ pub async fn puts_are_all_or_nothing(store: Arc<dyn EntryStore>) {
     let t = fresh_tenant("atomic");
     let r = memory_ref(&t, "agent-1");
     let first = entry(&r, 1, "first", &[]);
-    store.put_entries(std::slice::from_ref(&first)).await.expect("put");
+    store
+        .put_entries(std::slice::from_ref(&first))
+        .await
+        .expect("put");
     let fresh = entry(&r, 2, "fresh", &[]);
     let mut clash = entry(&r, 3, "clash", &[]);
     clash.entry.id = first.entry.id.clone();
     let result = store.put_entries(&[fresh.clone(), clash]).await;
-    assert!(matches!(result, Err(StoreError::Conflict { .. })), "{result:?}");
-    assert_eq!(store.get(&fresh.key()).await.expect("get"), None, "nothing of a failed put is stored");
-    assert_eq!(store.get(&first.key()).await.expect("get"), Some(first), "the existing entry is not overwritten");
+    assert!(
+        matches!(result, Err(StoreError::Conflict { .. })),
+        "{result:?}"
+    );
+    assert_eq!(
+        store.get(&fresh.key()).await.expect("get"),
+        None,
+        "nothing of a failed put is stored"
+    );
+    assert_eq!(
+        store.get(&first.key()).await.expect("get"),
+        Some(first),
+        "the existing entry is not overwritten"
+    );
 }
 
 pub async fn delete_and_forget_by_subject(store: Arc<dyn EntryStore>) {
     let a = fresh_tenant("subj-a");
     let b = fresh_tenant("subj-b");
-    let (ra1, ra2, rb) = (memory_ref(&a, "agent-1"), memory_ref(&a, "agent-2"), memory_ref(&b, "agent-1"));
+    let (ra1, ra2, rb) = (
+        memory_ref(&a, "agent-1"),
+        memory_ref(&a, "agent-2"),
+        memory_ref(&b, "agent-1"),
+    );
     let subject_a = SubjectKey::derive(&a, "customer-42");
     let subject_b = SubjectKey::derive(&b, "customer-42");
     let mut e1 = entry(&ra1, 1, "about 42", &[]);
@@ -286,7 +426,10 @@ pub async fn delete_and_forget_by_subject(store: Arc<dyn EntryStore>) {
     let other = entry(&ra1, 3, "not about 42", &[]);
     let mut eb = entry(&rb, 4, "tenant b about 42", &[]);
     eb.subject = Some(subject_b.clone());
-    store.put_entries(&[e1.clone(), other.clone()]).await.expect("put");
+    store
+        .put_entries(&[e1.clone(), other.clone()])
+        .await
+        .expect("put");
     store.put_entries(&[e2.clone()]).await.expect("put");
     store.put_entries(&[eb.clone()]).await.expect("put");
 
@@ -295,54 +438,186 @@ pub async fn delete_and_forget_by_subject(store: Arc<dyn EntryStore>) {
     let mut want = vec![e1.key(), e2.key()];
     want.sort();
     assert_eq!(found, want, "every ref of the tenant, nothing else");
-    assert_eq!(store.find_by_subject(&a, &subject_b).await.expect("find"), Vec::<EntryKey>::new());
+    assert_eq!(
+        store.find_by_subject(&a, &subject_b).await.expect("find"),
+        Vec::<EntryKey>::new()
+    );
     assert_eq!(store.delete_many(&found).await.expect("delete"), 2);
-    assert_eq!(store.delete_many(&found).await.expect("delete"), 0, "idempotent");
+    assert_eq!(
+        store.delete_many(&found).await.expect("delete"),
+        0,
+        "idempotent"
+    );
     assert_eq!(store.get(&e1.key()).await.expect("get"), None);
-    assert_eq!(store.get(&other.key()).await.expect("get"), Some(other.clone()));
-    assert_eq!(store.get(&eb.key()).await.expect("get"), Some(eb.clone()), "other tenant untouched");
-    assert_eq!(store.find_by_subject(&b, &subject_b).await.expect("find"), vec![eb.key()]);
+    assert_eq!(
+        store.get(&other.key()).await.expect("get"),
+        Some(other.clone())
+    );
+    assert_eq!(
+        store.get(&eb.key()).await.expect("get"),
+        Some(eb.clone()),
+        "other tenant untouched"
+    );
+    assert_eq!(
+        store.find_by_subject(&b, &subject_b).await.expect("find"),
+        vec![eb.key()]
+    );
 
     assert!(store.delete(&other.key()).await.expect("delete"));
     assert!(!store.delete(&other.key()).await.expect("delete"));
+}
+
+pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("replace");
+    let r = memory_ref(&t, "agent-1");
+    let (a, b) = (entry(&r, 1, "dup", &[]), entry(&r, 2, "dup", &[]));
+    store.put_entries(&[a.clone(), b.clone()]).await.expect("put");
+    let mut merged = entry(&r, 3, "dup", &["corroborated:2"]);
+    merged.tier = Tier::LongTerm;
+    merged.provenance = vec![a.entry.id.clone(), b.entry.id.clone()];
+    // A stale revision for b: the whole rewrite must fail and change nothing.
+    let stale = store
+        .replace(
+            std::slice::from_ref(&merged),
+            &[(a.key(), a.revision()), (b.key(), "0".repeat(24))],
+        )
+        .await;
+    assert!(matches!(stale, Err(StoreError::Conflict { .. })), "{stale:?}");
+    assert_eq!(store.get(&a.key()).await.expect("get"), Some(a.clone()));
+    assert_eq!(store.get(&merged.key()).await.expect("get"), None);
+    // Current revisions: merged in, both sources out, in one step.
+    store
+        .replace(
+            std::slice::from_ref(&merged),
+            &[(a.key(), a.revision()), (b.key(), b.revision())],
+        )
+        .await
+        .expect("replace");
+    assert_eq!(store.get(&merged.key()).await.expect("get"), Some(merged.clone()));
+    assert_eq!(store.get(&a.key()).await.expect("get"), None);
+    assert_eq!(store.get(&b.key()).await.expect("get"), None);
+    // A retry of the same rewrite conflicts instead of duplicating.
+    let again = store
+        .replace(std::slice::from_ref(&merged), &[(a.key(), a.revision())])
+        .await;
+    assert!(matches!(again, Err(StoreError::Conflict { .. })), "{again:?}");
+}
+
+pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
+    use crate::ports::{work_shard, WorkKind};
+    let t = fresh_tenant("work");
+    let r = memory_ref(&t, "agent-1");
+    let shard = work_shard(&r);
+    let before = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    assert_eq!((before.version, before.pending), (None, false));
+    store.put_entries(&[entry(&r, 1, "x", &[])]).await.expect("put");
+    let state = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    assert!(state.pending && state.version.is_some());
+    assert!(!store.work_state(&r, WorkKind::Consolidate).await.expect("state").pending, "a transactional write creates dream work only");
+    assert!(store.pending_refs(WorkKind::Dream, shard).await.expect("pending").contains(&r));
+    // A write after the pass read the marker keeps the ref pending, but the watermark moves.
+    store.put_entries(&[entry(&r, 2, "y", &[])]).await.expect("put");
+    let cleared = store
+        .finish_work(&r, WorkKind::Dream, state.version, Some(Timestamp::from_millis(T0 + 1)))
+        .await
+        .expect("finish");
+    assert!(!cleared);
+    let after = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    assert!(after.pending);
+    assert_eq!(after.watermark, Some(Timestamp::from_millis(T0 + 1)));
+    // With the current version it leaves the index.
+    assert!(store
+        .finish_work(&r, WorkKind::Dream, after.version, Some(Timestamp::from_millis(T0 + 2)))
+        .await
+        .expect("finish"));
+    assert!(!store.pending_refs(WorkKind::Dream, shard).await.expect("pending").contains(&r));
+    let done = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    assert_eq!((done.pending, done.watermark), (false, Some(Timestamp::from_millis(T0 + 2))));
+    let mut long = entry(&r, 3, "z", &[]);
+    long.tier = Tier::LongTerm;
+    store.put_entries(&[long]).await.expect("put");
+    assert!(store.pending_refs(WorkKind::Consolidate, shard).await.expect("pending").contains(&r));
 }
 
 pub async fn archive_put_if_absent_is_immutable(archive: Arc<dyn ArchiveStore>) {
     let t = fresh_tenant("arch");
     let key = ObjectKey::new(&t, "archives/agent-1/abc.json").expect("key");
     let first = archive
-        .put_if_absent(&key, b"one".to_vec(), ObjectKind::Archive, "application/json")
+        .put_if_absent(
+            &key,
+            b"one".to_vec(),
+            ObjectKind::Archive,
+            "application/json",
+        )
         .await
         .expect("put");
     assert_eq!(first, PutOutcome::Created);
     let second = archive
-        .put_if_absent(&key, b"two".to_vec(), ObjectKind::Archive, "application/json")
+        .put_if_absent(
+            &key,
+            b"two".to_vec(),
+            ObjectKind::Archive,
+            "application/json",
+        )
         .await
         .expect("put");
     assert_eq!(second, PutOutcome::AlreadyExists);
-    assert_eq!(archive.get(&key).await.expect("get").map(|o| o.body), Some(b"one".to_vec()));
+    assert_eq!(
+        archive.get(&key).await.expect("get").map(|o| o.body),
+        Some(b"one".to_vec())
+    );
 }
 
 pub async fn archive_compare_and_swap(archive: Arc<dyn ArchiveStore>) {
     let t = fresh_tenant("cas");
     let key = ObjectKey::new(&t, "index/agent-1/MEMORY-INDEX.json").expect("key");
     let etag1 = archive
-        .put_expecting(&key, b"v1".to_vec(), ObjectKind::Index, "application/json", Expect::Absent)
+        .put_expecting(
+            &key,
+            b"v1".to_vec(),
+            ObjectKind::Index,
+            "application/json",
+            Expect::Absent,
+        )
         .await
         .expect("create");
     let again = archive
-        .put_expecting(&key, b"v1b".to_vec(), ObjectKind::Index, "application/json", Expect::Absent)
+        .put_expecting(
+            &key,
+            b"v1b".to_vec(),
+            ObjectKind::Index,
+            "application/json",
+            Expect::Absent,
+        )
         .await;
-    assert!(matches!(again, Err(StoreError::Conflict { .. })), "{again:?}");
+    assert!(
+        matches!(again, Err(StoreError::Conflict { .. })),
+        "{again:?}"
+    );
     let etag2 = archive
-        .put_expecting(&key, b"v2".to_vec(), ObjectKind::Index, "application/json", Expect::ETag(etag1.clone()))
+        .put_expecting(
+            &key,
+            b"v2".to_vec(),
+            ObjectKind::Index,
+            "application/json",
+            Expect::ETag(etag1.clone()),
+        )
         .await
         .expect("swap");
     assert_ne!(etag1, etag2);
     let stale = archive
-        .put_expecting(&key, b"v3".to_vec(), ObjectKind::Index, "application/json", Expect::ETag(etag1))
+        .put_expecting(
+            &key,
+            b"v3".to_vec(),
+            ObjectKind::Index,
+            "application/json",
+            Expect::ETag(etag1),
+        )
         .await;
-    assert!(matches!(stale, Err(StoreError::Conflict { .. })), "{stale:?}");
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "{stale:?}"
+    );
     let got = archive.get(&key).await.expect("get").expect("exists");
     assert_eq!((got.body, got.etag), (b"v2".to_vec(), etag2));
 }
@@ -353,10 +628,19 @@ pub async fn archive_listing_is_tenant_scoped(archive: Arc<dyn ArchiveStore>) {
     let ka = ObjectKey::new(&a, "archives/agent-1/1.json").expect("key");
     let kb = ObjectKey::new(&b, "archives/agent-1/1.json").expect("key");
     for k in [&ka, &kb] {
-        archive.put_if_absent(k, b"{}".to_vec(), ObjectKind::Archive, "application/json").await.expect("put");
+        archive
+            .put_if_absent(k, b"{}".to_vec(), ObjectKind::Archive, "application/json")
+            .await
+            .expect("put");
     }
-    assert_eq!(archive.list(&a, "archives/").await.expect("list"), vec![ka.clone()]);
-    assert_eq!(archive.list(&b, "archives/").await.expect("list"), vec![kb.clone()]);
+    assert_eq!(
+        archive.list(&a, "archives/").await.expect("list"),
+        vec![ka.clone()]
+    );
+    assert_eq!(
+        archive.list(&b, "archives/").await.expect("list"),
+        vec![kb.clone()]
+    );
     archive.delete(&ka).await.expect("delete");
     archive.delete(&ka).await.expect("delete of absent is fine");
     assert_eq!(archive.get(&ka).await.expect("get"), None);
@@ -373,7 +657,8 @@ macro_rules! port_suite {
         $crate::port_suite!(@store $store; read_your_writes, cross_tenant_probe_returns_nothing,
             malformed_refs_return_nothing, expired_entries_never_surface,
             pages_are_newest_first_and_complete, cursor_is_bound_to_tenant_and_ref,
-            puts_are_all_or_nothing, delete_and_forget_by_subject);
+            puts_are_all_or_nothing, delete_and_forget_by_subject,
+            replace_is_conditional_and_atomic, work_markers_track_pending_refs);
         $crate::port_suite!(@archive $archive; archive_put_if_absent_is_immutable,
             archive_compare_and_swap, archive_listing_is_tenant_scoped);
     };

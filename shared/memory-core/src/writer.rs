@@ -296,6 +296,7 @@ impl MemoryWriter {
                 tier: e.tier,
                 subject: e.subject.as_deref().map(|s| SubjectKey::derive(&tenant, s)),
                 attribution: attribution.clone(),
+                provenance: Vec::new(),
             })
             .collect();
         self.store.put_entries(&stored).await?;
@@ -337,7 +338,12 @@ impl MemoryWriter {
 
     /// Deletes one entry of the caller's tenant. A malformed or foreign ref or id answers
     /// `false`, like a missing entry, so the reply reveals nothing about other tenants.
-    pub async fn delete(&self, tenant_id: &str, raw_ref: &str, id: &str) -> Result<bool, CoreError> {
+    pub async fn delete(
+        &self,
+        tenant_id: &str,
+        raw_ref: &str,
+        id: &str,
+    ) -> Result<bool, CoreError> {
         let tenant = TenantId::parse(tenant_id)
             .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
         let Some(memory_ref) = TenantScope::new(tenant).admit(raw_ref) else {
@@ -346,6 +352,12 @@ impl MemoryWriter {
         if !is_valid_entry_id(id) {
             return Ok(false);
         }
-        Ok(self.store.delete(&EntryKey { memory_ref, id: id.to_owned() }).await?)
+        Ok(self
+            .store
+            .delete(&EntryKey {
+                memory_ref,
+                id: id.to_owned(),
+            })
+            .await?)
     }
 }

@@ -27,7 +27,12 @@ fn world() -> World {
     let events = Arc::new(RecordingPublisher::new());
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(NOW)));
     World {
-        writer: MemoryWriter::new(store.clone(), events.clone(), clock.clone(), Arc::new(SequentialIds::default())),
+        writer: MemoryWriter::new(
+            store.clone(),
+            events.clone(),
+            clock.clone(),
+            Arc::new(SequentialIds::default()),
+        ),
         reader: MemoryReader::new(store.clone(), clock.clone()),
         forgetter: Forgetter::new(store.clone(), events.clone(), clock.clone()),
         store,
@@ -58,7 +63,10 @@ async fn put_redacts_content_and_tags_and_announces_without_content() {
     assert_eq!(out.redactions, 2);
     let stored = w.store.dump();
     assert_eq!(stored.len(), 1);
-    assert_eq!(stored[0].entry.content, "token [REDACTED:gh] and short 1234567", "7-char secret below the floor stays");
+    assert_eq!(
+        stored[0].entry.content, "token [REDACTED:gh] and short 1234567",
+        "7-char secret below the floor stays"
+    );
     assert_eq!(stored[0].entry.tags, vec!["t:[REDACTED:gh]"]);
     assert_eq!(stored[0].entry.created_at, Timestamp::from_millis(NOW));
     let events = w.events.events();
@@ -66,7 +74,10 @@ async fn put_redacts_content_and_tags_and_announces_without_content() {
     assert_eq!(events[0].event_type, EventType::MemoryWritten);
     let detail = events[0].detail_json().to_string();
     assert!(detail.contains(&out.written[0].id) && detail.contains("\"nodeId\":\"n1\""));
-    assert!(!detail.contains("token") && !detail.contains("ghp_"), "content-free: {detail}");
+    assert!(
+        !detail.contains("token") && !detail.contains("ghp_"),
+        "content-free: {detail}"
+    );
 }
 
 #[tokio::test]
@@ -83,16 +94,26 @@ async fn rejected_requests_store_nothing() {
         json!({"tenantId": "bad tenant", "memoryRef": REF_A, "entries": [{"content": "ok"}]}),
     ];
     for case in cases {
-        let err = w.writer.put(&request(case.clone())).await.expect_err("must be rejected");
+        let err = w
+            .writer
+            .put(&request(case.clone()))
+            .await
+            .expect_err("must be rejected");
         assert_eq!(err.http_status(), 400, "{case}");
     }
     let foreign = w
         .writer
-        .put(&request(json!({"tenantId": "tenant-b", "memoryRef": REF_A, "entries": [{"content": "ok"}]})))
+        .put(&request(
+            json!({"tenantId": "tenant-b", "memoryRef": REF_A, "entries": [{"content": "ok"}]}),
+        ))
         .await;
     assert_eq!(foreign, Err(CoreError::RefNotAdmitted));
     assert!(w.store.dump().is_empty());
-    assert_eq!(w.store.calls.get("put_entries"), 0, "validation happens before any store call");
+    assert_eq!(
+        w.store.calls.get("put_entries"),
+        0,
+        "validation happens before any store call"
+    );
     assert!(w.events.events().is_empty());
 }
 
@@ -129,10 +150,26 @@ async fn expiry_through_the_writer_and_reader() {
     let scope = TenantScope::new(TenantId::parse("tenant-a").expect("tenant"));
     let id = &out.written[0].id;
     w.clock.set(Timestamp::from_millis(NOW + 9_999));
-    assert!(w.reader.get(&scope, REF_A, id).await.expect("get").is_some());
+    assert!(w
+        .reader
+        .get(&scope, REF_A, id)
+        .await
+        .expect("get")
+        .is_some());
     w.clock.set(Timestamp::from_millis(NOW + 10_001));
-    assert!(w.reader.get(&scope, REF_A, id).await.expect("get").is_none());
-    assert!(w.reader.list(&scope, REF_A, &ListOptions::default()).await.expect("list").entries.is_empty());
+    assert!(w
+        .reader
+        .get(&scope, REF_A, id)
+        .await
+        .expect("get")
+        .is_none());
+    assert!(w
+        .reader
+        .list(&scope, REF_A, &ListOptions::default())
+        .await
+        .expect("list")
+        .entries
+        .is_empty());
 }
 
 #[tokio::test]
@@ -154,13 +191,35 @@ async fn forget_is_tenant_scoped_and_content_free() {
     assert_eq!(w.store.dump().len(), 6);
     let counts = w.forgetter.forget("tenant-a", "bob").await.expect("forget");
     assert_eq!(counts.deleted_entries, 2);
-    let left: Vec<String> = w.store.dump().into_iter().map(|e| e.entry.content).collect();
+    let left: Vec<String> = w
+        .store
+        .dump()
+        .into_iter()
+        .map(|e| e.entry.content)
+        .collect();
     assert_eq!(left.len(), 4);
     assert!(left.contains(&"bob in tenant b".to_owned()));
-    assert!(!left.iter().any(|c| c.contains("jazz") || c.contains("Oslo")));
-    let forgotten = w.events.events().into_iter().find(|e| e.event_type == EventType::MemoryForgotten).expect("event");
+    assert!(!left
+        .iter()
+        .any(|c| c.contains("jazz") || c.contains("Oslo")));
+    let forgotten = w
+        .events
+        .events()
+        .into_iter()
+        .find(|e| e.event_type == EventType::MemoryForgotten)
+        .expect("event");
     let text = forgotten.detail_json().to_string();
-    assert!(!text.contains("bob") && text.contains("\"deletedEntries\":2"), "{text}");
-    assert_eq!(w.forgetter.forget("tenant-a", "bob").await.expect("again").deleted_entries, 0);
+    assert!(
+        !text.contains("bob") && text.contains("\"deletedEntries\":2"),
+        "{text}"
+    );
+    assert_eq!(
+        w.forgetter
+            .forget("tenant-a", "bob")
+            .await
+            .expect("again")
+            .deleted_entries,
+        0
+    );
     assert!(w.forgetter.forget("tenant-a", "").await.is_err());
 }

@@ -361,9 +361,15 @@ mod tests {
         assert!(can_straddle_marker("abcd[REDAC", &m));
         assert!(can_straddle_marker("ab[REDACTED:k]cd", &m));
         assert!(can_straddle_marker("[REDACTED:k]tail", &m));
-        assert!(!can_straddle_marker("[REDACTED:", &m), "shorter at same start loses");
+        assert!(
+            !can_straddle_marker("[REDACTED:", &m),
+            "shorter at same start loses"
+        );
         assert!(!can_straddle_marker("ab[cd]efgh", &m));
-        assert!(!can_straddle_marker("k]abcdefg", &m), "starts inside: marker wins");
+        assert!(
+            !can_straddle_marker("k]abcdefg", &m),
+            "starts inside: marker wins"
+        );
         assert!(!can_straddle_marker("ab[REDACTED:x]cd", &m));
     }
 

@@ -93,97 +93,262 @@ fn invalid_ids_are_rejected() {
         assert_eq!(TenantId::parse(raw), Err(GuardError::InvalidId), "{raw:?}");
         assert_eq!(AgentId::parse(raw), Err(GuardError::InvalidId), "{raw:?}");
     }
-    assert!(TenantId::parse("...").is_ok(), "only . and .. are path-special");
+    assert!(
+        TenantId::parse("...").is_ok(),
+        "only . and .. are path-special"
+    );
 }
 
 fn malformed_corpus() -> Vec<(&'static str, String)> {
     let mut c: Vec<(&'static str, String)> = vec![
         // traversal and dot segments
-        ("dotdot tenant", "workspaces/../agents/planner/memories".into()),
+        (
+            "dotdot tenant",
+            "workspaces/../agents/planner/memories".into(),
+        ),
         ("dotdot agent", "workspaces/acme/agents/../memories".into()),
         ("dot tenant", "workspaces/./agents/planner/memories".into()),
         ("dot agent", "workspaces/acme/agents/./memories".into()),
-        ("dotdot hop", "workspaces/acme/../acme/agents/planner/memories".into()),
-        ("dotdot suffix", "workspaces/acme/agents/planner/memories/../../../b".into()),
+        (
+            "dotdot hop",
+            "workspaces/acme/../acme/agents/planner/memories".into(),
+        ),
+        (
+            "dotdot suffix",
+            "workspaces/acme/agents/planner/memories/../../../b".into(),
+        ),
         // percent-encoding
-        ("pct dotdot", "workspaces/%2e%2e/agents/planner/memories".into()),
-        ("pct dotdot upper", "workspaces/%2E%2E/agents/planner/memories".into()),
-        ("pct slash", "workspaces/acme%2Fagents/planner/memories".into()),
-        ("pct slash lower", "workspaces/acme/agents/planner%2fx/memories".into()),
-        ("pct nul", "workspaces/acme/agents/planner%00/memories".into()),
-        ("double pct", "workspaces/%252e%252e/agents/planner/memories".into()),
-        ("pct literal", "%77orkspaces/acme/agents/planner/memories".into()),
+        (
+            "pct dotdot",
+            "workspaces/%2e%2e/agents/planner/memories".into(),
+        ),
+        (
+            "pct dotdot upper",
+            "workspaces/%2E%2E/agents/planner/memories".into(),
+        ),
+        (
+            "pct slash",
+            "workspaces/acme%2Fagents/planner/memories".into(),
+        ),
+        (
+            "pct slash lower",
+            "workspaces/acme/agents/planner%2fx/memories".into(),
+        ),
+        (
+            "pct nul",
+            "workspaces/acme/agents/planner%00/memories".into(),
+        ),
+        (
+            "double pct",
+            "workspaces/%252e%252e/agents/planner/memories".into(),
+        ),
+        (
+            "pct literal",
+            "%77orkspaces/acme/agents/planner/memories".into(),
+        ),
         // NUL and control characters
-        ("nul in tenant", "workspaces/acme\0/agents/planner/memories".into()),
-        ("nul at end", "workspaces/acme/agents/planner/memories\0".into()),
+        (
+            "nul in tenant",
+            "workspaces/acme\0/agents/planner/memories".into(),
+        ),
+        (
+            "nul at end",
+            "workspaces/acme/agents/planner/memories\0".into(),
+        ),
         ("nul alone", "\0".into()),
         ("soh", "workspaces/ac\x01me/agents/planner/memories".into()),
         ("esc", "workspaces/acme/agents/\x1bplanner/memories".into()),
         ("del", "workspaces/acme/agents/planner\x7f/memories".into()),
-        ("c1 control", "workspaces/acme/agents/planner\u{85}/memories".into()),
+        (
+            "c1 control",
+            "workspaces/acme/agents/planner\u{85}/memories".into(),
+        ),
         // empty segments
         ("empty", String::new()),
         ("slash only", "/".into()),
         ("slashes only", "////".into()),
         ("empty tenant", "workspaces//agents/planner/memories".into()),
         ("empty agent", "workspaces/acme/agents//memories".into()),
-        ("doubled slash", "workspaces/acme//agents/planner/memories".into()),
+        (
+            "doubled slash",
+            "workspaces/acme//agents/planner/memories".into(),
+        ),
         // leading / trailing slashes
-        ("leading slash", "/workspaces/acme/agents/planner/memories".into()),
-        ("double leading", "//workspaces/acme/agents/planner/memories".into()),
-        ("trailing slash", "workspaces/acme/agents/planner/memories/".into()),
+        (
+            "leading slash",
+            "/workspaces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "double leading",
+            "//workspaces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "trailing slash",
+            "workspaces/acme/agents/planner/memories/".into(),
+        ),
         // unicode look-alikes and other encodings
-        ("cyrillic a", "workspаces/acme/agents/planner/memories".into()),
-        ("cyrillic tenant", "workspaces/аcme/agents/planner/memories".into()),
-        ("fullwidth slash", "workspaces／acme/agents/planner/memories".into()),
-        ("division slash", "workspaces∕acme/agents/planner/memories".into()),
-        ("fullwidth tenant", "workspaces/ａｃｍｅ/agents/planner/memories".into()),
-        ("zero width space", "workspaces/ac\u{200b}me/agents/planner/memories".into()),
-        ("bom prefix", "\u{feff}workspaces/acme/agents/planner/memories".into()),
-        ("combining dot", "workspaces/acme\u{307}/agents/planner/memories".into()),
-        ("overlong-ish dot", "workspaces/\u{2024}\u{2024}/agents/planner/memories".into()),
+        (
+            "cyrillic a",
+            "workspаces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "cyrillic tenant",
+            "workspaces/аcme/agents/planner/memories".into(),
+        ),
+        (
+            "fullwidth slash",
+            "workspaces／acme/agents/planner/memories".into(),
+        ),
+        (
+            "division slash",
+            "workspaces∕acme/agents/planner/memories".into(),
+        ),
+        (
+            "fullwidth tenant",
+            "workspaces/ａｃｍｅ/agents/planner/memories".into(),
+        ),
+        (
+            "zero width space",
+            "workspaces/ac\u{200b}me/agents/planner/memories".into(),
+        ),
+        (
+            "bom prefix",
+            "\u{feff}workspaces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "combining dot",
+            "workspaces/acme\u{307}/agents/planner/memories".into(),
+        ),
+        (
+            "overlong-ish dot",
+            "workspaces/\u{2024}\u{2024}/agents/planner/memories".into(),
+        ),
         // other schemes and URL syntax
-        ("mem scheme", "mem://workspaces/acme/agents/planner/memories".into()),
-        ("s3 scheme", "s3://bucket/workspaces/acme/agents/planner/memories".into()),
-        ("file scheme", "file:///workspaces/acme/agents/planner/memories".into()),
-        ("https", "https://host/workspaces/acme/agents/planner/memories".into()),
+        (
+            "mem scheme",
+            "mem://workspaces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "s3 scheme",
+            "s3://bucket/workspaces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "file scheme",
+            "file:///workspaces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "https",
+            "https://host/workspaces/acme/agents/planner/memories".into(),
+        ),
         ("urn", "urn:workspaces/acme/agents/planner/memories".into()),
-        ("query", "workspaces/acme/agents/planner/memories?x=1".into()),
-        ("fragment", "workspaces/acme/agents/planner/memories#f".into()),
-        ("matrix", "workspaces/acme;v=1/agents/planner/memories".into()),
-        ("colon sep", "workspaces:acme:agents:planner:memories".into()),
+        (
+            "query",
+            "workspaces/acme/agents/planner/memories?x=1".into(),
+        ),
+        (
+            "fragment",
+            "workspaces/acme/agents/planner/memories#f".into(),
+        ),
+        (
+            "matrix",
+            "workspaces/acme;v=1/agents/planner/memories".into(),
+        ),
+        (
+            "colon sep",
+            "workspaces:acme:agents:planner:memories".into(),
+        ),
         // whitespace anywhere, never trimmed
-        ("leading space", " workspaces/acme/agents/planner/memories".into()),
-        ("trailing space", "workspaces/acme/agents/planner/memories ".into()),
-        ("inner space", "workspaces/ac me/agents/planner/memories".into()),
-        ("space around slash", "workspaces/acme /agents/planner/memories".into()),
+        (
+            "leading space",
+            " workspaces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "trailing space",
+            "workspaces/acme/agents/planner/memories ".into(),
+        ),
+        (
+            "inner space",
+            "workspaces/ac me/agents/planner/memories".into(),
+        ),
+        (
+            "space around slash",
+            "workspaces/acme /agents/planner/memories".into(),
+        ),
         ("tab", "workspaces/acme/agents/planner\t/memories".into()),
-        ("leading tab", "\tworkspaces/acme/agents/planner/memories".into()),
-        ("newline", "workspaces/acme/agents/planner/memories\n".into()),
+        (
+            "leading tab",
+            "\tworkspaces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "newline",
+            "workspaces/acme/agents/planner/memories\n".into(),
+        ),
         ("crlf", "workspaces/acme\r\n/agents/planner/memories".into()),
-        ("nbsp", "workspaces/acme\u{a0}/agents/planner/memories".into()),
+        (
+            "nbsp",
+            "workspaces/acme\u{a0}/agents/planner/memories".into(),
+        ),
         // backslashes
-        ("all backslashes", "workspaces\\acme\\agents\\planner\\memories".into()),
-        ("one backslash", "workspaces/acme\\agents/planner/memories".into()),
-        ("backslash in id", "workspaces/ac\\me/agents/planner/memories".into()),
-        ("backslash traversal", "workspaces/..\\acme/agents/planner/memories".into()),
+        (
+            "all backslashes",
+            "workspaces\\acme\\agents\\planner\\memories".into(),
+        ),
+        (
+            "one backslash",
+            "workspaces/acme\\agents/planner/memories".into(),
+        ),
+        (
+            "backslash in id",
+            "workspaces/ac\\me/agents/planner/memories".into(),
+        ),
+        (
+            "backslash traversal",
+            "workspaces/..\\acme/agents/planner/memories".into(),
+        ),
         // wrong literal segments (case-sensitive, exact)
-        ("Workspaces", "Workspaces/acme/agents/planner/memories".into()),
-        ("WORKSPACES", "WORKSPACES/acme/agents/planner/memories".into()),
+        (
+            "Workspaces",
+            "Workspaces/acme/agents/planner/memories".into(),
+        ),
+        (
+            "WORKSPACES",
+            "WORKSPACES/acme/agents/planner/memories".into(),
+        ),
         ("Agents", "workspaces/acme/Agents/planner/memories".into()),
         ("Memories", "workspaces/acme/agents/planner/Memories".into()),
-        ("singular workspace", "workspace/acme/agents/planner/memories".into()),
-        ("singular memory", "workspaces/acme/agents/planner/memory".into()),
-        ("tenants literal", "tenants/acme/agents/planner/memories".into()),
+        (
+            "singular workspace",
+            "workspace/acme/agents/planner/memories".into(),
+        ),
+        (
+            "singular memory",
+            "workspaces/acme/agents/planner/memory".into(),
+        ),
+        (
+            "tenants literal",
+            "tenants/acme/agents/planner/memories".into(),
+        ),
         // extra and missing segments
-        ("extra tail", "workspaces/acme/agents/planner/memories/extra".into()),
-        ("extra middle", "workspaces/acme/agents/planner/sub/memories".into()),
-        ("extra head", "x/workspaces/acme/agents/planner/memories".into()),
+        (
+            "extra tail",
+            "workspaces/acme/agents/planner/memories/extra".into(),
+        ),
+        (
+            "extra middle",
+            "workspaces/acme/agents/planner/sub/memories".into(),
+        ),
+        (
+            "extra head",
+            "x/workspaces/acme/agents/planner/memories".into(),
+        ),
         ("missing memories", "workspaces/acme/agents/planner".into()),
         ("tenant only", "workspaces/acme".into()),
         ("missing agent", "workspaces/acme/memories".into()),
         ("missing workspace", "agents/planner/memories".into()),
-        ("missing tenant", "workspaces/agents/planner/memories".into()),
+        (
+            "missing tenant",
+            "workspaces/agents/planner/memories".into(),
+        ),
         ("bare literal", "workspaces".into()),
     ];
     c.push((
@@ -233,5 +398,8 @@ fn ids_order_and_hash_by_text() {
     let ordered: Vec<&str> = set.iter().map(TenantId::as_str).collect();
     assert_eq!(ordered, ["a", "b", "c"]);
     assert_eq!(AgentId::parse("x").unwrap().to_string(), "x");
-    assert_ne!(TenantId::parse("Acme").unwrap(), TenantId::parse("acme").unwrap());
+    assert_ne!(
+        TenantId::parse("Acme").unwrap(),
+        TenantId::parse("acme").unwrap()
+    );
 }

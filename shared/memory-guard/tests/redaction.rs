@@ -88,7 +88,10 @@ fn length_floor_is_eight_chars() {
     assert_eq!(MIN_SECRET_CHARS, 8);
     let r = redactor(&[("seven", "abcdefg"), ("eight", "12345678")]);
     assert_eq!(r.len(), 1);
-    assert_eq!(r.redact("abcdefg and 12345678"), "abcdefg and [REDACTED:eight]");
+    assert_eq!(
+        r.redact("abcdefg and 12345678"),
+        "abcdefg and [REDACTED:eight]"
+    );
     let only_short = redactor(&[("seven", "abcdefg")]);
     assert!(only_short.is_empty());
     assert!(matches!(only_short.redact("abcdefg"), Cow::Borrowed(_)));
@@ -102,7 +105,10 @@ fn floor_counts_chars_not_bytes() {
     let r = redactor(&[("short", three_cjk), ("long", eight_cjk)]);
     assert_eq!(r.len(), 1);
     assert_eq!(r.redact("鍵は秘密鍵です"), "鍵は秘密鍵です");
-    assert_eq!(r.redact("鍵は秘密鍵秘密鍵秘密です"), "鍵は[REDACTED:long]です");
+    assert_eq!(
+        r.redact("鍵は秘密鍵秘密鍵秘密です"),
+        "鍵は[REDACTED:long]です"
+    );
     // Seven 4-byte emoji are 28 bytes but still below the floor.
     let seven_emoji = "🔑🔑🔑🔑🔑🔑🔑";
     assert!(redactor(&[("e", seven_emoji)]).is_empty());
@@ -125,11 +131,17 @@ fn multibyte_secrets_in_multibyte_text() {
 fn registered_markers_already_in_text_stay_intact() {
     // A secret whose value equals another secret's id must not rewrite that id's marker, or a
     // second pass would corrupt the first pass's output.
-    let r = redactor(&[("db-password-prod", "hunter2hunter2"), ("x", "db-password-prod")]);
+    let r = redactor(&[
+        ("db-password-prod", "hunter2hunter2"),
+        ("x", "db-password-prod"),
+    ]);
     let once = r.redact("login hunter2hunter2");
     assert_eq!(once, "login [REDACTED:db-password-prod]");
     assert_eq!(r.redact(&once), once);
-    assert!(matches!(r.redact("[REDACTED:db-password-prod]"), Cow::Borrowed(_)));
+    assert!(matches!(
+        r.redact("[REDACTED:db-password-prod]"),
+        Cow::Borrowed(_)
+    ));
     // Outside a marker the same value is redacted as usual.
     assert_eq!(r.redact("user db-password-prod"), "user [REDACTED:x]");
 }
@@ -183,7 +195,10 @@ fn self_referential_values_are_bounded_to_32_passes() {
     let text = format!("{}[REDACTED:s]", "x".repeat(100));
     let (out, n) = r.redact_counting(&text);
     assert_eq!(n, 32);
-    assert_eq!(out, format!("{}[REDACTED:s]{}", "x".repeat(68), "]".repeat(32)));
+    assert_eq!(
+        out,
+        format!("{}[REDACTED:s]{}", "x".repeat(68), "]".repeat(32))
+    );
 }
 
 #[test]
@@ -225,7 +240,16 @@ fn invalid_secret_ids_are_rejected() {
     let mut reg = SecretRegistry::new();
     let too_long = "a".repeat(129);
     for id in [
-        "", "has space", "a]b", "a[b", "tab\tid", "new\nline", "ünï", "a%b", "a\\b", "a\0b",
+        "",
+        "has space",
+        "a]b",
+        "a[b",
+        "tab\tid",
+        "new\nline",
+        "ünï",
+        "a%b",
+        "a\\b",
+        "a\0b",
         too_long.as_str(),
     ] {
         assert_eq!(
@@ -237,7 +261,8 @@ fn invalid_secret_ids_are_rejected() {
     assert!(reg.is_empty());
     reg.register("vault:openai/key@v2_1.0-x", "a-perfectly-fine-secret")
         .unwrap();
-    reg.register("a".repeat(128), "another-fine-secret").unwrap();
+    reg.register("a".repeat(128), "another-fine-secret")
+        .unwrap();
     assert_eq!(reg.len(), 2);
     let err = SecretRegistry::new()
         .register("bad id", "SENTINEL-VALUE")

@@ -20,8 +20,23 @@ const ALPHABET: &[&str] = &[
 
 /// Filler may contain anything, including marker syntax and its fragments.
 const FILLER: &[&str] = &[
-    "a", "b", "x", "0", " ", "\n", "é", "日", "🎉", "[", "]", ":", "[REDACTED:", "[REDACTED:s0]",
-    "REDACTED", "]]", "[[",
+    "a",
+    "b",
+    "x",
+    "0",
+    " ",
+    "\n",
+    "é",
+    "日",
+    "🎉",
+    "[",
+    "]",
+    ":",
+    "[REDACTED:",
+    "[REDACTED:s0]",
+    "REDACTED",
+    "]]",
+    "[[",
 ];
 
 /// Filler for the marker-shaped values: few letters, so text often lines up with a value's head.
@@ -33,13 +48,20 @@ fn pick(set: &'static [&'static str]) -> impl Strategy<Value = &'static str> {
     proptest::sample::select(set)
 }
 
-fn joined(set: &'static [&'static str], len: std::ops::Range<usize>) -> impl Strategy<Value = String> {
+fn joined(
+    set: &'static [&'static str],
+    len: std::ops::Range<usize>,
+) -> impl Strategy<Value = String> {
     proptest::collection::vec(pick(set), len).prop_map(|parts| parts.concat())
 }
 
 /// A value of at least 8 chars with a non-marker character somewhere inside.
 fn value() -> impl Strategy<Value = String> {
-    (joined(ALPHABET, 4..12), pick(NON_MARKER), joined(ALPHABET, 3..12))
+    (
+        joined(ALPHABET, 4..12),
+        pick(NON_MARKER),
+        joined(ALPHABET, 3..12),
+    )
         .prop_map(|(head, mid, tail)| format!("{head}{mid}{tail}"))
 }
 

@@ -72,12 +72,21 @@ fn admit_ref_gates_already_parsed_refs() {
 #[test]
 fn near_miss_tenants_are_foreign() {
     let a = scope("acme");
-    assert!(a
-        .admit("workspaces/acme/agents/x/memories")
-        .is_some());
-    for other in ["Acme", "ACME", "acme-evil", "acm", "acme.", ".acme", "acme_"] {
+    assert!(a.admit("workspaces/acme/agents/x/memories").is_some());
+    for other in [
+        "Acme",
+        "ACME",
+        "acme-evil",
+        "acm",
+        "acme.",
+        ".acme",
+        "acme_",
+    ] {
         let raw = format!("workspaces/{other}/agents/x/memories");
-        assert!(MemoryRef::parse(&raw).is_ok(), "{other} is itself well-formed");
+        assert!(
+            MemoryRef::parse(&raw).is_ok(),
+            "{other} is itself well-formed"
+        );
         assert_eq!(a.admit(&raw), None, "{other} must be foreign to acme");
     }
     assert_eq!(a.tenant().as_str(), "acme");

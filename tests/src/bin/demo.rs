@@ -8,7 +8,8 @@ use serde_json::{json, Value};
 
 fn http_body(response: &Value) -> (u64, Value) {
     let status = response["statusCode"].as_u64().unwrap_or(0);
-    let body = serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
+    let body =
+        serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
     (status, body)
 }
 
@@ -41,7 +42,9 @@ async fn main() {
     let acme_ref = format!("workspaces/{acme}/agents/support-bot/memories");
     let globex_ref = format!("workspaces/{globex}/agents/support-bot/memories");
 
-    println!("Starting memory-write, memory-read and memory-forget behind a local Lambda Runtime API");
+    println!(
+        "Starting memory-write, memory-read and memory-forget behind a local Lambda Runtime API"
+    );
     let write = LambdaProcess::start("memory-write", &[]).await;
     let read = LambdaProcess::start("memory-read", &[]).await;
     let forget = LambdaProcess::start("memory-forget", &[]).await;
@@ -77,7 +80,10 @@ async fn main() {
     println!("   -> HTTP {status}");
     show_entries(&body);
 
-    let id = out["written"][0]["id"].as_str().unwrap_or_default().to_owned();
+    let id = out["written"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
     println!("\n3. get {id} as {acme}:");
     let e = event(&HttpEvent {
         method: "GET",
@@ -91,7 +97,10 @@ async fn main() {
 
     println!("\n4. cross-tenant probe: {acme}'s token asks for {globex}'s memoryRef");
     let (status, body) = list(&read, &acme, &globex_ref).await;
-    println!("   -> HTTP {status} entries={} (CTI-1: nothing, although the store holds Globex's entry)", body["entries"]);
+    println!(
+        "   -> HTTP {status} entries={} (CTI-1: nothing, although the store holds Globex's entry)",
+        body["entries"]
+    );
 
     println!("\n5. forget subject customer-7 for {acme}");
     let counts = forget
@@ -100,9 +109,15 @@ async fn main() {
         .response();
     println!("   -> {counts}");
     let (_, body) = list(&read, &acme, &acme_ref).await;
-    println!("   list afterwards: {} entries", body["entries"].as_array().map_or(0, Vec::len));
+    println!(
+        "   list afterwards: {} entries",
+        body["entries"].as_array().map_or(0, Vec::len)
+    );
     let (_, body) = list(&read, &globex, &globex_ref).await;
-    println!("   {globex} still has {} entry", body["entries"].as_array().map_or(0, Vec::len));
+    println!(
+        "   {globex} still has {} entry",
+        body["entries"].as_array().map_or(0, Vec::len)
+    );
 
     let logs = format!("{}{}{}", write.logs(), read.logs(), forget.logs());
     println!(

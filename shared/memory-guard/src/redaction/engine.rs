@@ -167,7 +167,7 @@ impl SkipTable {
             let prefix = pattern.as_bytes().get(..window)?;
             for (at, gram) in prefix.windows(GRAM).enumerate() {
                 let slot = &mut shift[gram_slot(gram)];
-                let distance = u8::try_from(window - GRAM - at + 1).ok()?;
+                let distance = u8::try_from(window - GRAM - at).ok()?;
                 *slot = (*slot).min(distance);
             }
         }
@@ -271,7 +271,10 @@ mod tests {
             let text = format!("{}value-042-padding{}", "x".repeat(lead), "y".repeat(lead));
             let (out, n) = e.pass(&text).unwrap().unwrap();
             assert_eq!(n, 1);
-            assert_eq!(out, format!("{}[REDACTED:a]{}", "x".repeat(lead), "y".repeat(lead)));
+            assert_eq!(
+                out,
+                format!("{}[REDACTED:a]{}", "x".repeat(lead), "y".repeat(lead))
+            );
         }
         // Shorter than the window: nothing can match, nothing is rewritten.
         assert!(e.pass("value-04").unwrap().is_none());
@@ -291,7 +294,10 @@ mod tests {
         assert_eq!(n, 2);
         assert_eq!(
             out,
-            format!("{}[REDACTED:a] tail [REDACTED:a]", "a".repeat(64 * 1024 - 20))
+            format!(
+                "{}[REDACTED:a] tail [REDACTED:a]",
+                "a".repeat(64 * 1024 - 20)
+            )
         );
 
         // Ordinary text never needs the fallback.
