@@ -3,6 +3,7 @@
 //! and builds real API Gateway v2 events.
 
 pub mod apigw;
+pub mod queue;
 pub mod runtime_api;
 pub mod scan;
 

@@ -10,7 +10,7 @@ use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use memory_api::read_api::ReadApi;
 use memory_core::capabilities::HOST_MODEL;
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use memory_core::ports::{EntryStore, Page, PageQuery, SystemClock};
+use memory_core::ports::{EntryStore, Page, PageQuery, SystemClock, WorkKind, WorkState};
 use memory_core::reader::MemoryReader;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
@@ -40,6 +40,24 @@ impl EntryStore for PrebuiltPage {
     }
     async fn delete_many(&self, _: &[EntryKey]) -> Result<usize, StoreError> {
         Ok(0)
+    }
+    async fn replace(&self, _: &[StoredEntry], _: &[(EntryKey, String)]) -> Result<(), StoreError> {
+        Ok(())
+    }
+    async fn work_state(&self, _: &MemoryRef, _: WorkKind) -> Result<WorkState, StoreError> {
+        Ok(WorkState::default())
+    }
+    async fn finish_work(
+        &self,
+        _: &MemoryRef,
+        _: WorkKind,
+        _: Option<u64>,
+        _: Option<Timestamp>,
+    ) -> Result<bool, StoreError> {
+        Ok(true)
+    }
+    async fn pending_refs(&self, _: WorkKind, _: u8) -> Result<Vec<MemoryRef>, StoreError> {
+        Ok(Vec::new())
     }
 }
 

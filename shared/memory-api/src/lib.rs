@@ -3,6 +3,8 @@
 //! types, call in, and encode what comes back. Keeping routing and parsing here, with no AWS or
 //! Lambda type in sight, lets the whole API run in-process in tests and benchmarks.
 
+pub mod background_api;
+pub mod consolidate_api;
 pub mod forget_api;
 pub mod read_api;
 pub mod write_api;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use aws_config::BehaviorVersion;
 
-use crate::{DynamoEntryStore, EventBridgePublisher, S3ArchiveStore};
+use crate::{DynamoEntryStore, EventBridgePublisher, S3ArchiveStore, SqsJobQueue};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -15,6 +15,7 @@ pub struct Settings {
     pub bucket: String,
     pub bus: String,
     pub endpoint_override: bool,
+    pub work_queue_url: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -34,6 +35,9 @@ impl Settings {
             bucket: var("ARCHIVE_BUCKET")?,
             bus: var("EVENT_BUS_NAME")?,
             endpoint_override: std::env::var("AWS_ENDPOINT_URL").is_ok_and(|v| !v.is_empty()),
+            work_queue_url: std::env::var("WORK_QUEUE_URL")
+                .ok()
+                .filter(|v| !v.is_empty()),
         })
     }
 }
@@ -44,6 +48,8 @@ pub struct AwsPorts {
     pub entries: Arc<DynamoEntryStore>,
     pub archives: Arc<S3ArchiveStore>,
     pub events: Arc<EventBridgePublisher>,
+    /// The function's own work queue (`WORK_QUEUE_URL`), for the scheduled passes.
+    pub jobs: Option<Arc<SqsJobQueue>>,
 }
 
 impl AwsPorts {
@@ -64,6 +70,10 @@ impl AwsPorts {
             entries: Arc::new(DynamoEntryStore::new(dynamo, settings.table.clone())),
             archives: Arc::new(S3ArchiveStore::new(s3, settings.bucket.clone())),
             events: Arc::new(EventBridgePublisher::new(events, settings.bus.clone())),
+            jobs: settings
+                .work_queue_url
+                .clone()
+                .map(|url| Arc::new(SqsJobQueue::new(aws_sdk_sqs::Client::new(sdk), url))),
         }
     }
 }

@@ -7,8 +7,10 @@ pub mod dynamo;
 pub mod error;
 pub mod eventbridge;
 pub mod s3;
+pub mod sqs;
 
 pub use config::{AwsPorts, Settings};
 pub use dynamo::DynamoEntryStore;
 pub use eventbridge::EventBridgePublisher;
 pub use s3::S3ArchiveStore;
+pub use sqs::SqsJobQueue;

@@ -86,6 +86,27 @@ impl DomainEvent {
         }
     }
 
+    /// RFC 0068: counts only. The id is stable per ref and pass instant.
+    pub fn memory_consolidated(
+        memory_ref: &MemoryRef,
+        input_count: usize,
+        output_count: usize,
+        at: Timestamp,
+    ) -> Self {
+        DomainEvent {
+            event_type: EventType::AgentMemoryConsolidated,
+            tenant: memory_ref.tenant().clone(),
+            event_id: format!("agent.memory.consolidated:{memory_ref}:{}", at.as_millis()),
+            detail: json!({
+                "tenantId": memory_ref.tenant().as_str(),
+                "memoryRef": memory_ref.to_string(),
+                "inputCount": input_count,
+                "outputCount": output_count,
+                "consolidatedAt": at,
+            }),
+        }
+    }
+
     /// The subject appears only as its tenant-scoped digest, never in clear.
     pub fn memory_forgotten(
         tenant: &TenantId,

@@ -4,7 +4,9 @@
 //!
 //! Nothing here names an AWS type: adapters live in `memory-aws`, handlers in `functions/`.
 
+pub mod background;
 pub mod capabilities;
+pub mod consolidation_pass;
 pub mod cursor;
 pub mod error;
 pub mod events;

@@ -471,7 +471,10 @@ pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
     let t = fresh_tenant("replace");
     let r = memory_ref(&t, "agent-1");
     let (a, b) = (entry(&r, 1, "dup", &[]), entry(&r, 2, "dup", &[]));
-    store.put_entries(&[a.clone(), b.clone()]).await.expect("put");
+    store
+        .put_entries(&[a.clone(), b.clone()])
+        .await
+        .expect("put");
     let mut merged = entry(&r, 3, "dup", &["corroborated:2"]);
     merged.tier = Tier::LongTerm;
     merged.provenance = vec![a.entry.id.clone(), b.entry.id.clone()];
@@ -482,7 +485,10 @@ pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
             &[(a.key(), a.revision()), (b.key(), "0".repeat(24))],
         )
         .await;
-    assert!(matches!(stale, Err(StoreError::Conflict { .. })), "{stale:?}");
+    assert!(
+        matches!(stale, Err(StoreError::Conflict { .. })),
+        "{stale:?}"
+    );
     assert_eq!(store.get(&a.key()).await.expect("get"), Some(a.clone()));
     assert_eq!(store.get(&merged.key()).await.expect("get"), None);
     // Current revisions: merged in, both sources out, in one step.
@@ -493,14 +499,20 @@ pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
         )
         .await
         .expect("replace");
-    assert_eq!(store.get(&merged.key()).await.expect("get"), Some(merged.clone()));
+    assert_eq!(
+        store.get(&merged.key()).await.expect("get"),
+        Some(merged.clone())
+    );
     assert_eq!(store.get(&a.key()).await.expect("get"), None);
     assert_eq!(store.get(&b.key()).await.expect("get"), None);
     // A retry of the same rewrite conflicts instead of duplicating.
     let again = store
         .replace(std::slice::from_ref(&merged), &[(a.key(), a.revision())])
         .await;
-    assert!(matches!(again, Err(StoreError::Conflict { .. })), "{again:?}");
+    assert!(
+        matches!(again, Err(StoreError::Conflict { .. })),
+        "{again:?}"
+    );
 }
 
 pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
@@ -510,15 +522,37 @@ pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
     let shard = work_shard(&r);
     let before = store.work_state(&r, WorkKind::Dream).await.expect("state");
     assert_eq!((before.version, before.pending), (None, false));
-    store.put_entries(&[entry(&r, 1, "x", &[])]).await.expect("put");
+    store
+        .put_entries(&[entry(&r, 1, "x", &[])])
+        .await
+        .expect("put");
     let state = store.work_state(&r, WorkKind::Dream).await.expect("state");
     assert!(state.pending && state.version.is_some());
-    assert!(!store.work_state(&r, WorkKind::Consolidate).await.expect("state").pending, "a transactional write creates dream work only");
-    assert!(store.pending_refs(WorkKind::Dream, shard).await.expect("pending").contains(&r));
+    assert!(
+        !store
+            .work_state(&r, WorkKind::Consolidate)
+            .await
+            .expect("state")
+            .pending,
+        "a transactional write creates dream work only"
+    );
+    assert!(store
+        .pending_refs(WorkKind::Dream, shard)
+        .await
+        .expect("pending")
+        .contains(&r));
     // A write after the pass read the marker keeps the ref pending, but the watermark moves.
-    store.put_entries(&[entry(&r, 2, "y", &[])]).await.expect("put");
+    store
+        .put_entries(&[entry(&r, 2, "y", &[])])
+        .await
+        .expect("put");
     let cleared = store
-        .finish_work(&r, WorkKind::Dream, state.version, Some(Timestamp::from_millis(T0 + 1)))
+        .finish_work(
+            &r,
+            WorkKind::Dream,
+            state.version,
+            Some(Timestamp::from_millis(T0 + 1)),
+        )
         .await
         .expect("finish");
     assert!(!cleared);
@@ -527,16 +561,32 @@ pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
     assert_eq!(after.watermark, Some(Timestamp::from_millis(T0 + 1)));
     // With the current version it leaves the index.
     assert!(store
-        .finish_work(&r, WorkKind::Dream, after.version, Some(Timestamp::from_millis(T0 + 2)))
+        .finish_work(
+            &r,
+            WorkKind::Dream,
+            after.version,
+            Some(Timestamp::from_millis(T0 + 2))
+        )
         .await
         .expect("finish"));
-    assert!(!store.pending_refs(WorkKind::Dream, shard).await.expect("pending").contains(&r));
+    assert!(!store
+        .pending_refs(WorkKind::Dream, shard)
+        .await
+        .expect("pending")
+        .contains(&r));
     let done = store.work_state(&r, WorkKind::Dream).await.expect("state");
-    assert_eq!((done.pending, done.watermark), (false, Some(Timestamp::from_millis(T0 + 2))));
+    assert_eq!(
+        (done.pending, done.watermark),
+        (false, Some(Timestamp::from_millis(T0 + 2)))
+    );
     let mut long = entry(&r, 3, "z", &[]);
     long.tier = Tier::LongTerm;
     store.put_entries(&[long]).await.expect("put");
-    assert!(store.pending_refs(WorkKind::Consolidate, shard).await.expect("pending").contains(&r));
+    assert!(store
+        .pending_refs(WorkKind::Consolidate, shard)
+        .await
+        .expect("pending")
+        .contains(&r));
 }
 
 pub async fn archive_put_if_absent_is_immutable(archive: Arc<dyn ArchiveStore>) {

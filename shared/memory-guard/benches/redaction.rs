@@ -71,7 +71,7 @@ fn text(rng: &mut Rng, secrets: &[(String, String)], planted: usize) -> String {
 /// The spec's reference: longest value first, each replaced in turn over the whole text.
 fn naive_redact(secrets: &[(String, String)], text: &str) -> String {
     let mut sorted: Vec<&(String, String)> = secrets.iter().collect();
-    sorted.sort_by(|a, b| b.1.len().cmp(&a.1.len()));
+    sorted.sort_by_key(|s| std::cmp::Reverse(s.1.len()));
     let mut out = text.to_owned();
     for (id, value) in sorted {
         out = out.replace(value.as_str(), &format!("[REDACTED:{id}]"));

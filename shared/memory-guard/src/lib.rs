@@ -10,6 +10,20 @@
 //!
 //! Nothing here formats a ref, id or secret value into an error, and secret-holding types never
 //! print their values.
+//!
+//! ```
+//! use memory_guard::{SecretRegistry, TenantId, TenantScope};
+//!
+//! let scope = TenantScope::new(TenantId::parse("acme")?);
+//! assert!(scope.admit("workspaces/acme/agents/planner/memories").is_some());
+//! assert!(scope.admit("workspaces/globex/agents/planner/memories").is_none());
+//!
+//! let mut secrets = SecretRegistry::new();
+//! secrets.register("openai", "sk-live-0123456789")?;
+//! let redactor = secrets.redactor();
+//! assert_eq!(redactor.redact("key sk-live-0123456789"), "key [REDACTED:openai]");
+//! # Ok::<(), memory_guard::GuardError>(())
+//! ```
 
 mod error;
 pub mod memory_ref;

@@ -11,9 +11,9 @@
 //! - values shorter than [`MIN_SECRET_CHARS`] are never redacted (too many false positives).
 //!
 //! Where this goes beyond the reference's "sort by length and `replace` each in turn": all values
-//! are matched in a single left-to-right scan of one Aho-Corasick automaton, so the cost is one
-//! pass over the text however many secrets the run holds, and the common no-secret case neither
-//! allocates nor copies.
+//! are matched in one left-to-right scan (an Aho-Corasick automaton, behind a skip table for
+//! large registries), so the cost is one pass over the text however many secrets the run holds,
+//! and the common no-secret case neither allocates nor copies.
 //!
 //! # Markers already in the text
 //!
@@ -35,8 +35,11 @@
 //! - Redaction is idempotent. A second scan can only change text where a value straddles a marker
 //!   the first scan left, which needs a value containing `[` followed by the start of a marker
 //!   (for example one ending in `[`). For such registries the scan is repeated until nothing
-//!   changes; this provably terminates, and is capped at 32 passes as a cost bound for
-//!   deliberately self-referential values (a value containing its own marker's opening).
+//!   changes. That terminates, because every further replacement swallows a marker's opening
+//!   bracket together with text next to it; it is nevertheless capped at 32 passes as a cost
+//!   bound, which only a value containing its own marker's opening can reach (each pass then
+//!   eats one character of a run of them), so idempotence holds for every registry except such
+//!   self-referential ones on text built to exhaust the cap.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
@@ -222,7 +225,11 @@ impl Redactor {
         let active: Vec<(&str, usize)> = entries
             .iter()
             .filter(|e| e.value.0.chars().count() >= MIN_SECRET_CHARS)
-            .filter(|e| !markers.iter().any(|m| *m == e.value.0))
+            .filter(|e| {
+                let named = e.value.0.strip_prefix(MARKER_PREFIX);
+                let id = named.and_then(|rest| rest.strip_suffix(MARKER_SUFFIX));
+                !id.is_some_and(|id| marker_index.contains_key(id))
+            })
             .filter_map(|e| Some((e.value.0.as_str(), *marker_index.get(e.id.as_str())?)))
             .collect();
 

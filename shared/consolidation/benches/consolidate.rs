@@ -1,0 +1,309 @@
+//! Benchmark of one consolidation planning pass (issue 5 acceptance: "a pass over 10,000 and
+//! over 100,000 entries with 30% duplicates, CPU time and peak memory; target: 100k no more than
+//! 12 times 10k").
+//!
+//! A plain `main` (harness = false): builds a deterministic synthetic corpus (~200-byte entries,
+//! 30% exact or filler-variant duplicates, fact slots with several versions, subjects), then
+//! times `plan()` by wall clock and by process CPU time (`/proc/self/stat` utime + stime), and
+//! measures the peak heap growth during `plan()` with a counting global allocator.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use consolidation::{plan, Entry, MergeKind, Settings};
+
+struct Counting;
+
+static CURRENT: AtomicUsize = AtomicUsize::new(0);
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
+fn grew(by: usize) {
+    let now = CURRENT.fetch_add(by, Ordering::Relaxed) + by;
+    PEAK.fetch_max(now, Ordering::Relaxed);
+}
+
+// SAFETY: every call is forwarded unchanged to `System`; only counters are updated around it.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if !p.is_null() {
+            grew(layout.size());
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        unsafe { System.dealloc(ptr, layout) };
+        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if !p.is_null() {
+            if new_size >= layout.size() {
+                grew(new_size - layout.size());
+            } else {
+                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+            }
+        }
+        p
+    }
+}
+
+#[global_allocator]
+static ALLOC: Counting = Counting;
+
+/// Process CPU time (user + system) from /proc/self/stat, in clock ticks of 1/100 s (the
+/// Linux `USER_HZ` on every mainstream architecture).
+fn cpu_time() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
+    let rest = stat.rsplit_once(')')?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(Duration::from_millis((utime + stime) * 10))
+}
+
+/// Nanosecond CPU time of the calling thread from /proc/thread-self/schedstat, when available.
+fn thread_cpu_ns() -> Option<u64> {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
+}
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    fn pick<'a>(&mut self, list: &[&'a str]) -> &'a str {
+        list[self.below(list.len())]
+    }
+}
+
+const NAMES: &[&str] = &[
+    "Alice", "Bob", "Carmen", "Deepak", "Elena", "Farid", "Grace", "Hiro", "Ines", "Jonas",
+    "Kemal", "Lena", "Marta", "Nikolai", "Olga", "Pedro",
+];
+const CITIES: &[&str] = &[
+    "Berlin", "Lisbon", "Osaka", "Toronto", "Nairobi", "Lyon", "Austin", "Krakow", "Seoul", "Porto",
+];
+const CHANNELS: &[&str] = &["email", "phone", "chat", "SMS", "post", "video calls"];
+const TOPICS: &[&str] = &[
+    "billing", "outage", "release", "security", "contract", "roadmap", "hiring",
+];
+const FREQS: &[&str] = &["daily", "weekly", "monthly", "quarterly"];
+const DAYS: &[&str] = &["Monday", "Tuesday", "Wednesday", "Thursday", "Friday"];
+const FILLERS: &[&str] = &["really", "also", "actually", "very", "the"];
+
+fn base_text(rng: &mut Rng) -> String {
+    format!(
+        "{} from {} mentioned during support call {} that they prefer {} for {} updates and want the {} summary delivered before {}:00 on {}, reference ticket {}-{}.",
+        rng.pick(NAMES),
+        rng.pick(CITIES),
+        rng.below(100_000),
+        rng.pick(CHANNELS),
+        rng.pick(TOPICS),
+        rng.pick(FREQS),
+        7 + rng.below(12),
+        rng.pick(DAYS),
+        rng.pick(TOPICS).to_uppercase(),
+        rng.below(1_000_000),
+    )
+}
+
+fn duplicate_of(text: &str, rng: &mut Rng) -> String {
+    match rng.below(4) {
+        0 => text.to_lowercase(),
+        1 => format!("  {}  ", text.trim_end_matches('.').replace(' ', "  ")),
+        2 | 3 => {
+            let mut words: Vec<&str> = text.split(' ').collect();
+            let at = rng.below(words.len() + 1);
+            words.insert(at, rng.pick(FILLERS));
+            words.join(" ")
+        }
+        _ => unreachable!(),
+    }
+}
+
+/// `n` entries: 70% distinct facts, 30% duplicates of earlier ones; ~10% of the distinct facts
+/// are versions of a fact slot (about five versions per slot), ~20% carry a subject.
+fn corpus(n: usize, seed: u64) -> Vec<Entry> {
+    let mut rng = Rng(seed);
+    let mut entries: Vec<Entry> = Vec::with_capacity(n);
+    let slots = (n / 50).max(1);
+    let subjects = (n / 50).max(1);
+    for i in 0..n {
+        let created_at_ms = 1_700_000_000_000 + (i as i64) * 1_000;
+        let id = format!("01J{:023}", i);
+        if i > 0 && rng.below(100) < 30 {
+            let source = entries[rng.below(entries.len())].clone();
+            entries.push(Entry {
+                id,
+                content: duplicate_of(&source.content, &mut rng),
+                created_at_ms,
+                ..source
+            });
+            continue;
+        }
+        let mut tags = vec![format!("source:{}", rng.pick(&["chat", "email", "crm"]))];
+        if rng.below(100) < 10 {
+            tags.push(format!("fact:preference-{}", rng.below(slots)));
+        }
+        let subject = (rng.below(100) < 20).then(|| format!("{:064x}", rng.below(subjects)));
+        let expires_at_ms = (rng.below(100) < 30).then(|| created_at_ms + 86_400_000 * 30);
+        entries.push(Entry {
+            id,
+            content: base_text(&mut rng),
+            tags,
+            created_at_ms,
+            expires_at_ms,
+            subject,
+            provenance: Vec::new(),
+        });
+    }
+    entries
+}
+
+struct Figures {
+    wall: Duration,
+    cpu: Option<Duration>,
+    thread_cpu: Option<Duration>,
+    peak_bytes: usize,
+}
+
+fn measure(entries: &[Entry], settings: &Settings) -> (Figures, consolidation::Plan) {
+    let baseline = CURRENT.load(Ordering::Relaxed);
+    PEAK.store(baseline, Ordering::Relaxed);
+    let cpu0 = cpu_time();
+    let t0 = thread_cpu_ns();
+    let start = Instant::now();
+    let p = black_box(plan(black_box(entries), settings));
+    let wall = start.elapsed();
+    let t1 = thread_cpu_ns();
+    let cpu1 = cpu_time();
+    let peak_bytes = PEAK.load(Ordering::Relaxed).saturating_sub(baseline);
+    let figures = Figures {
+        wall,
+        cpu: cpu0.zip(cpu1).map(|(a, b)| b.saturating_sub(a)),
+        thread_cpu: t0
+            .zip(t1)
+            .map(|(a, b)| Duration::from_nanos(b.saturating_sub(a))),
+        peak_bytes,
+    };
+    (figures, p)
+}
+
+fn median(mut v: Vec<Duration>) -> Duration {
+    v.sort();
+    v[v.len() / 2]
+}
+
+struct Summary {
+    wall: Duration,
+    cpu: Duration,
+    thread_cpu: Option<Duration>,
+    peak_bytes: usize,
+}
+
+fn run(n: usize, repeats: usize) -> Summary {
+    let entries = corpus(n, 0x5eed_0000 + n as u64);
+    let input_bytes: usize = entries
+        .iter()
+        .map(|e| e.id.len() + e.content.len() + e.tags.iter().map(String::len).sum::<usize>())
+        .sum();
+    let settings = Settings::default();
+    let (mut walls, mut cpus, mut threads, mut peak) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
+    let mut last = None;
+    for _ in 0..repeats {
+        let (f, p) = measure(&entries, &settings);
+        walls.push(f.wall);
+        cpus.push(f.cpu.unwrap_or(f.wall));
+        if let Some(t) = f.thread_cpu {
+            threads.push(t);
+        }
+        peak = peak.max(f.peak_bytes);
+        last = Some(p);
+    }
+    let Some(p) = last else {
+        panic!("no repeats");
+    };
+    let dup = p
+        .merges
+        .iter()
+        .filter(|m| m.kind == MergeKind::Duplicate)
+        .count();
+    let sup = p.merges.len() - dup;
+    let replaced: usize = p.merges.iter().map(|m| m.replaced.len()).sum();
+    let summary = Summary {
+        wall: median(walls),
+        cpu: median(cpus),
+        thread_cpu: (!threads.is_empty()).then(|| median(threads)),
+        peak_bytes: peak,
+    };
+    println!(
+        "n = {n:>7}: input {:.1} MiB ({} B/entry avg content), merges {} (duplicate {dup}, supersede {sup}), replaced {replaced}, output {} -> {}",
+        input_bytes as f64 / 1_048_576.0,
+        entries.iter().map(|e| e.content.len()).sum::<usize>() / n,
+        p.merges.len(),
+        p.input_count,
+        p.output_count,
+    );
+    println!(
+        "             plan(): wall {:>8.1} ms, process CPU {:>8.1} ms (/proc/self/stat, 10 ms ticks), thread CPU {} ; peak heap growth {:.1} MiB (median of {repeats})",
+        summary.wall.as_secs_f64() * 1e3,
+        summary.cpu.as_secs_f64() * 1e3,
+        summary
+            .thread_cpu
+            .map(|t| format!("{:>8.1} ms", t.as_secs_f64() * 1e3))
+            .unwrap_or_else(|| "n/a".into()),
+        summary.peak_bytes as f64 / 1_048_576.0,
+    );
+    // Idempotency on the bench corpus too: a second pass plans nothing.
+    let after = consolidation::apply(&entries, &p).unwrap_or_else(|e| panic!("apply: {e}"));
+    let again = plan(&after, &settings);
+    println!("             second pass: {} merges", again.merges.len());
+    summary
+}
+
+fn main() {
+    // `cargo bench` passes `--bench`; any other argument filter is ignored.
+    let small = run(10_000, 7);
+    let large = run(100_000, 3);
+    let ratio = |a: Duration, b: Duration| b.as_secs_f64() / a.as_secs_f64().max(1e-9);
+    println!(
+        "ratio 100k/10k: wall {:.2}, process CPU {:.2}{}, peak heap {:.2} (target <= 12)",
+        ratio(small.wall, large.wall),
+        ratio(small.cpu, large.cpu),
+        small
+            .thread_cpu
+            .zip(large.thread_cpu)
+            .map(|(a, b)| format!(", thread CPU {:.2}", ratio(a, b)))
+            .unwrap_or_default(),
+        large.peak_bytes as f64 / small.peak_bytes.max(1) as f64,
+    );
+}

@@ -1,0 +1,224 @@
+//! Which entries belong together: partitioning, exact and near-duplicate clustering and fact
+//! slots (openwop-agent-memory.md §"Background consolidation (RFC 0068)": "merge duplicates,
+//! supersede stale facts").
+//!
+//! 1. Entries whose id occurs more than once in the input are left alone (the store guarantees
+//!    unique ids; if that is ever violated, consolidating could delete the wrong twin).
+//! 2. The rest are partitioned by `(subject, set of fact keys)`. Nothing ever crosses a
+//!    partition: entries of different subjects stay apart so forget-by-subject still finds every
+//!    derived entry by its subject, and entries of different fact slots (or a slot entry and a
+//!    slot-less one) are different facts whatever their wording.
+//! 3. A partition with fact keys is one slot: all of its entries form one supersede group.
+//! 4. A partition without fact keys is clustered: entries with equal normalised text are exact
+//!    duplicates; distinct normalised texts are joined when they are near duplicates (guard plus
+//!    Jaccard, see [`crate::normalise`]). Candidate pairs come from LSH buckets keyed by
+//!    `(guard fingerprint, band, band hash)`, verified pairs are joined with union-find, and each
+//!    connected component of two or more entries is one duplicate group.
+//!
+//! Everything is processed in id order and every map is either keyed deterministically
+//! (`BTreeMap`) or only used for lookups, so the groups do not depend on the input order.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
+
+use crate::minhash::{band_key, signature, Signature, BANDS};
+use crate::normalise::{analyse, jaccard, same_content_words, shingles};
+use crate::tags::fact_keys;
+use crate::{Entry, MergeKind};
+
+/// A set of input entries to be folded into one surviving entry.
+#[derive(Debug)]
+pub(crate) struct Group {
+    pub kind: MergeKind,
+    /// Indices into the input slice, in ascending id order; at least two.
+    pub members: Vec<usize>,
+}
+
+/// Finds every group of the corpus, ordered by the smallest id of each group.
+pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
+    let mut order: Vec<usize> = (0..entries.len()).collect();
+    order.sort_by(|&a, &b| entries[a].id.cmp(&entries[b].id));
+
+    let mut partitions: BTreeMap<(Option<&str>, Vec<&str>), Vec<usize>> = BTreeMap::new();
+    for run in order.chunk_by(|&a, &b| entries[a].id == entries[b].id) {
+        if let [idx] = run {
+            let e = &entries[*idx];
+            partitions
+                .entry((e.subject.as_deref(), fact_keys(&e.tags)))
+                .or_default()
+                .push(*idx);
+        }
+    }
+
+    let mut groups = Vec::new();
+    for ((_, keys), members) in partitions {
+        if members.len() < 2 {
+            continue;
+        }
+        if keys.is_empty() {
+            groups.extend(
+                duplicate_components(entries, &members, threshold)
+                    .into_iter()
+                    .map(|members| Group {
+                        kind: MergeKind::Duplicate,
+                        members,
+                    }),
+            );
+        } else {
+            groups.push(Group {
+                kind: MergeKind::Supersede,
+                members,
+            });
+        }
+    }
+    groups.sort_by(|a, b| entries[a.members[0]].id.cmp(&entries[b.members[0]].id));
+    groups
+}
+
+/// The duplicate groups of one slot-less partition (`members` in id order).
+fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) -> Vec<Vec<usize>> {
+    // Exact duplicates: one node per distinct normalised text. Nodes with the same text hash
+    // are chained through `same_hash`, and texts are compared, so a hash collision never joins
+    // two different texts.
+    let mut head: HashMap<u64, usize, BuildHasherDefault<PassThrough>> =
+        HashMap::with_capacity_and_hasher(members.len(), BuildHasherDefault::default());
+    let mut norms: Vec<String> = Vec::new();
+    let mut guards: Vec<u64> = Vec::new();
+    let mut same_hash: Vec<usize> = Vec::new();
+    let mut node_of: Vec<usize> = Vec::with_capacity(members.len());
+    for &m in members {
+        let a = analyse(&entries[m].content);
+        let mut cursor = head.get(&a.norm_hash).copied().unwrap_or(NONE);
+        while cursor != NONE && norms[cursor] != a.norm {
+            cursor = same_hash[cursor];
+        }
+        if cursor == NONE {
+            cursor = norms.len();
+            same_hash.push(head.insert(a.norm_hash, cursor).unwrap_or(NONE));
+            norms.push(a.norm);
+            guards.push(a.guard);
+        }
+        node_of.push(cursor);
+    }
+    drop(head);
+
+    // Near duplicates: only nodes sharing a guard fingerprint can ever be joined.
+    let mut uf = UnionFind::new(norms.len());
+    let mut by_guard: Vec<(u64, usize)> = guards.iter().copied().zip(0..).collect();
+    by_guard.sort_unstable();
+    for run in by_guard.chunk_by(|a, b| a.0 == b.0) {
+        if run.len() < 2 {
+            continue;
+        }
+        let bucket: Vec<usize> = run.iter().map(|&(_, node)| node).collect();
+        for class in guard_classes(&bucket, &norms) {
+            if class.len() >= 2 {
+                link_near_duplicates(&class, &norms, threshold, &mut uf);
+            }
+        }
+    }
+
+    // Components, in the id order of their first member.
+    let mut slot_of_root = vec![NONE; norms.len()];
+    let mut components: Vec<Vec<usize>> = Vec::new();
+    for (local, &node) in node_of.iter().enumerate() {
+        let root = uf.find(node);
+        if slot_of_root[root] == NONE {
+            slot_of_root[root] = components.len();
+            components.push(vec![members[local]]);
+        } else {
+            components[slot_of_root[root]].push(members[local]);
+        }
+    }
+    components.retain(|c| c.len() >= 2);
+    components
+}
+
+const NONE: usize = usize::MAX;
+
+/// Hasher for keys that already are well-mixed 64-bit fingerprints.
+#[derive(Default)]
+struct PassThrough(u64);
+
+impl Hasher for PassThrough {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(b);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// Splits a fingerprint bucket into classes of truly equal content-word sequences (the
+/// fingerprint is a hash; a collision must not join different facts).
+fn guard_classes(bucket: &[usize], norms: &[String]) -> Vec<Vec<usize>> {
+    let mut classes: Vec<Vec<usize>> = Vec::new();
+    for &node in bucket {
+        match classes
+            .iter_mut()
+            .find(|c| same_content_words(&norms[c[0]], &norms[node]))
+        {
+            Some(class) => class.push(node),
+            None => classes.push(vec![node]),
+        }
+    }
+    classes
+}
+
+/// Joins the near-duplicate pairs of one guard class: LSH candidates, exact Jaccard check.
+fn link_near_duplicates(class: &[usize], norms: &[String], threshold: f64, uf: &mut UnionFind) {
+    let sets: Vec<Vec<u64>> = class.iter().map(|&n| shingles(&norms[n])).collect();
+    let sigs: Vec<Signature> = sets.iter().map(|s| signature(s)).collect();
+    let mut keyed: Vec<(u64, usize)> = Vec::with_capacity(class.len());
+    for band in 0..BANDS {
+        keyed.clear();
+        keyed.extend(sigs.iter().enumerate().map(|(i, s)| (band_key(s, band), i)));
+        keyed.sort_unstable();
+        for run in keyed.chunk_by(|a, b| a.0 == b.0) {
+            for (x, &(_, i)) in run.iter().enumerate() {
+                for &(_, j) in &run[x + 1..] {
+                    let (a, b) = (class[i], class[j]);
+                    if uf.find(a) != uf.find(b) && jaccard(&sets[i], &sets[j]) >= threshold {
+                        uf.union(a, b);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Disjoint sets with path halving; the root is always the smallest index of its set, so the
+/// result is independent of the order unions happen in.
+struct UnionFind {
+    parent: Vec<usize>,
+}
+
+impl UnionFind {
+    fn new(n: usize) -> Self {
+        UnionFind {
+            parent: (0..n).collect(),
+        }
+    }
+
+    fn find(&mut self, mut x: usize) -> usize {
+        while self.parent[x] != x {
+            let grand = self.parent[self.parent[x]];
+            self.parent[x] = grand;
+            x = grand;
+        }
+        x
+    }
+
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
+        self.parent[hi] = lo;
+    }
+}

@@ -1,0 +1,301 @@
+//! Turning a group into merges: the merged entry's fields, its deterministic id, and the split
+//! of groups larger than one transaction (openwop-agent-memory.md §"Background consolidation
+//! (RFC 0068)": merge / supersede / corroborate, and "idempotent over a stable corpus").
+//!
+//! # Merged fields
+//!
+//! | field | [`MergeKind::Duplicate`] | [`MergeKind::Supersede`] |
+//! |---|---|---|
+//! | content | the longest member text (characters, whitespace collapsed); ties: the smallest string | the winner's (newest by `createdAt`, then id) |
+//! | createdAt | the earliest member's | the winner's |
+//! | expiresAt | the latest; `None` (never) if any member has `None` | the same rule over the members agreeing with the winner |
+//! | tags | union of all members' tags | the winner's tags |
+//! | `corroborated:<n>` | sum of all members' source counts | sum over members whose normalised text equals the winner's |
+//! | provenance | sorted union of member ids and member provenance | same |
+//!
+//! Why these choices:
+//! - *Longest content* keeps the fullest phrasing (punctuation, articles) and, unlike "newest",
+//!   is a property of the texts alone: folding chunk results gives the same answer as folding
+//!   everything at once, and a rerun after a partial crash picks the same text.
+//! - *Supersede keeps the winner's createdAt* (not the earliest): the slot's recency order must
+//!   survive the merge, or a later pass could let an older, back-dated write of the same slot win
+//!   over the value this pass chose. Stale members' tags and expiry describe a fact that no
+//!   longer holds, so only the winner and the members that agree with it contribute.
+//! - Old `corroborated:*` tags are dropped and one fresh tag is written.
+//!
+//! # Deterministic ids
+//!
+//! A merged entry's id is a ULID whose 48-bit time part is the merged `createdAt` (clamped to
+//! `0..2^48`) and whose 80-bit random part is the first 80 bits of
+//! `sha256("wop-memory/consolidate/v1\0" + sorted replaced ids joined by "\0")`: a rerun that
+//! plans the same merge produces the same id, so the store's put-if-absent turns it into a
+//! no-op, and ids still sort by time like every other entry id.
+//!
+//! # Groups larger than one transaction
+//!
+//! A merge must fit one DynamoDB transaction, so it may replace at most
+//! `max_replaced_per_merge` entries. A larger group is folded as a tree, all within one
+//! [`crate::Plan`], children before parents: members (sorted by `createdAt`, then id) are cut
+//! into consecutive chunks of at most that size, each chunk of two or more becomes an
+//! intermediate merge (a chunk of one passes through unchanged), and the chunk results are
+//! folded again the same way until one final merge remains, whose `replaced` names the
+//! intermediate ids. Every merge is all-or-nothing on its own; the final merged entry equals the
+//! one a single flat merge would produce (corroboration 250 for 250 duplicates), except that its
+//! provenance also lists the intermediate ids. Only that final entry survives, so a second pass
+//! sees one entry and does nothing. For a supersede group, members agreeing with the winner are
+//! chunked separately from the stale ones, so every intermediate either agrees with the winner
+//! entirely (and carries its full count) or is stale entirely, and the counts compose exactly.
+
+use std::borrow::Cow;
+
+use sha2::{Digest, Sha256};
+use ulid::Ulid;
+
+use crate::normalise::normalise;
+use crate::tags::{corroboration_tag, is_corroboration_tag, source_count};
+use crate::{Entry, Merge, MergeKind, Merged};
+
+/// Domain-separation prefix of the merged-id hash; bump the version to change the scheme.
+pub const MERGED_ID_DOMAIN: &[u8] = b"wop-memory/consolidate/v1\0";
+
+const MAX_ULID_TIME_MS: i64 = (1 << 48) - 1;
+
+/// The deterministic id of a merged entry (see the module documentation). `replaced` may be in
+/// any order; it is sorted here.
+pub fn merged_id<S: AsRef<str>>(created_at_ms: i64, replaced: &[S]) -> String {
+    let mut ids: Vec<&str> = replaced.iter().map(AsRef::as_ref).collect();
+    ids.sort_unstable();
+    let mut h = Sha256::new();
+    h.update(MERGED_ID_DOMAIN);
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            h.update(b"\0");
+        }
+        h.update(id.as_bytes());
+    }
+    let digest = h.finalize();
+    let mut random = [0u8; 16];
+    random[6..].copy_from_slice(&digest[..10]);
+    let time = created_at_ms.clamp(0, MAX_ULID_TIME_MS) as u64;
+    Ulid::from_parts(time, u128::from_be_bytes(random)).to_string()
+}
+
+/// A member of a merge: an input entry (borrowed) or the result of an earlier merge of the
+/// same group (owned).
+#[derive(Clone)]
+struct Item<'a> {
+    id: Cow<'a, str>,
+    content: Cow<'a, str>,
+    /// Normalised content; only computed (and only needed) for supersede groups.
+    norm: Cow<'a, str>,
+    tags: Cow<'a, [String]>,
+    created_at_ms: i64,
+    expires_at_ms: Option<i64>,
+    provenance: Cow<'a, [String]>,
+    /// Source count (`corroborated:<n>`, else 1).
+    weight: u64,
+    /// Supersede order: `(createdAt, id)` of the input entry this item's content comes from.
+    rank: (i64, Cow<'a, str>),
+}
+
+impl<'a> Item<'a> {
+    fn from_entry(e: &'a Entry, kind: MergeKind) -> Item<'a> {
+        Item {
+            id: Cow::Borrowed(&e.id),
+            content: Cow::Borrowed(&e.content),
+            norm: match kind {
+                MergeKind::Supersede => Cow::Owned(normalise(&e.content)),
+                MergeKind::Duplicate => Cow::Borrowed(""),
+            },
+            tags: Cow::Borrowed(&e.tags),
+            created_at_ms: e.created_at_ms,
+            expires_at_ms: e.expires_at_ms,
+            provenance: Cow::Borrowed(&e.provenance),
+            weight: source_count(&e.tags),
+            rank: (e.created_at_ms, Cow::Borrowed(&e.id)),
+        }
+    }
+}
+
+/// Appends the merges that fold the group `members` (input indices) into one entry.
+pub(crate) fn plan_group(
+    kind: MergeKind,
+    members: &[usize],
+    entries: &[Entry],
+    max_replaced: usize,
+    out: &mut Vec<Merge>,
+) {
+    let max_replaced = max_replaced.max(2);
+    let subject = members
+        .first()
+        .and_then(|&m| entries.get(m))
+        .and_then(|e| e.subject.as_deref());
+    let mut level: Vec<Item> = members
+        .iter()
+        .filter_map(|&m| entries.get(m))
+        .map(|e| Item::from_entry(e, kind))
+        .collect();
+    level.sort_by(|a, b| a.rank.cmp(&b.rank));
+    let winner_norm = level.last().map(|w| w.norm.clone()).unwrap_or_default();
+    loop {
+        if level.len() <= max_replaced {
+            if let Some((merge, _)) = merge_items(kind, subject, &level) {
+                out.push(merge);
+            }
+            return;
+        }
+        let segments = match kind {
+            MergeKind::Duplicate => vec![level],
+            MergeKind::Supersede => {
+                let (agreeing, stale): (Vec<Item>, Vec<Item>) =
+                    level.into_iter().partition(|i| i.norm == winner_norm);
+                vec![stale, agreeing]
+            }
+        };
+        let mut next = Vec::new();
+        for segment in segments {
+            for chunk in segment.chunks(max_replaced) {
+                match merge_items(kind, subject, chunk) {
+                    Some((merge, carry)) => {
+                        next.push(carry.into_item(&merge.merged));
+                        out.push(merge);
+                    }
+                    None => next.extend_from_slice(chunk),
+                }
+            }
+        }
+        level = next;
+    }
+}
+
+/// Length used to pick the fullest duplicate text: characters after collapsing whitespace.
+fn display_len(s: &str) -> usize {
+    let (mut chars, mut words) = (0usize, 0usize);
+    for w in s.split_whitespace() {
+        chars += w.chars().count();
+        words += 1;
+    }
+    chars + words.saturating_sub(1)
+}
+
+/// `None` (never expires) if any item never expires, else the latest expiry.
+fn latest_expiry<'a, 'b: 'a>(items: impl Iterator<Item = &'a Item<'b>>) -> Option<i64> {
+    let mut latest: Option<i64> = None;
+    for item in items {
+        let exp = item.expires_at_ms?;
+        latest = Some(latest.map_or(exp, |l| l.max(exp)));
+    }
+    latest
+}
+
+fn with_corroboration<'a>(tags: impl Iterator<Item = &'a String>, n: u64) -> Vec<String> {
+    let mut out: Vec<String> = tags.filter(|t| !is_corroboration_tag(t)).cloned().collect();
+    out.push(corroboration_tag(n));
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// What an intermediate merged entry carries into the next level besides its stored fields.
+struct Carry<'a> {
+    norm: Cow<'a, str>,
+    weight: u64,
+    rank: (i64, Cow<'a, str>),
+}
+
+impl<'a> Carry<'a> {
+    fn into_item(self, m: &Merged) -> Item<'a> {
+        Item {
+            id: Cow::Owned(m.id.clone()),
+            content: Cow::Owned(m.content.clone()),
+            norm: self.norm,
+            tags: Cow::Owned(m.tags.clone()),
+            created_at_ms: m.created_at_ms,
+            expires_at_ms: m.expires_at_ms,
+            provenance: Cow::Owned(m.provenance.clone()),
+            weight: self.weight,
+            rank: self.rank,
+        }
+    }
+}
+
+/// One merge of `items` (two or more; fewer yields `None`) and what its result carries.
+fn merge_items<'a>(
+    kind: MergeKind,
+    subject: Option<&str>,
+    items: &[Item<'a>],
+) -> Option<(Merge, Carry<'a>)> {
+    if items.len() < 2 {
+        return None;
+    }
+    let mut replaced: Vec<String> = items.iter().map(|i| i.id.to_string()).collect();
+    replaced.sort_unstable();
+    let mut provenance: Vec<String> = items
+        .iter()
+        .flat_map(|i| std::iter::once(i.id.as_ref()).chain(i.provenance.iter().map(String::as_str)))
+        .map(str::to_string)
+        .collect();
+    provenance.sort_unstable();
+    provenance.dedup();
+
+    let (source, created_at_ms, expires_at_ms, tags, weight) = match kind {
+        MergeKind::Duplicate => {
+            let source = items.iter().reduce(|best, i| {
+                let (bl, il) = (display_len(&best.content), display_len(&i.content));
+                if il > bl || (il == bl && i.content < best.content) {
+                    i
+                } else {
+                    best
+                }
+            })?;
+            let weight = items
+                .iter()
+                .fold(0u64, |acc, i| acc.saturating_add(i.weight));
+            let created = items.iter().map(|i| i.created_at_ms).min()?;
+            let tags = with_corroboration(items.iter().flat_map(|i| i.tags.iter()), weight);
+            (source, created, latest_expiry(items.iter()), tags, weight)
+        }
+        MergeKind::Supersede => {
+            let winner = items.iter().max_by(|a, b| a.rank.cmp(&b.rank))?;
+            let agreeing = || items.iter().filter(|i| i.norm == winner.norm);
+            let weight = agreeing().fold(0u64, |acc, i| acc.saturating_add(i.weight));
+            let tags = with_corroboration(winner.tags.iter(), weight);
+            (
+                winner,
+                winner.created_at_ms,
+                latest_expiry(agreeing()),
+                tags,
+                weight,
+            )
+        }
+    };
+
+    let id = merged_id(created_at_ms, &replaced);
+    let rank = match kind {
+        MergeKind::Supersede => source.rank.clone(),
+        MergeKind::Duplicate => (created_at_ms, Cow::Owned(id.clone())),
+    };
+    let merged = Merged {
+        id,
+        content: source.content.to_string(),
+        tags,
+        created_at_ms,
+        expires_at_ms,
+        // All items share one subject: groups never cross a subject boundary.
+        subject: subject.map(str::to_string),
+        provenance,
+    };
+    let carry = Carry {
+        norm: source.norm.clone(),
+        weight,
+        rank,
+    };
+    Some((
+        Merge {
+            kind,
+            replaced,
+            merged,
+        },
+        carry,
+    ))
+}

@@ -1,0 +1,541 @@
+//! Text normalisation, word shingles and the distinct-fact guard behind RFC 0068 duplicate
+//! folding (openwop-agent-memory.md §"Background consolidation (RFC 0068)": "merge duplicates"
+//! while a pass never merges two different facts).
+//!
+//! # Normalisation (what makes two texts *exact* duplicates)
+//!
+//! [`normalise`] maps a text to a canonical token sequence joined by single spaces:
+//!
+//! 1. Unicode lowercase (`str::to_lowercase`, so a word-final capital sigma becomes `ς`), then
+//!    `ς` is folded to `σ` so both spellings of a Greek word compare equal.
+//! 2. Apostrophe look-alikes (`’ ‘ ʼ ′ ＇`) become `'`; dash look-alikes (`‐ ‑ ‒ – — −`) become `-`.
+//! 3. Negated contractions are expanded so the negation survives as its own word:
+//!    `don't` → `do not`, `can't`/`cannot`/`cant` → `can not`, `won't` → `will not`, `isn't` →
+//!    `is not`, and the apostrophe-less spellings `dont`, `doesnt`, `didnt`, ... likewise. Any
+//!    other apostrophe inside a word is dropped (`user's` → `users`).
+//! 4. Tokens are maximal runs of letters and digits (`char::is_alphanumeric`, so every script
+//!    counts). Inside a number, `. , : / -` between two digits are kept (`3.5`, `1,234`,
+//!    `10:30`, `2024-05-01`), and a `-` directly before a digit at the start of a token is kept
+//!    (`-5`), so `3.5` / `35` and `-5` / `5` stay different words.
+//! 5. Separator punctuation is dropped wherever it occurs: ASCII `. , ; : ! ? " ' ` ( ) [ ] { } - _
+//!    * / \ |`, the ellipsis, typographic quotes and guillemets, and CJK full-width punctuation.
+//!    That removes case, whitespace, end-of-sentence and markdown differences.
+//! 6. Every other symbol (`$ % € £ + = < > @ # & ° ~`, emoji...) is kept as a one-character
+//!    token: `5%` and `$5` are different facts. Combining marks, zero-width joiners and variation
+//!    selectors stay attached to the token they follow (or vanish after a symbol), so `❤️` and
+//!    `❤` are equal.
+//!
+//! No NFC/NFKC normalisation is applied (that would need a Unicode-tables dependency): two
+//! canonically equivalent spellings in different forms stay different words, which can only keep
+//! entries apart, never merge different ones.
+//!
+//! # Near duplicates and the guard
+//!
+//! Two texts with different normalised forms are near duplicates when *both*
+//!
+//! - the **guard** holds: their *content words* — the normalised tokens minus the small
+//!   [`FILLER_WORDS`] list of meaning-neutral words (articles, intensifiers, hedges, politeness)
+//!   — are the same sequence. A differing number, negation, date, weekday, month, unit, symbol,
+//!   name or any other key word, an inserted qualifier ("nuts" / "tree nuts") or a reordering
+//!   ("Alice paid Bob" / "Bob paid Alice") therefore always keeps two entries apart, however
+//!   long the sentence; and
+//! - the exact Jaccard similarity of their word 2-shingle sets (over all normalised tokens,
+//!   fillers included) is at least the configured threshold, which bounds how much filler noise
+//!   may differ relative to the sentence length (see [`crate::DEFAULT_NEAR_DUPLICATE_THRESHOLD`]).
+//!
+//! The guard is an equivalence relation (equality of a derived sequence), so joining candidate
+//! pairs transitively (union-find) can never connect two texts the guard keeps apart.
+
+use crate::minhash::{fmix64, hash_bytes};
+
+/// Words treated as meaning-neutral by the guard. Deliberately short: a word belongs here only
+/// if adding, dropping or swapping it never changes which fact a sentence states. Negations,
+/// quantifiers ("only", "some", "all"), frequency words ("always", "usually"), modals,
+/// prepositions, pronouns and time words are *not* fillers.
+pub const FILLER_WORDS: &[&str] = &[
+    "a",
+    "actually",
+    "also",
+    "an",
+    "basically",
+    "certainly",
+    "definitely",
+    "er",
+    "hmm",
+    "honestly",
+    "indeed",
+    "kindly",
+    "literally",
+    "please",
+    "quite",
+    "really",
+    "the",
+    "truly",
+    "uh",
+    "um",
+    "very",
+];
+
+/// Whether a normalised token is in [`FILLER_WORDS`]. A `match` rather than a search of the
+/// list: this runs for every token of every entry.
+pub fn is_filler(token: &str) -> bool {
+    matches!(
+        token,
+        "a" | "actually"
+            | "also"
+            | "an"
+            | "basically"
+            | "certainly"
+            | "definitely"
+            | "er"
+            | "hmm"
+            | "honestly"
+            | "indeed"
+            | "kindly"
+            | "literally"
+            | "please"
+            | "quite"
+            | "really"
+            | "the"
+            | "truly"
+            | "uh"
+            | "um"
+            | "very"
+    )
+}
+
+/// One text, normalised once: what clustering needs about it.
+pub(crate) struct Analysed {
+    /// [`normalise`]d text.
+    pub norm: String,
+    /// Fingerprint of `norm` (bucketing only; equality is re-checked on the text).
+    pub norm_hash: u64,
+    /// Fingerprint of the content-word sequence of `norm` (the guard's bucketing key).
+    pub guard: u64,
+}
+
+/// Normalises `text` and fingerprints it and its content words in the same pass.
+pub(crate) fn analyse(text: &str) -> Analysed {
+    let mut norm = String::with_capacity(text.len());
+    let (mut norm_hash, mut guard) = (NORM_SEED, GUARD_SEED);
+    for_each_token(text, |token| {
+        if !norm.is_empty() {
+            norm.push(' ');
+        }
+        norm.push_str(token);
+        let h = hash_bytes(token.as_bytes());
+        norm_hash = fold(norm_hash, h);
+        if !is_filler(token) {
+            guard = fold(guard, h);
+        }
+    });
+    Analysed {
+        norm,
+        norm_hash,
+        guard,
+    }
+}
+
+const NORM_SEED: u64 = 0xbb67_ae85_84ca_a73b;
+const GUARD_SEED: u64 = 0x6a09_e667_f3bc_c908;
+
+fn fold(acc: u64, token_hash: u64) -> u64 {
+    fmix64(acc ^ token_hash).wrapping_add(0x9e37_79b9_7f4a_7c15)
+}
+
+/// The canonical form used for exact-duplicate detection; see the module documentation.
+pub fn normalise(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for_each_token(text, |token| {
+        if !out.is_empty() {
+            out.push(' ');
+        }
+        out.push_str(token);
+    });
+    out
+}
+
+/// Iterates the tokens of an already normalised text.
+pub(crate) fn tokens(norm: &str) -> impl Iterator<Item = &str> {
+    norm.split(' ').filter(|t| !t.is_empty())
+}
+
+/// The guard's content-word sequence of a normalised text, as an iterator (no allocation).
+fn content_words(norm: &str) -> impl Iterator<Item = &str> {
+    tokens(norm).filter(|t| !is_filler(t))
+}
+
+/// Fingerprint of the guard's content-word sequence, as [`analyse`] computes it; equal
+/// sequences give equal fingerprints. Used only to bucket candidates; equality is always
+/// re-checked with [`same_content_words`].
+#[cfg(test)]
+pub(crate) fn guard_fingerprint(norm: &str) -> u64 {
+    content_words(norm).fold(GUARD_SEED, |h, w| fold(h, hash_bytes(w.as_bytes())))
+}
+
+/// The distinct-fact guard: same content words in the same order.
+pub(crate) fn same_content_words(a: &str, b: &str) -> bool {
+    content_words(a).eq(content_words(b))
+}
+
+/// The sorted, deduplicated set of word 2-shingle fingerprints of a normalised text (a single
+/// token yields its 1-shingle; an empty text yields the empty set). Fingerprints come from a
+/// fixed, release-independent hash so a pass next year shingles exactly like a pass today.
+pub(crate) fn shingles(norm: &str) -> Vec<u64> {
+    let hashes: Vec<u64> = tokens(norm).map(|t| hash_bytes(t.as_bytes())).collect();
+    let mut out: Vec<u64> = match hashes.len() {
+        0 => Vec::new(),
+        1 => vec![fmix64(hashes[0] ^ 0x5851_f42d_4c95_7f2d)],
+        _ => hashes
+            .windows(2)
+            .map(|w| fmix64(w[0].wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ w[1]))
+            .collect(),
+    };
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Exact Jaccard similarity of two sorted, deduplicated shingle sets; two empty sets score 0
+/// (they cannot be near duplicates of each other: equal empty texts are exact duplicates).
+pub(crate) fn jaccard(a: &[u64], b: &[u64]) -> f64 {
+    let (mut i, mut j, mut inter) = (0usize, 0usize, 0usize);
+    while i < a.len() && j < b.len() {
+        match a[i].cmp(&b[j]) {
+            std::cmp::Ordering::Less => i += 1,
+            std::cmp::Ordering::Greater => j += 1,
+            std::cmp::Ordering::Equal => {
+                inter += 1;
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    let union = a.len() + b.len() - inter;
+    if union == 0 {
+        0.0
+    } else {
+        inter as f64 / union as f64
+    }
+}
+
+/// Word 2-shingle Jaccard similarity of two raw texts (after normalisation): the measure the
+/// near-duplicate threshold applies to.
+pub fn shingle_jaccard(a: &str, b: &str) -> f64 {
+    jaccard(&shingles(&normalise(a)), &shingles(&normalise(b)))
+}
+
+/// The pairwise duplicate relation a pass applies, without the candidate search: equal
+/// normalised texts, or the guard plus `shingle_jaccard >= threshold`. A pass folds two texts
+/// of the same partition exactly when a chain of this relation connects them (LSH recall
+/// aside: a pair it misses is missed the same way on every pass).
+pub fn is_near_duplicate(a: &str, b: &str, threshold: f64) -> bool {
+    let (na, nb) = (normalise(a), normalise(b));
+    na == nb
+        || (same_content_words(&na, &nb) && jaccard(&shingles(&na), &shingles(&nb)) >= threshold)
+}
+
+fn fold_char(c: char) -> char {
+    match c {
+        '\u{2019}' | '\u{2018}' | '\u{02BC}' | '\u{2032}' | '\u{FF07}' => '\'',
+        '\u{2010}' | '\u{2011}' | '\u{2012}' | '\u{2013}' | '\u{2014}' | '\u{2212}' => '-',
+        'ς' => 'σ',
+        other => other,
+    }
+}
+
+/// Punctuation that separates words and carries no fact of its own.
+fn is_separator(c: char) -> bool {
+    c.is_whitespace()
+        || c.is_control()
+        || matches!(
+            c,
+            '.' | ','
+                | ';'
+                | ':'
+                | '!'
+                | '?'
+                | '"'
+                | '\''
+                | '`'
+                | '('
+                | ')'
+                | '['
+                | ']'
+                | '{'
+                | '}'
+                | '-'
+                | '_'
+                | '*'
+                | '/'
+                | '\\'
+                | '|'
+                | '\u{2026}' // …
+                | '\u{201C}' // “
+                | '\u{201D}' // ”
+                | '\u{201E}' // „
+                | '\u{201F}' // ‟
+                | '\u{00AB}' // «
+                | '\u{00BB}' // »
+                | '\u{2039}' // ‹
+                | '\u{203A}' // ›
+                | '\u{00A1}' // ¡
+                | '\u{00BF}' // ¿
+                | '\u{00B7}' // ·
+                | '\u{2022}' // •
+                | '\u{3002}' // 。
+                | '\u{3001}' // 、
+                | '\u{FF0C}' // ，
+                | '\u{FF01}' // ！
+                | '\u{FF1F}' // ？
+                | '\u{FF1A}' // ：
+                | '\u{FF1B}' // ；
+                | '\u{FF08}' // （
+                | '\u{FF09}' // ）
+                | '\u{300C}' // 「
+                | '\u{300D}' // 」
+                | '\u{300E}' // 『
+                | '\u{300F}' // 』
+                | '\u{3010}' // 【
+                | '\u{3011}' // 】
+                | '\u{300A}' // 《
+                | '\u{300B}' // 》
+                | '\u{3008}' // 〈
+                | '\u{3009}' // 〉
+        )
+}
+
+/// Marks that modify the preceding character rather than standing alone.
+fn is_attached_mark(c: char) -> bool {
+    matches!(c,
+        '\u{0300}'..='\u{036F}'
+        | '\u{1AB0}'..='\u{1AFF}'
+        | '\u{1DC0}'..='\u{1DFF}'
+        | '\u{20D0}'..='\u{20FF}'
+        | '\u{FE20}'..='\u{FE2F}'
+        | '\u{FE00}'..='\u{FE0F}'
+        | '\u{200C}' | '\u{200D}'
+        | '\u{E0100}'..='\u{E01EF}')
+}
+
+/// Apostrophe-less negated contractions and `cannot`, expanded like their apostrophe forms.
+/// `wont` is left alone on purpose: it is also an English word.
+fn expand_bare_contraction(word: &str) -> Option<&'static str> {
+    Some(match word {
+        "cannot" | "cant" => "can",
+        "dont" => "do",
+        "doesnt" => "does",
+        "didnt" => "did",
+        "isnt" => "is",
+        "arent" => "are",
+        "wasnt" => "was",
+        "werent" => "were",
+        "hasnt" => "has",
+        "havent" => "have",
+        "hadnt" => "had",
+        "couldnt" => "could",
+        "shouldnt" => "should",
+        "wouldnt" => "would",
+        "mustnt" => "must",
+        "neednt" => "need",
+        _ => return None,
+    })
+}
+
+struct Tokeniser<F: FnMut(&str)> {
+    word: String,
+    emit: F,
+}
+
+impl<F: FnMut(&str)> Tokeniser<F> {
+    fn flush(&mut self) {
+        if self.word.is_empty() {
+            return;
+        }
+        if let Some(stem) = expand_bare_contraction(&self.word) {
+            (self.emit)(stem);
+            (self.emit)("not");
+        } else {
+            (self.emit)(&self.word);
+        }
+        self.word.clear();
+    }
+}
+
+/// Calls `emit` with each normalised token of `text`, in order. Streams over the characters
+/// with a three-character window; per-character lowercasing equals `str::to_lowercase` here
+/// because the one context-dependent rule (final sigma) is folded away by [`fold_char`].
+fn for_each_token(text: &str, emit: impl FnMut(&str)) {
+    let mut chars = text.chars().flat_map(char::to_lowercase).map(fold_char);
+    let mut t = Tokeniser {
+        word: String::new(),
+        emit,
+    };
+    let mut prev: Option<char> = None;
+    let (mut cur, mut next, mut after) = (chars.next(), chars.next(), chars.next());
+    let mut advance = |prev: &mut Option<char>,
+                       cur: &mut Option<char>,
+                       next: &mut Option<char>,
+                       after: &mut Option<char>| {
+        *prev = *cur;
+        *cur = *next;
+        *next = *after;
+        *after = chars.next();
+    };
+    while let Some(c) = cur {
+        if c.is_alphanumeric() {
+            t.word.push(c);
+        } else if is_attached_mark(c) {
+            // Attached to a word it is part of that word; after a symbol or a gap it vanishes.
+            if !t.word.is_empty() {
+                t.word.push(c);
+            }
+        } else {
+            let next_is_digit = next.is_some_and(char::is_numeric);
+            let last = t.word.chars().next_back();
+            if matches!(c, '.' | ',' | ':' | '/' | '-')
+                && last.is_some_and(char::is_numeric)
+                && next_is_digit
+            {
+                t.word.push(c);
+            } else if c == '-'
+                && t.word.is_empty()
+                && next_is_digit
+                && prev.is_none_or(|p| !p.is_alphanumeric())
+            {
+                t.word.push('-');
+            } else if c == '\''
+                && last.is_some_and(char::is_alphabetic)
+                && next.is_some_and(char::is_alphabetic)
+            {
+                if t.word.ends_with('n')
+                    && next == Some('t')
+                    && after.is_none_or(|a| !a.is_alphanumeric())
+                {
+                    // `n't`: split the negation off as its own word.
+                    t.word.pop();
+                    let stem = match t.word.as_str() {
+                        "ca" => Some("can"),
+                        "wo" => Some("will"),
+                        "sha" => Some("shall"),
+                        _ => None,
+                    };
+                    if let Some(stem) = stem {
+                        t.word.clear();
+                        t.word.push_str(stem);
+                    }
+                    t.flush();
+                    t.word.push_str("not");
+                    t.flush();
+                    advance(&mut prev, &mut cur, &mut next, &mut after);
+                }
+                // Otherwise a possessive or other contraction: the apostrophe joins the word.
+            } else {
+                t.flush();
+                if !is_separator(c) {
+                    let mut buf = [0u8; 4];
+                    (t.emit)(c.encode_utf8(&mut buf));
+                }
+            }
+        }
+        advance(&mut prev, &mut cur, &mut next, &mut after);
+    }
+    t.flush();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn filler_list_and_filler_match_agree() {
+        assert!(FILLER_WORDS.windows(2).all(|w| w[0] < w[1]));
+        for w in FILLER_WORDS {
+            assert!(is_filler(w), "{w}");
+        }
+        for w in [
+            "not", "no", "never", "only", "that", "some", "to", "", "the ",
+        ] {
+            assert!(!is_filler(w), "{w:?}");
+        }
+    }
+
+    #[test]
+    fn analyse_matches_the_separate_functions() {
+        for text in [
+            "The user REALLY prefers e-mail.",
+            "",
+            "a the",
+            "x",
+            "User doesn't like 5% tea",
+        ] {
+            let a = analyse(text);
+            assert_eq!(a.norm, normalise(text));
+            assert_eq!(a.guard, guard_fingerprint(&a.norm));
+        }
+        assert_eq!(
+            analyse("User prefers email").guard,
+            analyse("the user really prefers email").guard
+        );
+        assert_ne!(
+            analyse("User prefers email").norm_hash,
+            analyse("the user prefers email").norm_hash
+        );
+    }
+
+    #[test]
+    fn normalisation_table() {
+        let cases: &[(&str, &str)] = &[
+            ("User prefers email.", "user prefers email"),
+            ("  USER\tprefers \n email!!! ", "user prefers email"),
+            ("User doesn't like tea", "user does not like tea"),
+            ("User doesn’t like tea", "user does not like tea"),
+            ("User can't come; he cannot", "user can not come he can not"),
+            ("I won't", "i will not"),
+            ("dont", "do not"),
+            ("as is his wont", "as is his wont"),
+            ("User's car", "users car"),
+            ("Version 3.5 vs 35", "version 3.5 vs 35"),
+            ("1,234 and 1234", "1,234 and 1234"),
+            ("at 10:30 on 2024-05-01", "at 10:30 on 2024-05-01"),
+            ("it is -5 degrees", "it is -5 degrees"),
+            ("pages 3–5", "pages 3-5"),
+            ("us-east-1", "us east 1"),
+            ("5% off, $5 off", "5 % off $ 5 off"),
+            ("billing@acme.com", "billing @ acme com"),
+            ("**bold** _it_ (x) [y]", "bold it x y"),
+            ("Tea...", "tea"),
+            ("«Guillemets» “quotes”", "guillemets quotes"),
+            ("ÉCOLE", "école"),
+            ("ΟΔΟΣ οδος", "οδοσ οδοσ"),
+            ("I ❤️ tea", "i ❤ tea"),
+            ("", ""),
+            ("!!!", ""),
+        ];
+        for (input, want) in cases {
+            assert_eq!(normalise(input), *want, "input {input:?}");
+        }
+    }
+
+    #[test]
+    fn guard_ignores_only_fillers() {
+        let a = normalise("The user really prefers email");
+        let b = normalise("User prefers email");
+        assert!(same_content_words(&a, &b));
+        assert_eq!(guard_fingerprint(&a), guard_fingerprint(&b));
+        let c = normalise("User prefers phone");
+        assert!(!same_content_words(&a, &c));
+    }
+
+    #[test]
+    fn jaccard_basics() {
+        let a = shingles("a b c d");
+        let b = shingles("a b c d");
+        assert_eq!(jaccard(&a, &b), 1.0);
+        let c = shingles("x y");
+        assert_eq!(jaccard(&a, &c), 0.0);
+        assert_eq!(jaccard(&[], &[]), 0.0);
+        let d = shingles("a b c d e");
+        assert!((jaccard(&a, &d) - 0.75).abs() < 1e-12);
+    }
+}

@@ -1,0 +1,37 @@
+//! The pure, deterministic half of scheduled distillation ("dreams", RFC 0062, built on RFC 0012
+//! compaction) for the wop-memory host.
+//!
+//! Everything here is a function of its arguments — no clock, no randomness, no I/O, no iteration
+//! order leaking from a hash map — so the properties the run contract asks for can be tested
+//! without AWS: the same source set and budget give the same bytes (§4), `tokensUsed` never
+//! exceeds the budget (§2), and `[REDACTED:…]` markers survive distillation whole (§3).
+//!
+//! - [`tokens`]: cl100k_base token counts (the advertised `tokenizerName`), offline;
+//! - [`distiller`]: the [`Distiller`] trait, the budget rule and [`DeterministicDistiller`];
+//! - [`archive`]: the immutable archive document, its digest, key and output entry id;
+//! - [`index`]: `MEMORY-INDEX.json` and its `MEMORY-INDEX.md` sibling (§5).
+//!
+//! The caller (the `memory-dream` function) owns everything with a side effect: reading the
+//! snapshot, clamping the budget, SR-1 carry-forward redaction (via
+//! [`Distillation::with_summary`] or [`archive::build_archive`]), put-if-absent of the archive,
+//! the long-term entry with its `compacted-from:<runId>` tag, the conditional index update,
+//! events and the watermark.
+
+pub mod archive;
+pub mod distiller;
+mod error;
+pub mod index;
+mod json;
+pub mod keys;
+mod marker;
+mod time;
+pub mod tokens;
+
+pub use archive::{archive_digest, output_entry_id, to_bytes, Archive, ARCHIVE_FORMAT};
+pub use distiller::{
+    DeterministicDistiller, DistillInput, Distillation, Distiller, SourceEntry,
+    DETERMINISTIC_VERSION, MIN_TOKEN_BUDGET,
+};
+pub use error::DistillError;
+pub use index::{IndexLine, MemoryIndex, INDEX_FORMAT, MAX_INDEX_LINES};
+pub use tokens::{count, TOKENIZER_NAME};

@@ -1,0 +1,38 @@
+//! `memory-consolidate` contract: a direct invoke `{"tenantId", "memoryRef", "secrets"?}` runs one
+//! pass now and answers `{"inputCount", "outputCount", "mergesApplied", "mergesSkipped"}`; the
+//! schedule and queue paths go through `background_api`.
+
+use async_trait::async_trait;
+use memory_core::consolidation_pass::Consolidator;
+use memory_core::ports::WorkKind;
+use memory_core::writer::{registry_from, SecretInput};
+use memory_core::CoreError;
+use serde_json::{json, Value};
+
+use crate::background_api::RefPass;
+
+pub struct ConsolidatePass(pub Consolidator);
+
+#[async_trait]
+impl RefPass for ConsolidatePass {
+    fn kind(&self) -> WorkKind {
+        WorkKind::Consolidate
+    }
+
+    async fn run(
+        &self,
+        tenant_id: &str,
+        memory_ref: &str,
+        options: &Value,
+    ) -> Result<Value, CoreError> {
+        let secrets: Vec<SecretInput> = match options.get("secrets") {
+            Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+                CoreError::invalid("secrets", "expected [{\"secretId\", \"value\"}]")
+            })?,
+            None => Vec::new(),
+        };
+        let redactor = registry_from(&secrets)?.redactor();
+        let report = self.0.run(tenant_id, memory_ref, &redactor).await?;
+        Ok(json!(report))
+    }
+}

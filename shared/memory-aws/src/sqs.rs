@@ -1,0 +1,92 @@
+//! `JobQueue` on SQS: the fan-out's jobs, ten per `SendMessageBatch`, retrying the entries SQS
+//! reports as failed. Job bodies are ids only (tenant, memoryRef, kind).
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
+use aws_sdk_sqs::Client;
+
+use memory_core::ports::{Job, JobQueue};
+use memory_core::StoreError;
+
+use crate::error::backend;
+
+const ATTEMPTS: u32 = 5;
+
+#[derive(Clone, Debug)]
+pub struct SqsJobQueue {
+    client: Client,
+    queue_url: String,
+}
+
+impl SqsJobQueue {
+    pub fn new(client: Client, queue_url: String) -> Self {
+        SqsJobQueue { client, queue_url }
+    }
+}
+
+#[async_trait]
+impl JobQueue for SqsJobQueue {
+    async fn enqueue(&self, jobs: &[Job]) -> Result<(), StoreError> {
+        const OP: &str = "enqueue";
+        for chunk in jobs.chunks(10) {
+            let mut pending: Vec<(String, String)> = Vec::with_capacity(chunk.len());
+            for (i, job) in chunk.iter().enumerate() {
+                let body = serde_json::to_string(job).map_err(|_| StoreError::Backend {
+                    op: OP,
+                    code: "Encode".into(),
+                })?;
+                pending.push((i.to_string(), body));
+            }
+            for attempt in 0..ATTEMPTS {
+                if attempt > 0 {
+                    tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+                }
+                let entries = pending
+                    .iter()
+                    .map(|(id, body)| {
+                        SendMessageBatchRequestEntry::builder()
+                            .id(id)
+                            .message_body(body)
+                            .build()
+                            .map_err(|_| StoreError::Backend {
+                                op: OP,
+                                code: "BuildRequest".into(),
+                            })
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                let out = match self
+                    .client
+                    .send_message_batch()
+                    .queue_url(&self.queue_url)
+                    .set_entries(Some(entries))
+                    .send()
+                    .await
+                {
+                    Ok(out) => out,
+                    Err(e) if attempt + 1 < ATTEMPTS => {
+                        tracing::warn!(error = %backend(OP, &e), attempt, "send_message_batch failed, retrying");
+                        continue;
+                    }
+                    Err(e) => return Err(backend(OP, &e)),
+                };
+                let failed: Vec<&str> = out.failed().iter().map(|f| f.id()).collect();
+                pending.retain(|(id, _)| failed.contains(&id.as_str()));
+                if pending.is_empty() {
+                    break;
+                }
+            }
+            if !pending.is_empty() {
+                return Err(StoreError::Backend {
+                    op: OP,
+                    code: format!(
+                        "{} jobs not queued after {ATTEMPTS} attempts",
+                        pending.len()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}

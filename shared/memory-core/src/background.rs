@@ -1,0 +1,86 @@
+//! The fan-out half of the scheduled passes (RFC 0062 dreams, RFC 0068 consolidation): a
+//! schedule wakes one invocation that reads the pending-work index (one Query per shard; never a
+//! table Scan) and queues one job per ref, so ten thousand refs spread over Lambda concurrency
+//! through the queue instead of running in one long invocation.
+
+use crate::error::CoreError;
+use crate::ports::{EntryStore, Job, JobQueue, WorkKind, WORK_SHARDS};
+
+/// Jobs go to the queue in chunks this size (SQS `SendMessageBatch` takes at most 10).
+const ENQUEUE_CHUNK: usize = 10;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FanOutReport {
+    pub shards: u8,
+    pub queued: usize,
+}
+
+pub async fn fan_out(
+    store: &dyn EntryStore,
+    queue: &dyn JobQueue,
+    kind: WorkKind,
+) -> Result<FanOutReport, CoreError> {
+    let mut report = FanOutReport::default();
+    for shard in 0..WORK_SHARDS {
+        let refs = store.pending_refs(kind, shard).await?;
+        let jobs: Vec<Job> = refs
+            .iter()
+            .map(|r| Job {
+                kind,
+                tenant_id: r.tenant().to_string(),
+                memory_ref: r.to_string(),
+            })
+            .collect();
+        for chunk in jobs.chunks(ENQUEUE_CHUNK) {
+            queue.enqueue(chunk).await?;
+        }
+        report.shards += 1;
+        report.queued += jobs.len();
+    }
+    tracing::info!(kind = kind.as_str(), queued = report.queued, "fan-out done");
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::in_memory::{InMemoryEntryStore, RecordingQueue};
+    use crate::testkit::{entry, memory_ref};
+    use crate::Tier;
+    use memory_guard::TenantId;
+
+    #[tokio::test]
+    async fn queues_exactly_the_pending_refs() {
+        let store = InMemoryEntryStore::new();
+        let queue = RecordingQueue::new();
+        let t = TenantId::parse("t1").unwrap();
+        let mut refs = Vec::new();
+        for n in 0..40 {
+            let r = memory_ref(&t, &format!("agent-{n}"));
+            let mut e = entry(&r, n, "x", &[]);
+            if n % 4 == 0 {
+                e.tier = Tier::LongTerm;
+            }
+            store.put_entries(&[e]).await.unwrap();
+            refs.push(r);
+        }
+        let report = fan_out(&store, &queue, WorkKind::Consolidate)
+            .await
+            .unwrap();
+        assert_eq!(
+            report,
+            FanOutReport {
+                shards: WORK_SHARDS,
+                queued: 10
+            }
+        );
+        let mut queued: Vec<String> = queue.jobs().into_iter().map(|j| j.memory_ref).collect();
+        queued.sort();
+        let mut want: Vec<String> = refs.iter().step_by(4).map(|r| r.to_string()).collect();
+        want.sort();
+        assert_eq!(queued, want);
+        assert!(queue.calls.get("enqueue") >= 1);
+        assert_eq!(store.calls.get("pending_refs"), u64::from(WORK_SHARDS));
+    }
+}

@@ -1,0 +1,220 @@
+//! Background consolidation (RFC 0068, `openwop-agent-memory.md` §"Background consolidation"):
+//! reads one ref's live long-term entries as a snapshot, plans merges with the pure
+//! `consolidation` crate, and executes each merge as one all-or-nothing store rewrite that puts
+//! the merged entry and deletes the replaced ones only if they are unchanged since the snapshot.
+//! An entry written or changed during the pass is therefore never lost: its merge conflicts,
+//! is skipped, and the next pass sees it. Merged text goes through the redactor (SR-1
+//! carry-forward) and the pass ends with a content-free `agent.memory.consolidated`.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use consolidation::{Entry, Settings};
+
+use crate::error::{CoreError, StoreError};
+use crate::events::DomainEvent;
+use crate::model::{EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use crate::ports::{Clock, EntryStore, EventPublisher, PageQuery, WorkKind};
+use crate::time::Timestamp;
+use memory_guard::{MemoryRef, Redactor, TenantId, TenantScope};
+
+/// Items a snapshot page examines (DynamoDB caps a page at 1 MB anyway).
+const SNAPSHOT_PAGE: u32 = 500;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConsolidationReport {
+    pub input_count: usize,
+    pub output_count: usize,
+    pub merges_applied: usize,
+    /// Merges skipped because an entry changed during the pass; the next pass retries them.
+    pub merges_skipped: usize,
+}
+
+/// Every live entry of one ref, read page by page with read-your-writes consistency.
+pub async fn snapshot(
+    store: &dyn EntryStore,
+    memory_ref: &MemoryRef,
+    now: Timestamp,
+) -> Result<Vec<StoredEntry>, StoreError> {
+    let mut out = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .list_page(
+                memory_ref,
+                &PageQuery {
+                    limit: SNAPSHOT_PAGE,
+                    tag: None,
+                    after: after.take(),
+                    now,
+                },
+            )
+            .await?;
+        out.extend(
+            page.entries
+                .into_iter()
+                .filter(|e| e.memory_ref == *memory_ref && e.entry.is_live_at(now)),
+        );
+        match page.next_after {
+            Some(next) => after = Some(next),
+            None => return Ok(out),
+        }
+    }
+}
+
+#[derive(Clone)]
+pub struct Consolidator {
+    store: Arc<dyn EntryStore>,
+    publisher: Arc<dyn EventPublisher>,
+    clock: Arc<dyn Clock>,
+    settings: Settings,
+}
+
+fn to_input(e: &StoredEntry) -> Entry {
+    Entry {
+        id: e.entry.id.clone(),
+        content: e.entry.content.clone(),
+        tags: e.entry.tags.clone(),
+        created_at_ms: e.entry.created_at.as_millis(),
+        expires_at_ms: e.entry.expires_at.map(Timestamp::as_millis),
+        subject: e.subject.as_ref().map(|s| s.as_str().to_owned()),
+        provenance: e.provenance.clone(),
+    }
+}
+
+impl Consolidator {
+    pub fn new(
+        store: Arc<dyn EntryStore>,
+        publisher: Arc<dyn EventPublisher>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Consolidator {
+            store,
+            publisher,
+            clock,
+            settings: Settings::default(),
+        }
+    }
+
+    /// One pass over one ref. `redactor` carries the run's secrets when the pass was invoked
+    /// with some; a scheduled pass has none and still keeps existing markers whole.
+    pub async fn run(
+        &self,
+        tenant_id: &str,
+        raw_ref: &str,
+        redactor: &Redactor,
+    ) -> Result<ConsolidationReport, CoreError> {
+        let tenant = TenantId::parse(tenant_id)
+            .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
+        let memory_ref = TenantScope::new(tenant)
+            .admit(raw_ref)
+            .ok_or(CoreError::RefNotAdmitted)?;
+        let state = self
+            .store
+            .work_state(&memory_ref, WorkKind::Consolidate)
+            .await?;
+        let now = self.clock.now();
+        let corpus: Vec<StoredEntry> = snapshot(self.store.as_ref(), &memory_ref, now)
+            .await?
+            .into_iter()
+            .filter(|e| e.tier == Tier::LongTerm)
+            .collect();
+        let inputs: Vec<Entry> = corpus.iter().map(to_input).collect();
+        let plan = consolidation::plan(&inputs, &self.settings);
+
+        // What each id stands for right now: snapshot entries, then merged entries as they land.
+        let mut known: HashMap<String, StoredEntry> = corpus
+            .into_iter()
+            .map(|e| (e.entry.id.clone(), e))
+            .collect();
+        let mut report = ConsolidationReport {
+            input_count: plan.input_count,
+            output_count: plan.input_count,
+            ..Default::default()
+        };
+        let mut failed: Vec<String> = Vec::new();
+        for merge in &plan.merges {
+            if merge.replaced.iter().any(|id| failed.contains(id)) {
+                failed.push(merge.merged.id.clone());
+                report.merges_skipped += 1;
+                continue;
+            }
+            let Some(replaced) = merge
+                .replaced
+                .iter()
+                .map(|id| known.get(id).cloned())
+                .collect::<Option<Vec<StoredEntry>>>()
+            else {
+                failed.push(merge.merged.id.clone());
+                report.merges_skipped += 1;
+                continue;
+            };
+            let m = &merge.merged;
+            let merged = StoredEntry {
+                memory_ref: memory_ref.clone(),
+                entry: MemoryEntry {
+                    id: m.id.clone(),
+                    content: redactor.redact(&m.content).into_owned(),
+                    tags: redactor.redact_tags(&m.tags),
+                    created_at: Timestamp::from_millis(m.created_at_ms),
+                    expires_at: m.expires_at_ms.map(Timestamp::from_millis),
+                },
+                tier: Tier::LongTerm,
+                subject: m.subject.as_deref().and_then(SubjectKey::from_stored),
+                attribution: replaced
+                    .iter()
+                    .max_by_key(|e| (e.entry.created_at, e.entry.id.clone()))
+                    .map(|e| e.attribution.clone())
+                    .unwrap_or_default(),
+                provenance: m.provenance.clone(),
+            };
+            let deletes: Vec<(EntryKey, String)> =
+                replaced.iter().map(|e| (e.key(), e.revision())).collect();
+            match self
+                .store
+                .replace(std::slice::from_ref(&merged), &deletes)
+                .await
+            {
+                Ok(()) => {
+                    report.merges_applied += 1;
+                    report.output_count = report.output_count + 1 - replaced.len();
+                    for id in &merge.replaced {
+                        known.remove(id);
+                    }
+                    known.insert(merged.entry.id.clone(), merged);
+                }
+                Err(StoreError::Conflict { .. }) => {
+                    failed.push(merge.merged.id.clone());
+                    report.merges_skipped += 1;
+                }
+                Err(e) => return Err(e.into()),
+            }
+        }
+        if state.pending && report.merges_skipped == 0 {
+            self.store
+                .finish_work(&memory_ref, WorkKind::Consolidate, state.version, None)
+                .await?;
+        }
+        if report.merges_applied > 0 || state.pending {
+            let event = DomainEvent::memory_consolidated(
+                &memory_ref,
+                report.input_count,
+                report.output_count,
+                now,
+            );
+            if let Err(e) = self.publisher.publish(&[event]).await {
+                tracing::error!(error = %e, "agent.memory.consolidated not published");
+            }
+        }
+        tracing::info!(
+            tenant = %memory_ref.tenant(),
+            input = report.input_count,
+            output = report.output_count,
+            merges = report.merges_applied,
+            skipped = report.merges_skipped,
+            "consolidation pass"
+        );
+        Ok(report)
+    }
+}

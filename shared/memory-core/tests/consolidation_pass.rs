@@ -1,0 +1,417 @@
+//! The consolidation pass over the in-memory ports: outcome tables, zero-write second pass,
+//! racing writers, injected store failures, and two tenants with identical texts.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use memory_core::consolidation_pass::Consolidator;
+use memory_core::events::EventType;
+use memory_core::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
+use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
+use memory_core::ports::{EntryStore, Page, PageQuery, WorkKind, WorkState};
+use memory_core::testkit::{entry, memory_ref, T0};
+use memory_core::{MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
+
+fn long(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry {
+    let mut e = entry(r, n, content, tags);
+    e.tier = Tier::LongTerm;
+    e
+}
+
+fn tenant(s: &str) -> TenantId {
+    TenantId::parse(s).expect("tenant")
+}
+
+struct World {
+    store: Arc<InMemoryEntryStore>,
+    events: Arc<RecordingPublisher>,
+    pass: Consolidator,
+}
+
+fn world_with(store: Arc<dyn EntryStore>, raw: Arc<InMemoryEntryStore>) -> World {
+    let events = Arc::new(RecordingPublisher::new());
+    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 1_000_000)));
+    World {
+        pass: Consolidator::new(store, events.clone(), clock),
+        store: raw,
+        events,
+    }
+}
+
+fn world() -> World {
+    let store = Arc::new(InMemoryEntryStore::new());
+    world_with(store.clone(), store)
+}
+
+fn contents(store: &InMemoryEntryStore, r: &MemoryRef) -> Vec<(String, Vec<String>)> {
+    let mut v: Vec<(String, Vec<String>)> = store
+        .dump()
+        .into_iter()
+        .filter(|e| &e.memory_ref == r)
+        .map(|e| (e.entry.content, e.entry.tags))
+        .collect();
+    v.sort();
+    v
+}
+
+fn no_redaction() -> memory_core::Redactor {
+    SecretRegistry::new().redactor()
+}
+
+#[tokio::test]
+async fn folds_supersedes_and_counts_corroboration() {
+    let w = world();
+    let r = memory_ref(&tenant("t1"), "agent-1");
+    let corpus = vec![
+        long(&r, 1, "Prefers email follow-up.", &["preference"]),
+        long(&r, 2, "prefers  email follow-up", &["contact"]),
+        long(&r, 3, "PREFERS EMAIL FOLLOW-UP", &[]),
+        long(&r, 4, "Lives in Oslo", &["fact:city"]),
+        long(&r, 5, "Lives in Bergen", &["fact:city"]),
+        long(&r, 6, "Prefers phone calls", &["fact:channel"]),
+        long(&r, 7, "Order 1234 shipped", &[]),
+        long(&r, 8, "Order 1235 shipped", &[]),
+    ];
+    w.store.put_entries(&corpus).await.expect("put");
+    let report = w
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!((report.input_count, report.output_count), (8, 5));
+    let left = contents(&w.store, &r);
+    assert_eq!(left.len(), 5, "{left:?}");
+    let email = left
+        .iter()
+        .find(|(c, _)| c.to_lowercase().contains("email"))
+        .expect("merged");
+    assert!(email.1.contains(&"corroborated:3".to_owned()), "{email:?}");
+    assert!(
+        email.1.contains(&"preference".to_owned()) && email.1.contains(&"contact".to_owned()),
+        "union of tags"
+    );
+    assert!(
+        left.iter().any(|(c, _)| c == "Lives in Bergen"),
+        "newest fact wins"
+    );
+    assert!(
+        !left.iter().any(|(c, _)| c == "Lives in Oslo"),
+        "stale fact stops surfacing"
+    );
+    assert!(
+        left.iter().any(|(c, _)| c == "Order 1234 shipped")
+            && left.iter().any(|(c, _)| c == "Order 1235 shipped")
+    );
+    let merged = w
+        .store
+        .dump()
+        .into_iter()
+        .find(|e| e.entry.content.to_lowercase().contains("email"))
+        .expect("merged");
+    assert_eq!(
+        merged.entry.created_at, corpus[0].entry.created_at,
+        "earliest createdAt kept"
+    );
+    let provenance: BTreeSet<String> = merged.provenance.iter().cloned().collect();
+    assert!(corpus[..3].iter().all(|e| provenance.contains(&e.entry.id)));
+    let events = w.events.events();
+    assert_eq!(events.len(), 1);
+    assert_eq!(events[0].event_type, EventType::AgentMemoryConsolidated);
+    assert_eq!(events[0].detail["inputCount"], 8);
+    assert_eq!(events[0].detail["outputCount"], 5);
+    assert!(
+        !events[0].detail_json().to_string().contains("email"),
+        "content-free"
+    );
+}
+
+#[tokio::test]
+async fn second_pass_makes_no_writes() {
+    let w = world();
+    let r = memory_ref(&tenant("t1"), "agent-1");
+    let corpus: Vec<StoredEntry> = (0..60)
+        .map(|n| long(&r, n, &format!("fact number {} holds", n % 20), &[]))
+        .collect();
+    w.store.put_entries(&corpus).await.expect("put");
+    let first = w
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!((first.input_count, first.output_count), (60, 20));
+    w.store.calls.reset();
+    let second = w
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!((second.input_count, second.output_count), (20, 20));
+    assert_eq!(
+        w.store.calls.writes(),
+        0,
+        "an unchanged corpus gets no store writes"
+    );
+    assert_eq!(w.events.events().len(), 1, "no second event either");
+}
+
+#[tokio::test]
+async fn identical_texts_in_two_tenants_stay_apart() {
+    let w = world();
+    let ra = memory_ref(&tenant("ta"), "agent-1");
+    let rb = memory_ref(&tenant("tb"), "agent-1");
+    for r in [&ra, &rb] {
+        w.store
+            .put_entries(&[long(r, 1, "Same text", &[]), long(r, 2, "same text", &[])])
+            .await
+            .expect("put");
+    }
+    w.pass
+        .run("ta", &ra.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!(contents(&w.store, &ra).len(), 1);
+    assert_eq!(
+        contents(&w.store, &rb).len(),
+        2,
+        "tenant b untouched by tenant a's pass"
+    );
+    let foreign = w.pass.run("ta", &rb.to_string(), &no_redaction()).await;
+    assert!(
+        foreign.is_err(),
+        "a pass cannot be pointed at another tenant's ref"
+    );
+    assert_eq!(contents(&w.store, &rb).len(), 2);
+}
+
+#[tokio::test]
+async fn merged_text_is_redacted_and_subjects_never_mix() {
+    let w = world();
+    let t = tenant("t1");
+    let r = memory_ref(&t, "agent-1");
+    let mut a = long(&r, 1, "api key sk-live-123456789", &[]);
+    let mut b = long(&r, 2, "API key sk-live-123456789", &[]);
+    let mut c = long(&r, 3, "api key sk-live-123456789", &[]);
+    a.subject = Some(SubjectKey::derive(&t, "alice"));
+    b.subject = Some(SubjectKey::derive(&t, "alice"));
+    c.subject = Some(SubjectKey::derive(&t, "bob"));
+    w.store.put_entries(&[a, b, c]).await.expect("put");
+    let mut secrets = SecretRegistry::new();
+    secrets
+        .register("stripe", "sk-live-123456789")
+        .expect("register");
+    w.pass
+        .run("t1", &r.to_string(), &secrets.redactor())
+        .await
+        .expect("pass");
+    let left = w.store.dump();
+    assert_eq!(left.len(), 2, "alice's pair merged, bob's entry separate");
+    let merged = left
+        .iter()
+        .find(|e| !e.provenance.is_empty())
+        .expect("merged");
+    assert!(
+        merged.entry.content.contains("[REDACTED:stripe]")
+            && !merged.entry.content.contains("sk-live")
+    );
+    assert_eq!(merged.subject, Some(SubjectKey::derive(&t, "alice")));
+}
+
+/// On its first `replace`, lets a concurrent writer add a duplicate and change a source entry.
+struct Racing {
+    inner: Arc<InMemoryEntryStore>,
+    raced: std::sync::Mutex<bool>,
+    victim: EntryKey,
+    fresh: StoredEntry,
+}
+
+#[async_trait]
+impl EntryStore for Racing {
+    async fn put_entries(&self, e: &[StoredEntry]) -> Result<(), StoreError> {
+        self.inner.put_entries(e).await
+    }
+    async fn list_page(&self, r: &MemoryRef, q: &PageQuery) -> Result<Page, StoreError> {
+        self.inner.list_page(r, q).await
+    }
+    async fn get(&self, k: &EntryKey) -> Result<Option<StoredEntry>, StoreError> {
+        self.inner.get(k).await
+    }
+    async fn delete(&self, k: &EntryKey) -> Result<bool, StoreError> {
+        self.inner.delete(k).await
+    }
+    async fn find_by_subject(
+        &self,
+        t: &TenantId,
+        s: &SubjectKey,
+    ) -> Result<Vec<EntryKey>, StoreError> {
+        self.inner.find_by_subject(t, s).await
+    }
+    async fn delete_many(&self, k: &[EntryKey]) -> Result<usize, StoreError> {
+        self.inner.delete_many(k).await
+    }
+    async fn replace(
+        &self,
+        put: &[StoredEntry],
+        delete: &[(EntryKey, String)],
+    ) -> Result<(), StoreError> {
+        let first = {
+            let mut raced = self.raced.lock().unwrap_or_else(|e| e.into_inner());
+            !std::mem::replace(&mut *raced, true)
+        };
+        if first {
+            // The racing writer: a brand-new duplicate, and an in-place change of a source.
+            self.inner
+                .put_entries(std::slice::from_ref(&self.fresh))
+                .await?;
+            let mut changed = self.inner.get(&self.victim).await?.expect("victim exists");
+            self.inner.delete(&self.victim).await?;
+            changed.entry.tags.push("edited".into());
+            self.inner.put_entries(&[changed]).await?;
+        }
+        self.inner.replace(put, delete).await
+    }
+    async fn work_state(&self, r: &MemoryRef, k: WorkKind) -> Result<WorkState, StoreError> {
+        self.inner.work_state(r, k).await
+    }
+    async fn finish_work(
+        &self,
+        r: &MemoryRef,
+        k: WorkKind,
+        v: Option<u64>,
+        w: Option<Timestamp>,
+    ) -> Result<bool, StoreError> {
+        self.inner.finish_work(r, k, v, w).await
+    }
+    async fn pending_refs(&self, k: WorkKind, s: u8) -> Result<Vec<MemoryRef>, StoreError> {
+        self.inner.pending_refs(k, s).await
+    }
+}
+
+#[tokio::test]
+async fn writes_racing_a_pass_all_survive() {
+    let inner = Arc::new(InMemoryEntryStore::new());
+    let r = memory_ref(&tenant("t1"), "agent-1");
+    let corpus = vec![
+        long(&r, 1, "Likes jazz", &[]),
+        long(&r, 2, "likes jazz", &[]),
+        long(&r, 3, "Lives in Rome", &["fact:city"]),
+        long(&r, 4, "Lives in Paris", &["fact:city"]),
+    ];
+    inner.put_entries(&corpus).await.expect("put");
+    let fresh = long(&r, 5, "LIKES JAZZ", &[]);
+    let racing = Arc::new(Racing {
+        inner: inner.clone(),
+        raced: false.into(),
+        victim: corpus[0].key(),
+        fresh: fresh.clone(),
+    });
+    let w = world_with(racing, inner.clone());
+    let report = w
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!(
+        report.merges_skipped, 1,
+        "the merge touching the changed entry is skipped: {report:?}"
+    );
+    let ids: BTreeSet<String> = inner.dump().into_iter().map(|e| e.entry.id).collect();
+    assert!(ids.contains(&fresh.entry.id), "the racing write survives");
+    assert!(
+        ids.contains(&corpus[0].entry.id) && ids.contains(&corpus[1].entry.id),
+        "the changed entry and its partner survive"
+    );
+    assert!(
+        inner
+            .dump()
+            .iter()
+            .any(|e| e.entry.tags.contains(&"edited".to_owned())),
+        "the change survives"
+    );
+    // The next pass folds everything that is now stable.
+    let again = w
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!(again.merges_skipped, 0);
+    assert_eq!(
+        inner
+            .dump()
+            .iter()
+            .filter(|e| e.entry.content.to_lowercase() == "likes jazz")
+            .count(),
+        1
+    );
+}
+
+/// Every source id is either still stored or in the provenance of a stored entry.
+fn nothing_lost(store: &InMemoryEntryStore, sources: &[StoredEntry]) {
+    let now = store.dump();
+    for s in sources {
+        let present = now
+            .iter()
+            .any(|e| e.entry.id == s.entry.id || e.provenance.contains(&s.entry.id));
+        assert!(present, "source {} vanished", s.entry.id);
+    }
+}
+
+#[tokio::test]
+async fn a_store_failure_mid_pass_loses_nothing_and_the_rerun_finishes() {
+    let r = memory_ref(&tenant("t1"), "agent-1");
+    let corpus: Vec<StoredEntry> = (0..30)
+        .map(|n| {
+            long(
+                &r,
+                n,
+                &format!("statement {} is true", n % 6),
+                if n % 10 == 0 { &["x"] } else { &[] },
+            )
+        })
+        .collect();
+    let reference = world();
+    reference.store.put_entries(&corpus).await.expect("put");
+    reference
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    let expected = contents(&reference.store, &r);
+    for fail_at in 1..=6 {
+        let w = world();
+        w.store.put_entries(&corpus).await.expect("put");
+        w.store.calls.fail_on("replace", fail_at);
+        let result = w.pass.run("t1", &r.to_string(), &no_redaction()).await;
+        assert!(
+            result.is_err(),
+            "fault {fail_at} surfaces as an error (the job is retried)"
+        );
+        nothing_lost(&w.store, &corpus);
+        w.pass
+            .run("t1", &r.to_string(), &no_redaction())
+            .await
+            .expect("rerun");
+        assert_eq!(
+            contents(&w.store, &r),
+            expected,
+            "after fault {fail_at} the rerun converges"
+        );
+    }
+}
+
+#[tokio::test]
+async fn transactional_entries_are_left_alone() {
+    let w = world();
+    let r = memory_ref(&tenant("t1"), "agent-1");
+    w.store
+        .put_entries(&[entry(&r, 1, "same", &[]), entry(&r, 2, "same", &[])])
+        .await
+        .expect("put");
+    let report = w
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!((report.input_count, report.merges_applied), (0, 0));
+    assert_eq!(w.store.dump().len(), 2);
+}
