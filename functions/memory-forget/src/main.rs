@@ -6,6 +6,7 @@ use std::sync::Arc;
 use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 use memory_aws::AwsPorts;
+use memory_core::commitment_firing::CommitmentForgetHook;
 use memory_core::forget::Forgetter;
 use memory_core::ports::SystemClock;
 use serde_json::Value;
@@ -14,7 +15,8 @@ use serde_json::Value;
 async fn main() -> Result<(), Error> {
     lambda_adapter::init_logging();
     let ports = AwsPorts::from_env().await?;
-    let forgetter = Forgetter::new(ports.entries, ports.events, Arc::new(SystemClock));
+    let forgetter = Forgetter::new(ports.entries, ports.events, Arc::new(SystemClock))
+        .with_hook(Arc::new(CommitmentForgetHook(ports.commitments)));
     let claim = lambda_adapter::tenant_claim_name();
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
         let (forgetter, claim) = (&forgetter, &claim);

@@ -156,10 +156,23 @@ fn corpus(n: usize, seed: u64) -> Vec<Entry> {
     let mut rng = Rng(seed);
     let mut entries: Vec<Entry> = Vec::with_capacity(n);
     let slots = (n / 50).max(1);
-    let subjects = (n / 50).max(1);
+    // Subject digests look like the store's (64 hex characters of a SHA-256).
+    let subjects: Vec<String> = (0..(n / 50).max(1))
+        .map(|_| {
+            format!(
+                "{:016x}{:016x}{:016x}{:016x}",
+                rng.next(),
+                rng.next(),
+                rng.next(),
+                rng.next()
+            )
+        })
+        .collect();
     for i in 0..n {
         let created_at_ms = 1_700_000_000_000 + (i as i64) * 1_000;
-        let id = format!("01J{:023}", i);
+        // Ids are ULIDs, like the ids the write path assigns.
+        let random = (u128::from(rng.next()) << 64) | u128::from(rng.next());
+        let id = ulid::Ulid::from_parts(created_at_ms as u64, random).to_string();
         if i > 0 && rng.below(100) < 30 {
             let source = entries[rng.below(entries.len())].clone();
             entries.push(Entry {
@@ -174,7 +187,7 @@ fn corpus(n: usize, seed: u64) -> Vec<Entry> {
         if rng.below(100) < 10 {
             tags.push(format!("fact:preference-{}", rng.below(slots)));
         }
-        let subject = (rng.below(100) < 20).then(|| format!("{:064x}", rng.below(subjects)));
+        let subject = (rng.below(100) < 20).then(|| subjects[rng.below(subjects.len())].clone());
         let expires_at_ms = (rng.below(100) < 30).then(|| created_at_ms + 86_400_000 * 30);
         entries.push(Entry {
             id,
@@ -292,6 +305,14 @@ fn run(n: usize, repeats: usize) -> Summary {
 
 fn main() {
     // `cargo bench` passes `--bench`; any other argument filter is ignored.
+    // CONSOLIDATE_BENCH_ONLY=<n> runs a single size (for profiling one corpus).
+    if let Some(n) = std::env::var("CONSOLIDATE_BENCH_ONLY")
+        .ok()
+        .and_then(|v| v.parse::<usize>().ok())
+    {
+        run(n, 3);
+        return;
+    }
     let small = run(10_000, 7);
     let large = run(100_000, 3);
     let ratio = |a: Duration, b: Duration| b.as_secs_f64() / a.as_secs_f64().max(1e-9);

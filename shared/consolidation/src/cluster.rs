@@ -15,14 +15,14 @@
 //!    `(guard fingerprint, band, band hash)`, verified pairs are joined with union-find, and each
 //!    connected component of two or more entries is one duplicate group.
 //!
-//! Everything is processed in id order and every map is either keyed deterministically
-//! (`BTreeMap`) or only used for lookups, so the groups do not depend on the input order.
+//! Everything is processed in id order and hash maps are only used for lookups (never
+//! iterated into the output), so the groups do not depend on the input order.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::minhash::{band_key, signature, Signature, BANDS};
-use crate::normalise::{analyse, jaccard, same_content_words, shingles};
+use crate::normalise::{analyse_into, jaccard, same_content_words, shingles};
 use crate::tags::fact_keys;
 use crate::{Entry, MergeKind};
 
@@ -36,10 +36,30 @@ pub(crate) struct Group {
 
 /// Finds every group of the corpus, ordered by the smallest id of each group.
 pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
-    let mut order: Vec<usize> = (0..entries.len()).collect();
-    order.sort_by(|&a, &b| entries[a].id.cmp(&entries[b].id));
+    // Id order. Comparing a 16-byte zero-padded prefix as an integer first is exactly
+    // lexicographic order (ties fall back to the full comparison) and avoids chasing every id
+    // pointer on each comparison.
+    let t0 = std::time::Instant::now();
+    let mut keyed: Vec<(u128, usize)> = entries
+        .iter()
+        .enumerate()
+        .map(|(i, e)| (id_prefix(&e.id), i))
+        .collect();
+    keyed.sort_unstable_by(|a, b| {
+        a.0.cmp(&b.0)
+            .then_with(|| entries[a.1].id.cmp(&entries[b.1].id))
+            .then(a.1.cmp(&b.1))
+    });
+    let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
+    let mut rank = vec![0usize; entries.len()];
+    for (r, &i) in order.iter().enumerate() {
+        rank[i] = r;
+    }
 
-    let mut partitions: BTreeMap<(Option<&str>, Vec<&str>), Vec<usize>> = BTreeMap::new();
+    let ta = std::time::Instant::now();
+    // Partitions. A hash map is fine: members are pushed in id order, and the groups are sorted
+    // by rank at the end, so the map's iteration order never reaches the output.
+    let mut partitions: HashMap<(Option<&str>, Vec<&str>), Vec<usize>> = HashMap::new();
     for run in order.chunk_by(|&a, &b| entries[a].id == entries[b].id) {
         if let [idx] = run {
             let e = &entries[*idx];
@@ -50,6 +70,7 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
         }
     }
 
+    let t1 = std::time::Instant::now();
     let mut groups = Vec::new();
     for ((_, keys), members) in partitions {
         if members.len() < 2 {
@@ -71,8 +92,47 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
             });
         }
     }
-    groups.sort_by(|a, b| entries[a.members[0]].id.cmp(&entries[b.members[0]].id));
+    let t2 = std::time::Instant::now();
+    groups.sort_unstable_by_key(|g| rank[g.members[0]]);
+    eprintln!(
+        "sort {:?} partition {:?} cluster {:?} sortgroups {:?}",
+        ta - t0,
+        t1 - ta,
+        t2 - t1,
+        t2.elapsed()
+    );
     groups
+}
+
+fn id_prefix(id: &str) -> u128 {
+    let mut bytes = [0u8; 16];
+    let n = id.len().min(16);
+    bytes[..n].copy_from_slice(&id.as_bytes()[..n]);
+    u128::from_be_bytes(bytes)
+}
+
+/// The distinct normalised texts of a partition, stored back to back in one buffer.
+struct Texts {
+    buf: String,
+    spans: Vec<(usize, usize)>,
+}
+
+impl Texts {
+    fn get(&self, node: usize) -> &str {
+        let (start, end) = self.spans[node];
+        &self.buf[start..end]
+    }
+
+    fn push(&mut self, text: &str) -> usize {
+        let start = self.buf.len();
+        self.buf.push_str(text);
+        self.spans.push((start, self.buf.len()));
+        self.spans.len() - 1
+    }
+
+    fn len(&self) -> usize {
+        self.spans.len()
+    }
 }
 
 /// The duplicate groups of one slot-less partition (`members` in id order).
@@ -80,57 +140,83 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
     // Exact duplicates: one node per distinct normalised text. Nodes with the same text hash
     // are chained through `same_hash`, and texts are compared, so a hash collision never joins
     // two different texts.
+    let t00 = std::time::Instant::now();
     let mut head: HashMap<u64, usize, BuildHasherDefault<PassThrough>> =
         HashMap::with_capacity_and_hasher(members.len(), BuildHasherDefault::default());
-    let mut norms: Vec<String> = Vec::new();
+    let mut texts = Texts {
+        buf: String::new(),
+        spans: Vec::new(),
+    };
     let mut guards: Vec<u64> = Vec::new();
     let mut same_hash: Vec<usize> = Vec::new();
     let mut node_of: Vec<usize> = Vec::with_capacity(members.len());
+    let mut scratch = String::new();
     for &m in members {
-        let a = analyse(&entries[m].content);
-        let mut cursor = head.get(&a.norm_hash).copied().unwrap_or(NONE);
-        while cursor != NONE && norms[cursor] != a.norm {
+        let (norm_hash, guard) = analyse_into(&entries[m].content, &mut scratch);
+        let mut cursor = head.get(&norm_hash).copied().unwrap_or(NONE);
+        while cursor != NONE && texts.get(cursor) != scratch {
             cursor = same_hash[cursor];
         }
         if cursor == NONE {
-            cursor = norms.len();
-            same_hash.push(head.insert(a.norm_hash, cursor).unwrap_or(NONE));
-            norms.push(a.norm);
-            guards.push(a.guard);
+            cursor = texts.push(&scratch);
+            same_hash.push(head.insert(norm_hash, cursor).unwrap_or(NONE));
+            guards.push(guard);
         }
         node_of.push(cursor);
     }
     drop(head);
+    drop(same_hash);
+    let tn = std::time::Instant::now();
 
     // Near duplicates: only nodes sharing a guard fingerprint can ever be joined.
-    let mut uf = UnionFind::new(norms.len());
+    let mut uf = UnionFind::new(texts.len());
     let mut by_guard: Vec<(u64, usize)> = guards.iter().copied().zip(0..).collect();
     by_guard.sort_unstable();
+    let (mut nclass, mut sumk, mut maxk, mut sumk2) = (0usize, 0usize, 0usize, 0usize);
     for run in by_guard.chunk_by(|a, b| a.0 == b.0) {
         if run.len() < 2 {
             continue;
         }
+        nclass += 1;
+        sumk += run.len();
+        maxk = maxk.max(run.len());
+        sumk2 += run.len() * run.len();
         let bucket: Vec<usize> = run.iter().map(|&(_, node)| node).collect();
-        for class in guard_classes(&bucket, &norms) {
+        for class in guard_classes(&bucket, &texts) {
             if class.len() >= 2 {
-                link_near_duplicates(&class, &norms, threshold, &mut uf);
+                link_near_duplicates(&class, &texts, threshold, &mut uf);
             }
         }
     }
 
-    // Components, in the id order of their first member.
-    let mut slot_of_root = vec![NONE; norms.len()];
+    let tc = std::time::Instant::now();
+    if members.len() > 5000 {
+        eprintln!(
+            "  exact {:?} near {:?} n={} classes {nclass} sumk {sumk} maxk {maxk} sumk2 {sumk2}",
+            tn - t00,
+            tc - tn,
+            members.len()
+        );
+    }
+    // Components of two or more entries, in the id order of their first member; singletons
+    // (the vast majority) never get a vector.
+    let mut size_of_root = vec![0usize; texts.len()];
+    for &node in &node_of {
+        size_of_root[uf.find(node)] += 1;
+    }
+    let mut slot_of_root = vec![NONE; texts.len()];
     let mut components: Vec<Vec<usize>> = Vec::new();
     for (local, &node) in node_of.iter().enumerate() {
         let root = uf.find(node);
+        if size_of_root[root] < 2 {
+            continue;
+        }
         if slot_of_root[root] == NONE {
             slot_of_root[root] = components.len();
-            components.push(vec![members[local]]);
-        } else {
-            components[slot_of_root[root]].push(members[local]);
+            components.push(Vec::with_capacity(size_of_root[root]));
         }
+        components[slot_of_root[root]].push(members[local]);
     }
-    components.retain(|c| c.len() >= 2);
     components
 }
 
@@ -158,12 +244,12 @@ impl Hasher for PassThrough {
 
 /// Splits a fingerprint bucket into classes of truly equal content-word sequences (the
 /// fingerprint is a hash; a collision must not join different facts).
-fn guard_classes(bucket: &[usize], norms: &[String]) -> Vec<Vec<usize>> {
+fn guard_classes(bucket: &[usize], texts: &Texts) -> Vec<Vec<usize>> {
     let mut classes: Vec<Vec<usize>> = Vec::new();
     for &node in bucket {
         match classes
             .iter_mut()
-            .find(|c| same_content_words(&norms[c[0]], &norms[node]))
+            .find(|c| same_content_words(texts.get(c[0]), texts.get(node)))
         {
             Some(class) => class.push(node),
             None => classes.push(vec![node]),
@@ -173,8 +259,8 @@ fn guard_classes(bucket: &[usize], norms: &[String]) -> Vec<Vec<usize>> {
 }
 
 /// Joins the near-duplicate pairs of one guard class: LSH candidates, exact Jaccard check.
-fn link_near_duplicates(class: &[usize], norms: &[String], threshold: f64, uf: &mut UnionFind) {
-    let sets: Vec<Vec<u64>> = class.iter().map(|&n| shingles(&norms[n])).collect();
+fn link_near_duplicates(class: &[usize], texts: &Texts, threshold: f64, uf: &mut UnionFind) {
+    let sets: Vec<Vec<u64>> = class.iter().map(|&n| shingles(texts.get(n))).collect();
     let sigs: Vec<Signature> = sets.iter().map(|s| signature(s)).collect();
     let mut keyed: Vec<(u64, usize)> = Vec::with_capacity(class.len());
     for band in 0..BANDS {

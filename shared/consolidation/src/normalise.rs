@@ -104,19 +104,12 @@ pub fn is_filler(token: &str) -> bool {
     )
 }
 
-/// One text, normalised once: what clustering needs about it.
-pub(crate) struct Analysed {
-    /// [`normalise`]d text.
-    pub norm: String,
-    /// Fingerprint of `norm` (bucketing only; equality is re-checked on the text).
-    pub norm_hash: u64,
-    /// Fingerprint of the content-word sequence of `norm` (the guard's bucketing key).
-    pub guard: u64,
-}
-
-/// Normalises `text` and fingerprints it and its content words in the same pass.
-pub(crate) fn analyse(text: &str) -> Analysed {
-    let mut norm = String::with_capacity(text.len());
+/// Normalises `text` into `norm` (cleared first, so one buffer serves a whole pass) and
+/// returns, from the same pass, a fingerprint of the normalised text and one of its content-word
+/// sequence (the guard's bucketing key). Both are for bucketing only; equality is always
+/// re-checked on the texts.
+pub(crate) fn analyse_into(text: &str, norm: &mut String) -> (u64, u64) {
+    norm.clear();
     let (mut norm_hash, mut guard) = (NORM_SEED, GUARD_SEED);
     for_each_token(text, |token| {
         if !norm.is_empty() {
@@ -129,11 +122,7 @@ pub(crate) fn analyse(text: &str) -> Analysed {
             guard = fold(guard, h);
         }
     });
-    Analysed {
-        norm,
-        norm_hash,
-        guard,
-    }
+    (norm_hash, guard)
 }
 
 const NORM_SEED: u64 = 0xbb67_ae85_84ca_a73b;
@@ -165,7 +154,7 @@ fn content_words(norm: &str) -> impl Iterator<Item = &str> {
     tokens(norm).filter(|t| !is_filler(t))
 }
 
-/// Fingerprint of the guard's content-word sequence, as [`analyse`] computes it; equal
+/// Fingerprint of the guard's content-word sequence, as [`analyse_into`] computes it; equal
 /// sequences give equal fingerprints. Used only to bucket candidates; equality is always
 /// re-checked with [`same_content_words`].
 #[cfg(test)]
@@ -366,7 +355,21 @@ impl<F: FnMut(&str)> Tokeniser<F> {
 /// with a three-character window; per-character lowercasing equals `str::to_lowercase` here
 /// because the one context-dependent rule (final sigma) is folded away by [`fold_char`].
 fn for_each_token(text: &str, emit: impl FnMut(&str)) {
-    let mut chars = text.chars().flat_map(char::to_lowercase).map(fold_char);
+    if text.is_ascii() {
+        // Fast path for the common case; `fold_char` is the identity on ASCII.
+        tokenise(
+            text.bytes().map(|b| char::from(b.to_ascii_lowercase())),
+            emit,
+        );
+    } else {
+        tokenise(
+            text.chars().flat_map(char::to_lowercase).map(fold_char),
+            emit,
+        );
+    }
+}
+
+fn tokenise(mut chars: impl Iterator<Item = char>, emit: impl FnMut(&str)) {
     let mut t = Tokeniser {
         word: String::new(),
         emit,
@@ -462,6 +465,11 @@ mod tests {
 
     #[test]
     fn analyse_matches_the_separate_functions() {
+        let analyse = |text: &str| {
+            let mut norm = String::from("stale");
+            let (hash, guard) = analyse_into(text, &mut norm);
+            (norm, hash, guard)
+        };
         for text in [
             "The user REALLY prefers e-mail.",
             "",
@@ -469,17 +477,17 @@ mod tests {
             "x",
             "User doesn't like 5% tea",
         ] {
-            let a = analyse(text);
-            assert_eq!(a.norm, normalise(text));
-            assert_eq!(a.guard, guard_fingerprint(&a.norm));
+            let (norm, _, guard) = analyse(text);
+            assert_eq!(norm, normalise(text));
+            assert_eq!(guard, guard_fingerprint(&norm));
         }
         assert_eq!(
-            analyse("User prefers email").guard,
-            analyse("the user really prefers email").guard
+            analyse("User prefers email").2,
+            analyse("the user really prefers email").2
         );
         assert_ne!(
-            analyse("User prefers email").norm_hash,
-            analyse("the user prefers email").norm_hash
+            analyse("User prefers email").1,
+            analyse("the user prefers email").1
         );
     }
 

@@ -53,7 +53,7 @@
 //! that date, so distilling earlier distillations (recursive distillation) keeps the counts.
 
 use std::cmp::Reverse;
-use std::collections::HashMap;
+use std::collections::{BinaryHeap, HashMap};
 
 use crate::marker;
 use crate::time;
@@ -356,7 +356,7 @@ impl<'a> Facts<'a> {
                     None => {
                         list.push(Fact {
                             text,
-                            key: key.clone(),
+                            key: String::new(),
                             weight: 0,
                             latest_ms: latest,
                             votes: Vec::new(),
@@ -385,6 +385,11 @@ impl<'a> Facts<'a> {
                     }
                 }
             }
+        }
+        // Each key lives once, in the map while folding; hand it to its fact for the ranking
+        // tie-breaks. (Assignment by index, so the map's iteration order cannot leak.)
+        for (key, index) in by_key {
+            list[index].key = key;
         }
         Facts { list, names }
     }
@@ -476,66 +481,104 @@ fn collapse(text: &str) -> String {
 }
 
 /// The folding key: collapsed, lower-cased except inside markers (secret ids are
-/// case-sensitive), trailing sentence punctuation dropped.
+/// case-sensitive), trailing sentence punctuation dropped. One pass, one allocation: markers hold
+/// no whitespace, so each lies inside a single word.
 fn fact_key(text: &str) -> String {
-    let collapsed = collapse(text);
-    let spans = marker::spans(&collapsed);
-    let mut key = String::with_capacity(collapsed.len());
-    let mut at = 0;
-    for span in &spans {
-        key.extend(
-            collapsed[at..span.start]
-                .chars()
-                .flat_map(char::to_lowercase),
-        );
-        key.push_str(&collapsed[span.clone()]);
-        at = span.end;
+    let mut key = String::with_capacity(text.len());
+    for word in text
+        .split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+    {
+        if !key.is_empty() {
+            key.push(' ');
+        }
+        let mut at = 0;
+        if word.contains("[REDACTED:") {
+            for span in marker::spans(word) {
+                key.extend(word[at..span.start].chars().flat_map(char::to_lowercase));
+                key.push_str(&word[span.clone()]);
+                at = span.end;
+            }
+        }
+        key.extend(word[at..].chars().flat_map(char::to_lowercase));
     }
-    key.extend(collapsed[at..].chars().flat_map(char::to_lowercase));
-    let trimmed = key
-        .trim_end_matches(|c: char| matches!(c, '.' | '!' | ';' | ',' | ':') || c.is_whitespace());
-    trimmed.to_owned()
+    let keep = key
+        .trim_end_matches(|c: char| matches!(c, '.' | '!' | ';' | ',' | ':') || c.is_whitespace())
+        .len();
+    key.truncate(keep);
+    key
 }
 
 // ---------------------------------------------------------------------------------------------
 // Ranking and rendering
 
 /// Fact indices in the order they are offered to the summary: alternately the best remaining
-/// by corroboration and the best remaining by recency.
-fn pick_order(facts: &[Fact<'_>]) -> Vec<usize> {
-    let mut by_weight: Vec<usize> = (0..facts.len()).collect();
-    by_weight.sort_by(|&a, &b| {
-        let (fa, fb) = (&facts[a], &facts[b]);
-        (Reverse(fa.weight), Reverse(fa.latest_ms), &fa.key).cmp(&(
-            Reverse(fb.weight),
-            Reverse(fb.latest_ms),
-            &fb.key,
-        ))
-    });
-    let mut by_recency: Vec<usize> = (0..facts.len()).collect();
-    by_recency.sort_by(|&a, &b| {
-        let (fa, fb) = (&facts[a], &facts[b]);
-        (Reverse(fa.latest_ms), Reverse(fa.weight), &fa.key).cmp(&(
-            Reverse(fb.latest_ms),
-            Reverse(fb.weight),
-            &fb.key,
-        ))
-    });
-    let mut picked = vec![false; facts.len()];
-    let mut order = Vec::with_capacity(facts.len());
-    let (mut w, mut r) = (by_weight.into_iter(), by_recency.into_iter());
-    loop {
-        let mut progressed = false;
-        for list in [&mut w, &mut r] {
-            if let Some(index) = list.by_ref().find(|&i| !picked[i]) {
-                picked[index] = true;
-                order.push(index);
-                progressed = true;
+/// by corroboration (weight, then recency, then key) and the best remaining by recency (recency,
+/// then weight, then key).
+///
+/// Lazy: two heaps built in O(n), popped only while the summary has room, so ranking costs
+/// O(n + k log n) for k kept facts rather than two full sorts.
+struct PickOrder<'f> {
+    by_weight: BinaryHeap<(u64, i64, Reverse<&'f str>, usize)>,
+    by_recency: BinaryHeap<(i64, u64, Reverse<&'f str>, usize)>,
+    picked: Vec<bool>,
+    weight_turn: bool,
+}
+
+impl<'f> PickOrder<'f> {
+    fn new(facts: &'f [Fact<'_>]) -> Self {
+        let by_weight = facts
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.weight, f.latest_ms, Reverse(f.key.as_str()), i))
+            .collect();
+        let by_recency = facts
+            .iter()
+            .enumerate()
+            .map(|(i, f)| (f.latest_ms, f.weight, Reverse(f.key.as_str()), i))
+            .collect();
+        Self {
+            by_weight,
+            by_recency,
+            picked: vec![false; facts.len()],
+            weight_turn: true,
+        }
+    }
+
+    fn pop_weight(&mut self) -> Option<usize> {
+        while let Some((.., i)) = self.by_weight.pop() {
+            if !self.picked[i] {
+                return Some(i);
             }
         }
-        if !progressed {
-            return order;
+        None
+    }
+
+    fn pop_recency(&mut self) -> Option<usize> {
+        while let Some((.., i)) = self.by_recency.pop() {
+            if !self.picked[i] {
+                return Some(i);
+            }
         }
+        None
+    }
+}
+
+impl Iterator for PickOrder<'_> {
+    type Item = usize;
+
+    fn next(&mut self) -> Option<usize> {
+        let first_weight = self.weight_turn;
+        self.weight_turn = !self.weight_turn;
+        let next = if first_weight {
+            self.pop_weight().or_else(|| self.pop_recency())
+        } else {
+            self.pop_recency().or_else(|| self.pop_weight())
+        };
+        if let Some(i) = next {
+            self.picked[i] = true;
+        }
+        next
     }
 }
 
@@ -581,7 +624,7 @@ fn render(
     let mut sections_open: Vec<Option<String>> = Vec::new();
     let (mut used_tokens, mut used_bytes) = (0_u64, 0_usize);
 
-    for index in pick_order(&facts.list) {
+    for index in PickOrder::new(&facts.list) {
         let fact = &facts.list[index];
         let section = facts.section_of(fact).map(str::to_owned);
         let heading = (!sections_open.contains(&section)).then(|| heading_line(section.as_deref()));

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use aws_config::BehaviorVersion;
 
-use crate::{DynamoEntryStore, EventBridgePublisher, S3ArchiveStore, SqsJobQueue};
+use crate::{
+    DynamoCommitmentStore, DynamoEntryStore, EventBridgePublisher, S3ArchiveStore, SqsJobQueue,
+};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -50,6 +52,7 @@ pub struct AwsPorts {
     pub events: Arc<EventBridgePublisher>,
     /// The function's own work queue (`WORK_QUEUE_URL`), for the scheduled passes.
     pub jobs: Option<Arc<SqsJobQueue>>,
+    pub commitments: Arc<DynamoCommitmentStore>,
 }
 
 impl AwsPorts {
@@ -67,6 +70,10 @@ impl AwsPorts {
         let s3 = aws_sdk_s3::Client::from_conf(s3_config);
         let events = aws_sdk_eventbridge::Client::new(sdk);
         AwsPorts {
+            commitments: Arc::new(DynamoCommitmentStore::new(
+                dynamo.clone(),
+                settings.table.clone(),
+            )),
             entries: Arc::new(DynamoEntryStore::new(dynamo, settings.table.clone())),
             archives: Arc::new(S3ArchiveStore::new(s3, settings.bucket.clone())),
             events: Arc::new(EventBridgePublisher::new(events, settings.bus.clone())),

@@ -137,3 +137,13 @@ async fn events_are_published_in_batches_of_ten_and_arrive() {
         assert!(e["detail"]["eventId"].is_string());
     }
 }
+
+async fn commitments() -> Arc<dyn memory_core::ports::CommitmentStore> {
+    let sdk = emulator_config().await;
+    Arc::new(memory_aws::DynamoCommitmentStore::new(
+        aws_sdk_dynamodb::Client::new(&sdk),
+        required_env("MEMORY_TABLE"),
+    ))
+}
+
+memory_core::commitment_suite!(commitments());

@@ -13,8 +13,9 @@ use crate::error::StoreError;
 use crate::events::DomainEvent;
 use crate::model::{hex, EntryKey, StoredEntry, SubjectKey};
 use crate::ports::{
-    work_shard, ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdSource, Job, JobQueue,
-    ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject, WorkKind, WorkState,
+    due_shard, work_shard, ArchiveStore, Clock, CommitmentKey, CommitmentStore, DueRead,
+    EntryStore, EventPublisher, Expect, IdSource, Job, JobQueue, ObjectKey, ObjectKind, Page,
+    PageQuery, PutOutcome, StoredCommitment, StoredObject, WorkKind, WorkState,
     MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use crate::time::Timestamp;
@@ -510,5 +511,149 @@ impl IdSource for SequentialIds {
         let n = self.0.fetch_add(1, Ordering::SeqCst);
         let ms = u64::try_from(now.as_millis()).unwrap_or(0);
         ulid::Ulid::from_parts(ms, u128::from(n)).to_string()
+    }
+}
+
+/// Commitments with a real sparse due index (ordered by shard and instant), so tests and the
+/// benchmark can count how many index items a due read touches.
+#[derive(Debug, Default)]
+pub struct InMemoryCommitmentStore {
+    state: Mutex<CommitmentTables>,
+    pub calls: CallCounter,
+}
+
+#[derive(Debug, Default)]
+struct CommitmentTables {
+    items: BTreeMap<CommitmentKey, StoredCommitment>,
+    due: BTreeMap<(u8, i64), std::collections::BTreeSet<CommitmentKey>>,
+}
+
+impl CommitmentTables {
+    fn unindex(&mut self, key: &CommitmentKey) {
+        if let Some(old) = self.items.get(key) {
+            if let Some(at) = old.due_at() {
+                let slot = (due_shard(&key.id), at);
+                if let Some(keys) = self.due.get_mut(&slot) {
+                    keys.remove(key);
+                    if keys.is_empty() {
+                        self.due.remove(&slot);
+                    }
+                }
+            }
+        }
+    }
+
+    fn store(&mut self, key: CommitmentKey, c: StoredCommitment) {
+        self.unindex(&key);
+        if let Some(at) = c.due_at() {
+            self.due
+                .entry((due_shard(&key.id), at))
+                .or_default()
+                .insert(key.clone());
+        }
+        self.items.insert(key, c);
+    }
+}
+
+fn commitment_key(c: &StoredCommitment) -> Option<CommitmentKey> {
+    Some(CommitmentKey {
+        memory_ref: MemoryRef::parse(&c.commitment.memory_ref).ok()?,
+        id: c.commitment.id.clone(),
+    })
+}
+
+impl InMemoryCommitmentStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn dump(&self) -> Vec<StoredCommitment> {
+        lock(&self.state).items.values().cloned().collect()
+    }
+}
+
+#[async_trait]
+impl CommitmentStore for InMemoryCommitmentStore {
+    async fn put_new(&self, commitments: &[StoredCommitment]) -> Result<usize, StoreError> {
+        self.calls.call("put_new")?;
+        let mut state = lock(&self.state);
+        let mut added = 0;
+        for c in commitments {
+            let key = commitment_key(c).ok_or(StoreError::Corrupt {
+                key: c.commitment.id.clone(),
+            })?;
+            if !state.items.contains_key(&key) {
+                state.store(key, c.clone());
+                added += 1;
+            }
+        }
+        Ok(added)
+    }
+
+    async fn get(&self, key: &CommitmentKey) -> Result<Option<StoredCommitment>, StoreError> {
+        self.calls.call("get")?;
+        Ok(lock(&self.state).items.get(key).cloned())
+    }
+
+    async fn transition(
+        &self,
+        expected_version: u64,
+        next: &StoredCommitment,
+    ) -> Result<(), StoreError> {
+        self.calls.call("transition")?;
+        let key = commitment_key(next).ok_or(StoreError::Corrupt {
+            key: next.commitment.id.clone(),
+        })?;
+        let mut state = lock(&self.state);
+        if state.items.get(&key).map(|c| c.version) != Some(expected_version) {
+            return Err(StoreError::Conflict { op: "transition" });
+        }
+        state.store(key, next.clone());
+        Ok(())
+    }
+
+    async fn due(&self, shard: u8, now: Timestamp) -> Result<DueRead, StoreError> {
+        self.calls.call("due")?;
+        let state = lock(&self.state);
+        let keys: Vec<CommitmentKey> = state
+            .due
+            .range((shard, i64::MIN)..=(shard, now.as_millis()))
+            .flat_map(|(_, keys)| keys.iter().cloned())
+            .collect();
+        Ok(DueRead {
+            items_read: keys.len() as u64,
+            keys,
+        })
+    }
+
+    async fn for_ref(&self, memory_ref: &MemoryRef) -> Result<Vec<StoredCommitment>, StoreError> {
+        self.calls.call("for_ref")?;
+        Ok(lock(&self.state)
+            .items
+            .iter()
+            .filter(|(k, _)| &k.memory_ref == memory_ref)
+            .map(|(_, c)| c.clone())
+            .collect())
+    }
+
+    async fn find_by_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<CommitmentKey>, StoreError> {
+        self.calls.call("find_by_subject")?;
+        Ok(lock(&self.state)
+            .items
+            .iter()
+            .filter(|(k, c)| k.memory_ref.tenant() == tenant && c.subject.as_ref() == Some(subject))
+            .map(|(k, _)| k.clone())
+            .collect())
+    }
+
+    async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {
+        self.calls.call("delete")?;
+        let mut state = lock(&self.state);
+        state.unindex(key);
+        Ok(state.items.remove(key).is_some())
     }
 }

@@ -6,6 +6,7 @@
 
 pub mod background;
 pub mod capabilities;
+pub mod commitment_firing;
 pub mod consolidation_pass;
 pub mod cursor;
 pub mod error;

@@ -729,3 +729,164 @@ macro_rules! port_suite {
         )*
     };
 }
+
+fn commitment_at(
+    r: &MemoryRef,
+    source: &str,
+    due_ms: i64,
+    subject: Option<SubjectKey>,
+) -> crate::ports::StoredCommitment {
+    let inferred = commitments::Inferred {
+        condition: commitments::Condition::At { due_ms },
+        rule: "time.test",
+    };
+    crate::ports::StoredCommitment {
+        commitment: commitments::Commitment::new(
+            r.tenant().as_str(),
+            &r.to_string(),
+            source,
+            &inferred,
+            T0,
+        ),
+        version: 1,
+        subject,
+        outbox: None,
+    }
+}
+
+pub async fn commitment_store_contract(store: Arc<dyn crate::ports::CommitmentStore>) {
+    use crate::ports::{due_shard, CommitmentKey, Outbox, StoredCommitment};
+    let t = fresh_tenant("cmt");
+    let other = fresh_tenant("cmt-other");
+    let r = memory_ref(&t, "agent-1");
+    let subject = SubjectKey::derive(&t, "customer-1");
+    let due = commitment_at(&r, "e1", T0 + 1_000, Some(subject.clone()));
+    let later = commitment_at(&r, "e2", T0 + 1_000_000, None);
+    let foreign = commitment_at(
+        &memory_ref(&other, "agent-1"),
+        "e1",
+        T0 + 1_000,
+        Some(SubjectKey::derive(&other, "customer-1")),
+    );
+    assert_eq!(
+        store
+            .put_new(&[due.clone(), later.clone(), foreign.clone()])
+            .await
+            .expect("put"),
+        3
+    );
+    assert_eq!(
+        store.put_new(&[due.clone()]).await.expect("put again"),
+        0,
+        "idempotent"
+    );
+    let key = CommitmentKey {
+        memory_ref: r.clone(),
+        id: due.commitment.id.clone(),
+    };
+    assert_eq!(store.get(&key).await.expect("get"), Some(due.clone()));
+
+    let shard = due_shard(&due.commitment.id);
+    let read = store
+        .due(shard, Timestamp::from_millis(T0 + 1_000))
+        .await
+        .expect("due");
+    assert!(read.keys.contains(&key), "due at its instant");
+    assert!(!read.keys.iter().any(|k| k.id == later.commitment.id));
+    assert!(read.items_read >= 1);
+    let early = store
+        .due(shard, Timestamp::from_millis(T0 + 999))
+        .await
+        .expect("due");
+    assert!(!early.keys.contains(&key), "not before");
+
+    // Conditional transition: stale versions lose.
+    let fired = StoredCommitment {
+        commitment: due
+            .commitment
+            .apply(commitments::Transition::Fire {
+                instant_ms: T0 + 1_000,
+            })
+            .expect("fire"),
+        version: 2,
+        outbox: Some(Outbox {
+            instant_ms: T0 + 1_000,
+            lease_until_ms: T0 + 61_000,
+        }),
+        ..due.clone()
+    };
+    store.transition(1, &fired).await.expect("transition");
+    let lost = store
+        .transition(
+            1,
+            &StoredCommitment {
+                version: 2,
+                ..due.clone()
+            },
+        )
+        .await;
+    assert!(matches!(lost, Err(StoreError::Conflict { .. })), "{lost:?}");
+    assert_eq!(store.get(&key).await.expect("get"), Some(fired.clone()));
+    assert!(
+        store
+            .due(shard, Timestamp::from_millis(T0 + 2_000))
+            .await
+            .expect("due")
+            .keys
+            .contains(&key),
+        "an outbox stays due"
+    );
+    let done = StoredCommitment {
+        version: 3,
+        outbox: None,
+        ..fired.clone()
+    };
+    store.transition(2, &done).await.expect("clear");
+    assert!(
+        !store
+            .due(shard, Timestamp::from_millis(T0 + 2_000))
+            .await
+            .expect("due")
+            .keys
+            .contains(&key),
+        "fired leaves the index"
+    );
+
+    let mut mine: Vec<String> = store
+        .for_ref(&r)
+        .await
+        .expect("for_ref")
+        .into_iter()
+        .map(|c| c.commitment.id)
+        .collect();
+    mine.sort();
+    let mut want = vec![due.commitment.id.clone(), later.commitment.id.clone()];
+    want.sort();
+    assert_eq!(mine, want);
+    assert_eq!(
+        store.find_by_subject(&t, &subject).await.expect("find"),
+        vec![key.clone()]
+    );
+    assert!(store.delete(&key).await.expect("delete"));
+    assert!(!store.delete(&key).await.expect("delete"));
+    assert_eq!(store.get(&key).await.expect("get"), None);
+    let foreign_key = CommitmentKey {
+        memory_ref: memory_ref(&other, "agent-1"),
+        id: foreign.commitment.id.clone(),
+    };
+    assert!(
+        store.get(&foreign_key).await.expect("get").is_some(),
+        "other tenant untouched"
+    );
+}
+
+/// Expands to a `#[tokio::test]` running the commitment store contract on `$store`.
+#[macro_export]
+macro_rules! commitment_suite {
+    ($store:expr) => {
+        #[tokio::test]
+        async fn commitment_store_contract() {
+            $crate::testkit::commitment_store_contract($store.await).await;
+        }
+    };
+}

@@ -14,3 +14,9 @@ async fn archive() -> Arc<dyn ArchiveStore> {
 }
 
 memory_core::port_suite!(store: store(), archive: archive());
+
+async fn commitments() -> Arc<dyn memory_core::ports::CommitmentStore> {
+    Arc::new(memory_core::in_memory::InMemoryCommitmentStore::new())
+}
+
+memory_core::commitment_suite!(commitments());

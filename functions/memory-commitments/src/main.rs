@@ -1,0 +1,48 @@
+//! `memory-commitments`: RFC 0068 inferred commitments. `memory.written` events infer and
+//! evaluate predicates; the every-minute schedule fires what is due.
+//!
+//! Configuration: `DEFAULT_TIME_ZONE` (IANA, default UTC), `TENANT_TIME_ZONES` (JSON object
+//! tenant -> IANA zone), `ENQUEUE_RUNS` (`false` to announce fires without `run.requested`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use memory_aws::AwsPorts;
+use memory_core::commitment_firing::{CommitmentService, ZoneConfig};
+use memory_core::ports::SystemClock;
+use serde_json::Value;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_adapter::init_logging();
+    let ports = AwsPorts::from_env().await?;
+    let tenants: BTreeMap<String, String> = match std::env::var("TENANT_TIME_ZONES") {
+        Ok(raw) if !raw.is_empty() => serde_json::from_str(&raw).map_err(|_| {
+            Error::from("TENANT_TIME_ZONES must be a JSON object of tenant -> zone")
+        })?,
+        _ => BTreeMap::new(),
+    };
+    let zones = ZoneConfig::new(
+        &std::env::var("DEFAULT_TIME_ZONE").unwrap_or_default(),
+        &tenants,
+    )
+    .map_err(|e| Error::from(e.to_string()))?;
+    let service = CommitmentService::new(
+        ports.commitments.clone(),
+        ports.entries.clone(),
+        ports.events.clone(),
+        Arc::new(SystemClock),
+        zones,
+        std::env::var("ENQUEUE_RUNS").map_or(true, |v| v != "false"),
+    );
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
+        let service = &service;
+        async move {
+            memory_api::commitments_api::handle(service, event.payload)
+                .await
+                .map_err(lambda_adapter::invoke_error)
+        }
+    }))
+    .await
+}

@@ -1,0 +1,42 @@
+//! `memory-commitments` contract: the every-minute schedule sends `{"action": "tick"}`; the
+//! EventBridge rule on `memory.written` delivers the event itself; an operator can backfill a
+//! ref with `{"action": "backfill", "tenantId", "memoryRef"}`.
+
+use memory_core::commitment_firing::CommitmentService;
+use memory_core::CoreError;
+use serde_json::{json, Value};
+
+use crate::ref_hash;
+
+pub async fn handle(service: &CommitmentService, payload: Value) -> Result<Value, CoreError> {
+    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
+    if payload.get("detail-type").and_then(Value::as_str) == Some("memory.written") {
+        let detail = payload.get("detail").cloned().unwrap_or_default();
+        let (Some(tenant), Some(memory_ref), Some(entry_id)) = (
+            text(&detail, "tenantId"),
+            text(&detail, "memoryRef"),
+            text(&detail, "entryId"),
+        ) else {
+            return Err(CoreError::invalid(
+                "detail",
+                "memory.written without tenantId, memoryRef, entryId",
+            ));
+        };
+        let report = service.on_written(&tenant, &memory_ref, &entry_id).await?;
+        tracing::info!(memory_ref = %ref_hash(&memory_ref), inferred = report.inferred, fired = report.fired, "memory.written evaluated");
+        return Ok(json!(report));
+    }
+    match payload.get("action").and_then(Value::as_str) {
+        Some("tick") => Ok(json!(service.tick().await?)),
+        Some("backfill") => {
+            let (Some(tenant), Some(memory_ref)) = (text(&payload, "tenantId"), text(&payload, "memoryRef")) else {
+                return Err(CoreError::invalid("payload", "backfill needs tenantId and memoryRef"));
+            };
+            Ok(json!(service.backfill(&tenant, &memory_ref).await?))
+        }
+        _ => Err(CoreError::invalid(
+            "payload",
+            "expected {\"action\": \"tick\"}, {\"action\": \"backfill\", ...} or a memory.written event",
+        )),
+    }
+}

@@ -1,0 +1,353 @@
+//! `CommitmentStore` on the memory table. Commitments live in their ref's partition at
+//! `sk = C#{commitmentId}`, so they share the tenant-leading key of everything else. Two sparse
+//! indexes make the hot paths cheap: `byDue` (`duePartition = due#{shard}`, `dueAt`) holds only
+//! armed time commitments and pending outboxes, so the every-minute tick reads exactly the due
+//! items whatever the number stored; `bySubject` (the entries' subject index) lets forget find
+//! commitments inferred from a subject's entries.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::Client;
+use commitments::{Commitment, Condition, State};
+
+use memory_core::model::SubjectKey;
+use memory_core::ports::{
+    due_shard, CommitmentKey, CommitmentStore, DueRead, Outbox, StoredCommitment,
+};
+use memory_core::{StoreError, Timestamp};
+use memory_guard::{MemoryRef, TenantId};
+
+use crate::dynamo::{partition_key, SUBJECT_INDEX};
+use crate::error::{backend, service_code};
+
+pub const DUE_INDEX: &str = "byDue";
+const PREFIX: &str = "C#";
+
+type Item = HashMap<String, AttributeValue>;
+
+#[derive(Clone, Debug)]
+pub struct DynamoCommitmentStore {
+    client: Client,
+    table: String,
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn n(v: i64) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn due_key(at_ms: i64) -> String {
+    format!("{:015}", at_ms.max(0))
+}
+
+fn key_item(key: &CommitmentKey) -> Item {
+    HashMap::from([
+        ("pk".to_owned(), s(partition_key(&key.memory_ref))),
+        ("sk".to_owned(), s(format!("{PREFIX}{}", key.id))),
+    ])
+}
+
+fn key_of(item: &Item) -> Option<CommitmentKey> {
+    let pk = item.get("pk")?.as_s().ok()?;
+    let (tenant, agent) = pk.split_once('#')?;
+    let id = item
+        .get("sk")?
+        .as_s()
+        .ok()?
+        .strip_prefix(PREFIX)?
+        .to_owned();
+    Some(CommitmentKey {
+        memory_ref: MemoryRef::new(
+            TenantId::parse(tenant).ok()?,
+            memory_guard::AgentId::parse(agent).ok()?,
+        ),
+        id,
+    })
+}
+
+fn encode(c: &StoredCommitment) -> Result<Item, StoreError> {
+    let memory_ref =
+        MemoryRef::parse(&c.commitment.memory_ref).map_err(|_| StoreError::Corrupt {
+            key: c.commitment.id.clone(),
+        })?;
+    let mut item = key_item(&CommitmentKey {
+        memory_ref: memory_ref.clone(),
+        id: c.commitment.id.clone(),
+    });
+    let k = &c.commitment;
+    item.insert("tenantId".into(), s(&k.tenant_id));
+    item.insert("memoryRef".into(), s(&k.memory_ref));
+    item.insert(
+        "sources".into(),
+        AttributeValue::L(k.source_entry_ids.iter().map(s).collect()),
+    );
+    item.insert("condition".into(), s(k.condition.encode()));
+    item.insert("state".into(), s(k.state.as_str()));
+    item.insert(
+        "fired".into(),
+        AttributeValue::L(k.fired.iter().map(|f| n(*f)).collect()),
+    );
+    item.insert("createdAtMs".into(), n(k.created_at_ms));
+    item.insert(
+        "version".into(),
+        n(i64::try_from(c.version).unwrap_or(i64::MAX)),
+    );
+    if let Some(subject) = &c.subject {
+        item.insert(
+            "subjectKey".into(),
+            s(format!(
+                "{}#{}",
+                memory_ref.tenant().as_str(),
+                subject.as_str()
+            )),
+        );
+    }
+    if let Some(o) = c.outbox {
+        item.insert("outboxInstant".into(), n(o.instant_ms));
+        item.insert("outboxLease".into(), n(o.lease_until_ms));
+    }
+    if let Some(at) = c.due_at() {
+        item.insert(
+            "duePartition".into(),
+            s(format!("due#{:02}", due_shard(&k.id))),
+        );
+        item.insert("dueAt".into(), s(due_key(at)));
+    }
+    Ok(item)
+}
+
+fn decode(item: &Item) -> Result<StoredCommitment, StoreError> {
+    let key = key_of(item);
+    let corrupt = || StoreError::Corrupt {
+        key: key
+            .as_ref()
+            .map_or_else(|| "?".to_owned(), |k| k.id.clone()),
+    };
+    let key = key.clone().ok_or_else(corrupt)?;
+    let get_s = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
+    let get_n = |name: &str| {
+        item.get(name)
+            .and_then(|v| v.as_n().ok())
+            .and_then(|v| v.parse::<i64>().ok())
+    };
+    let list_s = |name: &str| -> Vec<String> {
+        match item.get(name) {
+            Some(AttributeValue::L(l)) => l.iter().filter_map(|v| v.as_s().ok().cloned()).collect(),
+            _ => Vec::new(),
+        }
+    };
+    let fired = match item.get("fired") {
+        Some(AttributeValue::L(l)) => l
+            .iter()
+            .filter_map(|v| v.as_n().ok().and_then(|x| x.parse().ok()))
+            .collect(),
+        _ => Vec::new(),
+    };
+    let tenant = key.memory_ref.tenant().clone();
+    let subject = get_s("subjectKey")
+        .and_then(|raw| {
+            raw.strip_prefix(tenant.as_str())
+                .and_then(|r| r.strip_prefix('#'))
+                .map(str::to_owned)
+        })
+        .and_then(|h| SubjectKey::from_stored(&h));
+    let outbox = match (get_n("outboxInstant"), get_n("outboxLease")) {
+        (Some(instant_ms), Some(lease_until_ms)) => Some(Outbox {
+            instant_ms,
+            lease_until_ms,
+        }),
+        _ => None,
+    };
+    Ok(StoredCommitment {
+        commitment: Commitment {
+            id: key.id.clone(),
+            tenant_id: get_s("tenantId").ok_or_else(corrupt)?,
+            memory_ref: get_s("memoryRef").ok_or_else(corrupt)?,
+            source_entry_ids: list_s("sources"),
+            condition: Condition::decode(&get_s("condition").ok_or_else(corrupt)?)
+                .map_err(|_| corrupt())?,
+            state: get_s("state")
+                .and_then(|st| st.parse::<State>().ok())
+                .ok_or_else(corrupt)?,
+            fired,
+            created_at_ms: get_n("createdAtMs").ok_or_else(corrupt)?,
+        },
+        version: get_n("version")
+            .and_then(|v| u64::try_from(v).ok())
+            .ok_or_else(corrupt)?,
+        subject,
+        outbox,
+    })
+}
+
+impl DynamoCommitmentStore {
+    pub fn new(client: Client, table: String) -> Self {
+        DynamoCommitmentStore { client, table }
+    }
+}
+
+#[async_trait]
+impl CommitmentStore for DynamoCommitmentStore {
+    async fn put_new(&self, commitments: &[StoredCommitment]) -> Result<usize, StoreError> {
+        let mut added = 0;
+        for c in commitments {
+            match self
+                .client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(encode(c)?))
+                .condition_expression("attribute_not_exists(pk)")
+                .send()
+                .await
+            {
+                Ok(_) => added += 1,
+                Err(e) if service_code(&e) == Some("ConditionalCheckFailedException") => {}
+                Err(e) => return Err(backend("put_new", &e)),
+            }
+        }
+        Ok(added)
+    }
+
+    async fn get(&self, key: &CommitmentKey) -> Result<Option<StoredCommitment>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(key)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(|e| backend("get_commitment", &e))?;
+        out.item().map(decode).transpose()
+    }
+
+    async fn transition(
+        &self,
+        expected_version: u64,
+        next: &StoredCommitment,
+    ) -> Result<(), StoreError> {
+        match self
+            .client
+            .put_item()
+            .table_name(&self.table)
+            .set_item(Some(encode(next)?))
+            .condition_expression("version = :v")
+            .expression_attribute_values(
+                ":v",
+                n(i64::try_from(expected_version).unwrap_or(i64::MAX)),
+            )
+            .send()
+            .await
+        {
+            Ok(_) => Ok(()),
+            Err(e) if service_code(&e) == Some("ConditionalCheckFailedException") => {
+                Err(StoreError::Conflict { op: "transition" })
+            }
+            Err(e) => Err(backend("transition", &e)),
+        }
+    }
+
+    async fn due(&self, shard: u8, now: Timestamp) -> Result<DueRead, StoreError> {
+        let mut read = DueRead::default();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(DUE_INDEX)
+                .key_condition_expression("duePartition = :p AND dueAt <= :now")
+                .expression_attribute_values(":p", s(format!("due#{shard:02}")))
+                .expression_attribute_values(":now", s(due_key(now.as_millis())))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| backend("due", &e))?;
+            read.items_read += u64::try_from(out.scanned_count()).unwrap_or(0);
+            read.keys.extend(out.items().iter().filter_map(key_of));
+            match out.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start = Some(k.clone()),
+                _ => return Ok(read),
+            }
+        }
+    }
+
+    async fn for_ref(&self, memory_ref: &MemoryRef) -> Result<Vec<StoredCommitment>, StoreError> {
+        let mut out_items = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .key_condition_expression("pk = :pk AND begins_with(sk, :c)")
+                .expression_attribute_values(":pk", s(partition_key(memory_ref)))
+                .expression_attribute_values(":c", s(PREFIX))
+                .consistent_read(true)
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| backend("for_ref", &e))?;
+            for item in out.items() {
+                out_items.push(decode(item)?);
+            }
+            match out.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start = Some(k.clone()),
+                _ => return Ok(out_items),
+            }
+        }
+    }
+
+    async fn find_by_subject(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<CommitmentKey>, StoreError> {
+        let mut keys = Vec::new();
+        let mut start: Option<Item> = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.table)
+                .index_name(SUBJECT_INDEX)
+                .key_condition_expression("subjectKey = :s")
+                .expression_attribute_values(
+                    ":s",
+                    s(format!("{}#{}", tenant.as_str(), subject.as_str())),
+                )
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .map_err(|e| backend("find_commitments_by_subject", &e))?;
+            keys.extend(
+                out.items()
+                    .iter()
+                    .filter_map(key_of)
+                    .filter(|k| k.memory_ref.tenant() == tenant),
+            );
+            match out.last_evaluated_key() {
+                Some(k) if !k.is_empty() => start = Some(k.clone()),
+                _ => return Ok(keys),
+            }
+        }
+    }
+
+    async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {
+        let out = self
+            .client
+            .delete_item()
+            .table_name(&self.table)
+            .set_key(Some(key_item(key)))
+            .return_values(ReturnValue::AllOld)
+            .send()
+            .await
+            .map_err(|e| backend("delete_commitment", &e))?;
+        Ok(out.attributes().is_some_and(|a| !a.is_empty()))
+    }
+}

@@ -1,0 +1,381 @@
+//! Inferred commitments (RFC 0068, `openwop-agent-memory.md` §"Inferred commitments"): infer
+//! standing intentions from entries as they are written (and by backfill), bind each to its
+//! memoryRef and tenant, and fire each at most once per satisfied condition.
+//!
+//! Firing is a recorded transition with an outbox: the conditional write (on the stored
+//! version) that moves a commitment to fired also records the instant and an outbox entry, so
+//! of duplicate scheduler deliveries or concurrent invocations exactly one records the fire.
+//! The event is published after the record; if the process dies in between, the outbox keeps
+//! the commitment in the due index and the next tick (after the recorder's lease) publishes it.
+//! Every `commitment.fired` carries a deterministic id (commitment id + instant), so the rare
+//! second delivery of an event whose publisher died after publishing but before clearing the
+//! outbox is deduplicated by consumers; the fire itself is recorded exactly once.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use commitments::{Condition, State, TimeZoneSpec, Transition};
+
+use crate::consolidation_pass::snapshot;
+use crate::error::{CoreError, StoreError};
+use crate::events::{DomainEvent, ForgetCounts};
+use crate::forget::ForgetHook;
+use crate::model::{is_valid_entry_id, EntryKey, SubjectKey};
+use crate::ports::{
+    Clock, CommitmentStore, EntryStore, EventPublisher, Outbox, StoredCommitment, DUE_SHARDS,
+};
+use crate::time::Timestamp;
+use memory_guard::{MemoryRef, TenantId, TenantScope};
+
+/// How long a recorder owns a fire it has recorded but not yet announced.
+pub const OUTBOX_LEASE_MS: i64 = 60_000;
+
+/// Tenant time zones (IANA names), validated once at start-up.
+#[derive(Clone, Debug, Default)]
+pub struct ZoneConfig {
+    default: Option<TimeZoneSpec>,
+    tenants: BTreeMap<String, TimeZoneSpec>,
+}
+
+impl ZoneConfig {
+    pub fn new(default: &str, tenants: &BTreeMap<String, String>) -> Result<Self, CoreError> {
+        let parse = |z: &str| {
+            TimeZoneSpec::parse(z).map_err(|_| CoreError::invalid("timeZone", "unknown IANA zone"))
+        };
+        Ok(ZoneConfig {
+            default: if default.is_empty() {
+                None
+            } else {
+                Some(parse(default)?)
+            },
+            tenants: tenants
+                .iter()
+                .map(|(t, z)| Ok((t.clone(), parse(z)?)))
+                .collect::<Result<_, CoreError>>()?,
+        })
+    }
+
+    fn zone(&self, tenant: &TenantId) -> TimeZoneSpec {
+        self.tenants
+            .get(tenant.as_str())
+            .copied()
+            .or(self.default)
+            .unwrap_or_default()
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CommitmentReport {
+    pub inferred: usize,
+    pub fired: usize,
+    pub rearmed: usize,
+    /// Outboxes of crashed recorders finished by this call.
+    pub recovered: usize,
+    /// Evaluations that lost a race to another invocation (which then fired).
+    pub lost_races: usize,
+    /// Due-index items read by a tick.
+    pub due_items_read: u64,
+}
+
+#[derive(Clone)]
+pub struct CommitmentService {
+    commitments: Arc<dyn CommitmentStore>,
+    entries: Arc<dyn EntryStore>,
+    publisher: Arc<dyn EventPublisher>,
+    clock: Arc<dyn Clock>,
+    zones: ZoneConfig,
+    enqueue_runs: bool,
+}
+
+fn admit(tenant_id: &str, raw_ref: &str) -> Result<MemoryRef, CoreError> {
+    let tenant = TenantId::parse(tenant_id)
+        .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
+    TenantScope::new(tenant)
+        .admit(raw_ref)
+        .ok_or(CoreError::RefNotAdmitted)
+}
+
+impl CommitmentService {
+    pub fn new(
+        commitments: Arc<dyn CommitmentStore>,
+        entries: Arc<dyn EntryStore>,
+        publisher: Arc<dyn EventPublisher>,
+        clock: Arc<dyn Clock>,
+        zones: ZoneConfig,
+        enqueue_runs: bool,
+    ) -> Self {
+        CommitmentService {
+            commitments,
+            entries,
+            publisher,
+            clock,
+            zones,
+            enqueue_runs,
+        }
+    }
+
+    /// A `memory.written` event: infer from the new entry, then re-evaluate the ref's predicates.
+    pub async fn on_written(
+        &self,
+        tenant_id: &str,
+        raw_ref: &str,
+        entry_id: &str,
+    ) -> Result<CommitmentReport, CoreError> {
+        let memory_ref = admit(tenant_id, raw_ref)?;
+        let mut report = CommitmentReport::default();
+        let now = self.clock.now();
+        let mut observed_at = now;
+        if is_valid_entry_id(entry_id) {
+            let key = EntryKey {
+                memory_ref: memory_ref.clone(),
+                id: entry_id.to_owned(),
+            };
+            if let Some(stored) = self.entries.get(&key).await? {
+                if stored.entry.is_live_at(now) {
+                    observed_at = stored.entry.created_at;
+                    report.inferred = self
+                        .infer_and_store(&memory_ref, std::slice::from_ref(&stored))
+                        .await?;
+                }
+            }
+        }
+        self.evaluate_predicates(&memory_ref, observed_at, &mut report)
+            .await?;
+        Ok(report)
+    }
+
+    /// Infers from every live entry of the ref (idempotent: ids are deterministic).
+    pub async fn backfill(
+        &self,
+        tenant_id: &str,
+        raw_ref: &str,
+    ) -> Result<CommitmentReport, CoreError> {
+        let memory_ref = admit(tenant_id, raw_ref)?;
+        let now = self.clock.now();
+        let entries = snapshot(self.entries.as_ref(), &memory_ref, now).await?;
+        let mut report = CommitmentReport {
+            inferred: self.infer_and_store(&memory_ref, &entries).await?,
+            ..Default::default()
+        };
+        self.evaluate_predicates(&memory_ref, now, &mut report)
+            .await?;
+        Ok(report)
+    }
+
+    async fn infer_and_store(
+        &self,
+        memory_ref: &MemoryRef,
+        entries: &[crate::model::StoredEntry],
+    ) -> Result<usize, CoreError> {
+        let zone = self.zones.zone(memory_ref.tenant());
+        let tenant = memory_ref.tenant().as_str();
+        let reference = memory_ref.to_string();
+        let reference = reference.as_str();
+        let found: Vec<StoredCommitment> = entries
+            .iter()
+            .flat_map(|e| {
+                commitments::infer_in(&e.entry.content, e.entry.created_at.as_millis(), zone)
+                    .into_iter()
+                    .map(move |inferred| StoredCommitment {
+                        commitment: commitments::Commitment::new(
+                            tenant,
+                            reference,
+                            &e.entry.id,
+                            &inferred,
+                            e.entry.created_at.as_millis(),
+                        ),
+                        version: 1,
+                        subject: e.subject.clone(),
+                        outbox: None,
+                    })
+            })
+            .collect();
+        if found.is_empty() {
+            return Ok(0);
+        }
+        Ok(self.commitments.put_new(&found).await?)
+    }
+
+    async fn evaluate_predicates(
+        &self,
+        memory_ref: &MemoryRef,
+        observed_at: Timestamp,
+        report: &mut CommitmentReport,
+    ) -> Result<(), CoreError> {
+        let watching: Vec<StoredCommitment> = self
+            .commitments
+            .for_ref(memory_ref)
+            .await?
+            .into_iter()
+            .filter(|c| c.commitment.condition.tag().is_some())
+            .filter(|c| matches!(c.commitment.state, State::Armed | State::Satisfied))
+            .filter(|c| c.outbox.is_none())
+            .collect();
+        if watching.is_empty() {
+            return Ok(());
+        }
+        let live = snapshot(self.entries.as_ref(), memory_ref, self.clock.now()).await?;
+        for c in watching {
+            let Some(tag) = c.commitment.condition.tag() else {
+                continue;
+            };
+            let holds = commitments::predicate_holds(
+                tag,
+                live.iter().map(|e| e.entry.tags.iter().map(String::as_str)),
+            );
+            match c.commitment.on_predicate(holds, observed_at.as_millis()) {
+                t @ Transition::Fire { .. } => self.fire(c, t, report).await?,
+                Transition::Rearm => {
+                    let next = StoredCommitment {
+                        commitment: c.commitment.apply(Transition::Rearm).map_err(corrupt)?,
+                        version: c.version + 1,
+                        ..c.clone()
+                    };
+                    match self.commitments.transition(c.version, &next).await {
+                        Ok(()) => report.rearmed += 1,
+                        Err(StoreError::Conflict { .. }) => report.lost_races += 1,
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+                _ => {}
+            }
+        }
+        Ok(())
+    }
+
+    /// The every-minute schedule: fire what is due, finish abandoned outboxes.
+    pub async fn tick(&self) -> Result<CommitmentReport, CoreError> {
+        let now = self.clock.now();
+        let mut report = CommitmentReport::default();
+        for shard in 0..DUE_SHARDS {
+            let due = self.commitments.due(shard, now).await?;
+            report.due_items_read += due.items_read;
+            for key in due.keys {
+                let Some(c) = self.commitments.get(&key).await? else {
+                    continue;
+                };
+                if let Some(outbox) = c.outbox {
+                    if now.as_millis() >= outbox.lease_until_ms {
+                        self.announce_and_clear(&c, outbox.instant_ms).await?;
+                        report.recovered += 1;
+                    }
+                    continue;
+                }
+                let t = c.commitment.on_tick(now.as_millis());
+                if matches!(t, Transition::Fire { .. }) {
+                    self.fire(c, t, &mut report).await?;
+                }
+            }
+        }
+        tracing::info!(
+            fired = report.fired,
+            recovered = report.recovered,
+            due_items_read = report.due_items_read,
+            "commitment tick"
+        );
+        Ok(report)
+    }
+
+    /// Records the fire (the race is decided here), then announces it and clears the outbox.
+    async fn fire(
+        &self,
+        c: StoredCommitment,
+        t: Transition,
+        report: &mut CommitmentReport,
+    ) -> Result<(), CoreError> {
+        let Transition::Fire { instant_ms } = t else {
+            return Ok(());
+        };
+        let now = self.clock.now().as_millis();
+        let recorded = StoredCommitment {
+            commitment: c.commitment.apply(t).map_err(corrupt)?,
+            version: c.version + 1,
+            subject: c.subject.clone(),
+            outbox: Some(Outbox {
+                instant_ms,
+                lease_until_ms: now + OUTBOX_LEASE_MS,
+            }),
+        };
+        match self.commitments.transition(c.version, &recorded).await {
+            Ok(()) => {}
+            Err(StoreError::Conflict { .. }) => {
+                report.lost_races += 1;
+                return Ok(());
+            }
+            Err(e) => return Err(e.into()),
+        }
+        report.fired += 1;
+        self.announce_and_clear(&recorded, instant_ms).await
+    }
+
+    async fn announce_and_clear(
+        &self,
+        c: &StoredCommitment,
+        instant_ms: i64,
+    ) -> Result<(), CoreError> {
+        let memory_ref =
+            MemoryRef::parse(&c.commitment.memory_ref).map_err(|_| StoreError::Corrupt {
+                key: c.commitment.id.clone(),
+            })?;
+        let fired_at = self.clock.now();
+        let run_id = self.enqueue_runs.then(|| c.commitment.run_id(instant_ms));
+        let mut events = vec![DomainEvent::commitment_fired(
+            &memory_ref,
+            &c.commitment,
+            instant_ms,
+            fired_at,
+            run_id.as_deref(),
+        )];
+        if let Some(run_id) = &run_id {
+            events.push(DomainEvent::run_requested(
+                &memory_ref,
+                &c.commitment.id,
+                run_id,
+            ));
+        }
+        self.publisher.publish(&events).await?;
+        let cleared = StoredCommitment {
+            version: c.version + 1,
+            outbox: None,
+            ..c.clone()
+        };
+        match self.commitments.transition(c.version, &cleared).await {
+            Ok(()) | Err(StoreError::Conflict { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+}
+
+fn corrupt(_: commitments::CommitmentError) -> CoreError {
+    CoreError::Store(StoreError::Conflict {
+        op: "commitment transition",
+    })
+}
+
+/// Forget removes commitments inferred from the subject's entries: their predicate tags are the
+/// user's words, so the records are deleted rather than kept as cancelled.
+pub struct CommitmentForgetHook(pub Arc<dyn CommitmentStore>);
+
+#[async_trait::async_trait]
+impl ForgetHook for CommitmentForgetHook {
+    async fn forget(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+        _forgotten: &[EntryKey],
+    ) -> Result<ForgetCounts, CoreError> {
+        let mut counts = ForgetCounts::default();
+        for key in self.0.find_by_subject(tenant, subject).await? {
+            if key.memory_ref.tenant() == tenant && self.0.delete(&key).await? {
+                counts.cancelled_commitments += 1;
+            }
+        }
+        Ok(counts)
+    }
+}
+
+/// The condition kind as published (`time` / `predicate`), never the predicate's words.
+pub fn condition_kind(c: &Condition) -> &'static str {
+    c.kind()
+}

@@ -1,0 +1,114 @@
+//! Inferred commitments end to end: real `memory.written` events (read back from the bus)
+//! delivered to the real `memory-commitments` binary, predicate fires, a time commitment fired
+//! by two concurrent ticks exactly once, and content-free `commitment.fired` events.
+
+use std::time::{Duration, Instant};
+
+use aws_test_support::{emulator_config, EventTap};
+use e2e::LambdaProcess;
+use serde_json::{json, Value};
+
+fn tenant(label: &str) -> String {
+    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
+}
+
+fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["detail-type"] == t).collect()
+}
+
+#[tokio::test]
+async fn commitments_are_inferred_and_fire_once() {
+    let sdk = emulator_config().await;
+    let t = tenant("e2e-cmt");
+    let r = format!("workspaces/{t}/agents/agent-1/memories");
+    let tap = EventTap::for_tenant(&sdk, &t).await;
+    let write = LambdaProcess::start("memory-write", &[]).await;
+    let commitments = LambdaProcess::start("memory-commitments", &[]).await;
+    let commitments_2 = LambdaProcess::start("memory-commitments", &[]).await;
+
+    let started = Instant::now();
+    write
+        .invoke(
+            &json!({"op": "put", "tenantId": t, "memoryRef": r, "entries": [
+                {"content": "Remind me in a minute to check the oven"},
+                {"content": "Follow up with Dana when the invoice clears"},
+                {"content": "The invoice was sent on 2026-11-02"}
+            ]}),
+        )
+        .await
+        .response();
+    let written = tap.collect(3, Duration::from_secs(20)).await;
+    assert_eq!(of_type(&written, "memory.written").len(), 3);
+    let mut inferred = 0;
+    for event in &written {
+        let report = commitments.invoke(event).await.response();
+        inferred += report["inferred"].as_u64().unwrap_or(0);
+    }
+    assert_eq!(
+        inferred, 2,
+        "one time and one predicate commitment; the plain statement gives none"
+    );
+    // A duplicate delivery infers nothing new and fires nothing.
+    let again = commitments.invoke(&written[0]).await.response();
+    assert_eq!(
+        (again["inferred"].clone(), again["fired"].clone()),
+        (json!(0), json!(0))
+    );
+
+    // The predicate becomes true.
+    write
+        .invoke(&json!({"op": "put", "tenantId": t, "memoryRef": r,
+            "entries": [{"content": "Payment settled", "tags": ["when:invoice-clears"]}]}))
+        .await
+        .response();
+    let settled = tap.collect(1, Duration::from_secs(20)).await;
+    let report = commitments.invoke(&settled[0]).await.response();
+    assert_eq!(report["fired"], 1, "{report}");
+    let duplicate = commitments.invoke(&settled[0]).await.response();
+    assert_eq!(
+        duplicate["fired"], 0,
+        "a duplicate delivery does not fire twice"
+    );
+
+    // The time commitment: two concurrent ticks after its instant fire it once.
+    let wait = Duration::from_secs(62).saturating_sub(started.elapsed());
+    tokio::time::sleep(wait).await;
+    let tick = json!({"action": "tick"});
+    let (a, b) = tokio::join!(commitments.invoke(&tick), commitments_2.invoke(&tick));
+    let (a, b) = (a.response(), b.response());
+    assert_eq!(
+        a["fired"].as_u64().unwrap_or(9) + b["fired"].as_u64().unwrap_or(9),
+        1,
+        "{a} {b}"
+    );
+    let later = commitments.invoke(&tick).await.response();
+    assert_eq!(later["fired"], 0);
+
+    let events = tap.collect_settled(4, Duration::from_secs(20)).await;
+    tap.remove().await;
+    let fired = of_type(&events, "commitment.fired");
+    assert_eq!(fired.len(), 2, "{events:?}");
+    let kinds: Vec<&str> = fired
+        .iter()
+        .filter_map(|e| e["detail"]["kind"].as_str())
+        .collect();
+    assert!(kinds.contains(&"time") && kinds.contains(&"predicate"));
+    let runs = of_type(&events, "run.requested");
+    assert_eq!(runs.len(), 2);
+    for e in fired.iter().chain(runs.iter()) {
+        assert_eq!(
+            e["detail"]["tenantId"],
+            t.as_str(),
+            "same tenant as the memory"
+        );
+        assert_eq!(e["detail"]["memoryRef"], r.as_str());
+    }
+    let text = serde_json::to_string(&events).unwrap_or_default();
+    for word in ["oven", "Dana", "invoice", "Remind"] {
+        assert!(!text.contains(word), "{word} leaked into events");
+        assert!(
+            !commitments.logs().contains(word),
+            "{word} leaked into logs"
+        );
+    }
+}
