@@ -233,98 +233,146 @@ fn measure(entries: &[Entry], settings: &Settings) -> (Figures, consolidation::P
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
-    v[v.len() / 2]
+    v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
-struct Summary {
-    wall: Duration,
-    cpu: Duration,
-    thread_cpu: Option<Duration>,
+fn min(v: &[Duration]) -> Duration {
+    v.iter().copied().min().unwrap_or_default()
+}
+
+/// One corpus size: the corpus and every measurement taken on it.
+struct Size {
+    n: usize,
+    entries: Vec<Entry>,
+    walls: Vec<Duration>,
+    cpus: Vec<Duration>,
+    threads: Vec<Duration>,
     peak_bytes: usize,
+    plan: Option<consolidation::Plan>,
 }
 
-fn run(n: usize, repeats: usize) -> Summary {
-    let entries = corpus(n, 0x5eed_0000 + n as u64);
-    let input_bytes: usize = entries
-        .iter()
-        .map(|e| e.id.len() + e.content.len() + e.tags.iter().map(String::len).sum::<usize>())
-        .sum();
-    let settings = Settings::default();
-    let (mut walls, mut cpus, mut threads, mut peak) = (Vec::new(), Vec::new(), Vec::new(), 0usize);
-    let mut last = None;
-    for _ in 0..repeats {
-        let (f, p) = measure(&entries, &settings);
-        walls.push(f.wall);
-        cpus.push(f.cpu.unwrap_or(f.wall));
-        if let Some(t) = f.thread_cpu {
-            threads.push(t);
+impl Size {
+    fn new(n: usize) -> Size {
+        Size {
+            n,
+            entries: corpus(n, 0x5eed_0000 + n as u64),
+            walls: Vec::new(),
+            cpus: Vec::new(),
+            threads: Vec::new(),
+            peak_bytes: 0,
+            plan: None,
         }
-        peak = peak.max(f.peak_bytes);
-        last = Some(p);
     }
-    let Some(p) = last else {
-        panic!("no repeats");
-    };
-    let dup = p
-        .merges
-        .iter()
-        .filter(|m| m.kind == MergeKind::Duplicate)
-        .count();
-    let sup = p.merges.len() - dup;
-    let replaced: usize = p.merges.iter().map(|m| m.replaced.len()).sum();
-    let summary = Summary {
-        wall: median(walls),
-        cpu: median(cpus),
-        thread_cpu: (!threads.is_empty()).then(|| median(threads)),
-        peak_bytes: peak,
-    };
-    println!(
-        "n = {n:>7}: input {:.1} MiB ({} B/entry avg content), merges {} (duplicate {dup}, supersede {sup}), replaced {replaced}, output {} -> {}",
-        input_bytes as f64 / 1_048_576.0,
-        entries.iter().map(|e| e.content.len()).sum::<usize>() / n,
-        p.merges.len(),
-        p.input_count,
-        p.output_count,
-    );
-    println!(
-        "             plan(): wall {:>8.1} ms, process CPU {:>8.1} ms (/proc/self/stat, 10 ms ticks), thread CPU {} ; peak heap growth {:.1} MiB (median of {repeats})",
-        summary.wall.as_secs_f64() * 1e3,
-        summary.cpu.as_secs_f64() * 1e3,
-        summary
-            .thread_cpu
-            .map(|t| format!("{:>8.1} ms", t.as_secs_f64() * 1e3))
-            .unwrap_or_else(|| "n/a".into()),
-        summary.peak_bytes as f64 / 1_048_576.0,
-    );
-    // Idempotency on the bench corpus too: a second pass plans nothing.
-    let after = consolidation::apply(&entries, &p).unwrap_or_else(|e| panic!("apply: {e}"));
-    let again = plan(&after, &settings);
-    println!("             second pass: {} merges", again.merges.len());
-    summary
+
+    fn measure_once(&mut self, settings: &Settings) {
+        let (f, p) = measure(&self.entries, settings);
+        self.walls.push(f.wall);
+        self.cpus.push(f.cpu.unwrap_or(f.wall));
+        if let Some(t) = f.thread_cpu {
+            self.threads.push(t);
+        }
+        self.peak_bytes = self.peak_bytes.max(f.peak_bytes);
+        self.plan = Some(p);
+    }
+
+    fn forget_measurements(&mut self) {
+        self.walls.clear();
+        self.cpus.clear();
+        self.threads.clear();
+    }
+
+    fn thread(&self) -> Option<Duration> {
+        (!self.threads.is_empty()).then(|| min(&self.threads))
+    }
+
+    fn report(&self, settings: &Settings) {
+        let Some(p) = &self.plan else {
+            return;
+        };
+        let n = self.n;
+        let dup = p
+            .merges
+            .iter()
+            .filter(|m| m.kind == MergeKind::Duplicate)
+            .count();
+        let sup = p.merges.len() - dup;
+        let replaced: usize = p.merges.iter().map(|m| m.replaced.len()).sum();
+        let content: usize = self.entries.iter().map(|e| e.content.len()).sum();
+        println!(
+            "n = {n:>7}: {:.1} MiB of content ({} B/entry), merges {} (duplicate {dup}, supersede {sup}), replaced {replaced}, entries {} -> {}",
+            content as f64 / 1_048_576.0,
+            content / n.max(1),
+            p.merges.len(),
+            p.input_count,
+            p.output_count,
+        );
+        let ms = |d: Duration| d.as_secs_f64() * 1e3;
+        println!(
+            "             plan() over {} runs, min / median: wall {:.1} / {:.1} ms, thread CPU {} ms, process CPU {:.0} / {:.0} ms (/proc/self/stat, 10 ms ticks); peak heap growth {:.1} MiB",
+            self.walls.len(),
+            ms(min(&self.walls)),
+            ms(median(self.walls.clone())),
+            if self.threads.is_empty() {
+                "n/a".to_string()
+            } else {
+                format!("{:.1} / {:.1}", ms(min(&self.threads)), ms(median(self.threads.clone())))
+            },
+            ms(min(&self.cpus)),
+            ms(median(self.cpus.clone())),
+            self.peak_bytes as f64 / 1_048_576.0,
+        );
+        // Idempotency on the bench corpus too: a second pass plans nothing.
+        let after = consolidation::apply(&self.entries, p).unwrap_or_else(|e| panic!("apply: {e}"));
+        let again = plan(&after, settings);
+        println!(
+            "             second pass over the result: {} merges",
+            again.merges.len()
+        );
+    }
 }
 
 fn main() {
-    // `cargo bench` passes `--bench`; any other argument filter is ignored.
-    // CONSOLIDATE_BENCH_ONLY=<n> runs a single size (for profiling one corpus).
+    // `cargo bench` passes `--bench`; other arguments are ignored.
+    // CONSOLIDATE_BENCH_ONLY=<n> measures a single size (for profiling one corpus).
+    let settings = Settings::default();
     if let Some(n) = std::env::var("CONSOLIDATE_BENCH_ONLY")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
     {
-        run(n, 3);
+        let mut size = Size::new(n);
+        for _ in 0..3 {
+            size.measure_once(&settings);
+        }
+        size.report(&settings);
         return;
     }
-    let small = run(10_000, 7);
-    let large = run(100_000, 3);
+    // Runs alternate between the sizes so that both see the same machine conditions (these
+    // hosts are shared); the minimum is the least noise-affected estimate of the real cost.
+    let mut small = Size::new(10_000);
+    let mut large = Size::new(100_000);
+    small.measure_once(&settings); // warm-up
+    large.measure_once(&settings);
+    small.forget_measurements();
+    large.forget_measurements();
+    for _ in 0..5 {
+        for _ in 0..3 {
+            small.measure_once(&settings);
+        }
+        large.measure_once(&settings);
+    }
+    small.report(&settings);
+    large.report(&settings);
     let ratio = |a: Duration, b: Duration| b.as_secs_f64() / a.as_secs_f64().max(1e-9);
     println!(
-        "ratio 100k/10k: wall {:.2}, process CPU {:.2}{}, peak heap {:.2} (target <= 12)",
-        ratio(small.wall, large.wall),
-        ratio(small.cpu, large.cpu),
+        "ratio 100k/10k (min): wall {:.2}{}, process CPU {:.2}; (median): wall {:.2}; peak heap {:.2}. Target <= 12.",
+        ratio(min(&small.walls), min(&large.walls)),
         small
-            .thread_cpu
-            .zip(large.thread_cpu)
+            .thread()
+            .zip(large.thread())
             .map(|(a, b)| format!(", thread CPU {:.2}", ratio(a, b)))
             .unwrap_or_default(),
+        ratio(min(&small.cpus), min(&large.cpus)),
+        ratio(median(small.walls.clone()), median(large.walls.clone())),
         large.peak_bytes as f64 / small.peak_bytes.max(1) as f64,
     );
 }

@@ -39,7 +39,6 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
     // Id order. Comparing a 16-byte zero-padded prefix as an integer first is exactly
     // lexicographic order (ties fall back to the full comparison) and avoids chasing every id
     // pointer on each comparison.
-    let t0 = std::time::Instant::now();
     let mut keyed: Vec<(u128, usize)> = entries
         .iter()
         .enumerate()
@@ -56,7 +55,6 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
         rank[i] = r;
     }
 
-    let ta = std::time::Instant::now();
     // Partitions. A hash map is fine: members are pushed in id order, and the groups are sorted
     // by rank at the end, so the map's iteration order never reaches the output.
     let mut partitions: HashMap<(Option<&str>, Vec<&str>), Vec<usize>> = HashMap::new();
@@ -70,7 +68,6 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
         }
     }
 
-    let t1 = std::time::Instant::now();
     let mut groups = Vec::new();
     for ((_, keys), members) in partitions {
         if members.len() < 2 {
@@ -92,15 +89,7 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
             });
         }
     }
-    let t2 = std::time::Instant::now();
     groups.sort_unstable_by_key(|g| rank[g.members[0]]);
-    eprintln!(
-        "sort {:?} partition {:?} cluster {:?} sortgroups {:?}",
-        ta - t0,
-        t1 - ta,
-        t2 - t1,
-        t2.elapsed()
-    );
     groups
 }
 
@@ -140,7 +129,6 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
     // Exact duplicates: one node per distinct normalised text. Nodes with the same text hash
     // are chained through `same_hash`, and texts are compared, so a hash collision never joins
     // two different texts.
-    let t00 = std::time::Instant::now();
     let mut head: HashMap<u64, usize, BuildHasherDefault<PassThrough>> =
         HashMap::with_capacity_and_hasher(members.len(), BuildHasherDefault::default());
     let mut texts = Texts {
@@ -166,21 +154,15 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
     }
     drop(head);
     drop(same_hash);
-    let tn = std::time::Instant::now();
 
     // Near duplicates: only nodes sharing a guard fingerprint can ever be joined.
     let mut uf = UnionFind::new(texts.len());
     let mut by_guard: Vec<(u64, usize)> = guards.iter().copied().zip(0..).collect();
     by_guard.sort_unstable();
-    let (mut nclass, mut sumk, mut maxk, mut sumk2) = (0usize, 0usize, 0usize, 0usize);
     for run in by_guard.chunk_by(|a, b| a.0 == b.0) {
         if run.len() < 2 {
             continue;
         }
-        nclass += 1;
-        sumk += run.len();
-        maxk = maxk.max(run.len());
-        sumk2 += run.len() * run.len();
         let bucket: Vec<usize> = run.iter().map(|&(_, node)| node).collect();
         for class in guard_classes(&bucket, &texts) {
             if class.len() >= 2 {
@@ -189,15 +171,6 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
         }
     }
 
-    let tc = std::time::Instant::now();
-    if members.len() > 5000 {
-        eprintln!(
-            "  exact {:?} near {:?} n={} classes {nclass} sumk {sumk} maxk {maxk} sumk2 {sumk2}",
-            tn - t00,
-            tc - tn,
-            members.len()
-        );
-    }
     // Components of two or more entries, in the id order of their first member; singletons
     // (the vast majority) never get a vector.
     let mut size_of_root = vec![0usize; texts.len()];

@@ -222,7 +222,6 @@ impl Settings {
 pub fn plan(entries: &[Entry], settings: &Settings) -> Plan {
     let groups = cluster::find_groups(entries, settings.threshold());
     let mut merges = Vec::new();
-    let t = std::time::Instant::now();
     for group in &groups {
         merge::plan_group(
             group.kind,
@@ -232,7 +231,6 @@ pub fn plan(entries: &[Entry], settings: &Settings) -> Plan {
             &mut merges,
         );
     }
-    eprintln!("plan_group {:?}", t.elapsed());
     let replaced: usize = merges.iter().map(|m| m.replaced.len()).sum();
     Plan {
         input_count: entries.len(),

@@ -240,14 +240,17 @@ fn merge_items<'a>(
 
     let (source, created_at_ms, expires_at_ms, tags, weight) = match kind {
         MergeKind::Duplicate => {
-            let source = items.iter().reduce(|best, i| {
-                let (bl, il) = (display_len(&best.content), display_len(&i.content));
-                if il > bl || (il == bl && i.content < best.content) {
-                    i
-                } else {
-                    best
-                }
-            })?;
+            let source = items
+                .iter()
+                .map(|i| (display_len(&i.content), i))
+                .reduce(|(bl, best), (il, i)| {
+                    if il > bl || (il == bl && i.content < best.content) {
+                        (il, i)
+                    } else {
+                        (bl, best)
+                    }
+                })?
+                .1;
             let weight = items
                 .iter()
                 .fold(0u64, |acc, i| acc.saturating_add(i.weight));

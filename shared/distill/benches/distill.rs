@@ -72,7 +72,10 @@ struct Measured<T> {
     value: T,
     wall: Duration,
     cpu: Option<Duration>,
+    /// Peak live heap during the run, above what was live when it started.
     peak_bytes: usize,
+    /// Peak live heap of the whole process during the run (encoder and inputs included).
+    peak_total: usize,
 }
 
 fn measure<T>(f: impl FnOnce() -> T) -> Measured<T> {
@@ -83,12 +86,13 @@ fn measure<T>(f: impl FnOnce() -> T) -> Measured<T> {
     let value = f();
     let wall = t0.elapsed();
     let cpu = cpu_time().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
-    let peak_bytes = PEAK.load(Ordering::Relaxed).saturating_sub(before);
+    let peak_total = PEAK.load(Ordering::Relaxed);
     Measured {
         value,
         wall,
         cpu,
-        peak_bytes,
+        peak_bytes: peak_total.saturating_sub(before),
+        peak_total,
     }
 }
 
@@ -194,23 +198,21 @@ fn corpus(n: usize, bytes: usize, seed: u64) -> Vec<SourceEntry> {
 fn report<T>(label: &str, m: &Measured<T>) -> f64 {
     let cpu = m.cpu.unwrap_or(m.wall);
     println!(
-        "{label:<44} cpu {:>8.1} ms  wall {:>8.1} ms  peak heap {:>7.1} MiB",
+        "{label:<44} cpu {:>8.1} ms  wall {:>8.1} ms  peak heap {:>6.1} MiB (process {:>6.1} MiB)",
         cpu.as_secs_f64() * 1e3,
         m.wall.as_secs_f64() * 1e3,
-        m.peak_bytes as f64 / MIB
+        m.peak_bytes as f64 / MIB,
+        m.peak_total as f64 / MIB
     );
     cpu.as_secs_f64()
 }
 
-fn distill_run(label: &str, sources: &[SourceEntry], budget: u32) -> (f64, usize) {
-    let input = DistillInput {
-        sources: sources.to_vec(),
-        token_budget: budget,
-    };
-    // Best of three: the first run also warms caches and the allocator.
-    let mut best: Option<Measured<_>> = None;
+/// Runs `f` three times and keeps the run with the least CPU time: the first run also warms
+/// caches and the allocator, and the machine may be shared.
+fn best_of_3<T>(mut f: impl FnMut() -> T) -> Measured<T> {
+    let mut best: Option<Measured<T>> = None;
     for _ in 0..3 {
-        let m = measure(|| DeterministicDistiller.distill(black_box(&input)));
+        let m = measure(&mut f);
         let better = best
             .as_ref()
             .is_none_or(|b| m.cpu.unwrap_or(m.wall) < b.cpu.unwrap_or(b.wall));
@@ -218,7 +220,15 @@ fn distill_run(label: &str, sources: &[SourceEntry], budget: u32) -> (f64, usize
             best = Some(m);
         }
     }
-    let Some(m) = best else { return (0.0, 0) };
+    best.unwrap_or_else(|| measure(f))
+}
+
+fn distill_run(label: &str, sources: &[SourceEntry], budget: u32) -> (f64, usize) {
+    let input = DistillInput {
+        sources: sources.to_vec(),
+        token_budget: budget,
+    };
+    let m = best_of_3(|| DeterministicDistiller.distill(black_box(&input)));
     let secs = report(label, &m);
     match &m.value {
         Ok(d) => println!(
@@ -236,6 +246,18 @@ fn distill_run(label: &str, sources: &[SourceEntry], budget: u32) -> (f64, usize
         Err(e) => println!("{:<44} failed: {e}", ""),
     }
     (secs, m.peak_bytes)
+}
+
+fn tokenize_run(label: &str, sources: &[SourceEntry]) -> f64 {
+    let m = best_of_3(|| {
+        sources
+            .iter()
+            .map(|s| distill::count(black_box(&s.content)))
+            .sum::<usize>()
+    });
+    let secs = report(label, &m);
+    println!("{:<44} {} tokens", "", m.value);
+    secs
 }
 
 fn main() {
@@ -257,14 +279,8 @@ fn main() {
         ten_k.peak_bytes as f64 / MIB
     );
 
-    let tokenize = measure(|| {
-        sources_10k
-            .iter()
-            .map(|s| distill::count(&s.content))
-            .sum::<usize>()
-    });
-    report("tokenize 10k entries only", &tokenize);
-    println!("{:<44} {} tokens\n", "", tokenize.value);
+    let tok10 = tokenize_run("tokenize 10k entries only", &sources_10k);
+    println!();
 
     let (t10, heap10) = distill_run("distill 10k, budget 10,000,000", &sources_10k, 10_000_000);
     distill_run("distill 10k, budget 20,000 (small)", &sources_10k, 20_000);
@@ -274,7 +290,7 @@ fn main() {
         sources: sources_10k.clone(),
         token_budget: 10_000_000,
     };
-    let pipeline = measure(|| {
+    let pipeline = best_of_3(|| {
         build_archive(
             "t-1",
             "workspaces/t-1/agents/a-1/memories",
@@ -290,17 +306,13 @@ fn main() {
     drop(sources_10k);
 
     let sources_100k = corpus(100_000, 400, 42);
-    let tokenize = measure(|| {
-        sources_100k
-            .iter()
-            .map(|s| distill::count(&s.content))
-            .sum::<usize>()
-    });
-    report("tokenize 100k entries only", &tokenize);
+    let tok100 = tokenize_run("tokenize 100k entries only", &sources_100k);
     let (t100, heap100) = distill_run("distill 100k, budget 10,000,000", &sources_100k, 10_000_000);
     println!(
-        "\ngrowth 10k -> 100k (10x entries): cpu x{:.2}, peak heap x{:.2} (linear = x10)",
+        "\ngrowth 10k -> 100k (10x entries): distill cpu x{:.2} (tokenizer alone x{:.2}, the rest x{:.2}), peak heap x{:.2}; linear = x10",
         t100 / t10.max(1e-9),
+        tok100 / tok10.max(1e-9),
+        (t100 - tok100) / (t10 - tok10).max(1e-9),
         heap100 as f64 / heap10.max(1) as f64
     );
     println!(

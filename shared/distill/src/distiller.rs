@@ -28,7 +28,10 @@
 //!    least the reserve) and [`MAX_SUMMARY_BYTES`] bytes. Facts are added whole, in rank order,
 //!    until the next one would not fit; if the very first one does not fit it is shortened at a
 //!    character boundary outside any `[REDACTED:…]` marker. With a budget at or above the floor
-//!    the first fact always fits, so step 4 is the only budget failure.
+//!    the first fact always fits, so step 4 is the only budget failure: the allowance is then at
+//!    least 512 tokens, while the shortest first line — a heading of at most 64 characters (256
+//!    bytes) plus one character or one whole marker (at most 139 bytes), the ellipsis and the
+//!    `(xN, latest …)` suffix — stays under 512 bytes, and no token is shorter than a byte.
 //!
 //! # What the deterministic summary keeps
 //!

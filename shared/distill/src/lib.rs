@@ -8,7 +8,8 @@
 //!
 //! - [`tokens`]: cl100k_base token counts (the advertised `tokenizerName`), offline;
 //! - [`distiller`]: the [`Distiller`] trait, the budget rule and [`DeterministicDistiller`];
-//! - [`archive`]: the immutable archive document, its digest, key and output entry id;
+//! - [`archive`]: the immutable archive document, its digest and output entry id;
+//! - [`keys`]: the S3 keys of archives and indexes (tenant-scoped, CTI-1);
 //! - [`index`]: `MEMORY-INDEX.json` and its `MEMORY-INDEX.md` sibling (§5).
 //!
 //! The caller (the `memory-dream` function) owns everything with a side effect: reading the

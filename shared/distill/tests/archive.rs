@@ -281,3 +281,50 @@ fn archive_new_refuses_a_distillation_for_another_budget() {
         Err(DistillError::MalformedArchive(_))
     ));
 }
+
+/// A stand-in for a future LLM-backed distiller: same trait, same input rule, its own version.
+struct FirstLine;
+
+impl Distiller for FirstLine {
+    fn version(&self) -> &'static str {
+        "test.first-line/1"
+    }
+
+    fn distill(&self, input: &DistillInput) -> Result<distill::Distillation, DistillError> {
+        let (used, input_tokens) = distill::distiller::select_sources(input)?;
+        let summary = used
+            .first()
+            .and_then(|s| s.content.lines().next())
+            .unwrap_or_default()
+            .to_owned();
+        let output_tokens = distill::tokens::count_u32(&summary);
+        let mut used_source_ids: Vec<String> = used.iter().map(|s| s.id.clone()).collect();
+        used_source_ids.sort();
+        Ok(distill::Distillation {
+            summary,
+            tokens_used: input_tokens + output_tokens,
+            used_source_ids,
+            input_tokens,
+            output_tokens,
+            token_budget: input.token_budget,
+            newest_source_ms: used.first().map(|s| s.created_at_ms).unwrap_or(0),
+            facts_kept: 1,
+            facts_found: 1,
+        })
+    }
+}
+
+#[test]
+fn another_distiller_plugs_in_with_its_own_key() {
+    let input = DistillInput {
+        sources: sources(),
+        token_budget: 100_000,
+    };
+    let (other, _) = build_archive(TENANT, REF, &input, &FirstLine, str::to_owned)
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (ours, _) = build(sources(), 100_000);
+    assert_eq!(other.distiller_version, "test.first-line/1");
+    assert_eq!(other.summary, "Refund of [REDACTED:card-1] issued");
+    assert_ne!(other.key(), ours.key(), "the version is part of the digest");
+    assert_eq!(other.source_ids, ours.source_ids, "same input rule");
+}

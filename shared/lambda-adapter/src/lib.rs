@@ -77,6 +77,7 @@ pub fn http_response(response: HttpResponse) -> ApiGatewayV2httpResponse {
 pub fn invoke_error(e: CoreError) -> Diagnostic {
     if e.http_status() >= 500 {
         tracing::error!(error = %e, "invoke failed");
+        memory_api::metrics::emit(&[("Failures", 1)]);
     }
     Diagnostic {
         error_type: e.code().to_owned(),

@@ -8,6 +8,15 @@ use serde_json::{json, Value};
 
 use crate::ref_hash;
 
+fn emit(report: &memory_core::commitment_firing::CommitmentReport) {
+    crate::metrics::emit(&[
+        ("CommitmentsInferred", report.inferred as u64),
+        ("CommitmentsFired", report.fired as u64),
+        ("OutboxesRecovered", report.recovered as u64),
+        ("DueItemsRead", report.due_items_read),
+    ]);
+}
+
 pub async fn handle(service: &CommitmentService, payload: Value) -> Result<Value, CoreError> {
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     if payload.get("detail-type").and_then(Value::as_str) == Some("memory.written") {
@@ -23,11 +32,16 @@ pub async fn handle(service: &CommitmentService, payload: Value) -> Result<Value
             ));
         };
         let report = service.on_written(&tenant, &memory_ref, &entry_id).await?;
+        emit(&report);
         tracing::info!(memory_ref = %ref_hash(&memory_ref), inferred = report.inferred, fired = report.fired, "memory.written evaluated");
         return Ok(json!(report));
     }
     match payload.get("action").and_then(Value::as_str) {
-        Some("tick") => Ok(json!(service.tick().await?)),
+        Some("tick") => {
+            let report = service.tick().await?;
+            emit(&report);
+            Ok(json!(report))
+        }
         Some("backfill") => {
             let (Some(tenant), Some(memory_ref)) = (text(&payload, "tenantId"), text(&payload, "memoryRef")) else {
                 return Err(CoreError::invalid("payload", "backfill needs tenantId and memoryRef"));

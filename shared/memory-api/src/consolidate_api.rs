@@ -33,6 +33,14 @@ impl RefPass for ConsolidatePass {
         };
         let redactor = registry_from(&secrets)?.redactor();
         let report = self.0.run(tenant_id, memory_ref, &redactor).await?;
+        crate::metrics::emit(&[
+            ("Consolidations", 1),
+            (
+                "EntriesMerged",
+                (report.input_count - report.output_count) as u64,
+            ),
+            ("MergesSkipped", report.merges_skipped as u64),
+        ]);
         Ok(json!(report))
     }
 }

@@ -32,11 +32,21 @@ fn bad_payload(e: &serde_json::Error) -> CoreError {
     )
 }
 
+fn emit(counts: &memory_core::events::ForgetCounts) {
+    crate::metrics::emit(&[
+        ("EntriesForgotten", counts.deleted_entries as u64),
+        ("ArchivesForgotten", counts.deleted_archives as u64),
+        ("IndexesRebuilt", counts.rebuilt_indexes as u64),
+        ("CommitmentsCancelled", counts.cancelled_commitments as u64),
+    ]);
+}
+
 pub async fn handle_direct(forgetter: &Forgetter, payload: Value) -> Result<Value, CoreError> {
     let request: DirectForget = serde_json::from_value(payload).map_err(|e| bad_payload(&e))?;
     let counts = forgetter
         .forget(&request.tenant_id, &request.subject)
         .await?;
+    emit(&counts);
     Ok(json!(counts))
 }
 
@@ -53,6 +63,7 @@ pub async fn handle_http(
         }
         let request: HttpForget = serde_json::from_str(body).map_err(|e| bad_payload(&e))?;
         let counts = forgetter.forget(tenant, &request.subject).await?;
+        emit(&counts);
         Ok(json!(counts))
     };
     match run.await {

@@ -7,6 +7,7 @@ pub mod background_api;
 pub mod commitments_api;
 pub mod consolidate_api;
 pub mod forget_api;
+pub mod metrics;
 pub mod read_api;
 pub mod write_api;
 
@@ -35,6 +36,7 @@ impl HttpResponse {
     pub fn error(e: &memory_core::CoreError) -> Self {
         if e.http_status() >= 500 {
             tracing::error!(error = %e, "request failed");
+            metrics::emit(&[("Failures", 1)]);
         }
         HttpResponse {
             status: e.http_status(),

@@ -41,7 +41,17 @@ pub async fn handle(writer: &MemoryWriter, payload: Value) -> Result<Value, Core
     let request: WriteRequest = serde_json::from_value(payload).map_err(|e| bad_payload(&e))?;
     match request {
         WriteRequest::Put(put) => {
-            let out = writer.put(&put).await?;
+            let out = match writer.put(&put).await {
+                Ok(out) => out,
+                Err(e) => {
+                    crate::metrics::emit(&[("WritesRejected", u64::from(e.http_status() < 500))]);
+                    return Err(e);
+                }
+            };
+            crate::metrics::emit(&[
+                ("EntriesWritten", out.written.len() as u64),
+                ("RedactionsApplied", out.redactions as u64),
+            ]);
             tracing::info!(
                 memory_ref = %ref_hash(&put.memory_ref),
                 written = out.written.len(),

@@ -1,0 +1,79 @@
+//! CloudWatch Embedded Metric Format: one JSON line on stdout per call, which Lambda ships to
+//! CloudWatch Logs and CloudWatch turns into metrics, with no API call and no extra latency.
+//! Only counts and the function name are emitted, never ids of tenants or entries (that would
+//! explode metric cardinality) and never content.
+
+use std::io::Write;
+
+use serde_json::{json, Map, Value};
+
+pub const NAMESPACE: &str = "WopMemory";
+
+/// The Lambda function name, which is the metric dimension.
+fn function_name() -> String {
+    std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".to_owned())
+}
+
+/// Builds the EMF document for `counts` (zero counts included: a zero is information).
+pub fn document(function: &str, counts: &[(&str, u64)], timestamp_ms: i64) -> Value {
+    let metrics: Vec<Value> = counts
+        .iter()
+        .map(|(name, _)| json!({"Name": name, "Unit": "Count"}))
+        .collect();
+    let mut doc = Map::new();
+    doc.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [["Function"]],
+                "Metrics": metrics,
+            }]
+        }),
+    );
+    doc.insert("Function".into(), json!(function));
+    for (name, value) in counts {
+        doc.insert((*name).to_owned(), json!(value));
+    }
+    Value::Object(doc)
+}
+
+/// Writes one EMF line. Failures to write stdout are ignored: metrics must never fail a call.
+pub fn emit(counts: &[(&str, u64)]) {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0);
+    let line = document(&function_name(), counts, now).to_string();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn emf_shape() {
+        let doc = document(
+            "memory-write",
+            &[("EntriesWritten", 3), ("RedactionsApplied", 0)],
+            42,
+        );
+        assert_eq!(doc["_aws"]["Timestamp"], 42);
+        assert_eq!(doc["_aws"]["CloudWatchMetrics"][0]["Namespace"], NAMESPACE);
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Function"]])
+        );
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Metrics"][1]["Name"],
+            "RedactionsApplied"
+        );
+        assert_eq!(
+            (doc["EntriesWritten"].clone(), doc["Function"].clone()),
+            (json!(3), json!("memory-write"))
+        );
+    }
+}
