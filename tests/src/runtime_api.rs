@@ -61,12 +61,18 @@ pub struct LambdaProcess {
     counter: Mutex<u64>,
 }
 
-/// Where cargo put the workspace binaries (`CARGO_TARGET_DIR` or `<workspace>/target`).
+/// Where cargo put the workspace binaries: `FUNCTION_BIN_DIR` if set (e.g. `target/release`
+/// for figures), else `debug` under `CARGO_TARGET_DIR` or `<workspace>/target`.
 pub fn binary_path(name: &str) -> PathBuf {
-    let target = std::env::var_os("CARGO_TARGET_DIR")
+    let dir = std::env::var_os("FUNCTION_BIN_DIR")
         .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"));
-    let path = target.join("debug").join(name);
+        .unwrap_or_else(|| {
+            std::env::var_os("CARGO_TARGET_DIR")
+                .map(PathBuf::from)
+                .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../target"))
+                .join("debug")
+        });
+    let path = dir.join(name);
     assert!(
         path.exists(),
         "{} is missing: build the functions first with `cargo build --bins` (tests/run does)",

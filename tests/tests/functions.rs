@@ -515,6 +515,11 @@ async fn secrets_are_redacted_everywhere() {
         logs.contains("entries written"),
         "positive control: logs were captured"
     );
+    assert!(
+        writer.logs().contains(r#""RedactionsApplied":3"#)
+            && writer.logs().contains(r#""Namespace":"WopMemory""#),
+        "EMF metrics carry the redaction count"
+    );
     for (place, text) in [
         ("DynamoDB", &table),
         ("S3", &bucket),

@@ -22,7 +22,7 @@ use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
 use crate::minhash::{band_key, signature, Signature, BANDS};
-use crate::normalise::{analyse_into, jaccard, same_content_words, shingles};
+use crate::normalise::{analyse_into, jaccard, normalise, same_content_words, shingles};
 use crate::tags::fact_keys;
 use crate::{Entry, MergeKind};
 
@@ -100,54 +100,39 @@ fn id_prefix(id: &str) -> u128 {
     u128::from_be_bytes(bytes)
 }
 
-/// The distinct normalised texts of a partition, stored back to back in one buffer.
-struct Texts {
-    buf: String,
-    spans: Vec<(usize, usize)>,
-}
-
-impl Texts {
-    fn get(&self, node: usize) -> &str {
-        let (start, end) = self.spans[node];
-        &self.buf[start..end]
-    }
-
-    fn push(&mut self, text: &str) -> usize {
-        let start = self.buf.len();
-        self.buf.push_str(text);
-        self.spans.push((start, self.buf.len()));
-        self.spans.len() - 1
-    }
-
-    fn len(&self) -> usize {
-        self.spans.len()
-    }
-}
-
 /// The duplicate groups of one slot-less partition (`members` in id order).
+///
+/// Only fingerprints are kept per distinct text (a node): the normalised text itself is
+/// recomputed from the node's first member when it is needed (a fingerprint hit, or a guard
+/// bucket of two or more nodes), so a pass does not hold a second copy of the corpus.
 fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) -> Vec<Vec<usize>> {
     // Exact duplicates: one node per distinct normalised text. Nodes with the same text hash
     // are chained through `same_hash`, and texts are compared, so a hash collision never joins
     // two different texts.
     let mut head: HashMap<u64, usize, BuildHasherDefault<PassThrough>> =
         HashMap::with_capacity_and_hasher(members.len(), BuildHasherDefault::default());
-    let mut texts = Texts {
-        buf: String::new(),
-        spans: Vec::new(),
-    };
+    let mut first_member: Vec<usize> = Vec::new();
     let mut guards: Vec<u64> = Vec::new();
     let mut same_hash: Vec<usize> = Vec::new();
     let mut node_of: Vec<usize> = Vec::with_capacity(members.len());
-    let mut scratch = String::new();
+    let (mut norm, mut other) = (String::new(), String::new());
     for &m in members {
-        let (norm_hash, guard) = analyse_into(&entries[m].content, &mut scratch);
+        let (norm_hash, guard) = analyse_into(&entries[m].content, &mut norm);
         let mut cursor = head.get(&norm_hash).copied().unwrap_or(NONE);
-        while cursor != NONE && texts.get(cursor) != scratch {
+        while cursor != NONE {
+            let rep = &entries[first_member[cursor]].content;
+            if *rep == entries[m].content || {
+                analyse_into(rep, &mut other);
+                other == norm
+            } {
+                break;
+            }
             cursor = same_hash[cursor];
         }
         if cursor == NONE {
-            cursor = texts.push(&scratch);
+            cursor = first_member.len();
             same_hash.push(head.insert(norm_hash, cursor).unwrap_or(NONE));
+            first_member.push(m);
             guards.push(guard);
         }
         node_of.push(cursor);
@@ -156,28 +141,32 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
     drop(same_hash);
 
     // Near duplicates: only nodes sharing a guard fingerprint can ever be joined.
-    let mut uf = UnionFind::new(texts.len());
+    let nodes = first_member.len();
+    let mut uf = UnionFind::new(nodes);
     let mut by_guard: Vec<(u64, usize)> = guards.iter().copied().zip(0..).collect();
     by_guard.sort_unstable();
     for run in by_guard.chunk_by(|a, b| a.0 == b.0) {
         if run.len() < 2 {
             continue;
         }
-        let bucket: Vec<usize> = run.iter().map(|&(_, node)| node).collect();
-        for class in guard_classes(&bucket, &texts) {
+        let bucket: Vec<(usize, String)> = run
+            .iter()
+            .map(|&(_, node)| (node, normalise(&entries[first_member[node]].content)))
+            .collect();
+        for class in guard_classes(&bucket) {
             if class.len() >= 2 {
-                link_near_duplicates(&class, &texts, threshold, &mut uf);
+                link_near_duplicates(&class, threshold, &mut uf);
             }
         }
     }
 
     // Components of two or more entries, in the id order of their first member; singletons
     // (the vast majority) never get a vector.
-    let mut size_of_root = vec![0usize; texts.len()];
+    let mut size_of_root = vec![0usize; nodes];
     for &node in &node_of {
         size_of_root[uf.find(node)] += 1;
     }
-    let mut slot_of_root = vec![NONE; texts.len()];
+    let mut slot_of_root = vec![NONE; nodes];
     let mut components: Vec<Vec<usize>> = Vec::new();
     for (local, &node) in node_of.iter().enumerate() {
         let root = uf.find(node);
@@ -215,25 +204,25 @@ impl Hasher for PassThrough {
     }
 }
 
-/// Splits a fingerprint bucket into classes of truly equal content-word sequences (the
-/// fingerprint is a hash; a collision must not join different facts).
-fn guard_classes(bucket: &[usize], texts: &Texts) -> Vec<Vec<usize>> {
-    let mut classes: Vec<Vec<usize>> = Vec::new();
-    for &node in bucket {
+/// Splits a fingerprint bucket of `(node, normalised text)` into classes of truly equal
+/// content-word sequences (the fingerprint is a hash; a collision must not join different facts).
+fn guard_classes(bucket: &[(usize, String)]) -> Vec<Vec<&(usize, String)>> {
+    let mut classes: Vec<Vec<&(usize, String)>> = Vec::new();
+    for item in bucket {
         match classes
             .iter_mut()
-            .find(|c| same_content_words(texts.get(c[0]), texts.get(node)))
+            .find(|c| same_content_words(&c[0].1, &item.1))
         {
-            Some(class) => class.push(node),
-            None => classes.push(vec![node]),
+            Some(class) => class.push(item),
+            None => classes.push(vec![item]),
         }
     }
     classes
 }
 
 /// Joins the near-duplicate pairs of one guard class: LSH candidates, exact Jaccard check.
-fn link_near_duplicates(class: &[usize], texts: &Texts, threshold: f64, uf: &mut UnionFind) {
-    let sets: Vec<Vec<u64>> = class.iter().map(|&n| shingles(texts.get(n))).collect();
+fn link_near_duplicates(class: &[&(usize, String)], threshold: f64, uf: &mut UnionFind) {
+    let sets: Vec<Vec<u64>> = class.iter().map(|(_, norm)| shingles(norm)).collect();
     let sigs: Vec<Signature> = sets.iter().map(|s| signature(s)).collect();
     let mut keyed: Vec<(u64, usize)> = Vec::with_capacity(class.len());
     for band in 0..BANDS {
@@ -243,7 +232,7 @@ fn link_near_duplicates(class: &[usize], texts: &Texts, threshold: f64, uf: &mut
         for run in keyed.chunk_by(|a, b| a.0 == b.0) {
             for (x, &(_, i)) in run.iter().enumerate() {
                 for &(_, j) in &run[x + 1..] {
-                    let (a, b) = (class[i], class[j]);
+                    let (a, b) = (class[i].0, class[j].0);
                     if uf.find(a) != uf.find(b) && jaccard(&sets[i], &sets[j]) >= threshold {
                         uf.union(a, b);
                     }

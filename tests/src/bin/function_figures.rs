@@ -1,0 +1,71 @@
+//! Prints per-function figures for the closing notes and the README: start-up (process start to
+//! the first poll of the Runtime API, median of 15), binary size, and peak RSS (VmHWM) after a
+//! representative invoke. Run against release binaries:
+//! `cargo build --release --bins && FUNCTION_BIN_DIR=target/release cargo run -p e2e --bin function_figures`
+//! with the emulator settings loaded (`eval "$(infra/local/up)"`).
+
+use std::time::Duration;
+
+use e2e::apigw::{event, HttpEvent};
+use e2e::runtime_api::binary_path;
+use e2e::LambdaProcess;
+use serde_json::{json, Value};
+
+fn peak_rss_kib(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        })
+        .unwrap_or(0)
+}
+
+#[tokio::main]
+async fn main() {
+    let t = format!("figures-{}", ulid::Ulid::new().to_string().to_lowercase());
+    let r = format!("workspaces/{t}/agents/agent-1/memories");
+    let entries: Vec<Value> = (0..25)
+        .map(|n| json!({"content": format!("Customer {n} prefers e-mail follow-up after refunds; remind me tomorrow at 9am"), "tags": ["preference"]}))
+        .collect();
+    let write_payload = json!({"op": "put", "tenantId": t, "memoryRef": r, "entries": entries,
+        "secrets": [{"secretId": "k", "value": "sk-live-0123456789"}]});
+    let read_payload = event(&HttpEvent {
+        method: "GET",
+        path: "/v1/host/wop-memory/entries",
+        query: &[("memoryRef", &r), ("limit", "100")],
+        claims: Some(json!({"tenant_id": t})),
+        body: None,
+    });
+    let payloads: Vec<(&str, Value)> = vec![
+        ("memory-write", write_payload),
+        ("memory-read", read_payload),
+        ("memory-forget", json!({"tenantId": t, "subject": "nobody"})),
+        ("memory-consolidate", json!({"tenantId": t, "memoryRef": r})),
+        ("memory-commitments", json!({"action": "backfill", "tenantId": t, "memoryRef": r})),
+        ("memory-dream", json!({"tenantId": t, "memoryRef": r})),
+    ];
+    println!("| function | binary size | start-up (median of 15) | peak RSS after invoke |");
+    println!("|---|---|---|---|");
+    for (name, payload) in payloads {
+        let path = binary_path(name);
+        let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
+        let mut starts: Vec<Duration> = Vec::new();
+        for _ in 0..15 {
+            let p = LambdaProcess::start(name, &[]).await;
+            starts.push(p.ready().await);
+        }
+        starts.sort();
+        let p = LambdaProcess::start(name, &[]).await;
+        p.ready().await;
+        let _ = p.invoke(&payload).await;
+        let rss = p.pid().map_or(0, peak_rss_kib);
+        println!(
+            "| {name} | {:.1} MiB | {:.1} ms | {:.1} MiB |",
+            size as f64 / 1_048_576.0,
+            starts[7].as_secs_f64() * 1000.0,
+            rss as f64 / 1024.0
+        );
+    }
+}
