@@ -36,44 +36,54 @@ pub(crate) struct Group {
 
 /// Finds every group of the corpus, ordered by the smallest id of each group.
 pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
+    // One pass in input order reads each entry's id, subject and tags once: an id prefix for
+    // sorting and the entry's partition. The partition numbering follows the input order, but
+    // it never reaches the output: members are listed in id order and groups are sorted by the
+    // rank of their first member at the end.
+    let mut partition_of: HashMap<(Option<&str>, Vec<&str>), usize> = HashMap::new();
+    let mut slotless: Vec<bool> = Vec::new();
+    let mut keyed: Vec<(u128, usize, usize)> = Vec::with_capacity(entries.len());
+    for (i, e) in entries.iter().enumerate() {
+        let keys = fact_keys(&e.tags);
+        let next = partition_of.len();
+        let is_slotless = keys.is_empty();
+        let p = *partition_of
+            .entry((e.subject.as_deref(), keys))
+            .or_insert_with(|| {
+                slotless.push(is_slotless);
+                next
+            });
+        keyed.push((id_prefix(&e.id), i, p));
+    }
+    drop(partition_of);
+
     // Id order. Comparing a 16-byte zero-padded prefix as an integer first is exactly
-    // lexicographic order (ties fall back to the full comparison) and avoids chasing every id
-    // pointer on each comparison.
-    let mut keyed: Vec<(u128, usize)> = entries
-        .iter()
-        .enumerate()
-        .map(|(i, e)| (id_prefix(&e.id), i))
-        .collect();
+    // lexicographic order (ties fall back to the full comparison) and spares most comparisons
+    // a trip to the id's heap allocation.
     keyed.sort_unstable_by(|a, b| {
         a.0.cmp(&b.0)
             .then_with(|| entries[a.1].id.cmp(&entries[b.1].id))
             .then(a.1.cmp(&b.1))
     });
-    let order: Vec<usize> = keyed.into_iter().map(|(_, i)| i).collect();
     let mut rank = vec![0usize; entries.len()];
-    for (r, &i) in order.iter().enumerate() {
-        rank[i] = r;
-    }
-
-    // Partitions. A hash map is fine: members are pushed in id order, and the groups are sorted
-    // by rank at the end, so the map's iteration order never reaches the output.
-    let mut partitions: HashMap<(Option<&str>, Vec<&str>), Vec<usize>> = HashMap::new();
-    for run in order.chunk_by(|&a, &b| entries[a].id == entries[b].id) {
-        if let [idx] = run {
-            let e = &entries[*idx];
-            partitions
-                .entry((e.subject.as_deref(), fact_keys(&e.tags)))
-                .or_default()
-                .push(*idx);
+    let mut members: Vec<Vec<usize>> = vec![Vec::new(); slotless.len()];
+    for run in keyed.chunk_by(|a, b| a.0 == b.0 && entries[a.1].id == entries[b.1].id) {
+        // An id that occurs more than once is left alone entirely.
+        if let [(_, i, p)] = run {
+            members[*p].push(*i);
         }
     }
+    for (r, (_, i, _)) in keyed.iter().enumerate() {
+        rank[*i] = r;
+    }
+    drop(keyed);
 
     let mut groups = Vec::new();
-    for ((_, keys), members) in partitions {
+    for (p, members) in members.into_iter().enumerate() {
         if members.len() < 2 {
             continue;
         }
-        if keys.is_empty() {
+        if slotless[p] {
             groups.extend(
                 duplicate_components(entries, &members, threshold)
                     .into_iter()

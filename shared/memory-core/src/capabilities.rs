@@ -46,8 +46,8 @@ pub const HOST_MODEL: HostMemoryModel = HostMemoryModel {
     ttl: true,
     forget: true,
     distillation: None,
-    consolidation: false,
-    commitments: false,
+    consolidation: true,
+    commitments: true,
 };
 
 /// The §A dimension names, the closed enum `degradedMemoryDimensions` draws from.
