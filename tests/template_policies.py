@@ -1,6 +1,8 @@
 #!/usr/bin/env python3
-"""Static checks on template.yaml: least-privilege IAM per function, the API's JWT guard, and the
-build / runtime / logging settings every function must carry.
+"""Static checks on template.yaml: least-privilege IAM per function, the API's JWT guard, the
+build / runtime / logging settings every function must carry, and the background plumbing
+(Scheduler schedules and their role, the memory.written rule, job queues with redrive to DLQs,
+async-invoke failure destinations, alarms on every function and DLQ, table / bucket protection).
 
 Run with the project venv (PyYAML):  .venv/bin/python tests/template_policies.py [TEMPLATE]
 TEMPLATE defaults to <repo>/template.yaml. Prints one line per check and `N passed, N failed` as
@@ -29,9 +31,16 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 # --------------------------------------------------------------------------------------------
 TABLE = "${MemoryTable.Arn}"
 SUBJECT_INDEX = "${MemoryTable.Arn}/index/bySubject"
+DIRTY_INDEX = "${MemoryTable.Arn}/index/byDirtyRef"
+DUE_INDEX = "${MemoryTable.Arn}/index/byDue"
 BUCKET = "${ArchiveBucket.Arn}"
 OBJECTS = "${ArchiveBucket.Arn}/*"
 BUS = "${EventBus.Arn}"
+BACKGROUND_DLQ = "BackgroundDLQ"
+BACKGROUND_DLQ_ARN = "${BackgroundDLQ.Arn}"
+DREAM_JOBS = "${DreamJobsQueue.Arn}"
+CONSOLIDATE_JOBS = "${ConsolidateJobsQueue.Arn}"
+SCHEDULER_ROLE = "SchedulerRole"
 
 EVENT_SOURCE = "wop-memory"
 API = "MemoryHttpApi"
@@ -42,9 +51,19 @@ def pairs(actions: list[str], resource: str) -> set[tuple[str, str]]:
     return {(a, resource) for a in actions}
 
 
+# What the SQS event source mapping polls with, and what a producer / failure destination needs.
+SQS_CONSUME = ["sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes",
+               "sqs:ChangeMessageVisibility"]
+SQS_SEND = ["sqs:SendMessage"]
+# Item-level rights of a background pass that rewrites entries in conditional transactions.
+PASS_ITEM_ACTIONS = ["dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem",
+                     "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"]
+
+
 EXPECTED: dict[str, dict[str, Any]] = {
     "MemoryReadFunction": {
         "binary": "memory-read",
+        "memory": 256,
         "iam": pairs(["dynamodb:GetItem", "dynamodb:Query"], TABLE),
         "routes": {
             ("GET", f"{API_PREFIX}/entries"),
@@ -54,12 +73,19 @@ EXPECTED: dict[str, dict[str, Any]] = {
     },
     "MemoryWriteFunction": {
         "binary": "memory-write",
-        "iam": pairs(["dynamodb:PutItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"], TABLE)
+        "memory": 256,
+        # UpdateItem: the per-ref work marker (sk W#dream / W#consolidate) in the put transaction.
+        "iam": pairs(
+            ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+             "dynamodb:ConditionCheckItem"],
+            TABLE,
+        )
         | pairs(["events:PutEvents"], BUS),
         "routes": set(),
     },
     "MemoryForgetFunction": {
         "binary": "memory-forget",
+        "memory": 256,
         "iam": pairs(["dynamodb:Query"], SUBJECT_INDEX)
         | pairs(["dynamodb:DeleteItem"], TABLE)
         | pairs(["s3:ListBucket", "s3:ListBucketVersions"], BUCKET)
@@ -76,7 +102,86 @@ EXPECTED: dict[str, dict[str, Any]] = {
         | pairs(["events:PutEvents"], BUS),
         "routes": {("POST", f"{API_PREFIX}/forget")},
     },
+    "MemoryDreamFunction": {
+        "binary": "memory-dream",
+        "memory": 512,
+        "env": {"WORK_QUEUE_URL": {"Ref": "DreamJobsQueue"}},
+        "iam": pairs(["dynamodb:Query"], TABLE)
+        | pairs(["dynamodb:Query"], DIRTY_INDEX)
+        | pairs(PASS_ITEM_ACTIONS, TABLE)
+        | pairs(["s3:ListBucket"], BUCKET)
+        | pairs(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"], OBJECTS)
+        | pairs(["events:PutEvents"], BUS)
+        | pairs(SQS_SEND + SQS_CONSUME, DREAM_JOBS)
+        | pairs(SQS_SEND, BACKGROUND_DLQ_ARN),
+        "routes": set(),
+    },
+    "MemoryConsolidateFunction": {
+        "binary": "memory-consolidate",
+        "memory": 256,
+        "env": {"WORK_QUEUE_URL": {"Ref": "ConsolidateJobsQueue"}},
+        "iam": pairs(["dynamodb:Query"], TABLE)
+        | pairs(["dynamodb:Query"], DIRTY_INDEX)
+        | pairs(PASS_ITEM_ACTIONS, TABLE)
+        | pairs(["events:PutEvents"], BUS)
+        | pairs(SQS_SEND + SQS_CONSUME, CONSOLIDATE_JOBS)
+        | pairs(SQS_SEND, BACKGROUND_DLQ_ARN),
+        "routes": set(),
+    },
+    "MemoryCommitmentsFunction": {
+        "binary": "memory-commitments",
+        "memory": 256,
+        "env": {
+            "DEFAULT_TIME_ZONE": {"Ref": "CommitmentTimeZone"},
+            "TENANT_TIME_ZONES": {"Ref": "TenantTimeZones"},
+            "ENQUEUE_RUNS": "true",
+        },
+        "iam": pairs(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"], TABLE)
+        | pairs(["dynamodb:Query"], DUE_INDEX)
+        | pairs(["events:PutEvents"], BUS)
+        | pairs(SQS_SEND, BACKGROUND_DLQ_ARN),
+        "routes": set(),
+    },
 }
+
+# Functions EventBridge Scheduler invokes (asynchronously): the exact Input, and the schedule's
+# time window. Each gets exactly one schedule run by SchedulerRole, dead-lettering to BackgroundDLQ.
+SCHEDULED: dict[str, dict[str, Any]] = {
+    "MemoryDreamFunction": {
+        "input": {"action": "fan-out"},
+        "window": {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 60},
+        "timezone": "DreamTimeZone",
+    },
+    "MemoryConsolidateFunction": {
+        "input": {"action": "fan-out"},
+        "window": {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 60},
+        "timezone": "ConsolidateTimeZone",
+    },
+    "MemoryCommitmentsFunction": {
+        "input": {"action": "tick"},
+        "window": {"Mode": "OFF"},
+        "expression": "rate(1 minute)",
+    },
+}
+
+# Job queue -> (consumer function, its dead-letter queue).
+JOB_QUEUES: dict[str, tuple[str, str]] = {
+    "DreamJobsQueue": ("MemoryDreamFunction", "DreamJobsDLQ"),
+    "ConsolidateJobsQueue": ("MemoryConsolidateFunction", "ConsolidateJobsDLQ"),
+}
+JOB_MAX_RECEIVE = 5
+DLQ_RETENTION = 14 * 24 * 3600
+
+# Functions invoked asynchronously (Scheduler, EventBridge): failures go to BackgroundDLQ.
+ASYNC_FUNCTIONS = ("MemoryDreamFunction", "MemoryConsolidateFunction", "MemoryCommitmentsFunction")
+ASYNC_MAX_RETRIES = 2
+
+# The rule feeding memory.written events to the commitments function.
+WRITTEN_PATTERN = {"source": [EVENT_SOURCE], "detail-type": ["memory.written"]}
+WRITTEN_TARGET = "MemoryCommitmentsFunction"
+
+# Functions whose Throttles metric must be alarmed (the latency-sensitive read API).
+THROTTLE_ALARMED = ("MemoryReadFunction",)
 
 REQUIRED_ENV = {"MEMORY_TABLE", "ARCHIVE_BUCKET", "EVENT_BUS_NAME", "TENANT_CLAIM"}
 
@@ -252,7 +357,7 @@ def check_function(
         f"{name}: Metadata BuildMethod rust-cargolambda, Binary {exp['binary']}",
         f"got {meta!r}",
     )
-    rep.check(props.get("MemorySize") == 256, f"{name}: MemorySize 256",
+    rep.check(props.get("MemorySize") == exp["memory"], f"{name}: MemorySize {exp['memory']}",
               f"got {props.get('MemorySize')!r}")
     timeout = props.get("Timeout")
     rep.check(isinstance(timeout, int) and 1 <= timeout <= 900, f"{name}: Timeout set ({timeout}s)",
@@ -261,6 +366,8 @@ def check_function(
     missing = REQUIRED_ENV - set(env)
     rep.check(not missing, f"{name}: environment has {', '.join(sorted(REQUIRED_ENV))}",
               f"missing {sorted(missing)}")
+    for var, want_val in (exp.get("env") or {}).items():
+        rep.check(env.get(var) == want_val, f"{name}: {var} = {want_val!r}", f"got {env.get(var)!r}")
 
     logging = props.get("LoggingConfig") or {}
     json_logs = logging.get("LogFormat") == "JSON" or env.get("AWS_LAMBDA_LOG_FORMAT") == "JSON"
@@ -384,6 +491,333 @@ def check_api(resources: dict[str, Any], params: dict[str, Any], rep: Report) ->
               f"{API}: default route throttling (rate + burst)", f"DefaultRouteSettings={drs!r}")
 
 
+# --------------------------------------------------------------------------------------------
+# Background plumbing: schedules, rule, queues, failure destinations, alarms, data protection.
+# --------------------------------------------------------------------------------------------
+def getatt(value: Any, attr: str) -> str | None:
+    """The logical name in !GetAtt X.<attr> (or ${X.<attr>} in a plain !Sub), else None."""
+    try:
+        norm = norm_resource(value)
+    except ValueError:
+        return None
+    m = re.fullmatch(r"\$\{([A-Za-z0-9]+)\." + re.escape(attr) + r"\}", norm)
+    return m.group(1) if m else None
+
+
+def ref(value: Any) -> str | None:
+    """The logical name / parameter in !Ref X, else None."""
+    return value.get("Ref") if isinstance(value, dict) and len(value) == 1 else None
+
+
+def of_type(resources: dict[str, Any], cfn_type: str) -> dict[str, dict[str, Any]]:
+    return {k: v for k, v in resources.items() if isinstance(v, dict) and v.get("Type") == cfn_type}
+
+
+def props_of(res: dict[str, Any] | None) -> dict[str, Any]:
+    return (res or {}).get("Properties") or {}
+
+
+def role_pairs(role: dict[str, Any]) -> tuple[set[tuple[str, str]], list[str]]:
+    """(action, resource) pairs an AWS::IAM::Role's inline Policies allow, and problems found."""
+    got: set[tuple[str, str]] = set()
+    problems: list[str] = []
+    rp = props_of(role)
+    if rp.get("ManagedPolicyArns"):
+        problems.append(f"ManagedPolicyArns {rp['ManagedPolicyArns']!r}")
+    for i, pol in enumerate(as_list(rp.get("Policies", []))):
+        doc = pol.get("PolicyDocument") if isinstance(pol, dict) else None
+        if not isinstance(doc, dict):
+            problems.append(f"Policies[{i}] has no PolicyDocument")
+            continue
+        for j, st in enumerate(as_list(doc.get("Statement", []))):
+            if not isinstance(st, dict) or "NotAction" in st or "NotResource" in st:
+                problems.append(f"Policies[{i}].Statement[{j}] is not a plain statement")
+                continue
+            if st.get("Effect") != "Allow":
+                continue
+            try:
+                resources = [norm_resource(r) for r in as_list(st.get("Resource"))]
+            except ValueError as exc:
+                problems.append(f"Policies[{i}].Statement[{j}]: {exc}")
+                continue
+            for action in as_list(st.get("Action")):
+                for res in resources:
+                    got.add((str(action), res))
+    return got, problems
+
+
+def check_scheduler(resources: dict[str, Any], params: dict[str, Any], rep: Report) -> None:
+    rep.section("EventBridge Scheduler schedules and SchedulerRole")
+    schedules = of_type(resources, "AWS::Scheduler::Schedule")
+    by_target: dict[str, list[str]] = {}
+    for sname, sched in schedules.items():
+        target = getatt((props_of(sched).get("Target") or {}).get("Arn"), "Arn")
+        by_target.setdefault(target or "?", []).append(sname)
+    stray = sorted(k for k in by_target if k not in SCHEDULED)
+    rep.check(not stray, "schedules target only the scheduled functions "
+              f"({', '.join(sorted(SCHEDULED))})", f"also targeted: {stray} {by_target}")
+
+    for fn, want in SCHEDULED.items():
+        names = by_target.get(fn, [])
+        if not rep.check(len(names) == 1, f"{fn}: exactly one Scheduler schedule", f"found {names}"):
+            continue
+        sname = names[0]
+        sp = props_of(schedules[sname])
+        tgt = sp.get("Target") or {}
+        raw = tgt.get("Input")
+        try:
+            got_input = json.loads(raw) if isinstance(raw, str) else None
+        except json.JSONDecodeError:
+            got_input = None
+        rep.check(got_input == want["input"], f"{sname}: Input is {json.dumps(want['input'])}",
+                  f"got {raw!r}")
+        rep.check(getatt(tgt.get("RoleArn"), "Arn") == SCHEDULER_ROLE,
+                  f"{sname}: runs as {SCHEDULER_ROLE}", f"RoleArn={tgt.get('RoleArn')!r}")
+        rep.check(getatt((tgt.get("DeadLetterConfig") or {}).get("Arn"), "Arn") == BACKGROUND_DLQ,
+                  f"{sname}: DeadLetterConfig -> {BACKGROUND_DLQ}",
+                  f"DeadLetterConfig={tgt.get('DeadLetterConfig')!r}")
+        retry = tgt.get("RetryPolicy") or {}
+        rep.check(isinstance(retry.get("MaximumRetryAttempts"), int)
+                  and isinstance(retry.get("MaximumEventAgeInSeconds"), int),
+                  f"{sname}: RetryPolicy (attempts + event age)", f"RetryPolicy={retry!r}")
+        window = sp.get("FlexibleTimeWindow")
+        rep.check(window == want["window"], f"{sname}: FlexibleTimeWindow {want['window']}",
+                  f"got {window!r}")
+        if "timezone" in want:
+            tz_param = want["timezone"]
+            rep.check(ref(sp.get("ScheduleExpressionTimezone")) == tz_param
+                      and (params.get(tz_param) or {}).get("Default") == "UTC",
+                      f"{sname}: ScheduleExpressionTimezone from parameter {tz_param} (default UTC)",
+                      f"got {sp.get('ScheduleExpressionTimezone')!r}, parameter {params.get(tz_param)!r}")
+        if "expression" in want:
+            rep.check(sp.get("ScheduleExpression") == want["expression"],
+                      f"{sname}: ScheduleExpression {want['expression']}",
+                      f"got {sp.get('ScheduleExpression')!r}")
+        rep.check(sp.get("State", "ENABLED") == "ENABLED", f"{sname}: State ENABLED",
+                  f"got {sp.get('State')!r}")
+
+    role = resources.get(SCHEDULER_ROLE)
+    if not rep.check(isinstance(role, dict) and role.get("Type") == "AWS::IAM::Role",
+                     f"{SCHEDULER_ROLE} exists and is an AWS::IAM::Role"):
+        return
+    trust = as_list((props_of(role).get("AssumeRolePolicyDocument") or {}).get("Statement", []))
+    principals = [((st.get("Principal") or {}).get("Service"), st.get("Action")) for st in trust
+                  if isinstance(st, dict) and st.get("Effect") == "Allow"]
+    rep.check(principals == [("scheduler.amazonaws.com", "sts:AssumeRole")],
+              f"{SCHEDULER_ROLE}: only scheduler.amazonaws.com may assume it", f"got {principals!r}")
+    got, problems = role_pairs(role)
+    rep.check(not problems, f"{SCHEDULER_ROLE}: inline statements only", "; ".join(problems))
+    want = {("lambda:InvokeFunction", "${" + fn + ".Arn}") for fn in SCHEDULED} | pairs(
+        SQS_SEND, BACKGROUND_DLQ_ARN)
+    rep.check(got == want,
+              f"{SCHEDULER_ROLE}: exactly lambda:InvokeFunction on the {len(SCHEDULED)} scheduled "
+              f"functions + sqs:SendMessage on {BACKGROUND_DLQ}",
+              f"missing {sorted(want - got)}, extra {sorted(got - want)}")
+
+
+def check_written_rule(resources: dict[str, Any], rep: Report) -> None:
+    rep.section("memory.written rule -> memory-commitments")
+    rules = {k: v for k, v in of_type(resources, "AWS::Events::Rule").items()
+             if props_of(v).get("EventPattern") == WRITTEN_PATTERN}
+    if not rep.check(len(rules) == 1, f"exactly one rule with pattern {json.dumps(WRITTEN_PATTERN)}",
+                     f"found {sorted(rules)}"):
+        return
+    (rname, rule), = rules.items()
+    rp = props_of(rule)
+    rep.check(ref(rp.get("EventBusName")) == "EventBus", f"{rname}: on the custom bus (EventBus)",
+              f"EventBusName={rp.get('EventBusName')!r}")
+    rep.check(rp.get("State", "ENABLED") == "ENABLED", f"{rname}: State ENABLED")
+    targets = as_list(rp.get("Targets") or [])
+    tgt_fns = [getatt(tg.get("Arn"), "Arn") for tg in targets if isinstance(tg, dict)]
+    if not rep.check(tgt_fns == [WRITTEN_TARGET], f"{rname}: single target {WRITTEN_TARGET}",
+                     f"targets {tgt_fns!r}"):
+        return
+    tgt = targets[0]
+    rep.check(getatt((tgt.get("DeadLetterConfig") or {}).get("Arn"), "Arn") == BACKGROUND_DLQ,
+              f"{rname}: target DeadLetterConfig -> {BACKGROUND_DLQ}",
+              f"DeadLetterConfig={tgt.get('DeadLetterConfig')!r}")
+    rep.check(isinstance((tgt.get("RetryPolicy") or {}).get("MaximumRetryAttempts"), int),
+              f"{rname}: target RetryPolicy", f"RetryPolicy={tgt.get('RetryPolicy')!r}")
+
+    perms = [k for k, v in of_type(resources, "AWS::Lambda::Permission").items()
+             if getatt(props_of(v).get("SourceArn"), "Arn") == rname]
+    ok = len(perms) == 1
+    if ok:
+        pp = props_of(resources[perms[0]])
+        fn = pp.get("FunctionName")
+        ok = (pp.get("Principal") == "events.amazonaws.com"
+              and pp.get("Action") == "lambda:InvokeFunction"
+              and (getatt(fn, "Arn") or ref(fn)) == WRITTEN_TARGET)
+    rep.check(ok, f"{rname}: Lambda permission for events.amazonaws.com scoped to the rule ARN",
+              f"permissions with SourceArn = {rname}: {perms}")
+
+    # EventBridge sends rule dead letters as the service principal: the DLQ's policy must allow it,
+    # for this rule only.
+    allowed = False
+    for qp in of_type(resources, "AWS::SQS::QueuePolicy").values():
+        qprops = props_of(qp)
+        if BACKGROUND_DLQ not in [ref(q) for q in as_list(qprops.get("Queues", []))]:
+            continue
+        for st in as_list((qprops.get("PolicyDocument") or {}).get("Statement", [])):
+            cond = (st.get("Condition") or {}).get("ArnEquals") or {}
+            if (st.get("Effect") == "Allow"
+                    and (st.get("Principal") or {}).get("Service") == "events.amazonaws.com"
+                    and "sqs:SendMessage" in as_list(st.get("Action"))
+                    and getatt(cond.get("aws:SourceArn"), "Arn") == rname):
+                allowed = True
+    rep.check(allowed, f"{BACKGROUND_DLQ} queue policy lets events.amazonaws.com send for {rname} only")
+
+
+def queue_encrypted(qprops: dict[str, Any]) -> bool:
+    return qprops.get("SqsManagedSseEnabled") is True or "KmsMasterKeyId" in qprops
+
+
+def check_queues(resources: dict[str, Any], rep: Report) -> set[str]:
+    """Checks job queues, DLQs and failure destinations; returns the logical names of all DLQs."""
+    rep.section("SQS job queues, dead-letter queues, async failure destinations")
+    queues = of_type(resources, "AWS::SQS::Queue")
+    unencrypted = sorted(k for k, v in queues.items() if not queue_encrypted(props_of(v)))
+    rep.check(not unencrypted, "every SQS queue is encrypted at rest (SSE)", f"unencrypted: {unencrypted}")
+    # Every queue the template uses as a dead-letter target, wherever it is named: redrive
+    # targets, Scheduler / rule-target DeadLetterConfig, async OnFailure destinations, and any
+    # queue whose logical name ends in DLQ. Each must be a real DLQ and carry an alarm.
+    dlqs: set[str] = {BACKGROUND_DLQ} | {k for k in queues if k.upper().endswith("DLQ")}
+    for v in queues.values():
+        dlqs.add(getatt((props_of(v).get("RedrivePolicy") or {}).get("deadLetterTargetArn"), "Arn") or "")
+    for v in of_type(resources, "AWS::Scheduler::Schedule").values():
+        tgt = props_of(v).get("Target") or {}
+        dlqs.add(getatt((tgt.get("DeadLetterConfig") or {}).get("Arn"), "Arn") or "")
+    for v in of_type(resources, "AWS::Events::Rule").values():
+        for tgt in as_list(props_of(v).get("Targets") or []):
+            dlqs.add(getatt(((tgt or {}).get("DeadLetterConfig") or {}).get("Arn"), "Arn") or "")
+    for v in of_type(resources, "AWS::Lambda::EventInvokeConfig").values():
+        dest = (props_of(v).get("DestinationConfig") or {}).get("OnFailure") or {}
+        dlqs.add(getatt(dest.get("Destination"), "Arn") or "")
+    dlqs.discard("")
+    mappings = of_type(resources, "AWS::Lambda::EventSourceMapping")
+    functions = of_type(resources, "AWS::Serverless::Function")
+
+    for qname, (fn, dlq) in JOB_QUEUES.items():
+        dlqs.add(dlq)
+        q = queues.get(qname)
+        if not rep.check(q is not None, f"{qname} exists (AWS::SQS::Queue)"):
+            continue
+        qp = props_of(q)
+        redrive = qp.get("RedrivePolicy") or {}
+        rep.check(getatt(redrive.get("deadLetterTargetArn"), "Arn") == dlq
+                  and redrive.get("maxReceiveCount") == JOB_MAX_RECEIVE,
+                  f"{qname}: RedrivePolicy -> {dlq} after {JOB_MAX_RECEIVE} receives",
+                  f"RedrivePolicy={redrive!r}")
+        fn_timeout = props_of(functions.get(fn)).get("Timeout")
+        vis = qp.get("VisibilityTimeout", 30)
+        rep.check(isinstance(fn_timeout, int) and isinstance(vis, int) and vis >= 6 * fn_timeout,
+                  f"{qname}: VisibilityTimeout {vis}s >= 6 x {fn} timeout ({fn_timeout}s)")
+        maps = [k for k, v in mappings.items()
+                if getatt(props_of(v).get("EventSourceArn"), "Arn") == qname]
+        ok = len(maps) == 1
+        if ok:
+            mp = props_of(mappings[maps[0]])
+            ok = (ref(mp.get("FunctionName")) == fn and mp.get("BatchSize") == 10
+                  and mp.get("FunctionResponseTypes") == ["ReportBatchItemFailures"]
+                  and mp.get("Enabled", True) is True)
+        rep.check(ok, f"{qname}: one event source mapping -> {fn}, BatchSize 10, "
+                  "ReportBatchItemFailures", f"mappings {maps}")
+
+    for dlq in sorted(dlqs):
+        dp = props_of(queues.get(dlq))
+        rep.check(dlq in queues and dp.get("MessageRetentionPeriod") == DLQ_RETENTION
+                  and "RedrivePolicy" not in dp,
+                  f"{dlq}: dead-letter queue with 14-day retention",
+                  f"MessageRetentionPeriod={dp.get('MessageRetentionPeriod')!r}")
+
+    configs = of_type(resources, "AWS::Lambda::EventInvokeConfig")
+    for fn in ASYNC_FUNCTIONS:
+        found = [props_of(v) for v in configs.values() if ref(props_of(v).get("FunctionName")) == fn]
+        ok = len(found) == 1
+        if ok:
+            c = found[0]
+            dest = ((c.get("DestinationConfig") or {}).get("OnFailure") or {}).get("Destination")
+            ok = (c.get("MaximumRetryAttempts") == ASYNC_MAX_RETRIES
+                  and getatt(dest, "Arn") == BACKGROUND_DLQ
+                  and c.get("Qualifier") == "$LATEST")
+        rep.check(ok, f"{fn}: EventInvokeConfig MaximumRetryAttempts {ASYNC_MAX_RETRIES}, "
+                  f"OnFailure -> {BACKGROUND_DLQ}", f"configs {found!r:.200}")
+        if fn in EXPECTED:
+            rep.check(("sqs:SendMessage", BACKGROUND_DLQ_ARN) in EXPECTED[fn]["iam"],
+                      f"{fn}: role may send to its OnFailure destination")
+    return dlqs
+
+
+def check_alarms(resources: dict[str, Any], conditions: dict[str, Any], dlqs: set[str],
+                 rep: Report) -> None:
+    rep.section("CloudWatch alarms")
+    alarms = of_type(resources, "AWS::CloudWatch::Alarm")
+
+    def find(namespace: str, metric: str, dim: str, target: str, attr: str | None) -> list[str]:
+        out = []
+        for k, v in alarms.items():
+            ap = props_of(v)
+            dims = ap.get("Dimensions") or []
+            if ap.get("Namespace") != namespace or ap.get("MetricName") != metric or len(dims) != 1:
+                continue
+            val = dims[0].get("Value")
+            hit = getatt(val, attr) if attr else ref(val)
+            if (dims[0].get("Name") == dim and hit == target
+                    and ap.get("ComparisonOperator") == "GreaterThanThreshold"
+                    and ap.get("Threshold") == 0 and ap.get("Period") == 300
+                    and ap.get("EvaluationPeriods") == 1):
+                out.append(k)
+        return out
+
+    for fn in sorted(EXPECTED):
+        found = [k for k in find("AWS/Lambda", "Errors", "FunctionName", fn, None)
+                 if props_of(alarms[k]).get("Statistic") == "Sum"]
+        rep.check(len(found) == 1, f"{fn}: Errors alarm (Sum > 0 over 5 min)", f"found {found}")
+    for fn in THROTTLE_ALARMED:
+        found = find("AWS/Lambda", "Throttles", "FunctionName", fn, None)
+        rep.check(len(found) == 1, f"{fn}: Throttles alarm (> 0 over 5 min)", f"found {found}")
+    for dlq in sorted(dlqs):
+        found = find("AWS/SQS", "ApproximateNumberOfMessagesVisible", "QueueName", dlq, "QueueName")
+        rep.check(len(found) == 1, f"{dlq}: ApproximateNumberOfMessagesVisible > 0 alarm",
+                  f"found {found}")
+
+    cond = conditions.get("HasAlarmTopic")
+    rep.check(cond == {"Fn::Not": [{"Fn::Equals": [{"Ref": "AlarmTopicArn"}, ""]}]},
+              "condition HasAlarmTopic = AlarmTopicArn is set", f"got {cond!r}")
+    want_actions = {"Fn::If": ["HasAlarmTopic", [{"Ref": "AlarmTopicArn"}], {"Ref": "AWS::NoValue"}]}
+    bad = sorted(k for k, v in alarms.items() if props_of(v).get("AlarmActions") != want_actions)
+    rep.check(not bad, "every alarm notifies AlarmTopicArn only when it is set", f"not so: {bad}")
+    unnamed = sorted(
+        k for k, v in alarms.items()
+        if not (isinstance(props_of(v).get("AlarmName"), dict)
+                and str(props_of(v)["AlarmName"].get("Fn::Sub", "")).startswith("wop-memory-${Stage}-")))
+    rep.check(not unnamed, "every alarm is named wop-memory-${Stage}-...", f"not so: {unnamed}")
+
+
+def check_data_protection(resources: dict[str, Any], rep: Report) -> None:
+    rep.section("MemoryTable / ArchiveBucket protection")
+    tp = props_of(resources.get("MemoryTable"))
+    rep.check((tp.get("PointInTimeRecoverySpecification") or {}).get("PointInTimeRecoveryEnabled") is True,
+              "MemoryTable: point-in-time recovery")
+    rep.check((tp.get("SSESpecification") or {}).get("SSEEnabled") is True, "MemoryTable: SSE enabled")
+    ttl = tp.get("TimeToLiveSpecification") or {}
+    rep.check(ttl.get("Enabled") is True and ttl.get("AttributeName") == "ttl",
+              "MemoryTable: TTL on attribute ttl", f"got {ttl!r}")
+    bp = props_of(resources.get("ArchiveBucket"))
+    pab = bp.get("PublicAccessBlockConfiguration") or {}
+    rep.check(all(pab.get(k) is True for k in ("BlockPublicAcls", "BlockPublicPolicy",
+                                                 "IgnorePublicAcls", "RestrictPublicBuckets")),
+              "ArchiveBucket: all four public-access blocks on", f"got {pab!r}")
+    sse = (bp.get("BucketEncryption") or {}).get("ServerSideEncryptionConfiguration") or []
+    rep.check(bool(sse), "ArchiveBucket: default encryption")
+    rep.check((bp.get("VersioningConfiguration") or {}).get("Status") == "Enabled",
+              "ArchiveBucket: versioning enabled")
+    rules = (bp.get("LifecycleConfiguration") or {}).get("Rules") or []
+    rep.check(any(r.get("ExpirationInDays") is not None for r in rules)
+              and any("NoncurrentVersionExpiration" in r for r in rules),
+              "ArchiveBucket: lifecycle expires archives and noncurrent versions")
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[1]) if len(argv) > 1 else REPO_ROOT / "template.yaml"
     try:
@@ -412,6 +846,11 @@ def main(argv: list[str]) -> int:
         check_function(name, functions[name], glob, resources, rep)
 
     check_api(resources, params, rep)
+    check_scheduler(resources, params, rep)
+    check_written_rule(resources, rep)
+    dlqs = check_queues(resources, rep)
+    check_alarms(resources, doc.get("Conditions") or {}, dlqs, rep)
+    check_data_protection(resources, rep)
     print(f"\n{rep.passed} passed, {rep.failed} failed")
     return 1 if rep.failed else 0
 

@@ -188,12 +188,22 @@ fn latest_expiry<'a, 'b: 'a>(items: impl Iterator<Item = &'a Item<'b>>) -> Optio
     latest
 }
 
+/// Sorted, deduplicated owned copies; deduplicating before copying saves an allocation per
+/// repeated string (member tags and provenance repeat a lot).
+fn sorted_unique(mut refs: Vec<&str>) -> Vec<String> {
+    refs.sort_unstable();
+    refs.dedup();
+    refs.into_iter().map(str::to_string).collect()
+}
+
 fn with_corroboration<'a>(tags: impl Iterator<Item = &'a String>, n: u64) -> Vec<String> {
-    let mut out: Vec<String> = tags.filter(|t| !is_corroboration_tag(t)).cloned().collect();
-    out.push(corroboration_tag(n));
-    out.sort_unstable();
-    out.dedup();
-    out
+    let fresh = corroboration_tag(n);
+    let mut refs: Vec<&str> = tags
+        .map(String::as_str)
+        .filter(|t| !is_corroboration_tag(t))
+        .collect();
+    refs.push(&fresh);
+    sorted_unique(refs)
 }
 
 /// What an intermediate merged entry carries into the next level besides its stored fields.
@@ -230,13 +240,12 @@ fn merge_items<'a>(
     }
     let mut replaced: Vec<String> = items.iter().map(|i| i.id.to_string()).collect();
     replaced.sort_unstable();
-    let mut provenance: Vec<String> = items
-        .iter()
-        .flat_map(|i| std::iter::once(i.id.as_ref()).chain(i.provenance.iter().map(String::as_str)))
-        .map(str::to_string)
-        .collect();
-    provenance.sort_unstable();
-    provenance.dedup();
+    let provenance = sorted_unique(
+        items
+            .iter()
+            .flat_map(|i| std::iter::once(i.id.as_ref()).chain(i.provenance.iter().map(String::as_str)))
+            .collect(),
+    );
 
     let (source, created_at_ms, expires_at_ms, tags, weight) = match kind {
         MergeKind::Duplicate => {
