@@ -7,6 +7,7 @@ use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use lambda_runtime::{service_fn, Diagnostic, Error, LambdaEvent};
 use memory_aws::AwsPorts;
 use memory_core::commitment_firing::CommitmentForgetHook;
+use memory_core::dream::DerivedForgetHook;
 use memory_core::forget::Forgetter;
 use memory_core::ports::SystemClock;
 use serde_json::Value;
@@ -15,7 +16,13 @@ use serde_json::Value;
 async fn main() -> Result<(), Error> {
     lambda_adapter::init_logging();
     let ports = AwsPorts::from_env().await?;
-    let forgetter = Forgetter::new(ports.entries, ports.events, Arc::new(SystemClock))
+    let clock = Arc::new(SystemClock);
+    let forgetter = Forgetter::new(ports.entries.clone(), ports.events, clock.clone())
+        .with_hook(Arc::new(DerivedForgetHook {
+            store: ports.entries,
+            archives: ports.archives,
+            clock,
+        }))
         .with_hook(Arc::new(CommitmentForgetHook(ports.commitments)));
     let claim = lambda_adapter::tenant_claim_name();
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {

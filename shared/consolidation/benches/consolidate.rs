@@ -206,7 +206,10 @@ struct Figures {
     wall: Duration,
     cpu: Option<Duration>,
     thread_cpu: Option<Duration>,
+    /// Peak heap in use during `plan()` above what was in use before it.
     peak_bytes: usize,
+    /// Heap still in use after `plan()` returned: the plan itself.
+    retained_bytes: usize,
 }
 
 fn measure(entries: &[Entry], settings: &Settings) -> (Figures, consolidation::Plan) {
@@ -220,6 +223,7 @@ fn measure(entries: &[Entry], settings: &Settings) -> (Figures, consolidation::P
     let t1 = thread_cpu_ns();
     let cpu1 = cpu_time();
     let peak_bytes = PEAK.load(Ordering::Relaxed).saturating_sub(baseline);
+    let retained_bytes = CURRENT.load(Ordering::Relaxed).saturating_sub(baseline);
     let figures = Figures {
         wall,
         cpu: cpu0.zip(cpu1).map(|(a, b)| b.saturating_sub(a)),
@@ -227,6 +231,7 @@ fn measure(entries: &[Entry], settings: &Settings) -> (Figures, consolidation::P
             .zip(t1)
             .map(|(a, b)| Duration::from_nanos(b.saturating_sub(a))),
         peak_bytes,
+        retained_bytes,
     };
     (figures, p)
 }
@@ -276,6 +281,16 @@ impl Timings {
         }
     }
 
+    /// The best of the last `k` runs (thread CPU when available, else wall).
+    fn latest(&self, k: usize) -> Duration {
+        let source = if self.threads.is_empty() {
+            &self.walls
+        } else {
+            &self.threads
+        };
+        min(&source[source.len().saturating_sub(k)..])
+    }
+
     fn line(&self) -> String {
         let ms = |d: Duration| d.as_secs_f64() * 1e3;
         format!(
@@ -301,6 +316,7 @@ struct Size {
     warm: Timings,
     cold: Timings,
     peak_bytes: usize,
+    retained_bytes: usize,
     plan: Option<consolidation::Plan>,
 }
 
@@ -312,6 +328,7 @@ impl Size {
             warm: Timings::default(),
             cold: Timings::default(),
             peak_bytes: 0,
+            retained_bytes: 0,
             plan: None,
         }
     }
@@ -327,6 +344,7 @@ impl Size {
             self.warm.push(&f);
         }
         self.peak_bytes = self.peak_bytes.max(f.peak_bytes);
+        self.retained_bytes = f.retained_bytes;
         self.plan = Some(p);
     }
 
@@ -353,9 +371,12 @@ impl Size {
         );
         println!("             plan(), caches warm: {}", self.warm.line());
         println!("             plan(), caches cold: {}", self.cold.line());
+        let content: usize = self.entries.iter().map(|e| e.content.len()).sum();
         println!(
-            "             peak heap growth during plan(): {:.1} MiB",
-            self.peak_bytes as f64 / 1_048_576.0
+            "             heap during plan(): peak {:.1} MiB above the input, of which {:.1} MiB is the returned plan ({:.1}x the content size at peak)",
+            self.peak_bytes as f64 / 1_048_576.0,
+            self.retained_bytes as f64 / 1_048_576.0,
+            self.peak_bytes as f64 / content.max(1) as f64,
         );
         // Idempotency on the bench corpus too: a second pass plans nothing.
         let after = consolidation::apply(&self.entries, p).unwrap_or_else(|e| panic!("apply: {e}"));
@@ -369,10 +390,29 @@ impl Size {
 
 fn main() {
     // `cargo bench` passes `--bench`; other arguments are ignored.
-    // CONSOLIDATE_BENCH_ONLY=<n> measures a single size (for profiling one corpus).
+    // CONSOLIDATE_BENCH_ONLY=<n> measures a single size (for profiling one corpus);
+    // CONSOLIDATE_BENCH_SCALING=1 prints the cost per entry from 3,000 to 300,000 entries.
     let settings = Settings::default();
     let mut evict = vec![0u8; 256 << 20];
     let mut round = 0u8;
+    if std::env::var_os("CONSOLIDATE_BENCH_SCALING").is_some() {
+        // Cost per entry across sizes (cold caches, minimum of 3 runs): flat means linear.
+        for n in [3_000, 10_000, 30_000, 100_000, 300_000] {
+            let mut size = Size::new(n);
+            for _ in 0..3 {
+                evict_caches(&mut evict, &mut round);
+                size.measure_once(&settings, true);
+            }
+            let best = size.cold.best();
+            println!(
+                "n = {n:>7}: {:>8.1} ms, {:.2} µs per entry, peak heap {:.1} MiB",
+                best.as_secs_f64() * 1e3,
+                best.as_secs_f64() * 1e6 / n as f64,
+                size.peak_bytes as f64 / 1_048_576.0,
+            );
+        }
+        return;
+    }
     if let Some(n) = std::env::var("CONSOLIDATE_BENCH_ONLY")
         .ok()
         .and_then(|v| v.parse::<usize>().ok())
@@ -384,32 +424,46 @@ fn main() {
         size.report(&settings);
         return;
     }
-    // Runs alternate between the sizes so both see the same machine conditions (these hosts
-    // are shared); minima are the least noise-affected estimates. "Warm" repeats a pass over
-    // a corpus that is still cached from the previous pass, which a 10k corpus (~4 MiB with its
-    // strings) is and a 100k one (~40 MiB) is not; "cold" evicts the caches first, so both
-    // sizes start from memory and the ratio shows the algorithm's scaling.
+    // Minima over equally many runs per size and condition are the least noise-affected
+    // estimates (these hosts are shared). "Cold" evicts the caches before every run and
+    // alternates the sizes, so both start from memory; "warm" repeats a pass back to back over
+    // a corpus still cached from the previous pass, which a 10k corpus (~4 MiB with its
+    // strings) partly is and a 100k one (~40 MiB) is not.
+    // Each round also yields its own ratio (the large run against the best of three small runs
+    // taken right before it); the median of those is robust against load that drifts over the
+    // seconds a bench takes.
+    const RUNS: usize = 10;
     let mut small = Size::new(10_000);
     let mut large = Size::new(100_000);
-    small.measure_once(&settings, false); // warm-up, discarded
-    large.measure_once(&settings, false);
-    small.warm = Timings::default();
-    large.warm = Timings::default();
-    for _ in 0..5 {
+    let mut round_ratios: Vec<f64> = Vec::new();
+    for _ in 0..RUNS {
         for _ in 0..3 {
-            small.measure_once(&settings, false);
-        }
-        large.measure_once(&settings, false);
-        for size in [&mut small, &mut large] {
             evict_caches(&mut evict, &mut round);
-            size.measure_once(&settings, true);
+            small.measure_once(&settings, true);
+        }
+        evict_caches(&mut evict, &mut round);
+        large.measure_once(&settings, true);
+        let last_small = small.cold.latest(3);
+        let last_large = large.cold.latest(1);
+        round_ratios.push(last_large.as_secs_f64() / last_small.as_secs_f64().max(1e-9));
+    }
+    round_ratios.sort_by(f64::total_cmp);
+    for size in [&mut small, &mut large] {
+        size.measure_once(&settings, false); // brings the corpus into cache; discarded
+        size.warm = Timings::default();
+        for _ in 0..RUNS {
+            size.measure_once(&settings, false);
         }
     }
     small.report(&settings);
     large.report(&settings);
     let ratio = |a: Duration, b: Duration| b.as_secs_f64() / a.as_secs_f64().max(1e-9);
     println!(
-        "ratio 100k/10k of the minimum CPU time: caches cold {:.2}, caches warm {:.2}; peak heap {:.2}. Target <= 12.",
+        "ratio 100k/10k of CPU time: caches cold {:.2} (median of {} paired rounds; range {:.2}..{:.2}), {:.2} (minimum over all runs); caches warm {:.2} (minimum); peak heap {:.2}. Target <= 12.",
+        round_ratios.get(round_ratios.len() / 2).copied().unwrap_or(f64::NAN),
+        round_ratios.len(),
+        round_ratios.first().copied().unwrap_or(f64::NAN),
+        round_ratios.last().copied().unwrap_or(f64::NAN),
         ratio(small.cold.best(), large.cold.best()),
         ratio(small.warm.best(), large.warm.best()),
         large.peak_bytes as f64 / small.peak_bytes.max(1) as f64,

@@ -13,7 +13,8 @@
 //!    duplicates; distinct normalised texts are joined when they are near duplicates (guard plus
 //!    Jaccard, see [`crate::normalise`]). Candidate pairs come from LSH buckets keyed by
 //!    `(guard fingerprint, band, band hash)`, verified pairs are joined with union-find, and each
-//!    connected component of two or more entries is one duplicate group.
+//!    connected component of two or more entries is one duplicate group. (A guard class of more
+//!    than [`MAX_NEAR_DUPLICATE_CLASS`] distinct texts only folds exact duplicates.)
 //!
 //! Everything is processed in id order and hash maps are only used for lookups (never
 //! iterated into the output), so the groups do not depend on the input order.
@@ -164,7 +165,7 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
             .map(|&(_, node)| (node, normalise(&entries[first_member[node]].content)))
             .collect();
         for class in guard_classes(&bucket) {
-            if class.len() >= 2 {
+            if (2..=MAX_NEAR_DUPLICATE_CLASS).contains(&class.len()) {
                 link_near_duplicates(&class, threshold, &mut uf);
             }
         }
@@ -193,6 +194,13 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
 }
 
 const NONE: usize = usize::MAX;
+
+/// Largest guard class (distinct phrasings of one content-word sequence) searched for near
+/// duplicates. Candidate pairs within a class can in the worst case be all pairs, so a larger
+/// class (only conceivable as hostile input) is left to exact-duplicate folding. This keeps a
+/// pass bounded without hurting idempotency: folding exact duplicates never changes how many
+/// distinct texts a class has, so a class over the limit stays over it on the next pass.
+pub(crate) const MAX_NEAR_DUPLICATE_CLASS: usize = 512;
 
 /// Hasher for keys that already are well-mixed 64-bit fingerprints.
 #[derive(Default)]

@@ -6,7 +6,7 @@
 //!
 //! | field | [`MergeKind::Duplicate`] | [`MergeKind::Supersede`] |
 //! |---|---|---|
-//! | content | the longest member text (characters, whitespace collapsed); ties: the smallest string | the winner's (newest by `createdAt`, then id) |
+//! | content | the longest member text (UTF-8 bytes, whitespace collapsed); ties: the smallest string | the winner's (newest by `createdAt`, then id) |
 //! | createdAt | the earliest member's | the winner's |
 //! | expiresAt | the latest; `None` (never) if any member has `None` | the same rule over the members agreeing with the winner |
 //! | tags | union of all members' tags | the winner's tags |
@@ -168,14 +168,15 @@ pub(crate) fn plan_group(
     }
 }
 
-/// Length used to pick the fullest duplicate text: characters after collapsing whitespace.
+/// Length used to pick the fullest duplicate text: UTF-8 bytes after collapsing whitespace
+/// (runs of whitespace count as one byte, leading and trailing whitespace not at all).
 fn display_len(s: &str) -> usize {
-    let (mut chars, mut words) = (0usize, 0usize);
+    let (mut bytes, mut words) = (0usize, 0usize);
     for w in s.split_whitespace() {
-        chars += w.chars().count();
+        bytes += w.len();
         words += 1;
     }
-    chars + words.saturating_sub(1)
+    bytes + words.saturating_sub(1)
 }
 
 /// `None` (never expires) if any item never expires, else the latest expiry.
@@ -243,7 +244,9 @@ fn merge_items<'a>(
     let provenance = sorted_unique(
         items
             .iter()
-            .flat_map(|i| std::iter::once(i.id.as_ref()).chain(i.provenance.iter().map(String::as_str)))
+            .flat_map(|i| {
+                std::iter::once(i.id.as_ref()).chain(i.provenance.iter().map(String::as_str))
+            })
             .collect(),
     );
 
@@ -251,9 +254,9 @@ fn merge_items<'a>(
         MergeKind::Duplicate => {
             let source = items
                 .iter()
-                .map(|i| (display_len(&i.content), i))
+                .map(|i| (i.content.len(), i))
                 .reduce(|(bl, best), (il, i)| {
-                    if il > bl || (il == bl && i.content < best.content) {
+                    if il > bl || (il == bl && i.id < best.id) {
                         (il, i)
                     } else {
                         (bl, best)

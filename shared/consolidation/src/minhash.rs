@@ -118,8 +118,8 @@ mod tests {
     #[test]
     fn signature_agreement_tracks_jaccard() {
         // Two sets with Jaccard 0.5: about half the min-hashes agree.
-        let a: Vec<u64> = (0..200).map(|i| fmix64(i)).collect();
-        let b: Vec<u64> = (67..267).map(|i| fmix64(i)).collect();
+        let a: Vec<u64> = (0..200).map(fmix64).collect();
+        let b: Vec<u64> = (67..267).map(fmix64).collect();
         let (mut a, mut b) = (a, b);
         a.sort_unstable();
         b.sort_unstable();

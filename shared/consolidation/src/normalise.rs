@@ -17,9 +17,10 @@
 //!    counts). Inside a number, `. , : / -` between two digits are kept (`3.5`, `1,234`,
 //!    `10:30`, `2024-05-01`), and a `-` directly before a digit at the start of a token is kept
 //!    (`-5`), so `3.5` / `35` and `-5` / `5` stay different words.
-//! 5. Separator punctuation is dropped wherever it occurs: ASCII `. , ; : ! ? " ' ` ( ) [ ] { } - _
-//!    * / \ |`, the ellipsis, typographic quotes and guillemets, and CJK full-width punctuation.
-//!    That removes case, whitespace, end-of-sentence and markdown differences.
+//! 5. Separator punctuation is dropped wherever it occurs: the ASCII characters
+//!    `.,;:!?"'()[]{}-_*/\|` and the backquote, the ellipsis, typographic quotes and guillemets,
+//!    and CJK full-width punctuation. That removes case, whitespace, end-of-sentence and
+//!    markdown differences.
 //! 6. Every other symbol (`$ % € £ + = < > @ # & ° ~`, emoji...) is kept as a one-character
 //!    token: `5%` and `$5` are different facts. Combining marks, zero-width joiners and variation
 //!    selectors stay attached to the token they follow (or vanish after a symbol), so `❤️` and
@@ -310,6 +311,9 @@ fn is_attached_mark(c: char) -> bool {
 /// Apostrophe-less negated contractions and `cannot`, expanded like their apostrophe forms.
 /// `wont` is left alone on purpose: it is also an English word.
 fn expand_bare_contraction(word: &str) -> Option<&'static str> {
+    if !word.ends_with("nt") && word != "cannot" {
+        return None; // the common case, decided without comparing against every spelling
+    }
     Some(match word {
         "cannot" | "cant" => "can",
         "dont" => "do",

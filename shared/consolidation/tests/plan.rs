@@ -763,3 +763,52 @@ fn debug_output_never_contains_entry_text() {
     assert!(!text.contains("hunter2"), "{text}");
     assert!(text.contains("bytes"));
 }
+
+#[test]
+fn a_hostile_class_of_phrasings_is_bounded_and_still_idempotent() {
+    // 600 distinct filler arrangements of one sentence (more than the near-duplicate class
+    // limit of 512) plus exact copies of two of them: only the exact copies fold.
+    let words: Vec<&str> =
+        "the quarterly planning review with the platform team takes place in the large room"
+            .split(' ')
+            .collect();
+    let fillers = [
+        "really",
+        "very",
+        "actually",
+        "also",
+        "quite",
+        "indeed",
+        "truly",
+        "basically",
+        "kindly",
+        "literally",
+    ];
+    let mut entries = Vec::new();
+    for i in 0..600usize {
+        let mut text: Vec<&str> = Vec::new();
+        for (pos, w) in words.iter().enumerate() {
+            text.push(w);
+            if (i >> (pos % 10)) & 1 == 1 {
+                text.push(fillers[(i / 7 + pos) % fillers.len()]);
+            }
+        }
+        if i >= 512 {
+            text.push(fillers[i % fillers.len()]);
+            text.push(fillers[(i / 3) % fillers.len()]);
+        }
+        entries.push(entry(&format!("v{i:03}"), &text.join(" ")));
+    }
+    let distinct: std::collections::BTreeSet<String> = entries
+        .iter()
+        .map(|e| consolidation::normalise(&e.content))
+        .collect();
+    assert!(distinct.len() > 512, "{} distinct", distinct.len());
+    entries.push(entry("copy-a", &entries[0].content.to_uppercase()));
+    entries.push(entry("copy-b", &format!("{}.", entries[1].content)));
+    let start = std::time::Instant::now();
+    let (p, _) = run(&entries, &settings());
+    assert!(start.elapsed() < std::time::Duration::from_secs(20));
+    let exact_groups = 600 - distinct.len() + 2;
+    assert_eq!(p.merges.len(), exact_groups, "only exact duplicates fold");
+}

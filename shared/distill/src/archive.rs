@@ -176,7 +176,7 @@ impl Archive {
         })
     }
 
-    /// `archives/{tenantId}/{agentId}/{digest}.json`.
+    /// `{tenantId}/agents/{agentId}/archives/{digest}.json`.
     pub fn key(&self) -> Result<String, DistillError> {
         keys::archive_key(&self.memory_ref, &self.digest)
     }

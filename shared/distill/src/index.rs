@@ -10,7 +10,7 @@
 //! ```text
 //! {"format":"wop-memory.index/v1","memoryRef":"workspaces/t-1/agents/a-1/memories",
 //!  "updatedAt":"2026-11-21T03:00:04.117Z","entries":[
-//!   {"archiveKey":"archives/t-1/a-1/3f1c….json","digest":"3f1c…","outputEntryId":"01JD…",
+//!   {"archiveKey":"t-1/agents/a-1/archives/3f1c….json","digest":"3f1c…","outputEntryId":"01JD…",
 //!    "createdAt":"2026-11-20T17:00:00.000Z","sourceCount":3,"tokensUsed":171,
 //!    "tokenBudget":100000,"tags":["billing","preference"]}]}
 //! ```

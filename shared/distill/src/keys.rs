@@ -1,19 +1,18 @@
 //! S3 object keys for archives and the memory index — RFC 0062 run contract §4 (an addressable
 //! archive) and §5 (MEMORY-INDEX.json as a workspace file), CTI-1 (every key tenant-scoped).
 //!
-//! Layout:
+//! Layout (every key starts with the tenant, like every table key, so a listing or an IAM
+//! prefix condition for one tenant can never reach another's objects):
 //!
 //! ```text
-//! archives/{tenantId}/{agentId}/{digest}.json              immutable, expires (lifecycle)
-//! workspaces/{tenantId}/agents/{agentId}/MEMORY-INDEX.json  mutable, kept
-//! workspaces/{tenantId}/agents/{agentId}/MEMORY-INDEX.md    mutable, kept
+//! {tenantId}/agents/{agentId}/archives/{digest}.json        immutable, expires (lifecycle)
+//! {tenantId}/agents/{agentId}/workspace/MEMORY-INDEX.json   mutable, kept
+//! {tenantId}/agents/{agentId}/workspace/MEMORY-INDEX.md     mutable, kept
 //! ```
 //!
-//! Archives live under their own top-level `archives/` prefix because S3 lifecycle rules filter
-//! by a literal key prefix: one rule on `archives/` expires every archive after
-//! `archiveRetention` without touching the indexes, which could not be expressed if archives sat
-//! under `workspaces/{tenantId}/…`. The tenant is the first segment after the fixed prefix in
-//! both, so a listing of one tenant's objects can never include another's.
+//! Archives are told apart from indexes for the bucket's lifecycle rule by an object tag
+//! (`wop-memory-kind=archive`, set at write time), not by a key prefix, which keeps the tenant
+//! first in every key.
 //!
 //! The memoryRef grammar is the design notes' canonical form, checked here again (byte for byte,
 //! as the guard crate does) because a key is built from its parts.
@@ -27,8 +26,8 @@ const MAX_ID_BYTES: usize = 128;
 pub const INDEX_JSON_NAME: &str = "MEMORY-INDEX.json";
 /// File name of the human-readable sibling.
 pub const INDEX_MD_NAME: &str = "MEMORY-INDEX.md";
-/// Top-level prefix of every archive (the lifecycle rule's filter).
-pub const ARCHIVE_PREFIX: &str = "archives/";
+/// Folder of the archives inside an agent's key space.
+pub const ARCHIVE_FOLDER: &str = "archives/";
 
 fn valid_id(id: &str) -> bool {
     !id.is_empty()
@@ -83,35 +82,40 @@ pub fn is_digest(digest: &str) -> bool {
             .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
-/// `archives/{tenantId}/{agentId}/{digest}.json`.
+/// `{tenantId}/agents/{agentId}/archives/{digest}.json`.
 pub fn archive_key(memory_ref: &str, digest: &str) -> Result<String, DistillError> {
-    let (tenant, agent) = parse_memory_ref(memory_ref)?;
     if !is_digest(digest) {
         return Err(DistillError::MalformedDigest);
     }
-    Ok(format!("{ARCHIVE_PREFIX}{tenant}/{agent}/{digest}.json"))
+    Ok(format!("{}{digest}.json", archive_prefix(memory_ref)?))
 }
 
-/// `archives/{tenantId}/` — the prefix to list when forgetting within one tenant.
-pub fn tenant_archive_prefix(tenant_id: &str) -> Result<String, DistillError> {
+/// `{tenantId}/agents/{agentId}/archives/` — the archives of one memoryRef (forget lists it).
+pub fn archive_prefix(memory_ref: &str) -> Result<String, DistillError> {
+    let (tenant, agent) = parse_memory_ref(memory_ref)?;
+    Ok(format!("{tenant}/agents/{agent}/{ARCHIVE_FOLDER}"))
+}
+
+/// `{tenantId}/` — everything of one tenant.
+pub fn tenant_prefix(tenant_id: &str) -> Result<String, DistillError> {
     if !valid_id(tenant_id) {
         return Err(DistillError::MalformedMemoryRef);
     }
-    Ok(format!("{ARCHIVE_PREFIX}{tenant_id}/"))
+    Ok(format!("{tenant_id}/"))
 }
 
-/// `workspaces/{tenantId}/agents/{agentId}/` — the agent workspace (RFC 0059) of a memoryRef.
+/// `{tenantId}/agents/{agentId}/workspace/` — the agent workspace (RFC 0059) of a memoryRef.
 pub fn workspace_prefix(memory_ref: &str) -> Result<String, DistillError> {
     let (tenant, agent) = parse_memory_ref(memory_ref)?;
-    Ok(format!("workspaces/{tenant}/agents/{agent}/"))
+    Ok(format!("{tenant}/agents/{agent}/workspace/"))
 }
 
-/// `workspaces/{tenantId}/agents/{agentId}/MEMORY-INDEX.json`.
+/// `{tenantId}/agents/{agentId}/workspace/MEMORY-INDEX.json`.
 pub fn index_json_key(memory_ref: &str) -> Result<String, DistillError> {
     Ok(workspace_prefix(memory_ref)? + INDEX_JSON_NAME)
 }
 
-/// `workspaces/{tenantId}/agents/{agentId}/MEMORY-INDEX.md`.
+/// `{tenantId}/agents/{agentId}/workspace/MEMORY-INDEX.md`.
 pub fn index_md_key(memory_ref: &str) -> Result<String, DistillError> {
     Ok(workspace_prefix(memory_ref)? + INDEX_MD_NAME)
 }
@@ -127,17 +131,21 @@ mod tests {
         let digest = "ab".repeat(32);
         assert_eq!(
             archive_key(REF, &digest).as_deref(),
-            Ok(format!("archives/t-1/agent.a/{digest}.json").as_str())
+            Ok(format!("t-1/agents/agent.a/archives/{digest}.json").as_str())
         );
         assert_eq!(
             index_json_key(REF).as_deref(),
-            Ok("workspaces/t-1/agents/agent.a/MEMORY-INDEX.json")
+            Ok("t-1/agents/agent.a/workspace/MEMORY-INDEX.json")
         );
         assert_eq!(
             index_md_key(REF).as_deref(),
-            Ok("workspaces/t-1/agents/agent.a/MEMORY-INDEX.md")
+            Ok("t-1/agents/agent.a/workspace/MEMORY-INDEX.md")
         );
-        assert_eq!(tenant_archive_prefix("t-1").as_deref(), Ok("archives/t-1/"));
+        assert_eq!(tenant_prefix("t-1").as_deref(), Ok("t-1/"));
+        assert_eq!(
+            archive_prefix(REF).as_deref(),
+            Ok("t-1/agents/agent.a/archives/")
+        );
     }
 
     #[test]

@@ -103,7 +103,7 @@ fn archive_document_shape() {
     );
     assert_eq!(
         archive.key().as_deref(),
-        Ok(format!("archives/t-1/a-1/{}.json", archive.digest).as_str())
+        Ok(format!("t-1/agents/a-1/archives/{}.json", archive.digest).as_str())
     );
     println!("{text}");
 }

@@ -86,7 +86,7 @@ fn json_shape_and_round_trip() {
     let text = String::from_utf8(bytes.clone()).unwrap_or_default();
     let expected = format!(
         "{{\"format\":\"{INDEX_FORMAT}\",\"memoryRef\":\"{REF}\",\"updatedAt\":\"2026-11-30T00:00:00.000Z\",\
-         \"entries\":[{{\"archiveKey\":\"archives/t-1/a-1/{d}.json\",\"digest\":\"{d}\",\
+         \"entries\":[{{\"archiveKey\":\"t-1/agents/a-1/archives/{d}.json\",\"digest\":\"{d}\",\
          \"outputEntryId\":\"{id}\",\"createdAt\":\"2026-11-21T00:00:00.000Z\",\"sourceCount\":2,\
          \"tokensUsed\":{used},\"tokenBudget\":100000,\"tags\":[\"preference\"]}}]}}\n",
         d = archive.digest,
@@ -213,7 +213,7 @@ fn from_json_rejects_foreign_documents() {
     let text = String::from_utf8(to_json_bytes(&index)).unwrap_or_default();
     for bad in [
         text.replace(INDEX_FORMAT, "wop-memory.index/v9"),
-        text.replace("archives/t-1/", "archives/t-2/"),
+        text.replace("t-1/agents/a-1/archives/", "t-2/agents/a-1/archives/"),
         text.replace("\"tags\":[]", "\"tags\":[],\"content\":\"x\""),
         text.replace("2026-11-30T00:00:00.000Z", "yesterday"),
         "[]".to_owned(),

@@ -6,6 +6,7 @@
 pub mod background_api;
 pub mod commitments_api;
 pub mod consolidate_api;
+pub mod dream_api;
 pub mod forget_api;
 pub mod metrics;
 pub mod read_api;

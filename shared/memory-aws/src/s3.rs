@@ -175,6 +175,43 @@ impl ArchiveStore for S3ArchiveStore {
         Ok(())
     }
 
+    async fn purge_history(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        const OP: &str = "purge_history";
+        let versions = self
+            .client
+            .list_object_versions()
+            .bucket(&self.bucket)
+            .prefix(key.as_str())
+            .send()
+            .await
+            .map_err(|e| backend(OP, &e))?;
+        let old: Vec<String> = versions
+            .versions()
+            .iter()
+            .filter(|v| v.key() == Some(key.as_str()) && v.is_latest() != Some(true))
+            .filter_map(|v| v.version_id().map(str::to_owned))
+            .chain(
+                versions
+                    .delete_markers()
+                    .iter()
+                    .filter(|m| m.key() == Some(key.as_str()) && m.is_latest() != Some(true))
+                    .filter_map(|m| m.version_id().map(str::to_owned)),
+            )
+            .filter(|v| v != "null")
+            .collect();
+        for version in old {
+            self.client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .version_id(version)
+                .send()
+                .await
+                .map_err(|e| backend(OP, &e))?;
+        }
+        Ok(())
+    }
+
     async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
         let full = format!("{}/{}", tenant.as_str(), prefix);
         let mut keys = Vec::new();

@@ -18,8 +18,9 @@ use memory_guard::TenantId;
 /// Something derived from entries that must forget with them.
 #[async_trait]
 pub trait ForgetHook: Send + Sync {
-    /// Called after the subject's entries are deleted, with their keys. Must be idempotent:
-    /// a forget that failed halfway is simply called again.
+    /// Called after the subject's entries are deleted, with their keys and the keys of the
+    /// entries they were derived from. Must be idempotent: a forget that failed halfway is
+    /// simply called again.
     async fn forget(
         &self,
         tenant: &TenantId,
@@ -72,12 +73,25 @@ impl Forgetter {
             .into_iter()
             .filter(|k| k.memory_ref.tenant() == &tenant)
             .collect();
+        // Lineage for the hooks: the forgotten entries and everything they were derived from
+        // (a merged entry of the subject carries its sources' ids), read before deletion.
+        let mut lineage = entries.clone();
+        if !self.hooks.is_empty() {
+            for k in &entries {
+                if let Some(stored) = self.store.get(k).await? {
+                    lineage.extend(stored.provenance.into_iter().map(|id| EntryKey {
+                        memory_ref: k.memory_ref.clone(),
+                        id,
+                    }));
+                }
+            }
+        }
         let mut counts = ForgetCounts {
             deleted_entries: self.store.delete_many(&entries).await?,
             ..ForgetCounts::default()
         };
         for hook in &self.hooks {
-            counts += hook.forget(&tenant, &key, &entries).await?;
+            counts += hook.forget(&tenant, &key, &lineage).await?;
         }
         let event = DomainEvent::memory_forgotten(&tenant, &key, &counts, self.clock.now());
         if let Err(e) = self.publisher.publish(&[event]).await {

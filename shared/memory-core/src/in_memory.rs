@@ -414,6 +414,10 @@ impl ArchiveStore for InMemoryArchiveStore {
         Ok(())
     }
 
+    async fn purge_history(&self, _key: &ObjectKey) -> Result<(), StoreError> {
+        self.calls.call("purge_history")
+    }
+
     async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
         self.calls.call("list")?;
         let full = format!("{}/{}", tenant.as_str(), prefix);

@@ -341,6 +341,10 @@ pub trait ArchiveStore: Send + Sync {
     /// Removes the object (every version, where the backend keeps versions). Absent is fine.
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError>;
 
+    /// Removes every non-current version of the object (a no-op where the backend keeps
+    /// none), so rewritten objects keep no history of what forget removed.
+    async fn purge_history(&self, key: &ObjectKey) -> Result<(), StoreError>;
+
     /// Keys under `tenant/prefix`, in key order.
     async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError>;
 }

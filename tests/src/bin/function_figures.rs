@@ -43,7 +43,10 @@ async fn main() {
         ("memory-read", read_payload),
         ("memory-forget", json!({"tenantId": t, "subject": "nobody"})),
         ("memory-consolidate", json!({"tenantId": t, "memoryRef": r})),
-        ("memory-commitments", json!({"action": "backfill", "tenantId": t, "memoryRef": r})),
+        (
+            "memory-commitments",
+            json!({"action": "backfill", "tenantId": t, "memoryRef": r}),
+        ),
         ("memory-dream", json!({"tenantId": t, "memoryRef": r})),
     ];
     println!("| function | binary size | start-up (median of 15) | peak RSS after invoke |");

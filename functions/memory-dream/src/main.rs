@@ -1,0 +1,38 @@
+//! `memory-dream`: RFC 0062 distillation. Nightly fan-out, queued per-ref runs (SQS), or a
+//! direct invoke for one ref with an optional `tokenBudget`.
+
+use std::sync::Arc;
+
+use distill::DeterministicDistiller;
+use lambda_runtime::{service_fn, Error, LambdaEvent};
+use memory_api::background_api;
+use memory_api::dream_api::DreamPass;
+use memory_aws::AwsPorts;
+use memory_core::dream::Dreamer;
+use memory_core::ports::{JobQueue, SystemClock};
+use serde_json::Value;
+
+#[tokio::main]
+async fn main() -> Result<(), Error> {
+    lambda_adapter::init_logging();
+    // Build the tokenizer during init, which Lambda does not bill against the first request.
+    distill::tokens::warm_up();
+    let ports = AwsPorts::from_env().await?;
+    let pass = DreamPass(Dreamer::new(
+        ports.entries.clone(),
+        ports.archives.clone(),
+        ports.events.clone(),
+        Arc::new(SystemClock),
+        Arc::new(DeterministicDistiller),
+    ));
+    let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
+    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
+        let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
+        async move {
+            background_api::handle(pass, store, queue, event.payload)
+                .await
+                .map_err(lambda_adapter::invoke_error)
+        }
+    }))
+    .await
+}

@@ -1,0 +1,58 @@
+//! `memory-dream` contract: a direct invoke `{"tenantId", "memoryRef", "tokenBudget"?,
+//! "secrets"?}` distils one ref now and answers the run report; a budget too small fails the
+//! invoke with `token_budget_exceeded`. The schedule and queue paths go through
+//! `background_api` (queued jobs use the advertised maximum budget).
+
+use async_trait::async_trait;
+use memory_core::dream::Dreamer;
+use memory_core::ports::WorkKind;
+use memory_core::writer::{registry_from, SecretInput};
+use memory_core::CoreError;
+use serde_json::{json, Value};
+
+use crate::background_api::RefPass;
+
+pub struct DreamPass(pub Dreamer);
+
+#[async_trait]
+impl RefPass for DreamPass {
+    fn kind(&self) -> WorkKind {
+        WorkKind::Dream
+    }
+
+    async fn run(
+        &self,
+        tenant_id: &str,
+        memory_ref: &str,
+        options: &Value,
+    ) -> Result<Value, CoreError> {
+        let budget =
+            match options.get("tokenBudget") {
+                None | Some(Value::Null) => None,
+                Some(v) => Some(v.as_u64().filter(|b| *b > 0).ok_or_else(|| {
+                    CoreError::invalid("tokenBudget", "must be a positive integer")
+                })?),
+            };
+        let secrets: Vec<SecretInput> = match options.get("secrets") {
+            Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
+                CoreError::invalid("secrets", "expected [{\"secretId\", \"value\"}]")
+            })?,
+            None => Vec::new(),
+        };
+        let redactor = registry_from(&secrets)?.redactor();
+        match self.0.run(tenant_id, memory_ref, budget, &redactor).await {
+            Ok(report) => {
+                crate::metrics::emit(&[
+                    ("Dreams", u64::from(report.status == "distilled")),
+                    ("TokensUsed", u64::from(report.tokens_used)),
+                    ("DreamSources", report.source_count as u64),
+                ]);
+                Ok(json!(report))
+            }
+            Err(e) => {
+                crate::metrics::emit(&[("DreamFailures", 1)]);
+                Err(e)
+            }
+        }
+    }
+}

@@ -1,0 +1,592 @@
+//! Scheduled distillation, "dreams" (RFC 0062, `openwop-agent-memory.md` §"Scheduled
+//! distillation"; RFC 0012 for the event, provenance tag and SR-1 carry-forward).
+//!
+//! One run over one ref: read the transactional entries newer than the last finished dream as
+//! one snapshot; distil them within the token budget with the pure `distill` crate; write the
+//! archive (immutable, put-if-absent, named by the digest of sources + budget + distiller
+//! version, so a rerun lands on the same key with the same bytes), the long-term output entry
+//! (deterministic id, `compacted-from:<runId>`), and the MEMORY-INDEX (compare-and-swap on its
+//! ETag, retried, so racing dreams lose no update); announce `memory.compacted` (and
+//! `workspace.updated` when the index changed); and only then move the watermark.
+//!
+//! Atomicity: the budget is checked before anything is written, so `token_budget_exceeded`
+//! leaves bucket, table and index as they were. If a later step fails, what this run created
+//! is removed again before the error is returned, and the watermark has not moved, so the next
+//! run (the queue retries the job) starts from the same snapshot and converges.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use distill::{DistillError, DistillInput, Distiller, IndexLine, SourceEntry};
+use serde_json::json;
+
+use crate::consolidation_pass::snapshot;
+use crate::error::{CoreError, StoreError};
+use crate::events::{DomainEvent, EventType, ForgetCounts};
+use crate::forget::ForgetHook;
+use crate::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use crate::ports::{
+    ArchiveStore, Clock, EntryStore, EventPublisher, Expect, ObjectKey, ObjectKind, PutOutcome,
+    WorkKind,
+};
+use crate::time::Timestamp;
+use memory_guard::{MemoryRef, Redactor, TenantId, TenantScope};
+
+/// The advertised `maxTokenBudget`; requests above it are clamped, absent means this.
+pub const MAX_TOKEN_BUDGET: u32 = 128_000;
+/// Tries of the index compare-and-swap before the run gives up (and is retried).
+const INDEX_ATTEMPTS: usize = 8;
+/// `memory.compacted.sourceIds` is omitted past this many (RFC 0012 §B), `sourceCount` stays.
+const MAX_EVENT_SOURCE_IDS: usize = 100;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DreamReport {
+    /// `distilled` or `nothing-to-distill`.
+    pub status: &'static str,
+    pub token_budget: u32,
+    pub tokens_used: u32,
+    pub input_count: usize,
+    pub source_count: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub output_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub archive_key: Option<String>,
+    pub archive_created: bool,
+    pub index_updated: bool,
+}
+
+#[derive(Clone)]
+pub struct Dreamer {
+    store: Arc<dyn EntryStore>,
+    archives: Arc<dyn ArchiveStore>,
+    publisher: Arc<dyn EventPublisher>,
+    clock: Arc<dyn Clock>,
+    distiller: Arc<dyn Distiller + Send + Sync>,
+}
+
+fn distill_error(e: DistillError) -> CoreError {
+    match e {
+        DistillError::TokenBudgetExceeded { .. } => CoreError::TokenBudgetExceeded,
+        DistillError::MalformedMemoryRef | DistillError::TenantMismatch => {
+            CoreError::RefNotAdmitted
+        }
+        other => CoreError::Store(StoreError::Backend {
+            op: "distill",
+            code: other.code().to_owned(),
+        }),
+    }
+}
+
+/// The bucket key of a `distill` key, which always starts with the tenant.
+fn object_key(tenant: &TenantId, key: &str) -> Result<ObjectKey, CoreError> {
+    ObjectKey::from_listed(tenant, key).ok_or(CoreError::Store(StoreError::Corrupt {
+        key: "object key".into(),
+    }))
+}
+
+/// The deterministic run id of a distillation: the same inputs are the same run.
+pub fn dream_run_id(digest: &str) -> String {
+    format!("dream-{}", &digest[..digest.len().min(24)])
+}
+
+impl Dreamer {
+    pub fn new(
+        store: Arc<dyn EntryStore>,
+        archives: Arc<dyn ArchiveStore>,
+        publisher: Arc<dyn EventPublisher>,
+        clock: Arc<dyn Clock>,
+        distiller: Arc<dyn Distiller + Send + Sync>,
+    ) -> Self {
+        Dreamer {
+            store,
+            archives,
+            publisher,
+            clock,
+            distiller,
+        }
+    }
+
+    /// Clamps a requested budget to the advertised maximum; absent means the maximum.
+    pub fn budget(requested: Option<u64>) -> u32 {
+        requested.map_or(MAX_TOKEN_BUDGET, |b| {
+            u32::try_from(b.min(u64::from(MAX_TOKEN_BUDGET))).unwrap_or(MAX_TOKEN_BUDGET)
+        })
+    }
+
+    pub async fn run(
+        &self,
+        tenant_id: &str,
+        raw_ref: &str,
+        token_budget: Option<u64>,
+        redactor: &Redactor,
+    ) -> Result<DreamReport, CoreError> {
+        let tenant = TenantId::parse(tenant_id)
+            .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
+        let memory_ref = TenantScope::new(tenant.clone())
+            .admit(raw_ref)
+            .ok_or(CoreError::RefNotAdmitted)?;
+        let budget = Self::budget(token_budget);
+        let state = self.store.work_state(&memory_ref, WorkKind::Dream).await?;
+        let now = self.clock.now();
+        let snapshot: Vec<StoredEntry> = snapshot(self.store.as_ref(), &memory_ref, now)
+            .await?
+            .into_iter()
+            .filter(|e| e.tier == Tier::Transactional)
+            .filter(|e| state.watermark.is_none_or(|w| e.entry.created_at > w))
+            .collect();
+        let mut report = DreamReport {
+            status: "nothing-to-distill",
+            token_budget: budget,
+            input_count: snapshot.len(),
+            ..Default::default()
+        };
+        let Some(watermark) = snapshot.iter().map(|e| e.entry.created_at).max() else {
+            if state.pending {
+                self.store
+                    .finish_work(&memory_ref, WorkKind::Dream, state.version, None)
+                    .await?;
+            }
+            return Ok(report);
+        };
+
+        // SR-1: sources as the run's redactor sees them (a secret registered for this run is
+        // redacted even if it slipped into an entry before), and the summary again afterwards.
+        let input = DistillInput {
+            sources: snapshot
+                .iter()
+                .map(|e| SourceEntry {
+                    id: e.entry.id.clone(),
+                    content: redactor.redact(&e.entry.content).into_owned(),
+                    tags: redactor.redact_tags(&e.entry.tags),
+                    created_at_ms: e.entry.created_at.as_millis(),
+                })
+                .collect(),
+            token_budget: budget,
+        };
+        let (archive, distillation) = match distill::archive::build_archive(
+            tenant.as_str(),
+            &memory_ref.to_string(),
+            &input,
+            self.distiller.as_ref(),
+            |summary| redactor.redact(summary).into_owned(),
+        ) {
+            Ok(built) => built,
+            Err(DistillError::NothingToDistill) => {
+                self.store
+                    .finish_work(&memory_ref, WorkKind::Dream, state.version, Some(watermark))
+                    .await?;
+                return Ok(report);
+            }
+            Err(e) => return Err(distill_error(e)),
+        };
+        let run_id = dream_run_id(&archive.digest);
+        let archive_key = object_key(&tenant, &archive.key().map_err(distill_error)?)?;
+        let bytes = archive.to_bytes();
+
+        // 1. The archive: immutable, so a rerun finds it in place.
+        let archive_created = self
+            .archives
+            .put_if_absent(&archive_key, bytes, ObjectKind::Archive, "application/json")
+            .await?
+            == PutOutcome::Created;
+
+        // 2. The long-term output entry.
+        let output = StoredEntry {
+            memory_ref: memory_ref.clone(),
+            entry: MemoryEntry {
+                id: archive.output_entry_id.clone(),
+                content: archive.summary.clone(),
+                tags: vec![format!("compacted-from:{run_id}")],
+                created_at: Timestamp::from_millis(archive.output_created_at_ms),
+                expires_at: None,
+            },
+            tier: Tier::LongTerm,
+            subject: None,
+            attribution: Attribution {
+                run_id: Some(run_id.clone()),
+                node_id: None,
+                agent_id: None,
+            },
+            provenance: archive.source_ids.clone(),
+        };
+        let entry_created = match self.store.put_entries(std::slice::from_ref(&output)).await {
+            Ok(()) => true,
+            Err(StoreError::Conflict { .. }) => false,
+            Err(e) => {
+                self.undo(archive_created.then_some(&archive_key), None)
+                    .await;
+                return Err(e.into());
+            }
+        };
+
+        // 3. The index.
+        let line = IndexLine::from_archive(&archive).map_err(distill_error)?;
+        let index_updated = match self.update_index(&tenant, &memory_ref, line, now).await {
+            Ok(changed) => changed,
+            Err(e) => {
+                self.undo(
+                    archive_created.then_some(&archive_key),
+                    entry_created.then(|| output.key()),
+                )
+                .await;
+                return Err(e);
+            }
+        };
+
+        // The Markdown sibling: derived from the JSON; a failure leaves the durable artefacts in
+        // place and the watermark unmoved, and the retry repairs it.
+        self.sync_markdown(&tenant, &memory_ref).await?;
+
+        // 4. Announce; a failure here leaves durable artefacts and an unmoved watermark, so
+        // the retry re-announces with the same event ids.
+        let mut events = vec![DomainEvent::memory_compacted(
+            &memory_ref,
+            &archive,
+            distillation.tokens_used,
+            index_updated,
+        )];
+        if index_updated {
+            events.push(DomainEvent::workspace_updated(
+                &memory_ref,
+                &archive.digest,
+                now,
+            ));
+        }
+        self.publisher.publish(&events).await?;
+
+        // 5. Only now does the watermark move.
+        self.store
+            .finish_work(&memory_ref, WorkKind::Dream, state.version, Some(watermark))
+            .await?;
+        report.status = "distilled";
+        report.tokens_used = distillation.tokens_used;
+        report.source_count = archive.source_ids.len();
+        report.output_id = Some(archive.output_entry_id.clone());
+        report.archive_key = Some(archive_key.as_str().to_owned());
+        report.archive_created = archive_created;
+        report.index_updated = index_updated;
+        tracing::info!(
+            tenant = %tenant,
+            sources = report.source_count,
+            tokens_used = report.tokens_used,
+            token_budget = budget,
+            archive_created,
+            index_updated,
+            "dream"
+        );
+        Ok(report)
+    }
+
+    /// Best-effort removal of what a failed run created; a failure here is logged, and the
+    /// retried run still converges because every step is idempotent.
+    async fn undo(&self, archive: Option<&ObjectKey>, entry: Option<EntryKey>) {
+        if let Some(key) = entry {
+            if let Err(e) = self.store.delete(&key).await {
+                tracing::error!(error = %e, "could not remove the output entry of a failed dream");
+            }
+        }
+        if let Some(key) = archive {
+            if let Err(e) = self.archives.delete(key).await {
+                tracing::error!(error = %e, "could not remove the archive of a failed dream");
+            }
+        }
+    }
+
+    /// Upserts the archive's line with compare-and-swap on the index's ETag; `true` when the
+    /// index changed. The Markdown sibling is rewritten from the JSON that won.
+    async fn update_index(
+        &self,
+        tenant: &TenantId,
+        memory_ref: &MemoryRef,
+        line: IndexLine,
+        now: Timestamp,
+    ) -> Result<bool, CoreError> {
+        let reference = memory_ref.to_string();
+        let json_key = object_key(
+            tenant,
+            &distill::keys::index_json_key(&reference).map_err(distill_error)?,
+        )?;
+        for _ in 0..INDEX_ATTEMPTS {
+            let current = self.archives.get(&json_key).await?;
+            let (existing, expect) = match &current {
+                Some(o) => (
+                    Some(distill::index::from_json_bytes(&o.body).map_err(distill_error)?),
+                    Expect::ETag(o.etag.clone()),
+                ),
+                None => (None, Expect::Absent),
+            };
+            let (index, changed) =
+                distill::index::upsert(existing, &reference, line.clone(), now.as_millis())
+                    .map_err(distill_error)?;
+            if !changed {
+                return Ok(false);
+            }
+            match self
+                .archives
+                .put_expecting(
+                    &json_key,
+                    distill::index::to_json_bytes(&index),
+                    ObjectKind::Index,
+                    "application/json",
+                    expect,
+                )
+                .await
+            {
+                Ok(_) => return Ok(true),
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::Store(StoreError::Conflict {
+            op: "index update",
+        }))
+    }
+
+    /// Brings MEMORY-INDEX.md in line with the JSON as it now stands. Run after every index
+    /// touch, changed or not, so a sibling a failed run left stale is repaired by the retry.
+    async fn sync_markdown(
+        &self,
+        tenant: &TenantId,
+        memory_ref: &MemoryRef,
+    ) -> Result<(), CoreError> {
+        let reference = memory_ref.to_string();
+        let json_key = object_key(
+            tenant,
+            &distill::keys::index_json_key(&reference).map_err(distill_error)?,
+        )?;
+        let Some(current) = self.archives.get(&json_key).await? else {
+            return Ok(());
+        };
+        let index = distill::index::from_json_bytes(&current.body).map_err(distill_error)?;
+        write_markdown(self.archives.as_ref(), tenant, &reference, &index).await
+    }
+}
+
+/// Rewrites MEMORY-INDEX.md from `index`. Best effort against racing writers: the JSON is the
+/// normative index (RFC 0062 §5); the Markdown sibling may lag one update behind under a race.
+async fn write_markdown(
+    archives: &dyn ArchiveStore,
+    tenant: &TenantId,
+    reference: &str,
+    index: &distill::MemoryIndex,
+) -> Result<(), CoreError> {
+    let md_key = object_key(
+        tenant,
+        &distill::keys::index_md_key(reference).map_err(distill_error)?,
+    )?;
+    let body = distill::index::render_markdown(index).into_bytes();
+    let current = archives.get(&md_key).await?;
+    if current.as_ref().is_some_and(|o| o.body == body) {
+        return Ok(());
+    }
+    let expect = match current {
+        Some(o) => Expect::ETag(o.etag),
+        None => Expect::Absent,
+    };
+    match archives
+        .put_expecting(
+            &md_key,
+            body,
+            ObjectKind::Index,
+            "text/markdown; charset=utf-8",
+            expect,
+        )
+        .await
+    {
+        Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// Forget for derived data (issue 4 item 8): distilled and merged entries whose provenance
+/// includes a forgotten entry are deleted (their text mixes the subject's content in), archives
+/// whose sources include one are deleted with every version, and index lines pointing at
+/// those archives are removed (the index is rewritten).
+pub struct DerivedForgetHook {
+    pub store: Arc<dyn EntryStore>,
+    pub archives: Arc<dyn ArchiveStore>,
+    pub clock: Arc<dyn Clock>,
+}
+
+#[async_trait::async_trait]
+impl ForgetHook for DerivedForgetHook {
+    async fn forget(
+        &self,
+        tenant: &TenantId,
+        _subject: &SubjectKey,
+        forgotten: &[EntryKey],
+    ) -> Result<ForgetCounts, CoreError> {
+        let mut counts = ForgetCounts::default();
+        let refs: BTreeSet<MemoryRef> = forgotten
+            .iter()
+            .map(|k| k.memory_ref.clone())
+            .filter(|r| r.tenant() == tenant)
+            .collect();
+        let now = self.clock.now();
+        for memory_ref in refs {
+            let mut gone: BTreeSet<String> = forgotten
+                .iter()
+                .filter(|k| k.memory_ref == memory_ref)
+                .map(|k| k.id.clone())
+                .collect();
+            // Derived entries, to a fixed point: a merge of a distilled entry carries both.
+            let entries = snapshot(
+                self.store.as_ref(),
+                &memory_ref,
+                Timestamp::from_millis(i64::MIN),
+            )
+            .await?;
+            loop {
+                let derived: Vec<EntryKey> = entries
+                    .iter()
+                    .filter(|e| !gone.contains(&e.entry.id))
+                    .filter(|e| e.provenance.iter().any(|p| gone.contains(p)))
+                    .map(StoredEntry::key)
+                    .collect();
+                if derived.is_empty() {
+                    break;
+                }
+                counts.deleted_entries += self.store.delete_many(&derived).await?;
+                gone.extend(derived.into_iter().map(|k| k.id));
+            }
+            // Archives built from any of them.
+            let reference = memory_ref.to_string();
+            let prefix = distill::keys::archive_prefix(&reference).map_err(distill_error)?;
+            let relative = prefix
+                .strip_prefix(tenant.as_str())
+                .and_then(|p| p.strip_prefix('/'))
+                .unwrap_or_default();
+            let mut removed_keys: BTreeSet<String> = BTreeSet::new();
+            for key in self.archives.list(tenant, relative).await? {
+                let Some(object) = self.archives.get(&key).await? else {
+                    continue;
+                };
+                let Ok(archive) = distill::Archive::from_bytes(&object.body) else {
+                    continue;
+                };
+                if archive.source_ids.iter().any(|id| gone.contains(id))
+                    || gone.contains(&archive.output_entry_id)
+                {
+                    self.archives.delete(&key).await?;
+                    counts.deleted_archives += 1;
+                    if let Ok(k) = archive.key() {
+                        removed_keys.insert(k);
+                    }
+                }
+            }
+            if !removed_keys.is_empty()
+                && self
+                    .prune_index(tenant, &reference, &removed_keys, now)
+                    .await?
+            {
+                counts.rebuilt_indexes += 1;
+            }
+        }
+        Ok(counts)
+    }
+}
+
+impl DerivedForgetHook {
+    async fn prune_index(
+        &self,
+        tenant: &TenantId,
+        reference: &str,
+        removed: &BTreeSet<String>,
+        now: Timestamp,
+    ) -> Result<bool, CoreError> {
+        let json_key = object_key(
+            tenant,
+            &distill::keys::index_json_key(reference).map_err(distill_error)?,
+        )?;
+        for _ in 0..INDEX_ATTEMPTS {
+            let Some(current) = self.archives.get(&json_key).await? else {
+                return Ok(false);
+            };
+            let index = distill::index::from_json_bytes(&current.body).map_err(distill_error)?;
+            let (pruned, n) = distill::index::remove_where(
+                index,
+                |l| removed.contains(&l.archive_key),
+                now.as_millis(),
+            );
+            if n == 0 {
+                return Ok(false);
+            }
+            match self
+                .archives
+                .put_expecting(
+                    &json_key,
+                    distill::index::to_json_bytes(&pruned),
+                    ObjectKind::Index,
+                    "application/json",
+                    Expect::ETag(current.etag),
+                )
+                .await
+            {
+                Ok(_) => {
+                    // Old versions of the index still list the removed lines: drop them too.
+                    self.archives.purge_history(&json_key).await?;
+                    write_markdown(self.archives.as_ref(), tenant, reference, &pruned).await?;
+                    if let Ok(md) = distill::keys::index_md_key(reference) {
+                        if let Ok(md_key) = object_key(tenant, &md) {
+                            self.archives.purge_history(&md_key).await?;
+                        }
+                    }
+                    return Ok(true);
+                }
+                Err(StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(CoreError::Store(StoreError::Conflict { op: "index prune" }))
+    }
+}
+
+impl DomainEvent {
+    /// RFC 0012 §B plus the RFC 0062 `distillation` sub-object. Content-free: ids and counts.
+    pub fn memory_compacted(
+        memory_ref: &MemoryRef,
+        archive: &distill::Archive,
+        tokens_used: u32,
+        index_updated: bool,
+    ) -> Self {
+        let mut detail = json!({
+            "tenantId": memory_ref.tenant().as_str(),
+            "memoryRef": memory_ref.to_string(),
+            "outputId": archive.output_entry_id,
+            "sourceCount": archive.source_ids.len(),
+            "trigger": "host-managed",
+            "byteSize": archive.summary.len(),
+            "distillation": {
+                "tokenBudget": archive.token_budget,
+                "tokensUsed": tokens_used,
+                "indexUpdated": index_updated,
+            },
+        });
+        if archive.source_ids.len() <= MAX_EVENT_SOURCE_IDS {
+            detail["sourceIds"] = json!(archive.source_ids);
+        }
+        DomainEvent {
+            event_type: EventType::MemoryCompacted,
+            tenant: memory_ref.tenant().clone(),
+            event_id: format!("memory.compacted:{}", archive.digest),
+            detail,
+        }
+    }
+
+    /// RFC 0062 §5: the index is a workspace file; its change is a `workspace.updated`.
+    pub fn workspace_updated(memory_ref: &MemoryRef, digest: &str, at: Timestamp) -> Self {
+        DomainEvent {
+            event_type: EventType::WorkspaceUpdated,
+            tenant: memory_ref.tenant().clone(),
+            event_id: format!("workspace.updated:{memory_ref}:{digest}"),
+            detail: json!({
+                "tenantId": memory_ref.tenant().as_str(),
+                "memoryRef": memory_ref.to_string(),
+                "agentId": memory_ref.agent().as_str(),
+                "path": distill::keys::INDEX_JSON_NAME,
+                "updatedAt": at,
+            }),
+        }
+    }
+}

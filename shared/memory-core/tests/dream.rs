@@ -1,0 +1,530 @@
+//! Dreams over the in-memory ports: byte-stable archives, budget rules, atomic failure, fault
+//! injection at every step, SR-1 carry-forward, the index under racing writers, and forget.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use distill::DeterministicDistiller;
+use memory_core::dream::{DerivedForgetHook, Dreamer, MAX_TOKEN_BUDGET};
+use memory_core::events::EventType;
+use memory_core::forget::Forgetter;
+use memory_core::in_memory::{
+    InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher,
+};
+use memory_core::model::SubjectKey;
+use memory_core::ports::{
+    ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, PutOutcome, StoredObject,
+};
+use memory_core::testkit::{entry, memory_ref, T0};
+use memory_core::{CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
+
+fn tenant() -> TenantId {
+    TenantId::parse("t1").expect("tenant")
+}
+
+struct World {
+    store: Arc<InMemoryEntryStore>,
+    archives: Arc<InMemoryArchiveStore>,
+    events: Arc<RecordingPublisher>,
+    clock: Arc<ManualClock>,
+    dreamer: Dreamer,
+}
+
+fn world_with(archives_port: Arc<dyn ArchiveStore>, archives: Arc<InMemoryArchiveStore>) -> World {
+    let store = Arc::new(InMemoryEntryStore::new());
+    let events = Arc::new(RecordingPublisher::new());
+    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 10_000_000)));
+    World {
+        dreamer: Dreamer::new(
+            store.clone(),
+            archives_port,
+            events.clone(),
+            clock.clone(),
+            Arc::new(DeterministicDistiller),
+        ),
+        store,
+        archives,
+        events,
+        clock,
+    }
+}
+
+fn world() -> World {
+    let archives = Arc::new(InMemoryArchiveStore::new());
+    world_with(archives.clone(), archives)
+}
+
+fn r() -> MemoryRef {
+    memory_ref(&tenant(), "agent-1")
+}
+
+async fn seed(w: &World, n: u64) {
+    let entries: Vec<_> = (0..n)
+        .map(|i| {
+            entry(
+                &r(),
+                i,
+                &format!("Customer prefers email follow-up; order {} shipped", i % 7),
+                &["preference"],
+            )
+        })
+        .collect();
+    for chunk in entries.chunks(25) {
+        w.store.put_entries(chunk).await.expect("seed");
+    }
+}
+
+fn none() -> memory_core::Redactor {
+    SecretRegistry::new().redactor()
+}
+
+fn archives_of(w: &World) -> Vec<(ObjectKey, Vec<u8>)> {
+    w.archives
+        .dump()
+        .into_iter()
+        .filter(|(k, _)| k.as_str().contains("/archives/"))
+        .collect()
+}
+
+#[tokio::test]
+async fn same_sources_and_budget_give_the_same_bytes_at_the_same_key() {
+    let (a, b) = (world(), world());
+    seed(&a, 30).await;
+    seed(&b, 30).await;
+    let ra = a
+        .dreamer
+        .run("t1", &r().to_string(), Some(50_000), &none())
+        .await
+        .expect("dream a");
+    let rb = b
+        .dreamer
+        .run("t1", &r().to_string(), Some(50_000), &none())
+        .await
+        .expect("dream b");
+    assert_eq!(ra.status, "distilled");
+    assert_eq!(ra.archive_key, rb.archive_key);
+    assert!(
+        archives_of(&a) == archives_of(&b),
+        "byte-identical archives"
+    );
+    assert_eq!(archives_of(&a).len(), 1);
+    let out = a
+        .store
+        .get(&memory_core::model::EntryKey {
+            memory_ref: r(),
+            id: ra.output_id.clone().expect("id"),
+        })
+        .await
+        .expect("get")
+        .expect("output entry");
+    assert_eq!(out.tier, Tier::LongTerm);
+    assert!(out.entry.tags[0].starts_with("compacted-from:dream-"));
+    assert_eq!(out.provenance.len(), 30);
+    // Nothing new: a second run distils nothing and writes nothing.
+    a.store.calls.reset();
+    let again = a
+        .dreamer
+        .run("t1", &r().to_string(), Some(50_000), &none())
+        .await
+        .expect("again");
+    assert_eq!(again.status, "nothing-to-distill");
+    assert_eq!(a.store.calls.writes(), 0);
+    // One new entry: a new archive at a new key.
+    a.store
+        .put_entries(&[entry(&r(), 500, "Customer moved to Oslo", &["address"])])
+        .await
+        .expect("put");
+    let third = a
+        .dreamer
+        .run("t1", &r().to_string(), Some(50_000), &none())
+        .await
+        .expect("third");
+    assert_eq!(third.status, "distilled");
+    assert_ne!(third.archive_key, ra.archive_key);
+    assert_eq!(archives_of(&a).len(), 2);
+    let compacted: Vec<_> = a
+        .events
+        .events()
+        .into_iter()
+        .filter(|e| e.event_type == EventType::MemoryCompacted)
+        .collect();
+    assert_eq!(compacted.len(), 2);
+    let d = &compacted[0].detail;
+    assert_eq!(d["sourceCount"], 30);
+    assert_eq!(d["sourceIds"].as_array().map(Vec::len), Some(30));
+    assert_eq!(d["trigger"], "host-managed");
+    assert_eq!(d["distillation"]["tokenBudget"], 50_000);
+    assert_eq!(d["distillation"]["indexUpdated"], true);
+    assert!(
+        !compacted[0].detail_json().to_string().contains("email"),
+        "content-free"
+    );
+    assert_eq!(
+        a.events
+            .events()
+            .iter()
+            .filter(|e| e.event_type == EventType::WorkspaceUpdated)
+            .count(),
+        2
+    );
+}
+
+#[tokio::test]
+async fn budget_is_clamped_defaulted_and_counted_honestly() {
+    assert_eq!(Dreamer::budget(None), MAX_TOKEN_BUDGET);
+    assert_eq!(Dreamer::budget(Some(10_000_000_000)), MAX_TOKEN_BUDGET);
+    assert_eq!(Dreamer::budget(Some(2_000)), 2_000);
+    let w = world();
+    seed(&w, 200).await;
+    let report = w
+        .dreamer
+        .run("t1", &r().to_string(), Some(3_000), &none())
+        .await
+        .expect("dream");
+    assert!(report.tokens_used <= 3_000);
+    assert!(report.source_count < 200, "not all fit: newest first");
+    // Independent count with the tokenizer itself over what the run says it used.
+    let bpe = tiktoken_rs::cl100k_base().expect("tokenizer");
+    let summary = w
+        .store
+        .dump()
+        .into_iter()
+        .find(|e| e.tier == Tier::LongTerm)
+        .expect("output");
+    let used: Vec<String> = summary.provenance.clone();
+    let inputs: usize = w
+        .store
+        .dump()
+        .into_iter()
+        .filter(|e| used.contains(&e.entry.id))
+        .map(|e| bpe.encode_ordinary(&e.entry.content).len())
+        .sum();
+    let independent = inputs + bpe.encode_ordinary(&summary.entry.content).len();
+    let diff = (f64::from(report.tokens_used) - independent as f64).abs() / independent as f64;
+    assert!(
+        diff <= 0.10,
+        "tokensUsed {} vs independent {independent}",
+        report.tokens_used
+    );
+    let default = world();
+    seed(&default, 5).await;
+    assert_eq!(
+        default
+            .dreamer
+            .run("t1", &r().to_string(), None, &none())
+            .await
+            .expect("dream")
+            .token_budget,
+        MAX_TOKEN_BUDGET
+    );
+}
+
+#[tokio::test]
+async fn a_budget_too_small_fails_and_changes_nothing() {
+    let w = world();
+    seed(&w, 10).await;
+    let (entries, objects, calls) = (w.store.dump(), w.archives.dump(), w.store.calls.writes());
+    let err = w
+        .dreamer
+        .run("t1", &r().to_string(), Some(100), &none())
+        .await;
+    assert_eq!(err, Err(CoreError::TokenBudgetExceeded));
+    assert!(w.store.dump() == entries, "table as before");
+    assert!(w.archives.dump() == objects, "bucket and index as before");
+    assert_eq!(w.store.calls.writes(), calls);
+    assert!(w.events.events().is_empty());
+    // The watermark did not move: a run with a fitting budget still sees all ten.
+    assert_eq!(
+        w.dreamer
+            .run("t1", &r().to_string(), None, &none())
+            .await
+            .expect("dream")
+            .source_count,
+        10
+    );
+}
+
+#[tokio::test]
+async fn a_failure_at_any_step_leaves_nothing_partial_and_the_next_run_completes() {
+    let reference = world();
+    seed(&reference, 12).await;
+    reference
+        .dreamer
+        .run("t1", &r().to_string(), None, &none())
+        .await
+        .expect("reference");
+    let want_objects = reference.archives.dump();
+    let want_entries = reference.store.dump();
+    let faults: Vec<(&str, Box<dyn Fn(&World)>)> = vec![
+        (
+            "archive put",
+            Box::new(|w: &World| w.archives.calls.fail_on("put_if_absent", 1)),
+        ),
+        (
+            "entry put",
+            Box::new(|w: &World| w.store.calls.fail_on("put_entries", 1)),
+        ),
+        (
+            "index read",
+            Box::new(|w: &World| w.archives.calls.fail_on("get", 1)),
+        ),
+        (
+            "index write",
+            Box::new(|w: &World| w.archives.calls.fail_on("put_expecting", 1)),
+        ),
+        (
+            "markdown write",
+            Box::new(|w: &World| w.archives.calls.fail_on("put_expecting", 2)),
+        ),
+        (
+            "publish",
+            Box::new(|w: &World| w.events.calls.fail_on("publish", 1)),
+        ),
+        (
+            "watermark",
+            Box::new(|w: &World| w.store.calls.fail_on("finish_work", 1)),
+        ),
+    ];
+    for (label, arm) in faults {
+        let w = world();
+        seed(&w, 12).await;
+        arm(&w);
+        let failed = w.dreamer.run("t1", &r().to_string(), None, &none()).await;
+        assert!(failed.is_err(), "{label}: the failure surfaces");
+        let archives = archives_of(&w).len();
+        let outputs = w
+            .store
+            .dump()
+            .iter()
+            .filter(|e| e.tier == Tier::LongTerm)
+            .count();
+        if !matches!(label, "publish" | "watermark" | "markdown write") {
+            assert_eq!(
+                (archives, outputs),
+                (0, 0),
+                "{label}: no partial archive, no orphan entry"
+            );
+        }
+        let done = w
+            .dreamer
+            .run("t1", &r().to_string(), None, &none())
+            .await
+            .expect("the next run completes");
+        assert_eq!(done.status, "distilled", "{label}");
+        assert!(
+            w.archives.dump() == want_objects,
+            "{label}: same objects as an undisturbed run"
+        );
+        assert!(
+            w.store.dump() == want_entries,
+            "{label}: same entries as an undisturbed run"
+        );
+        let _ = &w.clock;
+    }
+}
+
+#[tokio::test]
+async fn secrets_never_reach_archive_entry_or_index() {
+    let w = world();
+    let t = tenant();
+    let mut entries = vec![
+        entry(&r(), 1, "token [REDACTED:gh] was rotated", &["ops"]),
+        entry(
+            &r(),
+            2,
+            "new key is sk-live-ABCDEFGH1234 for billing",
+            &["ops"],
+        ),
+        entry(
+            &r(),
+            3,
+            "near miss sk-live-ABCDEFGH123 and [REDACTED:gh",
+            &["ops"],
+        ),
+    ];
+    entries[0].subject = Some(SubjectKey::derive(&t, "x"));
+    w.store.put_entries(&entries).await.expect("put");
+    let mut secrets = SecretRegistry::new();
+    secrets
+        .register("stripe", "sk-live-ABCDEFGH1234")
+        .expect("register");
+    secrets.register("gh", "ghp_1234567890").expect("register");
+    w.dreamer
+        .run("t1", &r().to_string(), None, &secrets.redactor())
+        .await
+        .expect("dream");
+    let output = w
+        .store
+        .dump()
+        .into_iter()
+        .find(|e| e.tier == Tier::LongTerm)
+        .expect("output");
+    assert!(output.entry.content.contains("[REDACTED:stripe]"));
+    assert!(
+        output.entry.content.contains("[REDACTED:gh]"),
+        "existing markers kept whole"
+    );
+    let mut everything = output.entry.content.clone();
+    for (_, body) in w.archives.dump() {
+        everything.push_str(&String::from_utf8_lossy(&body));
+    }
+    assert!(!everything.contains("sk-live-ABCDEFGH1234"), "{everything}");
+    assert!(everything.contains("[REDACTED:stripe]"));
+}
+
+/// On its first index write, lets another dream's index write land first.
+struct RacingIndex {
+    inner: Arc<InMemoryArchiveStore>,
+    raced: std::sync::Mutex<bool>,
+}
+
+#[async_trait]
+impl ArchiveStore for RacingIndex {
+    async fn put_if_absent(
+        &self,
+        k: &ObjectKey,
+        b: Vec<u8>,
+        kind: ObjectKind,
+        ct: &str,
+    ) -> Result<PutOutcome, StoreError> {
+        self.inner.put_if_absent(k, b, kind, ct).await
+    }
+    async fn put_expecting(
+        &self,
+        k: &ObjectKey,
+        b: Vec<u8>,
+        kind: ObjectKind,
+        ct: &str,
+        e: Expect,
+    ) -> Result<String, StoreError> {
+        let first = !std::mem::replace(
+            &mut *self.raced.lock().unwrap_or_else(|p| p.into_inner()),
+            true,
+        );
+        if first && k.as_str().ends_with("MEMORY-INDEX.json") {
+            // The other dream: a line for another archive of the same ref.
+            let mut other = distill::index::upsert(
+                None,
+                &memory_ref(&tenant(), "agent-1").to_string(),
+                distill::IndexLine {
+                    archive_key: format!("t1/agents/agent-1/archives/{}.json", "e".repeat(64)),
+                    digest: "e".repeat(64),
+                    output_entry_id: "01OTHER".into(),
+                    created_at_ms: T0,
+                    source_count: 1,
+                    tokens_used: 10,
+                    token_budget: 100,
+                    tags: vec![],
+                },
+                T0,
+            )
+            .expect("other line")
+            .0;
+            other.updated_at_ms = T0;
+            self.inner
+                .put_expecting(
+                    k,
+                    distill::index::to_json_bytes(&other),
+                    kind,
+                    ct,
+                    Expect::Absent,
+                )
+                .await?;
+        }
+        self.inner.put_expecting(k, b, kind, ct, e).await
+    }
+    async fn get(&self, k: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
+        self.inner.get(k).await
+    }
+    async fn delete(&self, k: &ObjectKey) -> Result<(), StoreError> {
+        self.inner.delete(k).await
+    }
+    async fn purge_history(&self, k: &ObjectKey) -> Result<(), StoreError> {
+        self.inner.purge_history(k).await
+    }
+    async fn list(&self, t: &TenantId, p: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        self.inner.list(t, p).await
+    }
+}
+
+#[tokio::test]
+async fn racing_index_writers_lose_no_update() {
+    let inner = Arc::new(InMemoryArchiveStore::new());
+    let w = world_with(
+        Arc::new(RacingIndex {
+            inner: inner.clone(),
+            raced: false.into(),
+        }),
+        inner.clone(),
+    );
+    seed(&w, 5).await;
+    w.dreamer
+        .run("t1", &r().to_string(), None, &none())
+        .await
+        .expect("dream");
+    let index = inner
+        .dump()
+        .into_iter()
+        .find(|(k, _)| k.as_str().ends_with("MEMORY-INDEX.json"))
+        .expect("index");
+    let parsed = distill::index::from_json_bytes(&index.1).expect("parse");
+    assert_eq!(
+        parsed.entries.len(),
+        2,
+        "both dreams' lines survive the race"
+    );
+    assert!(inner
+        .dump()
+        .iter()
+        .any(|(k, _)| k.as_str().ends_with("MEMORY-INDEX.md")));
+}
+
+#[tokio::test]
+async fn forget_after_a_dream_leaves_no_trace_of_the_subject() {
+    let w = world();
+    let t = tenant();
+    let mut entries = vec![
+        entry(&r(), 1, "Zelda's allergy is peanuts", &["health"]),
+        entry(&r(), 2, "Office closes at 6pm", &["ops"]),
+    ];
+    entries[0].subject = Some(SubjectKey::derive(&t, "zelda"));
+    w.store.put_entries(&entries).await.expect("put");
+    w.dreamer
+        .run("t1", &r().to_string(), None, &none())
+        .await
+        .expect("dream");
+    let everything = |w: &World| {
+        let mut text: String = w
+            .store
+            .dump()
+            .into_iter()
+            .map(|e| e.entry.content)
+            .collect();
+        for (_, body) in w.archives.dump() {
+            text.push_str(&String::from_utf8_lossy(&body));
+        }
+        text
+    };
+    assert!(everything(&w).contains("peanuts"), "positive control");
+    let forgetter = Forgetter::new(w.store.clone(), w.events.clone(), w.clock.clone()).with_hook(
+        Arc::new(DerivedForgetHook {
+            store: w.store.clone(),
+            archives: w.archives.clone(),
+            clock: w.clock.clone(),
+        }),
+    );
+    let counts = forgetter.forget("t1", "zelda").await.expect("forget");
+    assert_eq!(
+        (
+            counts.deleted_entries,
+            counts.deleted_archives,
+            counts.rebuilt_indexes
+        ),
+        (2, 1, 1)
+    );
+    assert!(!everything(&w).contains("peanuts") && !everything(&w).contains("Zelda"));
+    assert!(
+        everything(&w).contains("Office closes"),
+        "unrelated entries stay"
+    );
+}
