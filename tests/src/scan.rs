@@ -17,7 +17,9 @@ pub async fn table_text(sdk: &SdkConfig, table: &str) -> String {
             .await
             .unwrap_or_else(|e| panic!("scan: {e:?}"));
         for item in page.items() {
-            out.push_str(&format!("{item:?}\n"));
+            // Sorted, so two scans of an unchanged item print the same line.
+            let sorted: std::collections::BTreeMap<_, _> = item.iter().collect();
+            out.push_str(&format!("{sorted:?}\n"));
         }
         match page.last_evaluated_key() {
             Some(k) if !k.is_empty() => start = Some(k.clone()),

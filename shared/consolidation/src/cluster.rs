@@ -22,6 +22,7 @@
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
 
+use crate::merge::display_len;
 use crate::minhash::{band_key, signature, Signature, BANDS};
 use crate::normalise::{analyse_into, jaccard, normalise, same_content_words, shingles};
 use crate::tags::fact_keys;
@@ -33,6 +34,10 @@ pub(crate) struct Group {
     pub kind: MergeKind,
     /// Indices into the input slice, in ascending id order; at least two.
     pub members: Vec<usize>,
+    /// For duplicate groups, [`display_len`] of each member's content (parallel to `members`),
+    /// measured while the content is read anyway, so picking the survivor's text does not
+    /// revisit every member's text; empty for supersede groups.
+    pub display_lens: Vec<usize>,
 }
 
 /// Finds every group of the corpus, ordered by the smallest id of each group.
@@ -88,15 +93,17 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
             groups.extend(
                 duplicate_components(entries, &members, threshold)
                     .into_iter()
-                    .map(|members| Group {
+                    .map(|(members, display_lens)| Group {
                         kind: MergeKind::Duplicate,
                         members,
+                        display_lens,
                     }),
             );
         } else {
             groups.push(Group {
                 kind: MergeKind::Supersede,
                 members,
+                display_lens: Vec::new(),
             });
         }
     }
@@ -116,7 +123,11 @@ fn id_prefix(id: &str) -> u128 {
 /// Only fingerprints are kept per distinct text (a node): the normalised text itself is
 /// recomputed from the node's first member when it is needed (a fingerprint hit, or a guard
 /// bucket of two or more nodes), so a pass does not hold a second copy of the corpus.
-fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) -> Vec<Vec<usize>> {
+fn duplicate_components(
+    entries: &[Entry],
+    members: &[usize],
+    threshold: f64,
+) -> Vec<(Vec<usize>, Vec<usize>)> {
     // Exact duplicates: one node per distinct normalised text. Nodes with the same text hash
     // are chained through `same_hash`, and texts are compared, so a hash collision never joins
     // two different texts.
@@ -126,8 +137,10 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
     let mut guards: Vec<u64> = Vec::new();
     let mut same_hash: Vec<usize> = Vec::new();
     let mut node_of: Vec<usize> = Vec::with_capacity(members.len());
+    let mut display_lens: Vec<usize> = Vec::with_capacity(members.len());
     let (mut norm, mut other) = (String::new(), String::new());
     for &m in members {
+        display_lens.push(display_len(&entries[m].content));
         let (norm_hash, guard) = analyse_into(&entries[m].content, &mut norm);
         let mut cursor = head.get(&norm_hash).copied().unwrap_or(NONE);
         while cursor != NONE {
@@ -178,7 +191,7 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
         size_of_root[uf.find(node)] += 1;
     }
     let mut slot_of_root = vec![NONE; nodes];
-    let mut components: Vec<Vec<usize>> = Vec::new();
+    let mut components: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
     for (local, &node) in node_of.iter().enumerate() {
         let root = uf.find(node);
         if size_of_root[root] < 2 {
@@ -186,9 +199,12 @@ fn duplicate_components(entries: &[Entry], members: &[usize], threshold: f64) ->
         }
         if slot_of_root[root] == NONE {
             slot_of_root[root] = components.len();
-            components.push(Vec::with_capacity(size_of_root[root]));
+            let size = size_of_root[root];
+            components.push((Vec::with_capacity(size), Vec::with_capacity(size)));
         }
-        components[slot_of_root[root]].push(members[local]);
+        let (ms, lens) = &mut components[slot_of_root[root]];
+        ms.push(members[local]);
+        lens.push(display_lens[local]);
     }
     components
 }

@@ -44,7 +44,9 @@
 //!   are linked depends only on the two texts (normalisation, guard, LSH bucket keys from
 //!   fixed hash functions, exact Jaccard), never on the rest of the corpus, so the second pass
 //!   cannot link them either;
-//! - a large group is folded as a tree inside one plan and leaves a single entry.
+//! - a large group is folded as a tree inside one plan and leaves a single entry;
+//! - a guard class too large for the near-duplicate search (hostile input) only folds exact
+//!   duplicates, which leaves its number of distinct texts unchanged, so it is skipped again.
 //!
 //! Property tests in `tests/` check this over generated corpora.
 
@@ -193,6 +195,8 @@ pub struct Plan {
 pub struct Settings {
     /// Minimum exact Jaccard similarity of word 2-shingles for two guard-equal texts to fold;
     /// see [`DEFAULT_NEAR_DUPLICATE_THRESHOLD`]. Values are clamped to `0..=1`; NaN acts as 1.
+    /// The LSH banding is tuned for thresholds of 0.5 and up (see [`minhash`]); below about 0.3
+    /// some qualifying pairs are never offered as candidates (consistently, on every pass).
     pub near_duplicate_threshold: f64,
     /// Largest `replaced` list of one merge; values below 2 act as 2.
     pub max_replaced_per_merge: usize,
@@ -226,6 +230,7 @@ pub fn plan(entries: &[Entry], settings: &Settings) -> Plan {
         merge::plan_group(
             group.kind,
             &group.members,
+            &group.display_lens,
             entries,
             settings.max_replaced_per_merge,
             &mut merges,

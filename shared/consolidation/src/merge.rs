@@ -94,12 +94,14 @@ struct Item<'a> {
     provenance: Cow<'a, [String]>,
     /// Source count (`corroborated:<n>`, else 1).
     weight: u64,
+    /// [`display_len`] of `content` (duplicate groups only).
+    display_len: usize,
     /// Supersede order: `(createdAt, id)` of the input entry this item's content comes from.
     rank: (i64, Cow<'a, str>),
 }
 
 impl<'a> Item<'a> {
-    fn from_entry(e: &'a Entry, kind: MergeKind) -> Item<'a> {
+    fn from_entry(e: &'a Entry, kind: MergeKind, display_len: usize) -> Item<'a> {
         Item {
             id: Cow::Borrowed(&e.id),
             content: Cow::Borrowed(&e.content),
@@ -112,15 +114,18 @@ impl<'a> Item<'a> {
             expires_at_ms: e.expires_at_ms,
             provenance: Cow::Borrowed(&e.provenance),
             weight: source_count(&e.tags),
+            display_len,
             rank: (e.created_at_ms, Cow::Borrowed(&e.id)),
         }
     }
 }
 
-/// Appends the merges that fold the group `members` (input indices) into one entry.
+/// Appends the merges that fold the group `members` (input indices) into one entry;
+/// `display_lens` is parallel to `members` for duplicate groups (measured if missing).
 pub(crate) fn plan_group(
     kind: MergeKind,
     members: &[usize],
+    display_lens: &[usize],
     entries: &[Entry],
     max_replaced: usize,
     out: &mut Vec<Merge>,
@@ -132,8 +137,18 @@ pub(crate) fn plan_group(
         .and_then(|e| e.subject.as_deref());
     let mut level: Vec<Item> = members
         .iter()
-        .filter_map(|&m| entries.get(m))
-        .map(|e| Item::from_entry(e, kind))
+        .enumerate()
+        .filter_map(|(k, &m)| {
+            let e = entries.get(m)?;
+            let len = match kind {
+                MergeKind::Duplicate => display_lens
+                    .get(k)
+                    .copied()
+                    .unwrap_or_else(|| display_len(&e.content)),
+                MergeKind::Supersede => 0,
+            };
+            Some(Item::from_entry(e, kind, len))
+        })
         .collect();
     level.sort_by(|a, b| a.rank.cmp(&b.rank));
     let winner_norm = level.last().map(|w| w.norm.clone()).unwrap_or_default();
@@ -170,7 +185,7 @@ pub(crate) fn plan_group(
 
 /// Length used to pick the fullest duplicate text: UTF-8 bytes after collapsing whitespace
 /// (runs of whitespace count as one byte, leading and trailing whitespace not at all).
-fn display_len(s: &str) -> usize {
+pub(crate) fn display_len(s: &str) -> usize {
     let (mut bytes, mut words) = (0usize, 0usize);
     for w in s.split_whitespace() {
         bytes += w.len();
@@ -211,6 +226,7 @@ fn with_corroboration<'a>(tags: impl Iterator<Item = &'a String>, n: u64) -> Vec
 struct Carry<'a> {
     norm: Cow<'a, str>,
     weight: u64,
+    display_len: usize,
     rank: (i64, Cow<'a, str>),
 }
 
@@ -225,6 +241,7 @@ impl<'a> Carry<'a> {
             expires_at_ms: m.expires_at_ms,
             provenance: Cow::Owned(m.provenance.clone()),
             weight: self.weight,
+            display_len: self.display_len,
             rank: self.rank,
         }
     }
@@ -254,9 +271,9 @@ fn merge_items<'a>(
         MergeKind::Duplicate => {
             let source = items
                 .iter()
-                .map(|i| (i.content.len(), i))
+                .map(|i| (i.display_len, i))
                 .reduce(|(bl, best), (il, i)| {
-                    if il > bl || (il == bl && i.id < best.id) {
+                    if il > bl || (il == bl && i.content < best.content) {
                         (il, i)
                     } else {
                         (bl, best)
@@ -303,6 +320,7 @@ fn merge_items<'a>(
     let carry = Carry {
         norm: source.norm.clone(),
         weight,
+        display_len: source.display_len,
         rank,
     };
     Some((
