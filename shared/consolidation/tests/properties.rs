@@ -176,7 +176,11 @@ fn non_fact_sources(entries: &[Entry]) -> u64 {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    // 256 cases by default; PROPTEST_CASES=<n> runs more.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(256),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn plans_are_valid_idempotent_and_respect_boundaries(
@@ -237,4 +241,39 @@ proptest! {
         }));
         run(&grown, &settings);
     }
+}
+
+#[test]
+fn the_generator_exercises_every_path() {
+    // Guards against a vacuous property test: a typical generated corpus has near and exact
+    // duplicates, supersessions and (with a tiny transaction size) tree-folded groups.
+    use proptest::strategy::ValueTree;
+    use proptest::test_runner::TestRunner;
+    let mut runner = TestRunner::deterministic();
+    let specs = prop::collection::vec(spec(), 110..120)
+        .new_tree(&mut runner)
+        .expect("generate")
+        .current();
+    let entries = corpus(&specs);
+    let settings = Settings {
+        max_replaced_per_merge: 2,
+        ..Settings::default()
+    };
+    let (p, _) = run(&entries, &settings);
+    assert!(p.merges.iter().any(|m| m.kind == MergeKind::Duplicate));
+    assert!(p.merges.iter().any(|m| m.kind == MergeKind::Supersede));
+    let merged_ids: BTreeSet<&str> = p.merges.iter().map(|m| m.merged.id.as_str()).collect();
+    assert!(p
+        .merges
+        .iter()
+        .any(|m| m.replaced.iter().any(|id| merged_ids.contains(id.as_str()))));
+    let near = p.merges.iter().any(|m| {
+        let texts: BTreeSet<String> = entries
+            .iter()
+            .filter(|e| m.merged.provenance.contains(&e.id))
+            .map(|e| normalise(&e.content))
+            .collect();
+        m.kind == MergeKind::Duplicate && texts.len() > 1
+    });
+    assert!(near, "no near-duplicate merge");
 }

@@ -122,8 +122,14 @@ pub async fn cross_tenant_probe_returns_nothing(store: Arc<dyn EntryStore>) {
     let rb = memory_ref(&b, "agent-1");
     let ea = entry(&ra, 1, "tenant a fact", &["x"]);
     let eb = entry(&rb, 2, "tenant b fact", &["x"]);
-    store.put_entries(&[ea.clone()]).await.expect("put a");
-    store.put_entries(&[eb.clone()]).await.expect("put b");
+    store
+        .put_entries(std::slice::from_ref(&ea))
+        .await
+        .expect("put a");
+    store
+        .put_entries(std::slice::from_ref(&eb))
+        .await
+        .expect("put b");
     let (reader, _) = reader(store, T0 + 10);
     let scope_a = TenantScope::new(a);
     let scope_b = TenantScope::new(b);
@@ -431,7 +437,10 @@ pub async fn delete_and_forget_by_subject(store: Arc<dyn EntryStore>) {
         .await
         .expect("put");
     store.put_entries(&[e2.clone()]).await.expect("put");
-    store.put_entries(&[eb.clone()]).await.expect("put");
+    store
+        .put_entries(std::slice::from_ref(&eb))
+        .await
+        .expect("put");
 
     let mut found = store.find_by_subject(&a, &subject_a).await.expect("find");
     found.sort();
@@ -776,7 +785,10 @@ pub async fn commitment_store_contract(store: Arc<dyn crate::ports::CommitmentSt
         3
     );
     assert_eq!(
-        store.put_new(&[due.clone()]).await.expect("put again"),
+        store
+            .put_new(std::slice::from_ref(&due))
+            .await
+            .expect("put again"),
         0,
         "idempotent"
     );

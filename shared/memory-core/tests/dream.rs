@@ -255,7 +255,8 @@ async fn a_failure_at_any_step_leaves_nothing_partial_and_the_next_run_completes
         .expect("reference");
     let want_objects = reference.archives.dump();
     let want_entries = reference.store.dump();
-    let faults: Vec<(&str, Box<dyn Fn(&World)>)> = vec![
+    type Arm = Box<dyn Fn(&World)>;
+    let faults: Vec<(&str, Arm)> = vec![
         (
             "archive put",
             Box::new(|w: &World| w.archives.calls.fail_on("put_if_absent", 1)),
