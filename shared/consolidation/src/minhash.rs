@@ -12,8 +12,9 @@
 //! fingerprint (see `crate::cluster`), so a bucket only ever holds texts with the same content
 //! words, and extra candidates cost one cheap set comparison each.
 //!
-//! Every hash here is a fixed function (FNV-1a followed by the MurmurHash3 finaliser, seeds
-//! from a fixed SplitMix64 stream), never `std`'s `DefaultHasher` whose output may change
+//! Every hash here is a fixed function (FNV-1a followed by the MurmurHash3 finaliser for
+//! tokens and shingles, multiply-add functions with constants from a fixed SplitMix64 stream for
+//! the min-hashes), never `std`'s `DefaultHasher` whose output may change
 //! between Rust releases: whether a pair is a candidate must depend only on the two texts, so
 //! that a second pass, months and compiler upgrades later, finds exactly the pairs the first
 //! pass found (the idempotency argument in the crate documentation relies on it).
@@ -47,19 +48,24 @@ pub(crate) fn hash_bytes(bytes: &[u8]) -> u64 {
     fmix64(h)
 }
 
-const fn splitmix_seeds() -> [u64; NUM_HASHES] {
+/// `NUM_HASHES` values from a fixed SplitMix64 stream; `odd` forces the lowest bit.
+const fn splitmix_stream(mut state: u64, odd: bool) -> [u64; NUM_HASHES] {
     let mut out = [0u64; NUM_HASHES];
-    let mut state: u64 = 0x776f_702d_6d65_6d6f; // "wop-memo"
     let mut i = 0;
     while i < NUM_HASHES {
         state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        out[i] = fmix64(state);
+        out[i] = fmix64(state) | (odd as u64);
         i += 1;
     }
     out
 }
 
-const SEEDS: [u64; NUM_HASHES] = splitmix_seeds();
+/// Multipliers (odd, so each function is a bijection of `u64`) and offsets of the min-hash
+/// family `h_i(x) = a_i·x + b_i (mod 2^64)`, applied to shingle fingerprints that are already
+/// uniformly mixed: one multiply-add per function and shingle, the standard universal family
+/// for MinHash.
+const MULTIPLIERS: [u64; NUM_HASHES] = splitmix_stream(0x776f_702d_6d65_6d6f, true); // "wop-memo"
+const OFFSETS: [u64; NUM_HASHES] = splitmix_stream(0x6d69_6e68_6173_6821, false); // "minhash!"
 
 /// A MinHash signature.
 pub(crate) type Signature = [u64; NUM_HASHES];
@@ -69,8 +75,8 @@ pub(crate) type Signature = [u64; NUM_HASHES];
 pub(crate) fn signature(shingles: &[u64]) -> Signature {
     let mut sig = [u64::MAX; NUM_HASHES];
     for &s in shingles {
-        for (slot, seed) in sig.iter_mut().zip(SEEDS.iter()) {
-            let v = fmix64(s ^ seed);
+        for ((slot, a), b) in sig.iter_mut().zip(&MULTIPLIERS).zip(&OFFSETS) {
+            let v = a.wrapping_mul(s).wrapping_add(*b);
             if v < *slot {
                 *slot = v;
             }
@@ -98,12 +104,15 @@ mod tests {
         // Pinned values: a change here silently changes which pairs a pass considers, so it
         // must be a deliberate, versioned decision (see the module documentation).
         assert_eq!(hash_bytes(b""), fmix64(0xcbf2_9ce4_8422_2325));
-        assert_eq!(hash_bytes(b"tea"), hash_bytes(b"tea"));
+        assert_eq!(hash_bytes(b"tea"), 0x274e_6f33_c949_7c61);
+        assert_eq!(MULTIPLIERS[0], 0xc9ed_f676_6df4_adf1);
+        assert_eq!(signature(&[1, 2, 3])[0], 0x6a76_9fa5_0f4e_226c);
         assert_ne!(hash_bytes(b"tea"), hash_bytes(b"tee"));
         assert_eq!(
-            SEEDS[0],
-            fmix64(0x776f_702d_6d65_6d6f_u64.wrapping_add(0x9e37_79b9_7f4a_7c15))
+            MULTIPLIERS[0],
+            fmix64(0x776f_702d_6d65_6d6f_u64.wrapping_add(0x9e37_79b9_7f4a_7c15)) | 1
         );
+        assert!(MULTIPLIERS.iter().all(|a| a % 2 == 1));
     }
 
     #[test]
