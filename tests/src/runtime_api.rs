@@ -300,10 +300,10 @@ impl LambdaProcess {
                 reply,
             })
             .unwrap_or_else(|_| panic!("{} runtime api is gone", self.name));
-        match tokio::time::timeout(Duration::from_secs(30), answer).await {
+        match tokio::time::timeout(Duration::from_secs(120), answer).await {
             Ok(Ok(outcome)) => outcome,
             _ => panic!(
-                "{} did not answer within 30 s; logs:\n{}",
+                "{} did not answer within 120 s; logs:\n{}",
                 self.name,
                 self.logs()
             ),

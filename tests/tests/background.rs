@@ -77,7 +77,7 @@ async fn consolidation_fans_out_through_the_queue_and_is_idempotent() {
         .collect();
     assert_eq!(ours.len(), 2, "one job per pending ref: {records:?}");
     let batch = consolidate
-        .invoke(&json!({"Records": records}))
+        .invoke(&json!({"Records": ours}))
         .await
         .response();
     assert_eq!(batch["batchItemFailures"], json!([]));

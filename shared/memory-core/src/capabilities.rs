@@ -182,6 +182,16 @@ mod tests {
         let shape = json!({"compaction": true, "replay-snapshot": true, "longTerm": false});
         assert_eq!(
             HOST_MODEL.degraded_dimensions(&shape),
+            vec!["replay-snapshot"],
+            "compaction is provided (dreams), replay snapshots are the run engine's"
+        );
+        let no_compaction = HostMemoryModel {
+            compaction: false,
+            distillation: None,
+            ..HOST_MODEL
+        };
+        assert_eq!(
+            no_compaction.degraded_dimensions(&shape),
             vec!["compaction", "replay-snapshot"]
         );
         assert!(HOST_MODEL
