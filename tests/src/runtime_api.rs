@@ -259,6 +259,11 @@ impl LambdaProcess {
             .env("AWS_LAMBDA_LOG_STREAM_NAME", "local")
             .env("AWS_LAMBDA_LOG_GROUP_NAME", format!("/aws/lambda/{name}"))
             .env("AWS_LAMBDA_LOG_FORMAT", "JSON")
+            // The deployed level, whatever the developer's shell has: the leak scans read these logs.
+            .env_remove("RUST_LOG")
+            .env("AWS_LAMBDA_LOG_LEVEL", "INFO")
+            // Tests distil what they just wrote; production waits out in-flight writes.
+            .env("DREAM_SETTLE_SECONDS", "0")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

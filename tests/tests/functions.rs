@@ -277,7 +277,8 @@ async fn expired_entries_never_surface() {
     let ra = memory_ref(&a, "agent-1");
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let api = Api::start().await;
-    let soon = chrono_like_now_plus(1500);
+    // Generous, so a loaded machine cannot expire it before the positive control reads it.
+    let soon = chrono_like_now_plus(6_000);
     let out = writer
         .invoke(&put(
             &a,
@@ -295,7 +296,15 @@ async fn expired_entries_never_surface() {
         "positive control: visible before expiry"
     );
     assert_eq!(body["entries"][1]["expiresAt"], soon);
-    tokio::time::sleep(Duration::from_millis(1700)).await;
+    // Wait out the expiry (clock reads, not a fixed sleep), then it must never surface again.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while chrono_like_now_plus(0) <= soon {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "clock did not pass expiresAt"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let (_, body) = api.list(&a, &ra, &[]).await;
     assert_eq!(body["entries"].as_array().map(Vec::len), Some(1));
     assert_eq!(body["entries"][0]["content"], "stays");

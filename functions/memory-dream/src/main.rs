@@ -18,13 +18,22 @@ async fn main() -> Result<(), Error> {
     // Build the tokenizer during init, which Lambda does not bill against the first request.
     distill::tokens::warm_up();
     let ports = AwsPorts::from_env().await?;
-    let pass = DreamPass(Dreamer::new(
-        ports.entries.clone(),
-        ports.archives.clone(),
-        ports.events.clone(),
-        Arc::new(SystemClock),
-        Arc::new(DeterministicDistiller),
-    ));
+    // Entries younger than this wait for the next run (see Dreamer::with_settle_millis);
+    // default: the write function's timeout.
+    let settle_seconds: i64 = std::env::var("DREAM_SETTLE_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(15);
+    let pass = DreamPass(
+        Dreamer::new(
+            ports.entries.clone(),
+            ports.archives.clone(),
+            ports.events.clone(),
+            Arc::new(SystemClock),
+            Arc::new(DeterministicDistiller),
+        )
+        .with_settle_millis(settle_seconds * 1000),
+    );
     let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
     lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
         let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());

@@ -85,7 +85,50 @@ pub fn invoke_error(e: CoreError) -> Diagnostic {
     }
 }
 
-/// JSON logs through tracing (level from `AWS_LAMBDA_LOG_LEVEL` / `RUST_LOG`).
+/// Crates that log whole payloads (the invocation event, SDK request and response bodies) at
+/// debug or trace. They stay at INFO whatever level is configured: raising the log level to
+/// debug an issue must never put entry content or a run's secrets into CloudWatch.
+const PAYLOAD_LOGGERS: [&str; 12] = [
+    "lambda_runtime",
+    "lambda_runtime_api_client",
+    "aws_smithy_runtime",
+    "aws_smithy_runtime_api",
+    "aws_smithy_http_client",
+    "aws_smithy_http",
+    "aws_config",
+    "aws_sdk_dynamodb",
+    "aws_sdk_s3",
+    "aws_sdk_eventbridge",
+    "aws_sdk_sqs",
+    "hyper",
+];
+
+/// JSON logs through tracing. The level comes from `AWS_LAMBDA_LOG_LEVEL` (Lambda's advanced
+/// logging controls) or `RUST_LOG` as a plain level; per-crate directives from the environment
+/// are deliberately not read, so the payload loggers above cannot be turned up.
 pub fn init_logging() {
-    lambda_runtime::tracing::init_default_subscriber();
+    use lambda_runtime::tracing::subscriber::filter::{EnvFilter, LevelFilter};
+    let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .ok()
+        .and_then(|l| l.parse::<LevelFilter>().ok())
+        .unwrap_or(LevelFilter::INFO);
+    let mut filter = EnvFilter::builder()
+        .with_default_directive(level.into())
+        .parse_lossy("");
+    for target in PAYLOAD_LOGGERS {
+        if let Ok(directive) = format!("{target}=info").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
+    let collector = lambda_runtime::tracing::subscriber::fmt()
+        .with_target(false)
+        .without_time()
+        .with_env_filter(filter);
+    let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
+    if json {
+        collector.json().init();
+    } else {
+        collector.init();
+    }
 }

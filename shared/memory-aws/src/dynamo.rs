@@ -498,44 +498,43 @@ impl EntryStore for DynamoEntryStore {
         watermark: Option<Timestamp>,
     ) -> Result<bool, StoreError> {
         const OP: &str = "finish_work";
-        let set_watermark = |request: aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder| match watermark {
-            Some(w) => request.expression_attribute_values(":w", n(w.as_millis())),
-            None => request,
-        };
-        let set = if watermark.is_some() {
-            " SET watermarkMs = :w"
-        } else {
-            ""
-        };
-        let mut clear = self
+        // 1. The watermark, first and never backwards: a slow duplicate run must not lower
+        //    it, and a crash after this step leaves the ref pending, so nothing is skipped.
+        if let Some(w) = watermark {
+            match self
+                .client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(marker_key(memory_ref, kind)))
+                .update_expression("SET watermarkMs = :w")
+                .condition_expression("attribute_not_exists(watermarkMs) OR watermarkMs < :w")
+                .expression_attribute_values(":w", n(w.as_millis()))
+                .send()
+                .await
+            {
+                Ok(_) => {}
+                Err(e)
+                    if crate::error::service_code(&e)
+                        == Some("ConditionalCheckFailedException") => {}
+                Err(e) => return Err(backend(OP, &e)),
+            }
+        }
+        // 2. Out of the pending index, only if no write arrived since the pass read the marker.
+        let clear = self
             .client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(marker_key(memory_ref, kind)))
-            .update_expression(format!("REMOVE dirtyPartition, dirtySince{set}"));
-        clear = match version {
+            .update_expression("REMOVE dirtyPartition, dirtySince");
+        let clear = match version {
             Some(v) => clear
                 .condition_expression("dirtyVersion = :v")
                 .expression_attribute_values(":v", n(i64::try_from(v).unwrap_or(i64::MAX))),
             None => clear.condition_expression("attribute_not_exists(dirtyVersion)"),
         };
-        match set_watermark(clear).send().await {
+        match clear.send().await {
             Ok(_) => Ok(true),
             Err(e) if crate::error::service_code(&e) == Some("ConditionalCheckFailedException") => {
-                // A write arrived since the pass read the marker: it stays pending for the next
-                // pass, but the watermark still records what this pass covered.
-                if watermark.is_some() {
-                    set_watermark(
-                        self.client
-                            .update_item()
-                            .table_name(&self.table)
-                            .set_key(Some(marker_key(memory_ref, kind)))
-                            .update_expression("SET watermarkMs = :w"),
-                    )
-                    .send()
-                    .await
-                    .map_err(|e| backend(OP, &e))?;
-                }
                 Ok(false)
             }
             Err(e) => Err(backend(OP, &e)),

@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use distill::DeterministicDistiller;
 use memory_core::dream::Dreamer;
-use memory_core::in_memory::{InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds};
+use memory_core::in_memory::{
+    InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
+};
 use memory_core::listing::ListOptions;
 use memory_core::reader::MemoryReader;
 use memory_core::writer::{MemoryWriter, PutRequest};
@@ -16,8 +18,21 @@ use serde_json::json;
 
 const REF: &str = "workspaces/t1/agents/agent-1/memories";
 
-fn report(label: &str, store: &InMemoryEntryStore, archives: &InMemoryArchiveStore, events: &RecordingPublisher) {
-    let ops = ["put_entries", "list_page", "get", "delete", "work_state", "finish_work", "replace"];
+fn report(
+    label: &str,
+    store: &InMemoryEntryStore,
+    archives: &InMemoryArchiveStore,
+    events: &RecordingPublisher,
+) {
+    let ops = [
+        "put_entries",
+        "list_page",
+        "get",
+        "delete",
+        "work_state",
+        "finish_work",
+        "replace",
+    ];
     let dynamo: Vec<String> = ops
         .iter()
         .filter(|op| store.calls.get(op) > 0)
@@ -31,8 +46,16 @@ fn report(label: &str, store: &InMemoryEntryStore, archives: &InMemoryArchiveSto
         .collect();
     println!(
         "| {label} | {} | {} | {} |",
-        if dynamo.is_empty() { "-".into() } else { dynamo.join(", ") },
-        if s3.is_empty() { "-".into() } else { s3.join(", ") },
+        if dynamo.is_empty() {
+            "-".into()
+        } else {
+            dynamo.join(", ")
+        },
+        if s3.is_empty() {
+            "-".into()
+        } else {
+            s3.join(", ")
+        },
         events.events().len()
     );
     store.calls.reset();
@@ -45,34 +68,89 @@ async fn main() {
     let archives = Arc::new(InMemoryArchiveStore::new());
     let events = Arc::new(RecordingPublisher::new());
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(1_800_000_000_000)));
-    let writer = MemoryWriter::new(store.clone(), events.clone(), clock.clone(), Arc::new(SequentialIds::default()));
+    let writer = MemoryWriter::new(
+        store.clone(),
+        events.clone(),
+        clock.clone(),
+        Arc::new(SequentialIds::default()),
+    );
     let reader = MemoryReader::new(store.clone(), clock.clone());
-    let dreamer = Dreamer::new(store.clone(), archives.clone(), events.clone(), clock.clone(), Arc::new(DeterministicDistiller));
+    let dreamer = Dreamer::new(
+        store.clone(),
+        archives.clone(),
+        events.clone(),
+        clock.clone(),
+        Arc::new(DeterministicDistiller),
+    );
     let scope = TenantScope::new(TenantId::parse("t1").unwrap_or_else(|_| unreachable!()));
 
     println!("| operation | DynamoDB calls | S3 calls | events |");
     println!("|---|---|---|---|");
     for n in [1usize, 25] {
         let before = events.events().len();
-        let entries: Vec<_> = (0..n).map(|i| json!({"content": format!("fact {i}")})).collect();
-        let request: PutRequest = serde_json::from_value(json!({"tenantId": "t1", "memoryRef": REF, "entries": entries}))
-            .unwrap_or_else(|e| panic!("{e}"));
+        let entries: Vec<_> = (0..n)
+            .map(|i| json!({"content": format!("fact {i}")}))
+            .collect();
+        let request: PutRequest =
+            serde_json::from_value(json!({"tenantId": "t1", "memoryRef": REF, "entries": entries}))
+                .unwrap_or_else(|e| panic!("{e}"));
         writer.put(&request).await.unwrap_or_else(|e| panic!("{e}"));
         let written = events.events().len() - before;
         print!("");
-        report(&format!("write {n} entr{} ({written} events)", if n == 1 { "y" } else { "ies" }), &store, &archives, &RecordingPublisher::new());
+        report(
+            &format!(
+                "write {n} entr{} ({written} events)",
+                if n == 1 { "y" } else { "ies" }
+            ),
+            &store,
+            &archives,
+            &RecordingPublisher::new(),
+        );
     }
-    let page = reader.list(&scope, REF, &ListOptions { limit: Some(50), ..Default::default() }).await.unwrap_or_default();
-    report("list one page (50)", &store, &archives, &RecordingPublisher::new());
-    let id = page.entries.first().map(|e| e.id.clone()).unwrap_or_default();
+    let page = reader
+        .list(
+            &scope,
+            REF,
+            &ListOptions {
+                limit: Some(50),
+                ..Default::default()
+            },
+        )
+        .await
+        .unwrap_or_default();
+    report(
+        "list one page (50)",
+        &store,
+        &archives,
+        &RecordingPublisher::new(),
+    );
+    let id = page
+        .entries
+        .first()
+        .map(|e| e.id.clone())
+        .unwrap_or_default();
     let _ = reader.get(&scope, REF, &id).await;
     report("get", &store, &archives, &RecordingPublisher::new());
     let before = events.events().len();
-    let outcome = dreamer.run("t1", REF, None, &SecretRegistry::new().redactor()).await;
+    let outcome = dreamer
+        .run("t1", REF, None, &SecretRegistry::new().redactor())
+        .await;
     let dream_events = events.events().len() - before;
     assert!(outcome.is_ok());
-    report(&format!("dream of one ref with 26 new entries ({dream_events} events)"), &store, &archives, &RecordingPublisher::new());
-    let again = dreamer.run("t1", REF, None, &SecretRegistry::new().redactor()).await;
+    report(
+        &format!("dream of one ref with 26 new entries ({dream_events} events)"),
+        &store,
+        &archives,
+        &RecordingPublisher::new(),
+    );
+    let again = dreamer
+        .run("t1", REF, None, &SecretRegistry::new().redactor())
+        .await;
     assert!(again.is_ok());
-    report("dream of a ref with nothing new", &store, &archives, &RecordingPublisher::new());
+    report(
+        "dream of a ref with nothing new",
+        &store,
+        &archives,
+        &RecordingPublisher::new(),
+    );
 }

@@ -248,25 +248,28 @@ impl CommitmentService {
     pub async fn tick(&self) -> Result<CommitmentReport, CoreError> {
         let now = self.clock.now();
         let mut report = CommitmentReport::default();
+        // One failing commitment must not hold back the others: failures are counted, the rest
+        // of the tick goes on, and the first failure is returned at the end (the schedule's
+        // retry and the error alarm see it; the failed ones are simply due again next tick).
+        let mut first_error: Option<CoreError> = None;
         for shard in 0..DUE_SHARDS {
-            let due = self.commitments.due(shard, now).await?;
+            let due = match self.commitments.due(shard, now).await {
+                Ok(due) => due,
+                Err(e) => {
+                    first_error.get_or_insert(e.into());
+                    continue;
+                }
+            };
             report.due_items_read += due.items_read;
             for key in due.keys {
-                let Some(c) = self.commitments.get(&key).await? else {
-                    continue;
-                };
-                if let Some(outbox) = c.outbox {
-                    if now.as_millis() >= outbox.lease_until_ms {
-                        self.announce_and_clear(&c, outbox.instant_ms).await?;
-                        report.recovered += 1;
-                    }
-                    continue;
-                }
-                let t = c.commitment.on_tick(now.as_millis());
-                if matches!(t, Transition::Fire { .. }) {
-                    self.fire(c, t, &mut report).await?;
+                if let Err(e) = self.tick_one(&key, now, &mut report).await {
+                    tracing::warn!(error = %e, commitment = %key.id, "commitment not fired this tick");
+                    first_error.get_or_insert(e);
                 }
             }
+        }
+        if let Some(e) = first_error {
+            return Err(e);
         }
         tracing::info!(
             fired = report.fired,
@@ -275,6 +278,29 @@ impl CommitmentService {
             "commitment tick"
         );
         Ok(report)
+    }
+
+    async fn tick_one(
+        &self,
+        key: &crate::ports::CommitmentKey,
+        now: Timestamp,
+        report: &mut CommitmentReport,
+    ) -> Result<(), CoreError> {
+        let Some(c) = self.commitments.get(key).await? else {
+            return Ok(());
+        };
+        if let Some(outbox) = c.outbox {
+            if now.as_millis() >= outbox.lease_until_ms {
+                self.announce_and_clear(&c, outbox.instant_ms).await?;
+                report.recovered += 1;
+            }
+            return Ok(());
+        }
+        let t = c.commitment.on_tick(now.as_millis());
+        if matches!(t, Transition::Fire { .. }) {
+            self.fire(c, t, report).await?;
+        }
+        Ok(())
     }
 
     /// Records the fire (the race is decided here), then announces it and clears the outbox.
@@ -347,9 +373,10 @@ impl CommitmentService {
     }
 }
 
+/// A decision the record no longer allows means the record is not what the store says it is.
 fn corrupt(_: commitments::CommitmentError) -> CoreError {
-    CoreError::Store(StoreError::Conflict {
-        op: "commitment transition",
+    CoreError::Store(StoreError::Corrupt {
+        key: "commitment state".into(),
     })
 }
 

@@ -63,6 +63,7 @@ pub struct Dreamer {
     publisher: Arc<dyn EventPublisher>,
     clock: Arc<dyn Clock>,
     distiller: Arc<dyn Distiller + Send + Sync>,
+    settle_ms: i64,
 }
 
 fn distill_error(e: DistillError) -> CoreError {
@@ -104,7 +105,17 @@ impl Dreamer {
             publisher,
             clock,
             distiller,
+            settle_ms: 0,
         }
+    }
+
+    /// How old an entry must be to be distilled. A writer stamps `createdAt` before its
+    /// transaction commits, so an entry may become visible after a younger one; without a
+    /// settle time a run could move the watermark past it. Production uses the write
+    /// function's timeout; tests use 0.
+    pub fn with_settle_millis(mut self, settle_ms: i64) -> Self {
+        self.settle_ms = settle_ms.max(0);
+        self
     }
 
     /// Clamps a requested budget to the advertised maximum; absent means the maximum.
@@ -129,12 +140,22 @@ impl Dreamer {
         let budget = Self::budget(token_budget);
         let state = self.store.work_state(&memory_ref, WorkKind::Dream).await?;
         let now = self.clock.now();
-        let snapshot: Vec<StoredEntry> = snapshot(self.store.as_ref(), &memory_ref, now)
-            .await?
-            .into_iter()
-            .filter(|e| e.tier == Tier::Transactional)
-            .filter(|e| state.watermark.is_none_or(|w| e.entry.created_at > w))
-            .collect();
+        // Entries younger than the settle time may still have writes in flight with an earlier
+        // createdAt; they wait for the next run, and the ref stays pending for it.
+        let cutoff = now.plus_millis(-self.settle_ms);
+        let (snapshot, young): (Vec<StoredEntry>, Vec<StoredEntry>) =
+            snapshot(self.store.as_ref(), &memory_ref, now)
+                .await?
+                .into_iter()
+                .filter(|e| e.tier == Tier::Transactional)
+                .filter(|e| state.watermark.is_none_or(|w| e.entry.created_at > w))
+                .partition(|e| e.entry.created_at <= cutoff);
+        // A version no marker has: the watermark moves, the ref stays in the pending index.
+        let finish_version = if young.is_empty() {
+            state.version
+        } else {
+            Some(u64::MAX)
+        };
         let mut report = DreamReport {
             status: "nothing-to-distill",
             token_budget: budget,
@@ -142,7 +163,7 @@ impl Dreamer {
             ..Default::default()
         };
         let Some(watermark) = snapshot.iter().map(|e| e.entry.created_at).max() else {
-            if state.pending {
+            if state.pending && young.is_empty() {
                 self.store
                     .finish_work(&memory_ref, WorkKind::Dream, state.version, None)
                     .await?;
@@ -174,7 +195,12 @@ impl Dreamer {
             Ok(built) => built,
             Err(DistillError::NothingToDistill) => {
                 self.store
-                    .finish_work(&memory_ref, WorkKind::Dream, state.version, Some(watermark))
+                    .finish_work(
+                        &memory_ref,
+                        WorkKind::Dream,
+                        finish_version,
+                        Some(watermark),
+                    )
                     .await?;
                 return Ok(report);
             }
@@ -257,7 +283,12 @@ impl Dreamer {
 
         // 5. Only now does the watermark move.
         self.store
-            .finish_work(&memory_ref, WorkKind::Dream, state.version, Some(watermark))
+            .finish_work(
+                &memory_ref,
+                WorkKind::Dream,
+                finish_version,
+                Some(watermark),
+            )
             .await?;
         report.status = "distilled";
         report.tokens_used = distillation.tokens_used;

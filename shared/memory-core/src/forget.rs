@@ -18,9 +18,9 @@ use memory_guard::TenantId;
 /// Something derived from entries that must forget with them.
 #[async_trait]
 pub trait ForgetHook: Send + Sync {
-    /// Called after the subject's entries are deleted, with their keys and the keys of the
+    /// Called before the subject's entries are deleted, with their keys and the keys of the
     /// entries they were derived from. Must be idempotent: a forget that failed halfway is
-    /// simply called again.
+    /// simply called again. It must not delete the given keys themselves (forget does that last).
     async fn forget(
         &self,
         tenant: &TenantId,
@@ -86,13 +86,13 @@ impl Forgetter {
                 }
             }
         }
-        let mut counts = ForgetCounts {
-            deleted_entries: self.store.delete_many(&entries).await?,
-            ..ForgetCounts::default()
-        };
+        // Hooks first: if one fails, the subject's entries are still there, so a retried
+        // forget finds them (and their lineage) again and finishes the job.
+        let mut counts = ForgetCounts::default();
         for hook in &self.hooks {
             counts += hook.forget(&tenant, &key, &lineage).await?;
         }
+        counts.deleted_entries += self.store.delete_many(&entries).await?;
         let event = DomainEvent::memory_forgotten(&tenant, &key, &counts, self.clock.now());
         if let Err(e) = self.publisher.publish(&[event]).await {
             tracing::error!(error = %e, "memory.forgotten not published");

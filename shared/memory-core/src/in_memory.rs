@@ -303,7 +303,8 @@ impl EntryStore for InMemoryEntryStore {
         self.calls.call("finish_work")?;
         let mut work = lock(&self.work);
         let item = work.entry((memory_ref.clone(), kind)).or_default();
-        if watermark.is_some() {
+        // The watermark never moves back (a slow duplicate run must not lower it).
+        if watermark > item.watermark {
             item.watermark = watermark;
         }
         let unchanged = version.is_none_or(|v| v == item.version);

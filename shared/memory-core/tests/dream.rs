@@ -529,3 +529,94 @@ async fn forget_after_a_dream_leaves_no_trace_of_the_subject() {
         "unrelated entries stay"
     );
 }
+
+#[tokio::test]
+async fn entries_younger_than_the_settle_time_wait_and_keep_the_ref_pending() {
+    use memory_core::ports::{work_shard, WorkKind};
+    let w = world();
+    let dreamer = Dreamer::new(
+        w.store.clone(),
+        w.archives.clone(),
+        w.events.clone(),
+        w.clock.clone(),
+        Arc::new(DeterministicDistiller),
+    )
+    .with_settle_millis(60_000);
+    let now = T0 + 10_000_000;
+    let mut old = entry(&r(), 1, "settled fact", &[]);
+    old.entry.created_at = Timestamp::from_millis(now - 120_000);
+    let mut young = entry(&r(), 2, "fresh fact", &[]);
+    young.entry.created_at = Timestamp::from_millis(now - 1_000);
+    w.store.put_entries(&[old, young]).await.expect("put");
+    let first = dreamer
+        .run("t1", &r().to_string(), None, &none())
+        .await
+        .expect("dream");
+    assert_eq!(first.source_count, 1, "only the settled entry");
+    assert!(
+        w.store
+            .pending_refs(WorkKind::Dream, work_shard(&r()))
+            .await
+            .expect("pending")
+            .contains(&r()),
+        "still pending for the young one"
+    );
+    w.clock.advance_millis(120_000);
+    let second = dreamer
+        .run("t1", &r().to_string(), None, &none())
+        .await
+        .expect("dream");
+    assert_eq!(second.source_count, 1, "the young entry, once settled");
+    assert!(!w
+        .store
+        .pending_refs(WorkKind::Dream, work_shard(&r()))
+        .await
+        .expect("pending")
+        .contains(&r()));
+}
+
+#[tokio::test]
+async fn a_forget_whose_hook_fails_is_finished_by_the_retry() {
+    let w = world();
+    let t = tenant();
+    let mut secret = entry(&r(), 1, "Yara's PIN is 4711", &[]);
+    secret.subject = Some(SubjectKey::derive(&t, "yara"));
+    w.store
+        .put_entries(&[secret, entry(&r(), 2, "unrelated", &[])])
+        .await
+        .expect("put");
+    w.dreamer
+        .run("t1", &r().to_string(), None, &none())
+        .await
+        .expect("dream");
+    let forgetter = Forgetter::new(w.store.clone(), w.events.clone(), w.clock.clone()).with_hook(
+        Arc::new(DerivedForgetHook {
+            store: w.store.clone(),
+            archives: w.archives.clone(),
+            clock: w.clock.clone(),
+        }),
+    );
+    w.archives.calls.fail_on("delete", 1);
+    assert!(
+        forgetter.forget("t1", "yara").await.is_err(),
+        "the hook's failure surfaces"
+    );
+    assert!(
+        forgetter.forget("t1", "yara").await.is_ok(),
+        "the retry runs"
+    );
+    let mut text: String = w
+        .store
+        .dump()
+        .into_iter()
+        .map(|e| e.entry.content)
+        .collect();
+    for (_, body) in w.archives.dump() {
+        text.push_str(&String::from_utf8_lossy(&body));
+    }
+    assert!(
+        !text.contains("4711"),
+        "nothing of the subject survives the retried forget"
+    );
+    assert!(text.contains("unrelated"));
+}
