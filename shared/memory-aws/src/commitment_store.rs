@@ -19,7 +19,7 @@ use memory_core::ports::{
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
-use crate::dynamo::{partition_key, SUBJECT_INDEX};
+use crate::dynamo::{partition_key, query_all, SUBJECT_INDEX};
 use crate::error::{backend, service_code};
 
 pub const DUE_INDEX: &str = "byDue";
@@ -253,91 +253,54 @@ impl CommitmentStore for DynamoCommitmentStore {
     }
 
     async fn due(&self, shard: u8, now: Timestamp) -> Result<DueRead, StoreError> {
-        let mut read = DueRead::default();
-        let mut start: Option<Item> = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(DUE_INDEX)
-                .key_condition_expression("duePartition = :p AND dueAt <= :now")
-                .expression_attribute_values(":p", s(format!("due#{shard:02}")))
-                .expression_attribute_values(":now", s(due_key(now.as_millis())))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| backend("due", &e))?;
-            read.items_read += u64::try_from(out.scanned_count()).unwrap_or(0);
-            read.keys.extend(out.items().iter().filter_map(key_of));
-            match out.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => return Ok(read),
-            }
-        }
+        let request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(DUE_INDEX)
+            .key_condition_expression("duePartition = :p AND dueAt <= :now")
+            .expression_attribute_values(":p", s(format!("due#{shard:02}")))
+            .expression_attribute_values(":now", s(due_key(now.as_millis())));
+        let (items, items_read) = query_all(request, "due").await?;
+        Ok(DueRead {
+            keys: items.iter().filter_map(key_of).collect(),
+            items_read,
+        })
     }
-
     async fn for_ref(&self, memory_ref: &MemoryRef) -> Result<Vec<StoredCommitment>, StoreError> {
-        let mut out_items = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .key_condition_expression("pk = :pk AND begins_with(sk, :c)")
-                .expression_attribute_values(":pk", s(partition_key(memory_ref)))
-                .expression_attribute_values(":c", s(PREFIX))
-                .consistent_read(true)
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| backend("for_ref", &e))?;
-            for item in out.items() {
-                out_items.push(decode(item)?);
-            }
-            match out.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => return Ok(out_items),
-            }
-        }
+        let request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :c)")
+            .expression_attribute_values(":pk", s(partition_key(memory_ref)))
+            .expression_attribute_values(":c", s(PREFIX))
+            .consistent_read(true);
+        let (items, _) = query_all(request, "for_ref").await?;
+        items.iter().map(decode).collect()
     }
-
     async fn find_by_subject(
         &self,
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<CommitmentKey>, StoreError> {
-        let mut keys = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(SUBJECT_INDEX)
-                .key_condition_expression("subjectKey = :s")
-                .expression_attribute_values(
-                    ":s",
-                    s(format!("{}#{}", tenant.as_str(), subject.as_str())),
-                )
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| backend("find_commitments_by_subject", &e))?;
-            keys.extend(
-                out.items()
-                    .iter()
-                    .filter_map(key_of)
-                    .filter(|k| k.memory_ref.tenant() == tenant),
+        let request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(SUBJECT_INDEX)
+            .key_condition_expression("subjectKey = :s")
+            .expression_attribute_values(
+                ":s",
+                s(format!("{}#{}", tenant.as_str(), subject.as_str())),
             );
-            match out.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => return Ok(keys),
-            }
-        }
+        let (items, _) = query_all(request, "find_commitments_by_subject").await?;
+        Ok(items
+            .iter()
+            .filter_map(key_of)
+            .filter(|k| k.memory_ref.tenant() == tenant)
+            .collect())
     }
-
     async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {
         let out = self
             .client

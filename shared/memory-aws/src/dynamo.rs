@@ -222,6 +222,31 @@ fn dirty_partition(kind: WorkKind, shard: u8) -> String {
     format!("{}#{shard:02}", kind.as_str())
 }
 
+/// Every page of a Query, following `LastEvaluatedKey`; also the total `ScannedCount`, the
+/// items DynamoDB read (what a Query costs).
+pub(crate) async fn query_all(
+    request: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    op: &'static str,
+) -> Result<(Vec<Item>, u64), StoreError> {
+    let mut items = Vec::new();
+    let mut scanned = 0u64;
+    let mut start: Option<Item> = None;
+    loop {
+        let out = request
+            .clone()
+            .set_exclusive_start_key(start.take())
+            .send()
+            .await
+            .map_err(|e| backend(op, &e))?;
+        scanned += u64::try_from(out.scanned_count()).unwrap_or(0);
+        items.extend(out.items().iter().cloned());
+        match out.last_evaluated_key() {
+            Some(k) if !k.is_empty() => start = Some(k.clone()),
+            _ => return Ok((items, scanned)),
+        }
+    }
+}
+
 fn build_error(op: &'static str) -> StoreError {
     StoreError::Backend {
         op,
@@ -407,31 +432,19 @@ impl EntryStore for DynamoEntryStore {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<EntryKey>, StoreError> {
-        let mut keys = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(SUBJECT_INDEX)
-                .key_condition_expression("subjectKey = :s")
-                .expression_attribute_values(":s", s(subject_attr(tenant, subject)))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| backend("find_by_subject", &e))?;
-            keys.extend(
-                out.items()
-                    .iter()
-                    .filter_map(key_of)
-                    .filter(|k| k.memory_ref.tenant() == tenant),
-            );
-            match out.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => return Ok(keys),
-            }
-        }
+        let request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(SUBJECT_INDEX)
+            .key_condition_expression("subjectKey = :s")
+            .expression_attribute_values(":s", s(subject_attr(tenant, subject)));
+        let (items, _) = query_all(request, "find_by_subject").await?;
+        Ok(items
+            .iter()
+            .filter_map(key_of)
+            .filter(|k| k.memory_ref.tenant() == tenant)
+            .collect())
     }
 
     async fn replace(
@@ -542,31 +555,19 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
-        let mut refs = Vec::new();
-        let mut start: Option<Item> = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.table)
-                .index_name(DIRTY_INDEX)
-                .key_condition_expression("dirtyPartition = :p")
-                .expression_attribute_values(":p", s(dirty_partition(kind, shard)))
-                .set_exclusive_start_key(start.take())
-                .send()
-                .await
-                .map_err(|e| backend("pending_refs", &e))?;
-            refs.extend(
-                out.items()
-                    .iter()
-                    .filter_map(|i| get_s(i, "pk"))
-                    .filter_map(ref_from_pk),
-            );
-            match out.last_evaluated_key() {
-                Some(k) if !k.is_empty() => start = Some(k.clone()),
-                _ => return Ok(refs),
-            }
-        }
+        let request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .index_name(DIRTY_INDEX)
+            .key_condition_expression("dirtyPartition = :p")
+            .expression_attribute_values(":p", s(dirty_partition(kind, shard)));
+        let (items, _) = query_all(request, "pending_refs").await?;
+        Ok(items
+            .iter()
+            .filter_map(|i| get_s(i, "pk"))
+            .filter_map(ref_from_pk)
+            .collect())
     }
 
     async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError> {

@@ -33,6 +33,69 @@ impl S3ArchiveStore {
         S3ArchiveStore { client, bucket }
     }
 
+    /// Version ids (and delete-marker ids) of exactly `key`, every page of them; the current
+    /// version only when `with_latest`. An unversioned object's `null` version is included.
+    async fn versions_of(
+        &self,
+        key: &ObjectKey,
+        with_latest: bool,
+    ) -> Result<Vec<String>, StoreError> {
+        const OP: &str = "list_versions";
+        let mut ids = Vec::new();
+        let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
+        loop {
+            let out = self
+                .client
+                .list_object_versions()
+                .bucket(&self.bucket)
+                .prefix(key.as_str())
+                .set_key_marker(key_marker.take())
+                .set_version_id_marker(version_marker.take())
+                .send()
+                .await
+                .map_err(|e| backend(OP, &e))?;
+            let wanted = |k: Option<&str>, latest: Option<bool>| {
+                k == Some(key.as_str()) && (with_latest || latest != Some(true))
+            };
+            ids.extend(
+                out.versions()
+                    .iter()
+                    .filter(|v| wanted(v.key(), v.is_latest()))
+                    .filter_map(|v| v.version_id().map(str::to_owned)),
+            );
+            ids.extend(
+                out.delete_markers()
+                    .iter()
+                    .filter(|m| wanted(m.key(), m.is_latest()))
+                    .filter_map(|m| m.version_id().map(str::to_owned)),
+            );
+            if out.is_truncated() != Some(true) {
+                return Ok(ids);
+            }
+            key_marker = out.next_key_marker().map(str::to_owned);
+            version_marker = out.next_version_id_marker().map(str::to_owned);
+            if key_marker.is_none() {
+                return Ok(ids);
+            }
+        }
+    }
+
+    async fn delete_version(
+        &self,
+        key: &ObjectKey,
+        version: Option<String>,
+    ) -> Result<(), StoreError> {
+        self.client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .set_version_id(version)
+            .send()
+            .await
+            .map_err(|e| backend("delete", &e))?;
+        Ok(())
+    }
+
     pub fn bucket(&self) -> &str {
         &self.bucket
     }
@@ -130,84 +193,17 @@ impl ArchiveStore for S3ArchiveStore {
     }
 
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
-        const OP: &str = "delete";
         // In a versioned bucket a plain delete only hides the bytes behind a delete marker;
         // forget must remove them, so every version of exactly this key is deleted.
-        let versions = self
-            .client
-            .list_object_versions()
-            .bucket(&self.bucket)
-            .prefix(key.as_str())
-            .send()
-            .await
-            .map_err(|e| backend(OP, &e))?;
-        let version_ids: Vec<String> = versions
-            .versions()
-            .iter()
-            .filter(|v| v.key() == Some(key.as_str()))
-            .filter_map(|v| v.version_id().map(str::to_owned))
-            .chain(
-                versions
-                    .delete_markers()
-                    .iter()
-                    .filter(|m| m.key() == Some(key.as_str()))
-                    .filter_map(|m| m.version_id().map(str::to_owned)),
-            )
-            .filter(|v| v != "null")
-            .collect();
-        for version in version_ids {
-            self.client
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .version_id(version)
-                .send()
-                .await
-                .map_err(|e| backend(OP, &e))?;
+        for version in self.versions_of(key, true).await? {
+            self.delete_version(key, Some(version)).await?;
         }
-        self.client
-            .delete_object()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .send()
-            .await
-            .map_err(|e| backend(OP, &e))?;
-        Ok(())
+        self.delete_version(key, None).await
     }
 
     async fn purge_history(&self, key: &ObjectKey) -> Result<(), StoreError> {
-        const OP: &str = "purge_history";
-        let versions = self
-            .client
-            .list_object_versions()
-            .bucket(&self.bucket)
-            .prefix(key.as_str())
-            .send()
-            .await
-            .map_err(|e| backend(OP, &e))?;
-        let old: Vec<String> = versions
-            .versions()
-            .iter()
-            .filter(|v| v.key() == Some(key.as_str()) && v.is_latest() != Some(true))
-            .filter_map(|v| v.version_id().map(str::to_owned))
-            .chain(
-                versions
-                    .delete_markers()
-                    .iter()
-                    .filter(|m| m.key() == Some(key.as_str()) && m.is_latest() != Some(true))
-                    .filter_map(|m| m.version_id().map(str::to_owned)),
-            )
-            .filter(|v| v != "null")
-            .collect();
-        for version in old {
-            self.client
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .version_id(version)
-                .send()
-                .await
-                .map_err(|e| backend(OP, &e))?;
+        for version in self.versions_of(key, false).await? {
+            self.delete_version(key, Some(version)).await?;
         }
         Ok(())
     }
