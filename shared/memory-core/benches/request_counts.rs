@@ -18,12 +18,7 @@ use serde_json::json;
 
 const REF: &str = "workspaces/t1/agents/agent-1/memories";
 
-fn report(
-    label: &str,
-    store: &InMemoryEntryStore,
-    archives: &InMemoryArchiveStore,
-    events: &RecordingPublisher,
-) {
+fn report(label: &str, store: &InMemoryEntryStore, archives: &InMemoryArchiveStore) {
     let ops = [
         "put_entries",
         "list_page",
@@ -45,7 +40,7 @@ fn report(
         .map(|op| format!("{op} {}", archives.calls.get(op)))
         .collect();
     println!(
-        "| {label} | {} | {} | {} |",
+        "| {label} | {} | {} |",
         if dynamo.is_empty() {
             "-".into()
         } else {
@@ -56,7 +51,6 @@ fn report(
         } else {
             s3.join(", ")
         },
-        events.events().len()
     );
     store.calls.reset();
     archives.calls.reset();
