@@ -102,7 +102,36 @@ async fn main() {
         body["entries"]
     );
 
-    println!("\n5. forget subject customer-7 for {acme}");
+    println!("\n5. dream (RFC 0062): distil {acme}'s transactional memory now");
+    let dream = LambdaProcess::start("memory-dream", &[]).await;
+    let report = dream
+        .invoke(&json!({"tenantId": acme, "memoryRef": acme_ref, "tokenBudget": 4000}))
+        .await
+        .response();
+    println!(
+        "   -> {}: {} sources, {} of {} tokens, archive {}",
+        report["status"].as_str().unwrap_or("?"),
+        report["sourceCount"],
+        report["tokensUsed"],
+        report["tokenBudget"],
+        report["archiveKey"].as_str().unwrap_or("-")
+    );
+    if let Some(output) = report["outputId"].as_str() {
+        let e = event(&HttpEvent {
+            method: "GET",
+            path: &format!("/v1/host/wop-memory/entries/{output}"),
+            query: &[("memoryRef", &acme_ref)],
+            claims: Some(json!({"tenant_id": acme})),
+            body: None,
+        });
+        let (_, body) = http_body(&read.invoke(&e).await.response());
+        println!("   long-term summary {output} (tags {}):", body["tags"]);
+        for line in body["content"].as_str().unwrap_or_default().lines() {
+            println!("      {line}");
+        }
+    }
+
+    println!("\n6. forget subject customer-7 for {acme} (entries, the summary derived from them, archive, index line)");
     let counts = forget
         .invoke(&json!({"tenantId": acme, "subject": "customer-7"}))
         .await
@@ -119,7 +148,13 @@ async fn main() {
         body["entries"].as_array().map_or(0, Vec::len)
     );
 
-    let logs = format!("{}{}{}", write.logs(), read.logs(), forget.logs());
+    let logs = format!(
+        "{}{}{}{}",
+        write.logs(),
+        read.logs(),
+        forget.logs(),
+        dream.logs()
+    );
     println!(
         "\nFunction logs: {} lines, secret plaintext present: {}, entry text present: {}",
         logs.lines().count(),
