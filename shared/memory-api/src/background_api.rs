@@ -12,6 +12,17 @@ use serde_json::{json, Value};
 
 use crate::ref_hash;
 
+/// The redactor of a pass invoked with the run's BYOK secrets (`"secrets": [{"secretId",
+/// "value"}]` in a direct invoke); queued jobs carry none and still keep existing markers whole.
+pub fn run_redactor(options: &Value) -> Result<memory_guard::Redactor, CoreError> {
+    let secrets: Vec<memory_core::writer::SecretInput> = match options.get("secrets") {
+        Some(v) => serde_json::from_value(v.clone())
+            .map_err(|_| CoreError::invalid("secrets", "expected [{\"secretId\", \"value\"}]"))?,
+        None => Vec::new(),
+    };
+    Ok(memory_core::writer::registry_from(&secrets)?.redactor())
+}
+
 /// One ref's pass, as the function binary wires it.
 #[async_trait]
 pub trait RefPass: Send + Sync {

@@ -5,7 +5,6 @@
 use async_trait::async_trait;
 use memory_core::consolidation_pass::Consolidator;
 use memory_core::ports::WorkKind;
-use memory_core::writer::{registry_from, SecretInput};
 use memory_core::CoreError;
 use serde_json::{json, Value};
 
@@ -25,13 +24,7 @@ impl RefPass for ConsolidatePass {
         memory_ref: &str,
         options: &Value,
     ) -> Result<Value, CoreError> {
-        let secrets: Vec<SecretInput> = match options.get("secrets") {
-            Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
-                CoreError::invalid("secrets", "expected [{\"secretId\", \"value\"}]")
-            })?,
-            None => Vec::new(),
-        };
-        let redactor = registry_from(&secrets)?.redactor();
+        let redactor = crate::background_api::run_redactor(options)?;
         let report = self.0.run(tenant_id, memory_ref, &redactor).await?;
         crate::metrics::emit(&[
             ("Consolidations", 1),

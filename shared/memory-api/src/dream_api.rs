@@ -6,7 +6,6 @@
 use async_trait::async_trait;
 use memory_core::dream::Dreamer;
 use memory_core::ports::WorkKind;
-use memory_core::writer::{registry_from, SecretInput};
 use memory_core::CoreError;
 use serde_json::{json, Value};
 
@@ -33,13 +32,7 @@ impl RefPass for DreamPass {
                     CoreError::invalid("tokenBudget", "must be a positive integer")
                 })?),
             };
-        let secrets: Vec<SecretInput> = match options.get("secrets") {
-            Some(v) => serde_json::from_value(v.clone()).map_err(|_| {
-                CoreError::invalid("secrets", "expected [{\"secretId\", \"value\"}]")
-            })?,
-            None => Vec::new(),
-        };
-        let redactor = registry_from(&secrets)?.redactor();
+        let redactor = crate::background_api::run_redactor(options)?;
         match self.0.run(tenant_id, memory_ref, budget, &redactor).await {
             Ok(report) => {
                 crate::metrics::emit(&[
