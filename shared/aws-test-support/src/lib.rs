@@ -7,10 +7,12 @@ use std::time::{Duration, Instant};
 
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::context::BeforeTransmitInterceptorContextRef;
+use aws_smithy_runtime_api::client::interceptors::context::{
+    BeforeSerializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
+};
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::config_bag::ConfigBag;
+use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 use serde_json::Value;
 
 /// Reads an env var the emulator setup exports, or fails the test with the fix.
@@ -30,8 +32,8 @@ pub async fn emulator_config() -> SdkConfig {
     aws_config::defaults(BehaviorVersion::latest()).load().await
 }
 
-/// Counts HTTP requests per AWS operation (the `X-Amz-Target` header for JSON protocols, the
-/// method and path shape otherwise), so tests can assert round trips at the wire.
+/// Counts AWS operations (calls) by name, once per call: SDK retries of a call after a
+/// transient emulator error are the same call, so they do not change the count.
 #[derive(Clone, Debug, Default)]
 pub struct RequestCounter(Arc<Mutex<HashMap<String, u64>>>);
 
@@ -54,17 +56,39 @@ impl RequestCounter {
     }
 }
 
+/// Set when a call starts and consumed by its first transmitted attempt, so retries of the
+/// same call are not counted again.
+#[derive(Clone, Debug)]
+struct Uncounted;
+
+impl Storable for Uncounted {
+    type Storer = StoreReplace<Self>;
+}
+
 impl Intercept for RequestCounter {
     fn name(&self) -> &'static str {
         "RequestCounter"
+    }
+
+    fn read_before_execution(
+        &self,
+        _context: &BeforeSerializationInterceptorContextRef<'_>,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        cfg.interceptor_state().store_put(Uncounted);
+        Ok(())
     }
 
     fn read_before_transmit(
         &self,
         context: &BeforeTransmitInterceptorContextRef<'_>,
         _: &RuntimeComponents,
-        _: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
+        if cfg.load::<Uncounted>().is_none() {
+            return Ok(());
+        }
+        cfg.interceptor_state().unset::<Uncounted>();
         let request = context.request();
         let op = request
             .headers()

@@ -52,7 +52,7 @@ async fn round_trips_are_at_the_floor() {
 
     store.put_entries(&entries).await.expect("put");
     assert_eq!(counter.total(), 1, "a put of 25 entries is one write call");
-    assert_eq!(counter.get("TransactWriteItems"), 1);
+    assert_eq!(counter.get("TransactWriteItems"), 1, "{counter:?}");
 
     counter.reset();
     let page = store
