@@ -86,6 +86,22 @@ fn object_key(tenant: &TenantId, key: &str) -> Result<ObjectKey, CoreError> {
     }))
 }
 
+/// The bucket key of a ref's MEMORY-INDEX.json.
+fn index_json_object(tenant: &TenantId, reference: &str) -> Result<ObjectKey, CoreError> {
+    object_key(
+        tenant,
+        &distill::keys::index_json_key(reference).map_err(distill_error)?,
+    )
+}
+
+/// The bucket key of a ref's MEMORY-INDEX.md.
+fn index_md_object(tenant: &TenantId, reference: &str) -> Result<ObjectKey, CoreError> {
+    object_key(
+        tenant,
+        &distill::keys::index_md_key(reference).map_err(distill_error)?,
+    )
+}
+
 /// The deterministic run id of a distillation: the same inputs are the same run.
 pub fn dream_run_id(digest: &str) -> String {
     format!("dream-{}", &digest[..digest.len().min(24)])
@@ -334,10 +350,7 @@ impl Dreamer {
         now: Timestamp,
     ) -> Result<bool, CoreError> {
         let reference = memory_ref.to_string();
-        let json_key = object_key(
-            tenant,
-            &distill::keys::index_json_key(&reference).map_err(distill_error)?,
-        )?;
+        let json_key = index_json_object(tenant, &reference)?;
         for _ in 0..INDEX_ATTEMPTS {
             let current = self.archives.get(&json_key).await?;
             let (existing, expect) = match &current {
@@ -382,10 +395,7 @@ impl Dreamer {
         memory_ref: &MemoryRef,
     ) -> Result<(), CoreError> {
         let reference = memory_ref.to_string();
-        let json_key = object_key(
-            tenant,
-            &distill::keys::index_json_key(&reference).map_err(distill_error)?,
-        )?;
+        let json_key = index_json_object(tenant, &reference)?;
         let Some(current) = self.archives.get(&json_key).await? else {
             return Ok(());
         };
@@ -402,10 +412,7 @@ async fn write_markdown(
     reference: &str,
     index: &distill::MemoryIndex,
 ) -> Result<(), CoreError> {
-    let md_key = object_key(
-        tenant,
-        &distill::keys::index_md_key(reference).map_err(distill_error)?,
-    )?;
+    let md_key = index_md_object(tenant, reference)?;
     let body = distill::index::render_markdown(index).into_bytes();
     let current = archives.get(&md_key).await?;
     if current.as_ref().is_some_and(|o| o.body == body) {
@@ -526,10 +533,7 @@ impl DerivedForgetHook {
         removed: &BTreeSet<String>,
         now: Timestamp,
     ) -> Result<bool, CoreError> {
-        let json_key = object_key(
-            tenant,
-            &distill::keys::index_json_key(reference).map_err(distill_error)?,
-        )?;
+        let json_key = index_json_object(tenant, reference)?;
         for _ in 0..INDEX_ATTEMPTS {
             let Some(current) = self.archives.get(&json_key).await? else {
                 return Ok(false);
@@ -558,11 +562,9 @@ impl DerivedForgetHook {
                     // Old versions of the index still list the removed lines: drop them too.
                     self.archives.purge_history(&json_key).await?;
                     write_markdown(self.archives.as_ref(), tenant, reference, &pruned).await?;
-                    if let Ok(md) = distill::keys::index_md_key(reference) {
-                        if let Ok(md_key) = object_key(tenant, &md) {
-                            self.archives.purge_history(&md_key).await?;
-                        }
-                    }
+                    self.archives
+                        .purge_history(&index_md_object(tenant, reference)?)
+                        .await?;
                     return Ok(true);
                 }
                 Err(StoreError::Conflict { .. }) => continue,
