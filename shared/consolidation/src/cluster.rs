@@ -18,9 +18,23 @@
 //!
 //! Everything is processed in id order and hash maps are only used for lookups (never
 //! iterated into the output), so the groups do not depend on the input order.
+//!
+//! # Memory access
+//!
+//! A pass reads every entry once, in input order (the order a store read put them in memory):
+//! partition, id and, for slot-less entries, the text analysis all come from that one sweep and
+//! are kept as a small fixed-size record per entry. Exact duplicates are then found from the
+//! records alone: two texts are equal when the SHA-256 digests of their normalised forms are
+//! (a collision would take a SHA-256 second preimage), so no entry text is read a second time
+//! to confirm a match. Only near-duplicate candidates (texts sharing a guard fingerprint) are
+//! normalised again, visited in input order. Jumping between the texts of a large corpus in
+//! id or hash order costs a cache miss per visit once the corpus outgrows the cache, which is
+//! what made a pass over 100,000 entries cost more per entry than one over 10,000.
 
 use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+
+use sha2::{Digest, Sha256};
 
 use crate::merge::display_len;
 use crate::minhash::{band_key, signature, Signature, BANDS};
@@ -40,15 +54,39 @@ pub(crate) struct Group {
     pub display_lens: Vec<usize>,
 }
 
+/// What the clustering keeps of a slot-less entry's text after reading it once.
+#[derive(Clone, Copy, Default)]
+struct TextKey {
+    /// SHA-256 of the normalised text: equal digests are equal normalised texts.
+    digest: Digest256,
+    /// Fingerprint of the guard's content-word sequence (bucketing only).
+    guard: u64,
+    display_len: usize,
+}
+
+/// A SHA-256 digest as a hash-map key; its first eight bytes are already uniformly spread, so
+/// they are the whole hash.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+struct Digest256([u8; 32]);
+
+impl Hash for Digest256 {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        let mut head = [0u8; 8];
+        head.copy_from_slice(&self.0[..8]);
+        state.write_u64(u64::from_le_bytes(head));
+    }
+}
+
 /// Finds every group of the corpus, ordered by the smallest id of each group.
 pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
-    // One pass in input order reads each entry's id, subject and tags once: an id prefix for
-    // sorting and the entry's partition. The partition numbering follows the input order, but
-    // it never reaches the output: members are listed in id order and groups are sorted by the
-    // rank of their first member at the end.
+    // The one sweep over the input (see the module documentation). The partition numbering
+    // follows the input order, but it never reaches the output: members are listed in id order
+    // and groups are sorted by the rank of their first member at the end.
     let mut partition_of: HashMap<(Option<&str>, Vec<&str>), usize> = HashMap::new();
     let mut slotless: Vec<bool> = Vec::new();
     let mut keyed: Vec<(u128, usize, usize)> = Vec::with_capacity(entries.len());
+    let mut text_keys: Vec<TextKey> = vec![TextKey::default(); entries.len()];
+    let mut norm = String::new();
     for (i, e) in entries.iter().enumerate() {
         let keys = fact_keys(&e.tags);
         let next = partition_of.len();
@@ -60,8 +98,17 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
                 next
             });
         keyed.push((id_prefix(&e.id), i, p));
+        if is_slotless {
+            let guard = analyse_into(&e.content, &mut norm);
+            text_keys[i] = TextKey {
+                digest: Digest256(Sha256::digest(norm.as_bytes()).into()),
+                guard,
+                display_len: display_len(&e.content),
+            };
+        }
     }
     drop(partition_of);
+    drop(norm);
 
     // Id order. Comparing a 16-byte zero-padded prefix as an integer first is exactly
     // lexicographic order (ties fall back to the full comparison) and spares most comparisons
@@ -91,7 +138,7 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
         }
         if slotless[p] {
             groups.extend(
-                duplicate_components(entries, &members, threshold)
+                duplicate_components(entries, &text_keys, &members, threshold)
                     .into_iter()
                     .map(|(members, display_lens)| Group {
                         kind: MergeKind::Duplicate,
@@ -120,62 +167,58 @@ fn id_prefix(id: &str) -> u128 {
 
 /// The duplicate groups of one slot-less partition (`members` in id order).
 ///
-/// Only fingerprints are kept per distinct text (a node): the normalised text itself is
-/// recomputed from the node's first member when it is needed (a fingerprint hit, or a guard
-/// bucket of two or more nodes), so a pass does not hold a second copy of the corpus.
+/// A node is one distinct normalised text, numbered in the id order of its first member; only
+/// texts that share a guard fingerprint with another node are normalised again (once each, in
+/// input order), so a pass holds neither a second copy of the corpus nor revisits it at random.
 fn duplicate_components(
     entries: &[Entry],
+    text_keys: &[TextKey],
     members: &[usize],
     threshold: f64,
 ) -> Vec<(Vec<usize>, Vec<usize>)> {
-    // Exact duplicates: one node per distinct normalised text. Nodes with the same text hash
-    // are chained through `same_hash`, and texts are compared, so a hash collision never joins
-    // two different texts.
-    let mut head: HashMap<u64, usize, BuildHasherDefault<PassThrough>> =
+    // Exact duplicates: one node per distinct digest.
+    let mut node_by_digest: HashMap<Digest256, usize, BuildHasherDefault<PassThrough>> =
         HashMap::with_capacity_and_hasher(members.len(), BuildHasherDefault::default());
     let mut first_member: Vec<usize> = Vec::new();
-    let mut guards: Vec<u64> = Vec::new();
-    let mut same_hash: Vec<usize> = Vec::new();
     let mut node_of: Vec<usize> = Vec::with_capacity(members.len());
-    let mut display_lens: Vec<usize> = Vec::with_capacity(members.len());
-    let (mut norm, mut other) = (String::new(), String::new());
     for &m in members {
-        display_lens.push(display_len(&entries[m].content));
-        let (norm_hash, guard) = analyse_into(&entries[m].content, &mut norm);
-        let mut cursor = head.get(&norm_hash).copied().unwrap_or(NONE);
-        while cursor != NONE {
-            let rep = &entries[first_member[cursor]].content;
-            if *rep == entries[m].content || {
-                analyse_into(rep, &mut other);
-                other == norm
-            } {
-                break;
-            }
-            cursor = same_hash[cursor];
-        }
-        if cursor == NONE {
-            cursor = first_member.len();
-            same_hash.push(head.insert(norm_hash, cursor).unwrap_or(NONE));
-            first_member.push(m);
-            guards.push(guard);
-        }
-        node_of.push(cursor);
+        let node = *node_by_digest
+            .entry(text_keys[m].digest)
+            .or_insert_with(|| {
+                first_member.push(m);
+                first_member.len() - 1
+            });
+        node_of.push(node);
     }
-    drop(head);
-    drop(same_hash);
+    drop(node_by_digest);
 
     // Near duplicates: only nodes sharing a guard fingerprint can ever be joined.
     let nodes = first_member.len();
     let mut uf = UnionFind::new(nodes);
-    let mut by_guard: Vec<(u64, usize)> = guards.iter().copied().zip(0..).collect();
+    let mut by_guard: Vec<(u64, usize)> = first_member
+        .iter()
+        .enumerate()
+        .map(|(node, &m)| (text_keys[m].guard, node))
+        .collect();
     by_guard.sort_unstable();
-    for run in by_guard.chunk_by(|a, b| a.0 == b.0) {
-        if run.len() < 2 {
-            continue;
-        }
+    let runs: Vec<&[(u64, usize)]> = by_guard
+        .chunk_by(|a, b| a.0 == b.0)
+        .filter(|run| run.len() >= 2)
+        .collect();
+    // The candidates' normalised texts, computed in input order.
+    let mut candidates: Vec<usize> = runs
+        .iter()
+        .flat_map(|run| run.iter().map(|&(_, node)| node))
+        .collect();
+    candidates.sort_unstable_by_key(|&node| first_member[node]);
+    let mut norm_of: HashMap<usize, String> = candidates
+        .into_iter()
+        .map(|node| (node, normalise(&entries[first_member[node]].content)))
+        .collect();
+    for run in runs {
         let bucket: Vec<(usize, String)> = run
             .iter()
-            .map(|&(_, node)| (node, normalise(&entries[first_member[node]].content)))
+            .map(|&(_, node)| (node, norm_of.remove(&node).unwrap_or_default()))
             .collect();
         for class in guard_classes(&bucket) {
             if (2..=MAX_NEAR_DUPLICATE_CLASS).contains(&class.len()) {
@@ -204,7 +247,7 @@ fn duplicate_components(
         }
         let (ms, lens) = &mut components[slot_of_root[root]];
         ms.push(members[local]);
-        lens.push(display_lens[local]);
+        lens.push(text_keys[members[local]].display_len);
     }
     components
 }
