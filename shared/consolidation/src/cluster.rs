@@ -25,7 +25,7 @@
 //! partition, id and, for slot-less entries, the text analysis all come from that one sweep and
 //! are kept as a small fixed-size record per entry. Exact duplicates are then found from the
 //! records alone: two texts are equal when the SHA-256 digests of their normalised forms are
-//! (a collision would take a SHA-256 second preimage), so no entry text is read a second time
+//! (two different texts with one digest would be a SHA-256 collision), so no entry text is read a second time
 //! to confirm a match. Only near-duplicate candidates (texts sharing a guard fingerprint) are
 //! normalised again, visited in input order. Jumping between the texts of a large corpus in
 //! id or hash order costs a cache miss per visit once the corpus outgrows the cache, which is
@@ -48,26 +48,48 @@ pub(crate) struct Group {
     pub kind: MergeKind,
     /// Indices into the input slice, in ascending id order; at least two.
     pub members: Vec<usize>,
-    /// For duplicate groups, [`display_len`] of each member's content (parallel to `members`),
-    /// measured while the content is read anyway, so picking the survivor's text does not
-    /// revisit every member's text; empty for supersede groups.
-    pub display_lens: Vec<usize>,
+    /// What merging needs of each member's text (parallel to `members`), measured in the
+    /// sweep, so merging never reads a text again except to copy the survivor's.
+    pub texts: Vec<MemberText>,
 }
 
-/// What the clustering keeps of a slot-less entry's text after reading it once.
-#[derive(Clone, Copy, Default)]
-struct TextKey {
+/// A member's text as merging sees it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct MemberText {
     /// SHA-256 of the normalised text: equal digests are equal normalised texts.
-    digest: Digest256,
-    /// Fingerprint of the guard's content-word sequence (bucketing only).
-    guard: u64,
-    display_len: usize,
+    pub digest: Digest256,
+    /// [`display_len`] of the raw text (the longest duplicate text survives).
+    pub display_len: usize,
+}
+
+impl MemberText {
+    pub(crate) fn of(content: &str) -> MemberText {
+        analyse(content, &mut String::new()).0
+    }
+}
+
+/// Reads one entry's text: what merging needs, and the guard fingerprint. `norm` is a scratch
+/// buffer, so one allocation serves a whole sweep.
+fn analyse(content: &str, norm: &mut String) -> (MemberText, u64) {
+    let guard = analyse_into(content, norm);
+    let text = MemberText {
+        digest: Digest256(Sha256::digest(norm.as_bytes()).into()),
+        display_len: display_len(content),
+    };
+    (text, guard)
 }
 
 /// A SHA-256 digest as a hash-map key; its first eight bytes are already uniformly spread, so
 /// they are the whole hash.
 #[derive(Clone, Copy, Default, PartialEq, Eq)]
-struct Digest256([u8; 32]);
+pub(crate) struct Digest256([u8; 32]);
+
+/// A digest of a short text can be reversed by guessing, so it is never printed.
+impl std::fmt::Debug for Digest256 {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Digest256(..)")
+    }
+}
 
 impl Hash for Digest256 {
     fn hash<H: Hasher>(&self, state: &mut H) {
@@ -85,7 +107,8 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
     let mut partition_of: HashMap<(Option<&str>, Vec<&str>), usize> = HashMap::new();
     let mut slotless: Vec<bool> = Vec::new();
     let mut keyed: Vec<(u128, usize, usize)> = Vec::with_capacity(entries.len());
-    let mut text_keys: Vec<TextKey> = vec![TextKey::default(); entries.len()];
+    let mut texts: Vec<MemberText> = Vec::with_capacity(entries.len());
+    let mut guards: Vec<u64> = Vec::with_capacity(entries.len());
     let mut norm = String::new();
     for (i, e) in entries.iter().enumerate() {
         let keys = fact_keys(&e.tags);
@@ -98,14 +121,9 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
                 next
             });
         keyed.push((id_prefix(&e.id), i, p));
-        if is_slotless {
-            let guard = analyse_into(&e.content, &mut norm);
-            text_keys[i] = TextKey {
-                digest: Digest256(Sha256::digest(norm.as_bytes()).into()),
-                guard,
-                display_len: display_len(&e.content),
-            };
-        }
+        let (text, guard) = analyse(&e.content, &mut norm);
+        texts.push(text);
+        guards.push(guard);
     }
     drop(partition_of);
     drop(norm);
@@ -138,19 +156,19 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
         }
         if slotless[p] {
             groups.extend(
-                duplicate_components(entries, &text_keys, &members, threshold)
+                duplicate_components(entries, &texts, &guards, &members, threshold)
                     .into_iter()
-                    .map(|(members, display_lens)| Group {
+                    .map(|(members, texts)| Group {
                         kind: MergeKind::Duplicate,
                         members,
-                        display_lens,
+                        texts,
                     }),
             );
         } else {
             groups.push(Group {
                 kind: MergeKind::Supersede,
+                texts: members.iter().map(|&m| texts[m]).collect(),
                 members,
-                display_lens: Vec::new(),
             });
         }
     }
@@ -167,27 +185,27 @@ fn id_prefix(id: &str) -> u128 {
 
 /// The duplicate groups of one slot-less partition (`members` in id order).
 ///
-/// A node is one distinct normalised text, numbered in the id order of its first member; only
-/// texts that share a guard fingerprint with another node are normalised again (once each, in
-/// input order), so a pass holds neither a second copy of the corpus nor revisits it at random.
+/// A node is one distinct normalised text, numbered in the id order of its first member. Only
+/// nodes that share a guard fingerprint with another node are normalised again, once each and
+/// in input order; their normalised texts are the only text a pass holds besides the input,
+/// each dropped once its guard bucket has been searched.
 fn duplicate_components(
     entries: &[Entry],
-    text_keys: &[TextKey],
+    texts: &[MemberText],
+    guards: &[u64],
     members: &[usize],
     threshold: f64,
-) -> Vec<(Vec<usize>, Vec<usize>)> {
+) -> Vec<(Vec<usize>, Vec<MemberText>)> {
     // Exact duplicates: one node per distinct digest.
     let mut node_by_digest: HashMap<Digest256, usize, BuildHasherDefault<PassThrough>> =
         HashMap::with_capacity_and_hasher(members.len(), BuildHasherDefault::default());
     let mut first_member: Vec<usize> = Vec::new();
     let mut node_of: Vec<usize> = Vec::with_capacity(members.len());
     for &m in members {
-        let node = *node_by_digest
-            .entry(text_keys[m].digest)
-            .or_insert_with(|| {
-                first_member.push(m);
-                first_member.len() - 1
-            });
+        let node = *node_by_digest.entry(texts[m].digest).or_insert_with(|| {
+            first_member.push(m);
+            first_member.len() - 1
+        });
         node_of.push(node);
     }
     drop(node_by_digest);
@@ -198,7 +216,7 @@ fn duplicate_components(
     let mut by_guard: Vec<(u64, usize)> = first_member
         .iter()
         .enumerate()
-        .map(|(node, &m)| (text_keys[m].guard, node))
+        .map(|(node, &m)| (guards[m], node))
         .collect();
     by_guard.sort_unstable();
     let runs: Vec<&[(u64, usize)]> = by_guard
@@ -234,7 +252,7 @@ fn duplicate_components(
         size_of_root[uf.find(node)] += 1;
     }
     let mut slot_of_root = vec![NONE; nodes];
-    let mut components: Vec<(Vec<usize>, Vec<usize>)> = Vec::new();
+    let mut components: Vec<(Vec<usize>, Vec<MemberText>)> = Vec::new();
     for (local, &node) in node_of.iter().enumerate() {
         let root = uf.find(node);
         if size_of_root[root] < 2 {
@@ -245,9 +263,9 @@ fn duplicate_components(
             let size = size_of_root[root];
             components.push((Vec::with_capacity(size), Vec::with_capacity(size)));
         }
-        let (ms, lens) = &mut components[slot_of_root[root]];
+        let (ms, member_texts) = &mut components[slot_of_root[root]];
         ms.push(members[local]);
-        lens.push(text_keys[members[local]].display_len);
+        member_texts.push(texts[members[local]]);
     }
     components
 }

@@ -230,7 +230,7 @@ pub fn plan(entries: &[Entry], settings: &Settings) -> Plan {
         merge::plan_group(
             group.kind,
             &group.members,
-            &group.display_lens,
+            &group.texts,
             entries,
             settings.max_replaced_per_merge,
             &mut merges,

@@ -51,7 +51,7 @@ use std::borrow::Cow;
 use sha2::{Digest, Sha256};
 use ulid::Ulid;
 
-use crate::normalise::normalise;
+use crate::cluster::{Digest256, MemberText};
 use crate::tags::{corroboration_tag, is_corroboration_tag, source_count};
 use crate::{Entry, Merge, MergeKind, Merged};
 
@@ -86,46 +86,43 @@ pub fn merged_id<S: AsRef<str>>(created_at_ms: i64, replaced: &[S]) -> String {
 struct Item<'a> {
     id: Cow<'a, str>,
     content: Cow<'a, str>,
-    /// Normalised content; only computed (and only needed) for supersede groups.
-    norm: Cow<'a, str>,
+    /// SHA-256 of the normalised content: supersession compares texts by it.
+    digest: Digest256,
     tags: Cow<'a, [String]>,
     created_at_ms: i64,
     expires_at_ms: Option<i64>,
     provenance: Cow<'a, [String]>,
     /// Source count (`corroborated:<n>`, else 1).
     weight: u64,
-    /// [`display_len`] of `content` (duplicate groups only).
+    /// [`display_len`] of `content`.
     display_len: usize,
     /// Supersede order: `(createdAt, id)` of the input entry this item's content comes from.
     rank: (i64, Cow<'a, str>),
 }
 
 impl<'a> Item<'a> {
-    fn from_entry(e: &'a Entry, kind: MergeKind, display_len: usize) -> Item<'a> {
+    fn from_entry(e: &'a Entry, text: MemberText) -> Item<'a> {
         Item {
             id: Cow::Borrowed(&e.id),
             content: Cow::Borrowed(&e.content),
-            norm: match kind {
-                MergeKind::Supersede => Cow::Owned(normalise(&e.content)),
-                MergeKind::Duplicate => Cow::Borrowed(""),
-            },
+            digest: text.digest,
             tags: Cow::Borrowed(&e.tags),
             created_at_ms: e.created_at_ms,
             expires_at_ms: e.expires_at_ms,
             provenance: Cow::Borrowed(&e.provenance),
             weight: source_count(&e.tags),
-            display_len,
+            display_len: text.display_len,
             rank: (e.created_at_ms, Cow::Borrowed(&e.id)),
         }
     }
 }
 
-/// Appends the merges that fold the group `members` (input indices) into one entry;
-/// `display_lens` is parallel to `members` for duplicate groups (measured if missing).
+/// Appends the merges that fold the group `members` (input indices) into one entry; `texts` is
+/// parallel to `members` (measured here if missing).
 pub(crate) fn plan_group(
     kind: MergeKind,
     members: &[usize],
-    display_lens: &[usize],
+    texts: &[MemberText],
     entries: &[Entry],
     max_replaced: usize,
     out: &mut Vec<Merge>,
@@ -140,18 +137,15 @@ pub(crate) fn plan_group(
         .enumerate()
         .filter_map(|(k, &m)| {
             let e = entries.get(m)?;
-            let len = match kind {
-                MergeKind::Duplicate => display_lens
-                    .get(k)
-                    .copied()
-                    .unwrap_or_else(|| display_len(&e.content)),
-                MergeKind::Supersede => 0,
-            };
-            Some(Item::from_entry(e, kind, len))
+            let text = texts
+                .get(k)
+                .copied()
+                .unwrap_or_else(|| MemberText::of(&e.content));
+            Some(Item::from_entry(e, text))
         })
         .collect();
     level.sort_by(|a, b| a.rank.cmp(&b.rank));
-    let winner_norm = level.last().map(|w| w.norm.clone()).unwrap_or_default();
+    let winner_digest = level.last().map(|w| w.digest).unwrap_or_default();
     loop {
         if level.len() <= max_replaced {
             if let Some((merge, _)) = merge_items(kind, subject, &level) {
@@ -163,7 +157,7 @@ pub(crate) fn plan_group(
             MergeKind::Duplicate => vec![level],
             MergeKind::Supersede => {
                 let (agreeing, stale): (Vec<Item>, Vec<Item>) =
-                    level.into_iter().partition(|i| i.norm == winner_norm);
+                    level.into_iter().partition(|i| i.digest == winner_digest);
                 vec![stale, agreeing]
             }
         };
@@ -238,7 +232,7 @@ fn with_corroboration<'a>(tags: impl Iterator<Item = &'a String>, n: u64) -> Vec
 
 /// What an intermediate merged entry carries into the next level besides its stored fields.
 struct Carry<'a> {
-    norm: Cow<'a, str>,
+    digest: Digest256,
     weight: u64,
     display_len: usize,
     rank: (i64, Cow<'a, str>),
@@ -249,7 +243,7 @@ impl<'a> Carry<'a> {
         Item {
             id: Cow::Owned(m.id.clone()),
             content: Cow::Owned(m.content.clone()),
-            norm: self.norm,
+            digest: self.digest,
             tags: Cow::Owned(m.tags.clone()),
             created_at_ms: m.created_at_ms,
             expires_at_ms: m.expires_at_ms,
@@ -303,7 +297,7 @@ fn merge_items<'a>(
         }
         MergeKind::Supersede => {
             let winner = items.iter().max_by(|a, b| a.rank.cmp(&b.rank))?;
-            let agreeing = || items.iter().filter(|i| i.norm == winner.norm);
+            let agreeing = || items.iter().filter(|i| i.digest == winner.digest);
             let weight = agreeing().fold(0u64, |acc, i| acc.saturating_add(i.weight));
             let tags = with_corroboration(winner.tags.iter(), weight);
             (
@@ -332,7 +326,7 @@ fn merge_items<'a>(
         provenance,
     };
     let carry = Carry {
-        norm: source.norm.clone(),
+        digest: source.digest,
         weight,
         display_len: source.display_len,
         rank,
