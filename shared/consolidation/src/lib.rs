@@ -226,7 +226,8 @@ impl Settings {
 pub fn plan(entries: &[Entry], settings: &Settings) -> Plan {
     let groups = cluster::find_groups(entries, settings.threshold());
     let mut merges = Vec::new();
-    for group in &groups {
+    // Each group is freed once merged, so the groups and the growing plan are not both whole.
+    for group in groups {
         merge::plan_group(
             group.kind,
             &group.members,
