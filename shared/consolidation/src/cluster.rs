@@ -22,14 +22,15 @@
 //! # Memory access
 //!
 //! A pass reads every entry once, in input order (the order a store read put them in memory):
-//! partition, id and, for slot-less entries, the text analysis all come from that one sweep and
-//! are kept as a small fixed-size record per entry. Exact duplicates are then found from the
-//! records alone: two texts are equal when the SHA-256 digests of their normalised forms are
-//! (two different texts with one digest would be a SHA-256 collision), so no entry text is read a second time
-//! to confirm a match. Only near-duplicate candidates (texts sharing a guard fingerprint) are
-//! normalised again, visited in input order. Jumping between the texts of a large corpus in
-//! id or hash order costs a cache miss per visit once the corpus outgrows the cache, which is
-//! what made a pass over 100,000 entries cost more per entry than one over 10,000.
+//! partition, id and text analysis all come from that one sweep and are kept as a small
+//! fixed-size record per entry. Texts are compared by the SHA-256 digests of their normalised
+//! forms (two different texts with one digest would be a SHA-256 collision): exact duplicates
+//! are found, and supersession tells agreeing versions from stale ones, without reading any
+//! text a second time. Only near-duplicate candidates (texts sharing a guard fingerprint) are
+//! normalised again, visited in input order, and merging reads a text again only to copy the
+//! survivor's. Jumping between the texts of a large corpus in id or hash order costs a cache
+//! miss per visit once the corpus outgrows the cache, which makes a pass over 100,000 entries
+//! cost more per entry than one over 10,000.
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
@@ -363,5 +364,25 @@ impl UnionFind {
         let (ra, rb) = (self.find(a), self.find(b));
         let (lo, hi) = if ra < rb { (ra, rb) } else { (rb, ra) };
         self.parent[hi] = lo;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn texts_compare_by_normalised_form_and_never_print_their_digest() {
+        let a = MemberText::of("The user prefers EMAIL.");
+        let b = MemberText::of("  the user   prefers email ");
+        let c = MemberText::of("The user prefers phone.");
+        assert_eq!(a.digest, b.digest);
+        assert_ne!(a.digest, c.digest);
+        assert_eq!(a.display_len, "The user prefers EMAIL.".len());
+        let shown = format!("{a:?}");
+        assert!(shown.contains("Digest256(..)"), "{shown}");
+        assert!(!shown.to_lowercase().contains("email"), "{shown}");
+        let hex: String = a.digest.0[..4].iter().map(|b| format!("{b:02x}")).collect();
+        assert!(!shown.contains(&hex), "{shown}");
     }
 }
