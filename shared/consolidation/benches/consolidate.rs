@@ -65,8 +65,9 @@ static ALLOC: Counting = Counting;
 
 /// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, nanosecond resolution). Not
 /// `/proc/thread-self/schedstat`: that figure is only brought up to date at scheduler ticks, so
-/// a reading taken by the running thread lags by up to a tick (4 ms here), which is noise of
-/// ±15% on a 25 ms pass, and a minimum over runs then picks the most understated one.
+/// a reading taken by the running thread lags by up to a tick (here a 3 ms busy loop read as
+/// 0.1 to 2.2 ms). On a 25 ms pass that is noise of over 10%, and a minimum over runs then
+/// picks the most understated one.
 fn thread_cpu() -> Option<Duration> {
     let mut ts = libc::timespec {
         tv_sec: 0,
