@@ -224,20 +224,20 @@ fn duplicate_components(
         .chunk_by(|a, b| a.0 == b.0)
         .filter(|run| run.len() >= 2)
         .collect();
-    // The candidates' normalised texts, computed in input order.
+    // The candidates' normalised texts, computed in input order (indexed by node).
     let mut candidates: Vec<usize> = runs
         .iter()
         .flat_map(|run| run.iter().map(|&(_, node)| node))
         .collect();
     candidates.sort_unstable_by_key(|&node| first_member[node]);
-    let mut norm_of: HashMap<usize, String> = candidates
-        .into_iter()
-        .map(|node| (node, normalise(&entries[first_member[node]].content)))
-        .collect();
+    let mut norm_of: Vec<String> = vec![String::new(); nodes];
+    for node in candidates {
+        norm_of[node] = normalise(&entries[first_member[node]].content);
+    }
     for run in runs {
         let bucket: Vec<(usize, String)> = run
             .iter()
-            .map(|&(_, node)| (node, norm_of.remove(&node).unwrap_or_default()))
+            .map(|&(_, node)| (node, std::mem::take(&mut norm_of[node])))
             .collect();
         for class in guard_classes(&bucket) {
             if (2..=MAX_NEAR_DUPLICATE_CLASS).contains(&class.len()) {

@@ -16,6 +16,12 @@ use std::time::{Duration, Instant};
 use distill::archive::build_archive;
 use distill::{DeterministicDistiller, DistillInput, Distiller, SourceEntry};
 
+/// The integration tests' fixtures: the same seeded generator and day zero.
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use common::{Rng, DAY0};
+
 struct Counting;
 
 static LIVE: AtomicUsize = AtomicUsize::new(0);
@@ -55,7 +61,6 @@ unsafe impl GlobalAlloc for Counting {
 static ALLOCATOR: Counting = Counting;
 
 const MIB: f64 = 1024.0 * 1024.0;
-const DAY0: i64 = 1_795_132_800_000;
 
 /// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, nanosecond resolution).
 fn cpu_time() -> Option<Duration> {
@@ -93,22 +98,6 @@ fn measure<T>(f: impl FnOnce() -> T) -> Measured<T> {
         cpu,
         peak_bytes: peak_total.saturating_sub(before),
         peak_total,
-    }
-}
-
-/// xorshift64*: a fixed corpus without a rand dependency.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
     }
 }
 
