@@ -125,7 +125,7 @@ async fn consolidation_fans_out_through_the_queue_and_is_idempotent() {
         .invoke(&json!({"tenantId": t, "memoryRef": r_other}))
         .await
         .error();
-    assert_eq!(foreign["errorType"], "invalid_memory_ref");
+    assert_eq!(foreign["errorType"], "validation_error");
 
     let events = tap.collect_settled(7, Duration::from_secs(20)).await;
     tap.remove().await;

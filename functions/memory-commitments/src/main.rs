@@ -7,11 +7,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use lambda_runtime::Error;
 use memory_aws::AwsPorts;
 use memory_core::commitment_firing::{CommitmentService, ZoneConfig};
 use memory_core::ports::SystemClock;
-use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -36,13 +35,6 @@ async fn main() -> Result<(), Error> {
         zones,
         std::env::var("ENQUEUE_RUNS").map_or(true, |v| v != "false"),
     );
-    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
-        let service = &service;
-        async move {
-            memory_api::commitments_api::handle(service, event.payload)
-                .await
-                .map_err(lambda_adapter::invoke_error)
-        }
-    }))
-    .await
+    let service = &service;
+    lambda_adapter::run(|payload| memory_api::commitments_api::handle(service, payload)).await
 }

@@ -3,13 +3,12 @@
 
 use std::sync::Arc;
 
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use lambda_runtime::Error;
 use memory_api::background_api;
 use memory_api::consolidate_api::ConsolidatePass;
 use memory_aws::AwsPorts;
 use memory_core::consolidation_pass::Consolidator;
 use memory_core::ports::{JobQueue, SystemClock};
-use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -21,13 +20,6 @@ async fn main() -> Result<(), Error> {
         Arc::new(SystemClock),
     ));
     let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
-    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
-        let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
-        async move {
-            background_api::handle(pass, store, queue, event.payload)
-                .await
-                .map_err(lambda_adapter::invoke_error)
-        }
-    }))
-    .await
+    let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
+    lambda_adapter::run(|payload| background_api::handle(pass, store, queue, payload)).await
 }

@@ -2,8 +2,7 @@
 
 use std::sync::Arc;
 
-use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use lambda_runtime::Error;
 use memory_api::read_api::ReadApi;
 use memory_aws::AwsPorts;
 use memory_core::capabilities::HOST_MODEL;
@@ -19,13 +18,11 @@ async fn main() -> Result<(), Error> {
         HOST_MODEL,
     );
     let claim = lambda_adapter::tenant_claim_name();
-    lambda_runtime::run(service_fn(|event: LambdaEvent<ApiGatewayV2httpRequest>| {
-        let (api, claim) = (&api, &claim);
-        async move {
-            let request = lambda_adapter::read_request(&event.payload, claim);
-            let response = api.handle(&request).await;
-            Ok::<ApiGatewayV2httpResponse, Error>(lambda_adapter::http_response(response))
-        }
-    }))
+    let (api, claim) = (&api, claim.as_str());
+    lambda_adapter::run(|event| {
+        lambda_adapter::serve_http(event, claim, |request| async move {
+            api.handle(&request.read_request()).await
+        })
+    })
     .await
 }

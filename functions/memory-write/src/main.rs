@@ -2,11 +2,10 @@
 
 use std::sync::Arc;
 
-use lambda_runtime::{service_fn, Error, LambdaEvent};
+use lambda_runtime::Error;
 use memory_aws::AwsPorts;
 use memory_core::ports::{SystemClock, UlidIds};
 use memory_core::writer::MemoryWriter;
-use serde_json::Value;
 
 #[tokio::main]
 async fn main() -> Result<(), Error> {
@@ -18,13 +17,6 @@ async fn main() -> Result<(), Error> {
         Arc::new(SystemClock),
         Arc::new(UlidIds::default()),
     );
-    lambda_runtime::run(service_fn(|event: LambdaEvent<Value>| {
-        let writer = &writer;
-        async move {
-            memory_api::write_api::handle(writer, event.payload)
-                .await
-                .map_err(lambda_adapter::invoke_error)
-        }
-    }))
-    .await
+    let writer = &writer;
+    lambda_adapter::run(|payload| memory_api::write_api::handle(writer, payload)).await
 }

@@ -5,7 +5,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use aws_lambda_events::apigw::ApiGatewayV2httpRequest;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use memory_api::read_api::ReadApi;
 use memory_core::capabilities::HOST_MODEL;
@@ -91,7 +90,7 @@ fn page() -> Page {
     }
 }
 
-fn event() -> ApiGatewayV2httpRequest {
+fn event() -> serde_json::Value {
     let raw = serde_json::json!({
         "version": "2.0",
         "routeKey": "GET /v1/host/wop-memory/entries",
@@ -108,7 +107,7 @@ fn event() -> ApiGatewayV2httpRequest {
         },
         "isBase64Encoded": false
     });
-    serde_json::from_value(raw).unwrap_or_else(|e| panic!("event: {e}"))
+    raw
 }
 
 fn bench(c: &mut Criterion) {
@@ -120,14 +119,18 @@ fn bench(c: &mut Criterion) {
         HOST_MODEL,
     );
     let raw_event = serde_json::to_vec(&event()).unwrap_or_default();
+    let api = &api;
     let mut group = c.benchmark_group("read_handler");
     group.throughput(Throughput::Elements(100));
     group.bench_function("list_100_entries", |b| {
         b.to_async(&runtime).iter(|| async {
-            let event: ApiGatewayV2httpRequest =
-                serde_json::from_slice(&raw_event).unwrap_or_else(|e| panic!("decode: {e}"));
-            let request = lambda_adapter::read_request(&event, "tenant_id");
-            let response = lambda_adapter::http_response(api.handle(&request).await);
+            let text = std::str::from_utf8(&raw_event).unwrap_or_default();
+            let event = memory_api::decode::json(text).unwrap_or_else(|e| panic!("decode: {e:?}"));
+            let response = lambda_adapter::serve_http(event, "tenant_id", |request| async move {
+                api.handle(&request.read_request()).await
+            })
+            .await
+            .unwrap_or_else(|e| panic!("serve: {e:?}"));
             let bytes = serde_json::to_vec(&response).unwrap_or_default();
             assert!(bytes.len() > 30_000);
             bytes

@@ -2,16 +2,23 @@
 //! so each `main.rs` stays a few lines of wiring. API Gateway HTTP API events use payload
 //! format 2.0; the tenant is read from the JWT authorizer's claims only (never from headers or
 //! the body, which a client controls).
+//!
+//! Every payload is decoded here, by us, never by the runtime: the runtime's own deserializer
+//! fails with an undocumented `DeserializeError` whose message quotes the caller's JSON keys. A
+//! layer in front of the runtime hands the handler the raw payload text, and [`run`] decodes it
+//! with `memory_api::decode`, so every failure is a documented `errorType`.
 
 use std::collections::HashMap;
+use std::future::Future;
 
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
-use aws_lambda_events::http::header::{HeaderMap, HeaderValue, CONTENT_TYPE};
-use lambda_runtime::Diagnostic;
+use aws_lambda_events::http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use lambda_runtime::tower::util::MapRequestLayer;
+use lambda_runtime::{layers::TracingLayer, service_fn, Diagnostic, LambdaEvent, Runtime};
 use memory_api::read_api::ReadRequest;
-use memory_api::HttpResponse;
-use memory_core::CoreError;
+use memory_api::{decode, HttpResponse, WireError};
+use serde_json::Value;
 
 /// The JWT claim holding the tenant id: `TENANT_CLAIM`, default `tenant_id`.
 pub fn tenant_claim_name() -> String {
@@ -21,67 +28,158 @@ pub fn tenant_claim_name() -> String {
         .unwrap_or_else(|| "tenant_id".to_owned())
 }
 
-/// The verified tenant claim of the request, if the authorizer supplied one.
-pub fn tenant_claim(event: &ApiGatewayV2httpRequest, claim: &str) -> Option<String> {
-    event
-        .request_context
-        .authorizer
-        .as_ref()
-        .and_then(|a| a.jwt.as_ref())
-        .and_then(|jwt| jwt.claims.get(claim))
-        .filter(|v| !v.is_empty())
-        .cloned()
+/// Runs a handler over decoded JSON payloads until the runtime stops.
+///
+/// The handler sees a `serde_json::Value` that parsed; a payload that is not UTF-8, not JSON,
+/// holds a lone surrogate escape or nests deeper than 128 levels fails the invoke with
+/// `validation_error` before the handler runs. Handler errors become function errors whose
+/// `errorType` is the wire code.
+pub async fn run<F, Fut>(handler: F) -> Result<(), lambda_runtime::Error>
+where
+    F: Fn(Value) -> Fut,
+    Fut: Future<Output = Result<Value, WireError>>,
+{
+    let handler = &handler;
+    let service = service_fn(move |event: LambdaEvent<Option<String>>| async move {
+        let Some(text) = event.payload else {
+            return Err(invoke_error(WireError::validation(
+                "payload",
+                "payload is not UTF-8",
+            )));
+        };
+        let value = decode::json(&text).map_err(invoke_error)?;
+        handler(value).await.map_err(invoke_error)
+    });
+    Runtime::new(service)
+        .layer(TracingLayer::new())
+        .layer(MapRequestLayer::new(payload_as_text))
+        .run()
+        .await
 }
 
-pub fn read_request(event: &ApiGatewayV2httpRequest, claim: &str) -> ReadRequest {
-    let query: HashMap<String, String> = event
+/// Re-encodes the invocation body as one JSON string (or `null` when it is not UTF-8), which
+/// the runtime's deserializer cannot fail on; [`run`] then parses the text itself.
+fn payload_as_text(mut invocation: lambda_runtime::LambdaInvocation) -> lambda_runtime::LambdaInvocation {
+    let encoded = match std::str::from_utf8(&invocation.body) {
+        Ok(text) => serde_json::to_vec(text).unwrap_or_else(|_| b"null".to_vec()),
+        Err(_) => b"null".to_vec(),
+    };
+    invocation.body = encoded.into();
+    invocation
+}
+
+/// Whether a payload is an API Gateway HTTP API event (direct invokes never carry one).
+pub fn is_http_event(payload: &Value) -> bool {
+    payload
+        .get("requestContext")
+        .and_then(|c| c.get("http"))
+        .is_some()
+}
+
+/// An API Gateway request as the handlers use it.
+#[derive(Clone, Debug, Default)]
+pub struct HttpRequest {
+    pub method: String,
+    pub path: String,
+    pub query: HashMap<String, String>,
+    /// The tenant claim of the verified JWT, when it is a non-empty string.
+    pub tenant_claim: Option<String>,
+    pub body: String,
+}
+
+impl HttpRequest {
+    pub fn read_request(&self) -> ReadRequest {
+        ReadRequest {
+            method: self.method.clone(),
+            path: self.path.clone(),
+            query: self.query.clone(),
+            tenant_claim: self.tenant_claim.clone(),
+        }
+    }
+}
+
+/// Decodes a payload 2.0 event. The claims are read from the raw JSON first: API Gateway sends
+/// them as strings, but a claim that is a number, list, object or null must mean "no tenant"
+/// (401), not a failed decode (500), so the authorizer block is taken out before the rest is
+/// decoded into the typed event.
+pub fn http_request(mut event: Value, claim: &str) -> Result<HttpRequest, WireError> {
+    let authorizer = event
+        .get_mut("requestContext")
+        .and_then(|c| c.get_mut("authorizer"))
+        .map(Value::take);
+    let tenant_claim = authorizer
+        .as_ref()
+        .and_then(|a| a.get("jwt"))
+        .and_then(|jwt| jwt.get("claims"))
+        .and_then(|claims| claims.get(claim))
+        .and_then(Value::as_str)
+        .filter(|v| !v.is_empty())
+        .map(str::to_owned);
+    let typed: ApiGatewayV2httpRequest = decode::typed(event, "event")?;
+    let query = typed
         .query_string_parameters
         .iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
         .collect();
-    ReadRequest {
-        method: event.request_context.http.method.as_str().to_owned(),
-        path: event
+    // Base64 bodies are not expected on these JSON routes and count as empty, which then fails
+    // validation with a clear 400.
+    let body = if typed.is_base64_encoded {
+        String::new()
+    } else {
+        typed.body.clone().unwrap_or_default()
+    };
+    Ok(HttpRequest {
+        method: typed.request_context.http.method.as_str().to_owned(),
+        path: typed
             .raw_path
             .clone()
-            .or_else(|| event.request_context.http.path.clone())
+            .or_else(|| typed.request_context.http.path.clone())
             .unwrap_or_default(),
         query,
-        tenant_claim: tenant_claim(event, claim),
-    }
+        tenant_claim,
+        body,
+    })
 }
 
-/// The request body as text; base64 bodies are not expected on these JSON routes and are
-/// treated as empty (which then fails validation with a clear 400).
-pub fn body_text(event: &ApiGatewayV2httpRequest) -> &str {
-    if event.is_base64_encoded {
-        ""
-    } else {
-        event.body.as_deref().unwrap_or("")
-    }
-}
-
-pub fn http_response(response: HttpResponse) -> ApiGatewayV2httpResponse {
+/// The function's answer to API Gateway.
+pub fn http_response(response: HttpResponse) -> Result<Value, WireError> {
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    for (name, value) in &response.headers {
+        if let Ok(value) = HeaderValue::from_str(value) {
+            headers.insert(HeaderName::from_static(name), value);
+        }
+    }
     let mut out = ApiGatewayV2httpResponse::default();
     out.status_code = i64::from(response.status);
     out.headers = headers;
     out.body = Some(Body::Text(response.body.to_string()));
-    out
+    serde_json::to_value(out).map_err(|_| WireError::internal())
+}
+
+/// Decodes an HTTP event, answering a malformed one with its 400 instead of failing the invoke.
+pub async fn serve_http<F, Fut>(event: Value, claim: &str, handle: F) -> Result<Value, WireError>
+where
+    F: FnOnce(HttpRequest) -> Fut,
+    Fut: Future<Output = HttpResponse>,
+{
+    let response = match http_request(event, claim) {
+        Ok(request) => handle(request).await,
+        Err(e) => HttpResponse::wire_error(&e),
+    };
+    http_response(response)
 }
 
 /// Direct-invoke failures become Lambda function errors whose `errorType` is the envelope
 /// code and `errorMessage` the safe message, so callers see a failed invoke, never a payload
 /// that could be mistaken for success.
-pub fn invoke_error(e: CoreError) -> Diagnostic {
-    if e.http_status() >= 500 {
-        tracing::error!(error = %e, "invoke failed");
+pub fn invoke_error(e: WireError) -> Diagnostic {
+    if e.is_server_error() {
         memory_api::metrics::emit(&[("Failures", 1)]);
     }
     Diagnostic {
-        error_type: e.code().to_owned(),
-        error_message: e.public_message(),
+        error_type: e.code.to_owned(),
+        error_message: e.message,
     }
 }
 

@@ -10,14 +10,15 @@ use memory_core::ports::{EntryStore, Job, JobQueue, WorkKind};
 use memory_core::CoreError;
 use serde_json::{json, Value};
 
-use crate::ref_hash;
+use crate::{ref_hash, WireError};
 
 /// The redactor of a pass invoked with the run's BYOK secrets (`"secrets": [{"secretId",
 /// "value"}]` in a direct invoke); queued jobs carry none and still keep existing markers whole.
 pub fn run_redactor(options: &Value) -> Result<memory_guard::Redactor, CoreError> {
     let secrets: Vec<memory_core::writer::SecretInput> = match options.get("secrets") {
-        Some(v) => serde_json::from_value(v.clone())
-            .map_err(|_| CoreError::invalid("secrets", "expected [{\"secretId\", \"value\"}]"))?,
+        Some(v) => crate::decode::typed(v.clone(), "secrets").map_err(|e| {
+            CoreError::invalid(e.field.unwrap_or_else(|| "secrets".into()), e.message)
+        })?,
         None => Vec::new(),
     };
     Ok(memory_core::writer::registry_from(&secrets)?.redactor())
@@ -42,8 +43,21 @@ pub async fn handle(
     store: &dyn EntryStore,
     queue: Option<&dyn JobQueue>,
     payload: Value,
-) -> Result<Value, CoreError> {
-    if payload.get("action").and_then(Value::as_str) == Some("fan-out") {
+) -> Result<Value, WireError> {
+    if !payload.is_object() {
+        return Err(WireError::validation("payload", EXPECTED));
+    }
+    match payload.get("action") {
+        None => {}
+        Some(Value::String(a)) if a == "fan-out" => {}
+        Some(_) => {
+            return Err(WireError::validation(
+                "action",
+                "action: expected \"fan-out\"",
+            ))
+        }
+    }
+    if payload.get("action").is_some() {
         let queue = queue.ok_or_else(|| {
             CoreError::invalid("action", "no work queue configured (WORK_QUEUE_URL)")
         })?;
@@ -74,13 +88,14 @@ pub async fn handle(
         }
         return Ok(json!({"batchItemFailures": failures}));
     }
-    let tenant = payload.get("tenantId").and_then(Value::as_str);
-    let memory_ref = payload.get("memoryRef").and_then(Value::as_str);
-    match (tenant, memory_ref) {
-        (Some(tenant), Some(memory_ref)) => pass.run(tenant, memory_ref, &payload).await,
-        _ => Err(CoreError::invalid(
-            "payload",
-            "expected {\"tenantId\", \"memoryRef\"}, {\"action\": \"fan-out\"} or an SQS batch",
-        )),
-    }
+    let text = |field: &'static str| match payload.get(field) {
+        Some(Value::String(s)) => Ok(s.as_str()),
+        Some(_) => Err(WireError::validation(field, format!("{field}: expected a string"))),
+        None => Err(WireError::validation("payload", EXPECTED)),
+    };
+    let (tenant, memory_ref) = (text("tenantId")?, text("memoryRef")?);
+    Ok(pass.run(tenant, memory_ref, &payload).await?)
 }
+
+const EXPECTED: &str =
+    "payload: expected {\"tenantId\", \"memoryRef\"}, {\"action\": \"fan-out\"} or an SQS batch";

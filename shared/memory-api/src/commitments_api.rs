@@ -3,10 +3,9 @@
 //! ref with `{"action": "backfill", "tenantId", "memoryRef"}`.
 
 use memory_core::commitment_firing::CommitmentService;
-use memory_core::CoreError;
 use serde_json::{json, Value};
 
-use crate::ref_hash;
+use crate::{ref_hash, WireError};
 
 fn emit(report: &memory_core::commitment_firing::CommitmentReport) {
     crate::metrics::emit(&[
@@ -17,18 +16,21 @@ fn emit(report: &memory_core::commitment_firing::CommitmentReport) {
     ]);
 }
 
-pub async fn handle(service: &CommitmentService, payload: Value) -> Result<Value, CoreError> {
+pub async fn handle(service: &CommitmentService, payload: Value) -> Result<Value, WireError> {
     let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
     if payload.get("detail-type").and_then(Value::as_str) == Some("memory.written") {
         let detail = payload.get("detail").cloned().unwrap_or_default();
+        // `memoryId` is the RFC 0057 name; `entryId` is read too so events published by the
+        // previous release, still in flight during a deploy, are not dropped.
+        let entry_id = text(&detail, "memoryId").or_else(|| text(&detail, "entryId"));
         let (Some(tenant), Some(memory_ref), Some(entry_id)) = (
             text(&detail, "tenantId"),
             text(&detail, "memoryRef"),
-            text(&detail, "entryId"),
+            entry_id,
         ) else {
-            return Err(CoreError::invalid(
+            return Err(WireError::validation(
                 "detail",
-                "memory.written without tenantId, memoryRef, entryId",
+                "detail: memory.written needs tenantId, memoryRef and memoryId",
             ));
         };
         let report = service.on_written(&tenant, &memory_ref, &entry_id).await?;
@@ -44,13 +46,17 @@ pub async fn handle(service: &CommitmentService, payload: Value) -> Result<Value
         }
         Some("backfill") => {
             let (Some(tenant), Some(memory_ref)) = (text(&payload, "tenantId"), text(&payload, "memoryRef")) else {
-                return Err(CoreError::invalid("payload", "backfill needs tenantId and memoryRef"));
+                return Err(WireError::validation("payload", "payload: backfill needs tenantId and memoryRef"));
             };
             Ok(json!(service.backfill(&tenant, &memory_ref).await?))
         }
-        _ => Err(CoreError::invalid(
+        Some(_) => Err(WireError::validation(
+            "action",
+            "action: expected \"tick\" or \"backfill\"",
+        )),
+        None => Err(WireError::validation(
             "payload",
-            "expected {\"action\": \"tick\"}, {\"action\": \"backfill\", ...} or a memory.written event",
+            "payload: expected {\"action\": \"tick\"}, {\"action\": \"backfill\", ...} or a memory.written event",
         )),
     }
 }

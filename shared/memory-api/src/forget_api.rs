@@ -6,7 +6,7 @@ use memory_core::CoreError;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::HttpResponse;
+use crate::{decode, HttpResponse, WireError};
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -21,17 +21,6 @@ struct HttpForget {
     subject: String,
 }
 
-fn bad_payload(e: &serde_json::Error) -> CoreError {
-    CoreError::invalid(
-        "payload",
-        format!(
-            "expected {{\"subject\"}} (line {}, column {})",
-            e.line(),
-            e.column()
-        ),
-    )
-}
-
 fn emit(counts: &memory_core::events::ForgetCounts) {
     crate::metrics::emit(&[
         ("EntriesForgotten", counts.deleted_entries as u64),
@@ -41,8 +30,9 @@ fn emit(counts: &memory_core::events::ForgetCounts) {
     ]);
 }
 
-pub async fn handle_direct(forgetter: &Forgetter, payload: Value) -> Result<Value, CoreError> {
-    let request: DirectForget = serde_json::from_value(payload).map_err(|e| bad_payload(&e))?;
+/// Direct invoke `{"tenantId", "subject"}`.
+pub async fn handle_direct(forgetter: &Forgetter, payload: Value) -> Result<Value, WireError> {
+    let request: DirectForget = decode::typed(payload, "")?;
     let counts = forgetter
         .forget(&request.tenant_id, &request.subject)
         .await?;
@@ -50,24 +40,29 @@ pub async fn handle_direct(forgetter: &Forgetter, payload: Value) -> Result<Valu
     Ok(json!(counts))
 }
 
-/// `POST /v1/host/wop-memory/forget`; `body` is the raw request body.
+/// `POST /v1/host/wop-memory/forget`; `body` is the raw request body. The route answers 405 for
+/// any other method (API Gateway routes `ANY` here so the answer is ours, in the envelope).
 pub async fn handle_http(
     forgetter: &Forgetter,
+    method: &str,
     tenant_claim: Option<&str>,
     body: &str,
 ) -> HttpResponse {
+    if !method.eq_ignore_ascii_case("POST") {
+        return HttpResponse::wire_error(&WireError::method_not_allowed("POST"));
+    }
     let run = async {
         let tenant = tenant_claim.ok_or(CoreError::NoTenant)?;
         if memory_guard::TenantId::parse(tenant).is_err() {
-            return Err(CoreError::NoTenant);
+            return Err(CoreError::NoTenant.into());
         }
-        let request: HttpForget = serde_json::from_str(body).map_err(|e| bad_payload(&e))?;
+        let request: HttpForget = decode::typed(decode::json(body)?, "")?;
         let counts = forgetter.forget(tenant, &request.subject).await?;
         emit(&counts);
-        Ok(json!(counts))
+        Ok::<_, WireError>(json!(counts))
     };
     match run.await {
         Ok(body) => HttpResponse::ok(body),
-        Err(e) => HttpResponse::error(&e),
+        Err(e) => HttpResponse::wire_error(&e),
     }
 }

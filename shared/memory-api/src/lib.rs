@@ -6,11 +6,15 @@
 pub mod background_api;
 pub mod commitments_api;
 pub mod consolidate_api;
+pub mod decode;
 pub mod dream_api;
 pub mod forget_api;
 pub mod metrics;
 pub mod read_api;
+pub mod wire;
 pub mod write_api;
+
+pub use wire::WireError;
 
 use sha2::{Digest, Sha256};
 
@@ -22,26 +26,35 @@ pub fn ref_hash(raw_ref: &str) -> String {
         .collect()
 }
 
-/// An HTTP answer: status and JSON body.
+/// An HTTP answer: status, JSON body and any extra headers (`Retry-After`, `Allow`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct HttpResponse {
     pub status: u16,
     pub body: serde_json::Value,
+    pub headers: Vec<(&'static str, String)>,
 }
 
 impl HttpResponse {
     pub fn ok(body: serde_json::Value) -> Self {
-        HttpResponse { status: 200, body }
+        HttpResponse {
+            status: 200,
+            body,
+            headers: Vec::new(),
+        }
     }
 
     pub fn error(e: &memory_core::CoreError) -> Self {
-        if e.http_status() >= 500 {
-            tracing::error!(error = %e, "request failed");
+        Self::wire_error(&WireError::from(e))
+    }
+
+    pub fn wire_error(e: &WireError) -> Self {
+        if e.is_server_error() {
             metrics::emit(&[("Failures", 1)]);
         }
         HttpResponse {
-            status: e.http_status(),
+            status: e.status,
             body: e.envelope(),
+            headers: e.headers(),
         }
     }
 }

@@ -1,13 +1,12 @@
 //! The direct-invoke write contract (DESIGN.md §Wire shapes): `{"op": "put", ...}` and
-//! `{"op": "delete", ...}`. Parsing failures are reported by field, never by echoing the
-//! payload, which may carry secrets.
+//! `{"op": "delete", ...}`. Parsing failures are reported by schema path, never by echoing
+//! the payload, which may carry secrets (`decode`).
 
 use memory_core::writer::{MemoryWriter, PutRequest};
-use memory_core::CoreError;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
-use crate::ref_hash;
+use crate::{decode, ref_hash, WireError};
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -17,35 +16,24 @@ pub struct DeleteRequest {
     pub id: String,
 }
 
-#[derive(Debug, Deserialize)]
-#[serde(tag = "op", rename_all = "lowercase")]
-pub enum WriteRequest {
-    Put(PutRequest),
-    Delete(DeleteRequest),
-}
-
-/// serde's messages can quote input ("invalid type: string \"...\""), so only the position of
-/// the problem is kept.
-fn bad_payload(e: &serde_json::Error) -> CoreError {
-    CoreError::invalid(
-        "payload",
-        format!(
-            "not a valid write request (line {}, column {}); see the README for the shape",
-            e.line(),
-            e.column()
-        ),
-    )
-}
-
-pub async fn handle(writer: &MemoryWriter, payload: Value) -> Result<Value, CoreError> {
-    let request: WriteRequest = serde_json::from_value(payload).map_err(|e| bad_payload(&e))?;
-    match request {
-        WriteRequest::Put(put) => {
+/// `op` is read first and the rest decoded as that operation's request, so a field error names
+/// its path in the put or delete schema.
+pub async fn handle(writer: &MemoryWriter, payload: Value) -> Result<Value, WireError> {
+    let Value::Object(mut fields) = payload else {
+        return Err(WireError::validation(
+            "payload",
+            "payload: expected an object with \"op\": \"put\" or \"delete\"",
+        ));
+    };
+    let op = fields.remove("op");
+    match op.as_ref().and_then(Value::as_str) {
+        Some("put") => {
+            let put: PutRequest = decode::typed(Value::Object(fields), "")?;
             let out = match writer.put(&put).await {
                 Ok(out) => out,
                 Err(e) => {
-                    crate::metrics::emit(&[("WritesRejected", u64::from(e.http_status() < 500))]);
-                    return Err(e);
+                    crate::metrics::emit(&[("WritesRejected", u64::from(e.is_caller_error()))]);
+                    return Err(e.into());
                 }
             };
             crate::metrics::emit(&[
@@ -60,12 +48,17 @@ pub async fn handle(writer: &MemoryWriter, payload: Value) -> Result<Value, Core
             );
             Ok(json!(out))
         }
-        WriteRequest::Delete(delete) => {
+        Some("delete") => {
+            let delete: DeleteRequest = decode::typed(Value::Object(fields), "")?;
             let deleted = writer
                 .delete(&delete.tenant_id, &delete.memory_ref, &delete.id)
                 .await?;
             tracing::info!(memory_ref = %ref_hash(&delete.memory_ref), deleted, "delete");
             Ok(json!({ "deleted": deleted }))
         }
+        _ => Err(WireError::validation(
+            "op",
+            "op: expected \"put\" or \"delete\"",
+        )),
     }
 }

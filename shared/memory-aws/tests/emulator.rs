@@ -104,6 +104,7 @@ async fn events_are_published_in_batches_of_ten_and_arrive() {
                 &format!("entry-{n}"),
                 Timestamp::from_millis(T0),
                 Tier::Transactional,
+                &[],
                 &Attribution::default(),
             )
         })
@@ -121,7 +122,7 @@ async fn events_are_published_in_batches_of_ten_and_arrive() {
     let mut ids: Vec<String> = arrived
         .iter()
         .map(|e| {
-            e["detail"]["entryId"]
+            e["detail"]["memoryId"]
                 .as_str()
                 .unwrap_or_default()
                 .to_owned()

@@ -287,6 +287,7 @@ impl Dreamer {
             &archive,
             distillation.tokens_used,
             index_updated,
+            now,
         )];
         if index_updated {
             events.push(DomainEvent::workspace_updated(
@@ -582,8 +583,10 @@ impl DomainEvent {
         archive: &distill::Archive,
         tokens_used: u32,
         index_updated: bool,
+        at: Timestamp,
     ) -> Self {
         let mut detail = json!({
+            "ts": at,
             "tenantId": memory_ref.tenant().as_str(),
             "memoryRef": memory_ref.to_string(),
             "outputId": archive.output_entry_id,

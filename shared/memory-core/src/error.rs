@@ -1,4 +1,4 @@
-//! The core's one error enum and its one mapping to HTTP. Messages carry field names, limits and
+//! The core's one error enum. Messages carry field names, limits and
 //! ids only: CTI-1 §3 forbids entry data in error envelopes, and SR-1 forbids secrets anywhere.
 
 use thiserror::Error;
@@ -26,9 +26,10 @@ pub enum CoreError {
     BadLimit,
     #[error("cursor is not valid for this memoryRef")]
     BadCursor,
-    /// A request field broke a documented bound; `reason` states the bound, never the value.
+    /// A request field broke a documented bound; `field` is its schema path (`entries[2].tags`),
+    /// `reason` states the bound, never the value.
     #[error("invalid {field}: {reason}")]
-    Invalid { field: &'static str, reason: String },
+    Invalid { field: String, reason: String },
     /// Writes to a ref that is malformed or belongs to another tenant. Deliberately one message
     /// for both cases, so the answer does not reveal whether the other tenant exists.
     #[error("memoryRef is not writable by this tenant")]
@@ -44,56 +45,17 @@ pub enum CoreError {
 }
 
 impl CoreError {
-    pub fn invalid(field: &'static str, reason: impl Into<String>) -> Self {
+    pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> Self {
         CoreError::Invalid {
-            field,
+            field: field.into(),
             reason: reason.into(),
         }
     }
 
-    /// The single place errors become HTTP statuses.
-    pub fn http_status(&self) -> u16 {
-        match self {
-            CoreError::InvalidTimestamp
-            | CoreError::BadLimit
-            | CoreError::BadCursor
-            | CoreError::Invalid { .. }
-            | CoreError::RefNotAdmitted => 400,
-            CoreError::NoTenant => 401,
-            CoreError::NotFound => 404,
-            CoreError::TokenBudgetExceeded => 422,
-            CoreError::Store(StoreError::Conflict { .. }) => 409,
-            CoreError::Store(_) => 500,
-        }
-    }
-
-    /// Stable machine-readable code for the error envelope.
-    pub fn code(&self) -> &'static str {
-        match self {
-            CoreError::InvalidTimestamp => "invalid_timestamp",
-            CoreError::BadLimit => "invalid_limit",
-            CoreError::BadCursor => "invalid_cursor",
-            CoreError::Invalid { .. } => "invalid_request",
-            CoreError::RefNotAdmitted => "invalid_memory_ref",
-            CoreError::NoTenant => "unauthorized",
-            CoreError::NotFound => "not_found",
-            CoreError::TokenBudgetExceeded => "token_budget_exceeded",
-            CoreError::Store(StoreError::Conflict { .. }) => "conflict",
-            CoreError::Store(_) => "internal",
-        }
-    }
-
-    /// The message safe to show a client: backend details stay in the logs.
-    pub fn public_message(&self) -> String {
-        match self {
-            CoreError::Store(StoreError::Conflict { .. }) => "concurrent update, retry".to_owned(),
-            CoreError::Store(_) => "internal error".to_owned(),
-            other => other.to_string(),
-        }
-    }
-
-    /// The `{"error": {"code", "message"}}` envelope of DESIGN.md.
-    pub fn envelope(&self) -> serde_json::Value {
-        serde_json::json!({"error": {"code": self.code(), "message": self.public_message()}})
+    /// Whether the caller can fix this by changing the request (as opposed to a store failure
+    /// or a conflict that a retry resolves). HTTP statuses and wire codes are chosen at the edge
+    /// (`memory_api::wire`), not here.
+    pub fn is_caller_error(&self) -> bool {
+        !matches!(self, CoreError::Store(_))
     }
 }

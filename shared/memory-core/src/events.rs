@@ -56,21 +56,30 @@ impl DomainEvent {
         detail
     }
 
-    /// RFC 0057 write attribution: which node/agent of which run wrote which entry.
+    /// RFC 0057 write attribution: which node/agent of which run wrote which entry, as the
+    /// official client's `is_memory_written` reads it (`memoryRef`, `memoryId`; `nodeId`,
+    /// `agentId`, `tags`, `runId` when known). `tags` are the stored, SR-1-redacted tags.
+    /// `entryId` repeats `memoryId` for readers of the previous release (our own commitments
+    /// consumer read it); it will be dropped in a later release.
     pub fn memory_written(
         memory_ref: &MemoryRef,
         entry_id: &str,
         created_at: Timestamp,
         tier: Tier,
+        tags: &[String],
         attribution: &Attribution,
     ) -> Self {
         let mut detail = json!({
             "tenantId": memory_ref.tenant().as_str(),
             "memoryRef": memory_ref.to_string(),
+            "memoryId": entry_id,
             "entryId": entry_id,
             "createdAt": created_at,
             "tier": tier.as_str(),
         });
+        if !tags.is_empty() {
+            detail["tags"] = json!(tags);
+        }
         if let Some(run_id) = &attribution.run_id {
             detail["runId"] = json!(run_id);
         }

@@ -136,37 +136,45 @@ pub fn registry_from(secrets: &[SecretInput]) -> Result<SecretRegistry, CoreErro
         ));
     }
     let mut registry = SecretRegistry::new();
-    for s in secrets {
+    for (i, s) in secrets.iter().enumerate() {
         registry
             .register(s.secret_id.clone(), s.value.clone())
-            .map_err(|_| {
-                CoreError::invalid("secrets.secretId", "must be 1-128 of [A-Za-z0-9._:/@-]")
+            .map_err(|e| match e {
+                memory_guard::GuardError::SecretTooLong => CoreError::invalid(
+                    format!("secrets[{i}].value"),
+                    format!("at most {} bytes", memory_guard::MAX_SECRET_BYTES),
+                ),
+                _ => CoreError::invalid(
+                    format!("secrets[{i}].secretId"),
+                    "must be 1-128 of [A-Za-z0-9._:/@-]",
+                ),
             })?;
     }
     Ok(registry)
 }
 
 /// Validates one entry against the documented bounds, with nothing of its text in the error.
-fn validate_entry(input: &EntryInput, now: Timestamp) -> Result<NewEntry, CoreError> {
+fn validate_entry(index: usize, input: &EntryInput, now: Timestamp) -> Result<NewEntry, CoreError> {
+    let field = |name: &str| format!("entries[{index}].{name}");
     if input.content.is_empty() {
-        return Err(CoreError::invalid("entries.content", "must not be empty"));
+        return Err(CoreError::invalid(field("content"), "must not be empty"));
     }
     if input.content.len() > MAX_CONTENT_BYTES {
         return Err(CoreError::invalid(
-            "entries.content",
+            field("content"),
             format!("at most {MAX_CONTENT_BYTES} bytes"),
         ));
     }
     if input.tags.len() > MAX_TAGS {
         return Err(CoreError::invalid(
-            "entries.tags",
+            field("tags"),
             format!("at most {MAX_TAGS} tags"),
         ));
     }
     for tag in &input.tags {
         if tag.is_empty() || tag.len() > MAX_TAG_BYTES || tag.chars().any(char::is_control) {
             return Err(CoreError::invalid(
-                "entries.tags",
+                field("tags"),
                 format!("each tag 1-{MAX_TAG_BYTES} bytes without control characters"),
             ));
         }
@@ -175,10 +183,10 @@ fn validate_entry(input: &EntryInput, now: Timestamp) -> Result<NewEntry, CoreEr
         None => None,
         Some(raw) => {
             let at = Timestamp::parse_rfc3339(raw)
-                .map_err(|_| CoreError::invalid("entries.expiresAt", "must be RFC 3339"))?;
+                .map_err(|_| CoreError::invalid(field("expiresAt"), "must be RFC 3339"))?;
             if at <= now {
                 return Err(CoreError::invalid(
-                    "entries.expiresAt",
+                    field("expiresAt"),
                     "must be in the future",
                 ));
             }
@@ -188,7 +196,7 @@ fn validate_entry(input: &EntryInput, now: Timestamp) -> Result<NewEntry, CoreEr
     if let Some(subject) = &input.subject {
         if subject.is_empty() || subject.len() > MAX_SUBJECT_BYTES {
             return Err(CoreError::invalid(
-                "entries.subject",
+                field("subject"),
                 format!("1-{MAX_SUBJECT_BYTES} bytes"),
             ));
         }
@@ -196,7 +204,7 @@ fn validate_entry(input: &EntryInput, now: Timestamp) -> Result<NewEntry, CoreEr
     let tier = match &input.tier {
         None => Tier::Transactional,
         Some(t) => Tier::parse(t).ok_or_else(|| {
-            CoreError::invalid("entries.tier", "\"transactional\" or \"long-term\"")
+            CoreError::invalid(field("tier"), "\"transactional\" or \"long-term\"")
         })?,
     };
     Ok(NewEntry {
@@ -209,7 +217,12 @@ fn validate_entry(input: &EntryInput, now: Timestamp) -> Result<NewEntry, CoreEr
 }
 
 /// Applies the redactor to content and tags, re-checking bounds on what will be stored.
-fn redact_entry(entry: &mut NewEntry, redactor: &Redactor) -> Result<usize, CoreError> {
+fn redact_entry(
+    index: usize,
+    entry: &mut NewEntry,
+    redactor: &Redactor,
+) -> Result<usize, CoreError> {
+    let field = |name: &str| format!("entries[{index}].{name}");
     let (content, mut count) = redactor.redact_counting(&entry.content);
     if let std::borrow::Cow::Owned(c) = content {
         entry.content = c;
@@ -223,13 +236,13 @@ fn redact_entry(entry: &mut NewEntry, redactor: &Redactor) -> Result<usize, Core
     }
     if entry.content.len() > MAX_CONTENT_BYTES {
         return Err(CoreError::invalid(
-            "entries.content",
+            field("content"),
             format!("at most {MAX_CONTENT_BYTES} bytes after redaction"),
         ));
     }
     if entry.tags.iter().any(|t| t.len() > MAX_TAG_BYTES) {
         return Err(CoreError::invalid(
-            "entries.tags",
+            field("tags"),
             format!("each tag at most {MAX_TAG_BYTES} bytes after redaction"),
         ));
     }
@@ -272,9 +285,9 @@ impl MemoryWriter {
         let redactor = registry_from(&request.secrets)?.redactor();
         let mut redactions = 0;
         let mut validated = Vec::with_capacity(request.entries.len());
-        for input in &request.entries {
-            let mut entry = validate_entry(input, now)?;
-            redactions += redact_entry(&mut entry, &redactor)?;
+        for (index, input) in request.entries.iter().enumerate() {
+            let mut entry = validate_entry(index, input, now)?;
+            redactions += redact_entry(index, &mut entry, &redactor)?;
             validated.push(entry);
         }
         let attribution = Attribution {
@@ -309,6 +322,7 @@ impl MemoryWriter {
                     &s.entry.id,
                     s.entry.created_at,
                     s.tier,
+                    &s.entry.tags,
                     &s.attribution,
                 )
             })

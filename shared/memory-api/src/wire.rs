@@ -1,0 +1,230 @@
+//! The OpenWOP error envelope, as the official client parses it (`openwop_client.WopError`,
+//! `ErrorEnvelope`, `HTTP_ERROR_CODES`): a flat `{"error": "<code>", "message": "<text>",
+//! "details": {...}?}`. This is the one place a [`CoreError`] becomes an HTTP status and a wire
+//! code; direct invokes use the same code as their Lambda `errorType`.
+//!
+//! Codes come only from the client's `HTTP_ERROR_CODES`, plus `token_budget_exceeded`, which
+//! RFC 0062 names for a dream that cannot fit its budget. `details` names the offending field by
+//! its schema path, never a value: CTI-1 §3 keeps entry data out of envelopes, SR-1 keeps secrets
+//! out of everything.
+
+use memory_core::{CoreError, StoreError};
+use serde_json::{json, Value};
+
+/// Seconds a client should wait before retrying a write that lost a race on the same items.
+pub const CONFLICT_RETRY_AFTER_SECONDS: u32 = 1;
+
+/// A failure as it goes on the wire.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WireError {
+    pub status: u16,
+    pub code: &'static str,
+    pub message: String,
+    /// The schema path of the offending field, when one field is to blame.
+    pub field: Option<String>,
+    /// `Retry-After` seconds, on retryable answers.
+    pub retry_after: Option<u32>,
+    /// `Allow`, on 405.
+    pub allow: Option<&'static str>,
+}
+
+impl WireError {
+    fn new(status: u16, code: &'static str, message: impl Into<String>) -> Self {
+        WireError {
+            status,
+            code,
+            message: message.into(),
+            field: None,
+            retry_after: None,
+            allow: None,
+        }
+    }
+
+    fn field(mut self, field: impl Into<String>) -> Self {
+        self.field = Some(field.into());
+        self
+    }
+
+    /// 400 `validation_error` for a request that could not be decoded; `field` is a schema path.
+    pub fn validation(field: impl Into<String>, message: impl Into<String>) -> Self {
+        WireError::new(400, "validation_error", message).field(field)
+    }
+
+    /// 405 for a route that exists but not for this method. The client's code list has no
+    /// method code; `validation_error` with the status and `Allow` says what to change.
+    pub fn method_not_allowed(allow: &'static str) -> Self {
+        let mut e = WireError::new(
+            405,
+            "validation_error",
+            format!("method not allowed; use {allow}"),
+        );
+        e.allow = Some(allow);
+        e
+    }
+
+    /// 500 for a failure of our own making (an answer that could not be encoded).
+    pub fn internal() -> Self {
+        WireError::new(500, "internal_error", "internal error")
+    }
+
+    /// 404 for a path no route serves.
+    pub fn no_route() -> Self {
+        WireError::new(404, "not_found", "no such route")
+    }
+
+    pub fn is_server_error(&self) -> bool {
+        self.status >= 500
+    }
+
+    /// The envelope body.
+    pub fn envelope(&self) -> Value {
+        let mut body = json!({"error": self.code, "message": self.message});
+        let mut details = serde_json::Map::new();
+        if let Some(field) = &self.field {
+            details.insert("field".into(), Value::String(field.clone()));
+        }
+        if let Some(seconds) = self.retry_after {
+            details.insert("retryAfterSeconds".into(), json!(seconds));
+        }
+        if let Some(allow) = self.allow {
+            details.insert("allow".into(), json!([allow]));
+        }
+        if !details.is_empty() {
+            body["details"] = Value::Object(details);
+        }
+        body
+    }
+
+    /// Extra response headers this error calls for.
+    pub fn headers(&self) -> Vec<(&'static str, String)> {
+        let mut headers = Vec::new();
+        if let Some(seconds) = self.retry_after {
+            headers.push(("retry-after", seconds.to_string()));
+        }
+        if let Some(allow) = self.allow {
+            headers.push(("allow", allow.to_owned()));
+        }
+        headers
+    }
+}
+
+impl From<&CoreError> for WireError {
+    /// Store failures are logged here, the one place they are turned into a generic answer, so
+    /// the backend's code reaches the logs whichever handler met it. (Store error messages carry
+    /// operation names and backend codes only, never item attributes.)
+    fn from(e: &CoreError) -> Self {
+        match e {
+            CoreError::Store(StoreError::Conflict { .. }) => {
+                tracing::warn!(error = %e, "conflict answered as retryable")
+            }
+            CoreError::Store(_) => tracing::error!(error = %e, "store failure"),
+            _ => {}
+        }
+        match e {
+            CoreError::InvalidTimestamp => WireError::validation("timestamp", e.to_string()),
+            CoreError::BadLimit => WireError::validation("limit", e.to_string()),
+            CoreError::BadCursor => WireError::validation("cursor", e.to_string()),
+            CoreError::Invalid { field, .. } => WireError::validation(field.clone(), e.to_string()),
+            // One answer for malformed and foreign refs: it must not reveal another tenant.
+            CoreError::RefNotAdmitted => WireError::validation("memoryRef", e.to_string()),
+            CoreError::NoTenant => WireError::new(401, "unauthenticated", e.to_string()),
+            CoreError::NotFound => WireError::new(404, "not_found", "not found"),
+            CoreError::TokenBudgetExceeded => {
+                WireError::new(422, "token_budget_exceeded", e.to_string())
+            }
+            // A conditional write lost a race: the same request succeeds after a short wait.
+            CoreError::Store(StoreError::Conflict { .. }) => {
+                let mut w = WireError::new(
+                    429,
+                    "rate_limited",
+                    "concurrent update of the same items; retry after the delay",
+                );
+                w.retry_after = Some(CONFLICT_RETRY_AFTER_SECONDS);
+                w
+            }
+            // Backend detail stays in the logs.
+            CoreError::Store(_) => WireError::internal(),
+        }
+    }
+}
+
+impl From<CoreError> for WireError {
+    fn from(e: CoreError) -> Self {
+        WireError::from(&e)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_core_error_maps_to_a_client_code() {
+        let cases = [
+            (CoreError::BadLimit, 400, "validation_error", Some("limit")),
+            (CoreError::BadCursor, 400, "validation_error", Some("cursor")),
+            (
+                CoreError::invalid("entries[3].tags", "at most 32 tags"),
+                400,
+                "validation_error",
+                Some("entries[3].tags"),
+            ),
+            (
+                CoreError::RefNotAdmitted,
+                400,
+                "validation_error",
+                Some("memoryRef"),
+            ),
+            (CoreError::NoTenant, 401, "unauthenticated", None),
+            (CoreError::NotFound, 404, "not_found", None),
+            (
+                CoreError::TokenBudgetExceeded,
+                422,
+                "token_budget_exceeded",
+                None,
+            ),
+            (
+                CoreError::Store(StoreError::Conflict { op: "put" }),
+                429,
+                "rate_limited",
+                None,
+            ),
+            (
+                CoreError::Store(StoreError::Backend {
+                    op: "query",
+                    code: "ProvisionedThroughputExceeded".into(),
+                }),
+                500,
+                "internal_error",
+                None,
+            ),
+        ];
+        for (error, status, code, field) in cases {
+            let wire = WireError::from(&error);
+            assert_eq!((wire.status, wire.code), (status, code), "{error:?}");
+            let body = wire.envelope();
+            assert_eq!(body["error"], code);
+            assert!(body["message"].is_string());
+            assert_eq!(body["details"]["field"].as_str(), field, "{error:?}");
+        }
+    }
+
+    #[test]
+    fn backend_detail_never_reaches_the_body() {
+        let wire = WireError::from(&CoreError::Store(StoreError::Backend {
+            op: "query",
+            code: "SomeBackendCode".into(),
+        }));
+        assert!(!wire.envelope().to_string().contains("SomeBackendCode"));
+    }
+
+    #[test]
+    fn retryable_and_method_errors_carry_their_headers() {
+        let conflict = WireError::from(&CoreError::Store(StoreError::Conflict { op: "put" }));
+        assert_eq!(conflict.headers(), vec![("retry-after", "1".to_owned())]);
+        let method = WireError::method_not_allowed("POST");
+        assert_eq!(method.status, 405);
+        assert_eq!(method.headers(), vec![("allow", "POST".to_owned())]);
+        assert_eq!(method.envelope()["details"]["allow"], json!(["POST"]));
+    }
+}
