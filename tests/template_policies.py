@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
-"""Static checks on template.yaml: least-privilege IAM per function, the API's JWT guard, the
-build / runtime / logging settings every function must carry, and the background plumbing
+"""Static checks on template.yaml: least-privilege IAM per function, the API's JWT guard (on every
+route but the public capability document), the build / runtime / logging settings every function
+must carry, and the background plumbing
 (Scheduler schedules and their role, the memory.written rule, job queues with redrive to DLQs,
 async-invoke failure destinations, alarms on every function and DLQ, table / bucket protection).
 
@@ -45,6 +46,10 @@ SCHEDULER_ROLE = "SchedulerRole"
 EVENT_SOURCE = "wop-memory"
 API = "MemoryHttpApi"
 API_PREFIX = "/v1/host/wop-memory"
+JWT_AUTHORIZER = "JwtAuthorizer"
+# The only routes served without the JWT authorizer (Auth.Authorizer NONE): the capability
+# document says nothing tenant-specific. Every other HttpApi route uses JWT_AUTHORIZER.
+PUBLIC_ROUTES = {("GET", f"{API_PREFIX}/capabilities")}
 
 
 def pairs(actions: list[str], resource: str) -> set[tuple[str, str]]:
@@ -100,7 +105,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
             OBJECTS,
         )
         | pairs(["events:PutEvents"], BUS),
-        "routes": {("POST", f"{API_PREFIX}/forget")},
+        # ANY: the function answers non-POST methods with its own 405 envelope (Allow: POST).
+        "routes": {("ANY", f"{API_PREFIX}/forget")},
     },
     "MemoryDreamFunction": {
         "binary": "memory-dream",
@@ -335,6 +341,26 @@ def wildcard_problems(got: set[tuple[str, str]]) -> list[str]:
     return out
 
 
+def route_of(ev_props: dict[str, Any]) -> tuple[str, str]:
+    """(METHOD, path) of an HttpApi event; SAM's method names are case-insensitive."""
+    return (str(ev_props.get("Method", "")).upper(), ev_props.get("Path"))
+
+
+def route_authorizer(ev_props: dict[str, Any]) -> Any:
+    """The authorizer an HttpApi event ends up with: its own Auth.Authorizer, else the API's
+    DefaultAuthorizer (JwtAuthorizer; check_api checks that default). AuthorizationScopes only
+    narrow a JWT route; an Auth of any other shape is returned whole, so it never passes as a
+    name."""
+    auth = ev_props.get("Auth")
+    if auth is None:
+        return JWT_AUTHORIZER
+    if not isinstance(auth, dict) or set(auth) - {"Authorizer", "AuthorizationScopes"}:
+        return auth
+    if "AuthorizationScopes" in auth and auth.get("Authorizer", JWT_AUTHORIZER) != JWT_AUTHORIZER:
+        return auth
+    return auth.get("Authorizer", JWT_AUTHORIZER)
+
+
 def check_function(
     name: str, res: dict[str, Any], glob: dict[str, Any], resources: dict[str, Any], rep: Report
 ) -> None:
@@ -381,7 +407,8 @@ def check_function(
               f"{name}: LoggingConfig.LogGroup -> {lg_name} (AWS::Logs::LogGroup with RetentionInDays)",
               f"LogGroup={lg_ref!r}, resource={lg!r:.120}")
 
-    # Routes: exactly the expected HttpApi events, all on MemoryHttpApi, none opting out of auth.
+    # Routes: exactly the expected HttpApi events, all on MemoryHttpApi; only PUBLIC_ROUTES opt
+    # out of the JWT authorizer (check_api checks the same across all functions).
     routes: set[tuple[str, str]] = set()
     event_problems: list[str] = []
     for ev_name, ev in (props.get("Events") or {}).items():
@@ -391,11 +418,15 @@ def check_function(
             continue
         if ev_props.get("ApiId") != {"Ref": API}:
             event_problems.append(f"{ev_name}: ApiId is {ev_props.get('ApiId')!r}, not !Ref {API}")
-        auth = ev_props.get("Auth") or {}
-        if auth.get("Authorizer") not in (None, "JwtAuthorizer"):
-            event_problems.append(f"{ev_name}: overrides Auth.Authorizer ({auth.get('Authorizer')!r})")
-        routes.add((str(ev_props.get("Method", "")).upper(), ev_props.get("Path")))
-    rep.check(not event_problems, f"{name}: events all on {API}, none bypass the JWT authorizer",
+        route = route_of(ev_props)
+        authorizer = route_authorizer(ev_props)
+        want_authorizer = "NONE" if route in PUBLIC_ROUTES else JWT_AUTHORIZER
+        if authorizer != want_authorizer:
+            event_problems.append(f"{ev_name} ({route[0]} {route[1]}): authorizer {authorizer!r}, "
+                                  f"expected {want_authorizer!r}")
+        routes.add(route)
+    rep.check(not event_problems,
+              f"{name}: events all on {API}, {JWT_AUTHORIZER} on every route but the public ones",
               "; ".join(event_problems))
     want_routes = exp["routes"]
     rep.check(
@@ -489,6 +520,44 @@ def check_api(resources: dict[str, Any], params: dict[str, Any], rep: Report) ->
     drs = props.get("DefaultRouteSettings") or {}
     rep.check("ThrottlingRateLimit" in drs and "ThrottlingBurstLimit" in drs,
               f"{API}: default route throttling (rate + burst)", f"DefaultRouteSettings={drs!r}")
+
+    # Routes, across every function: the public ones exactly, everything else behind the JWT
+    # authorizer; and no route defined outside the SAM events (which this check would not see).
+    rep.check(default == JWT_AUTHORIZER, f"{API}: DefaultAuthorizer is {JWT_AUTHORIZER}",
+              f"got {default!r}")
+    rep.check("DefinitionBody" not in props and "DefinitionUri" not in props,
+              f"{API}: no OpenAPI DefinitionBody / DefinitionUri (routes come from function events only)")
+    raw = sorted(k for k, v in resources.items()
+                 if isinstance(v, dict) and str(v.get("Type", "")).startswith("AWS::ApiGatewayV2::"))
+    rep.check(not raw, "no raw AWS::ApiGatewayV2::* resources (routes come from function events only)",
+              f"found {raw}")
+    public: set[tuple[str, str]] = set()
+    guarded: set[tuple[str, str]] = set()
+    others: list[str] = []
+    for fname, fres in resources.items():
+        if not isinstance(fres, dict) or fres.get("Type") != "AWS::Serverless::Function":
+            continue
+        for ev_name, ev in ((fres.get("Properties") or {}).get("Events") or {}).items():
+            if not isinstance(ev, dict) or ev.get("Type") != "HttpApi":
+                continue
+            ev_props = ev.get("Properties") or {}
+            route = route_of(ev_props)
+            authorizer = route_authorizer(ev_props)
+            if authorizer == "NONE":
+                public.add(route)
+            elif authorizer == JWT_AUTHORIZER:
+                guarded.add(route)
+            else:
+                others.append(f"{fname}.{ev_name}: {authorizer!r}")
+    rep.check(public == PUBLIC_ROUTES,
+              f"{API}: the only routes without an authorizer are "
+              f"{', '.join(sorted(f'{m} {p}' for m, p in PUBLIC_ROUTES))}",
+              f"public routes: {sorted(public)}")
+    want_guarded = set().union(*(e["routes"] for e in EXPECTED.values())) - PUBLIC_ROUTES
+    rep.check(not others and guarded == want_guarded,
+              f"{API}: every other route ({len(want_guarded)}) uses {JWT_AUTHORIZER}",
+              f"other authorizers: {others}; missing {sorted(want_guarded - guarded)}, "
+              f"extra {sorted(guarded - want_guarded)}")
 
 
 # --------------------------------------------------------------------------------------------
