@@ -1,8 +1,10 @@
 //! Harness for end-to-end tests: a local implementation of the Lambda Runtime API that runs the
 //! real `bootstrap` binaries (as built by cargo) exactly as Lambda would, captures their logs,
-//! and builds real API Gateway v2 events.
+//! builds real API Gateway v2 events, and puts a local API Gateway + Lambda Invoke API in front of
+//! the binaries (`gateway`, served by the `local_gateway` bin) for HTTP clients.
 
 pub mod apigw;
+pub mod gateway;
 pub mod queue;
 pub mod runtime_api;
 pub mod scan;

@@ -291,27 +291,53 @@ impl LambdaProcess {
 
     /// One synchronous invoke, as `aws lambda invoke` would do.
     pub async fn invoke(&self, payload: &Value) -> Outcome {
+        let bytes = serde_json::to_vec(payload).unwrap_or_else(|e| panic!("encode payload: {e}"));
+        match self.invoke_bytes(bytes, Duration::from_secs(120)).await {
+            Some(outcome) => outcome,
+            None => panic!(
+                "{} did not answer within 120 s; logs:\n{}",
+                self.name,
+                self.logs()
+            ),
+        }
+    }
+
+    /// One synchronous invoke with the payload bytes exactly as given (they need not be JSON:
+    /// the Lambda service passes the caller's bytes through). `None` when the function did not
+    /// answer within `timeout` (or its Runtime API is gone).
+    pub async fn invoke_bytes(&self, payload: Vec<u8>, timeout: Duration) -> Option<Outcome> {
         let id = {
             let mut c = self.counter.lock().unwrap_or_else(|e| e.into_inner());
             *c += 1;
             format!("{}-{:04}", self.name, *c)
         };
         let (reply, answer) = oneshot::channel();
-        let bytes = serde_json::to_vec(payload).unwrap_or_else(|e| panic!("encode payload: {e}"));
         self.invocations
-            .send(Invocation {
-                id,
-                payload: bytes,
-                reply,
-            })
-            .unwrap_or_else(|_| panic!("{} runtime api is gone", self.name));
-        match tokio::time::timeout(Duration::from_secs(120), answer).await {
-            Ok(Ok(outcome)) => outcome,
-            _ => panic!(
-                "{} did not answer within 120 s; logs:\n{}",
-                self.name,
-                self.logs()
-            ),
+            .send(Invocation { id, payload, reply })
+            .ok()?;
+        match tokio::time::timeout(timeout, answer).await {
+            Ok(Ok(outcome)) => Some(outcome),
+            _ => None,
+        }
+    }
+
+    /// The binary's name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Like [`LambdaProcess::ready`], without panicking: `None` if the process has not polled
+    /// for work within `timeout`.
+    pub async fn ready_within(&self, timeout: Duration) -> Option<Duration> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(at) = self.shared.first_poll.get() {
+                return Some(at.duration_since(self.spawned_at));
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            tokio::time::sleep(Duration::from_millis(2)).await;
         }
     }
 

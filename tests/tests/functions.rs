@@ -146,7 +146,7 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
     assert_eq!((status, probe["entries"].clone()), (200, json!([])));
     let (status, err) = api.get(&a, &rb, &b_id).await;
     assert_eq!(
-        (status, err["error"]["code"].as_str()),
+        (status, err["error"].as_str()),
         (404, Some("not_found"))
     );
     let (status, _) = api.get(&a, &ra, &b_id).await;
@@ -167,8 +167,8 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
         .call(None, "/v1/host/wop-memory/entries", &[("memoryRef", &ra)])
         .await;
     assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (401, Some("unauthorized"))
+        (status, body["error"].as_str()),
+        (401, Some("unauthenticated"))
     );
 
     // Capabilities come from the core's model.
@@ -222,8 +222,8 @@ async fn limits_and_cursors_are_validated() {
     for bad in ["0", "ten", "-1", "", "1.5"] {
         let (status, body) = api.list(&a, &ra, &[("limit", bad)]).await;
         assert_eq!(
-            (status, body["error"]["code"].as_str()),
-            (400, Some("invalid_limit")),
+            (status, body["error"].as_str()),
+            (400, Some("validation_error")),
             "limit={bad:?}"
         );
     }
@@ -256,8 +256,8 @@ async fn limits_and_cursors_are_validated() {
 
     let (status, body) = api.list(&a, &rother, &[("cursor", &cursor)]).await;
     assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (400, Some("invalid_cursor")),
+        (status, body["error"].as_str()),
+        (400, Some("validation_error")),
         "cursor of another ref"
     );
     let b = tenant("e2e-page-b");
@@ -319,7 +319,7 @@ async fn expired_entries_never_surface() {
         ))
         .await
         .error();
-    assert_eq!(err["errorType"], "invalid_request");
+    assert_eq!(err["errorType"], "validation_error");
 }
 
 /// RFC 3339 UTC with milliseconds, `ms` from now.
@@ -425,7 +425,7 @@ async fn bad_writes_are_rejected_whole() {
     ];
     for (name, payload) in cases {
         let err = writer.invoke(&payload).await.error();
-        assert_eq!(err["errorType"], "invalid_request", "{name}: {err}");
+        assert_eq!(err["errorType"], "validation_error", "{name}: {err}");
         assert!(
             err["errorMessage"].as_str().is_some_and(|m| !m.is_empty()),
             "{name}"
@@ -441,7 +441,7 @@ async fn bad_writes_are_rejected_whole() {
         ))
         .await
         .error();
-    assert_eq!(foreign["errorType"], "invalid_memory_ref");
+    assert_eq!(foreign["errorType"], "validation_error");
     let (_, body) = api.list(&a, &ra, &[]).await;
     assert_eq!(
         body["entries"],

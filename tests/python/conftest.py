@@ -1,0 +1,103 @@
+"""Fixtures of the Python end-to-end suite.
+
+The suite drives the real function binaries over real HTTP: `target/debug/local_gateway` (the
+`e2e` crate's local API Gateway + Lambda Invoke API, see tests/src/gateway.rs) runs the six
+functions against the emulator, and the official OpenWOP client (`openwop-client` from PyPI) is
+the peer. Nothing here is skipped: a missing binary or emulator setting fails the run loudly.
+
+Run (from the repository root, emulator settings loaded):
+    cargo build --bins && eval "$(infra/local/up)" && .venv/bin/python -m pytest tests/python -q
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from wopkit import (
+    REQUIRED_ENV,
+    ROOT,
+    Api,
+    EventTap,
+    Gateway,
+    Invoker,
+    new_tenant,
+    read_line_with_timeout,
+)
+
+START_TIMEOUT = 120
+
+
+def _target_dir() -> Path:
+    target = os.environ.get("CARGO_TARGET_DIR")
+    return Path(target) if target else ROOT / "target"
+
+
+@pytest.fixture(scope="session")
+def gateway() -> Gateway:
+    missing = [name for name in REQUIRED_ENV if not os.environ.get(name)]
+    if missing:
+        pytest.fail(
+            f"{', '.join(missing)} not set: the Python end-to-end suite needs the local AWS "
+            "emulator. Run `eval \"$(infra/local/up)\"` first, or use tests/run, which does it.",
+            pytrace=False)
+    target = _target_dir()
+    binary = target / "debug" / "local_gateway"
+    if not binary.exists():
+        pytest.fail(f"{binary} is missing: build it with `cargo build --bins` (tests/run does)",
+                    pytrace=False)
+    target.mkdir(parents=True, exist_ok=True)
+    stderr_path = target / "python-e2e-gateway.log"
+    logs_path = target / "python-e2e-logs.txt"
+    if logs_path.exists():
+        logs_path.unlink()
+    # Dreams distil what the tests just wrote (production waits out in-flight writes).
+    env = dict(os.environ, DREAM_SETTLE_SECONDS="0")
+    with stderr_path.open("wb") as stderr:
+        process = subprocess.Popen(
+            [str(binary), "--exchanges", str(target / "e2e-exchanges"), "--logs",
+             str(logs_path)],
+            cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
+            text=True)
+    gw = Gateway(process, "", stderr_path, logs_path)
+    line = read_line_with_timeout(process.stdout, START_TIMEOUT)
+    if not line or not line.startswith("listening http://"):
+        gw.stop()
+        pytest.fail(f"local_gateway did not start (first line {line!r}); its stderr:\n"
+                    f"{gw.stderr_tail()}", pytrace=False)
+    gw.base_url = line.split(" ", 1)[1].strip()
+    yield gw
+    gw.stop()
+
+
+@pytest.fixture(scope="session")
+def base_url(gateway: Gateway) -> str:
+    return gateway.base_url
+
+
+@pytest.fixture(scope="session")
+def invoker(base_url: str) -> Invoker:
+    return Invoker(base_url)
+
+
+@pytest.fixture(scope="module")
+def tenant() -> str:
+    """A fresh tenant for each test module."""
+    return new_tenant()
+
+
+@pytest.fixture(scope="module")
+def api(base_url: str, tenant: str) -> Api:
+    """The official client with a token of the module's tenant."""
+    return Api(base_url, tenant)
+
+
+@pytest.fixture(scope="module")
+def tap(tenant: str):
+    """The module's tenant's events, read back from a private SQS queue."""
+    t = EventTap(tenant)
+    yield t
+    t.close()
