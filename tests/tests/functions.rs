@@ -145,10 +145,7 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
     let (status, probe) = api.list(&a, &rb, &[]).await;
     assert_eq!((status, probe["entries"].clone()), (200, json!([])));
     let (status, err) = api.get(&a, &rb, &b_id).await;
-    assert_eq!(
-        (status, err["error"].as_str()),
-        (404, Some("not_found"))
-    );
+    assert_eq!((status, err["error"].as_str()), (404, Some("not_found")));
     let (status, _) = api.get(&a, &ra, &b_id).await;
     assert_eq!(status, 404, "B's id under A's ref");
     // Malformed refs: [] / 404, never an error that hints at data.

@@ -59,7 +59,9 @@ where
 
 /// Re-encodes the invocation body as one JSON string (or `null` when it is not UTF-8), which
 /// the runtime's deserializer cannot fail on; [`run`] then parses the text itself.
-fn payload_as_text(mut invocation: lambda_runtime::LambdaInvocation) -> lambda_runtime::LambdaInvocation {
+fn payload_as_text(
+    mut invocation: lambda_runtime::LambdaInvocation,
+) -> lambda_runtime::LambdaInvocation {
     let encoded = match std::str::from_utf8(&invocation.body) {
         Ok(text) => serde_json::to_vec(text).unwrap_or_else(|_| b"null".to_vec()),
         Err(_) => b"null".to_vec(),

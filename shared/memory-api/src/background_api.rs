@@ -90,7 +90,10 @@ pub async fn handle(
     }
     let text = |field: &'static str| match payload.get(field) {
         Some(Value::String(s)) => Ok(s.as_str()),
-        Some(_) => Err(WireError::validation(field, format!("{field}: expected a string"))),
+        Some(_) => Err(WireError::validation(
+            field,
+            format!("{field}: expected a string"),
+        )),
         None => Err(WireError::validation("payload", EXPECTED)),
     };
     let (tenant, memory_ref) = (text("tenantId")?, text("memoryRef")?);

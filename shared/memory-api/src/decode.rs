@@ -189,7 +189,11 @@ mod tests {
         let e = fail(json!({"tenantId": "t", "entries": [{"content": "ok"}, {"content": 7}]}));
         assert_eq!(e.field.as_deref(), Some("entries[1].content"));
         assert_eq!(e.code, "validation_error");
-        assert!(e.message.contains("wrong type, expected a string"), "{}", e.message);
+        assert!(
+            e.message.contains("wrong type, expected a string"),
+            "{}",
+            e.message
+        );
 
         let e = fail(json!({"tenantId": ["sk-live-SECRET"], "entries": []}));
         assert!(!e.message.contains("SECRET"), "{}", e.message);
@@ -207,7 +211,11 @@ mod tests {
     #[test]
     fn missing_fields_are_named() {
         let e = fail(json!({"entries": []}));
-        assert!(e.message.contains("missing field `tenantId`"), "{}", e.message);
+        assert!(
+            e.message.contains("missing field `tenantId`"),
+            "{}",
+            e.message
+        );
     }
 
     #[test]

@@ -162,7 +162,12 @@ mod tests {
     fn every_core_error_maps_to_a_client_code() {
         let cases = [
             (CoreError::BadLimit, 400, "validation_error", Some("limit")),
-            (CoreError::BadCursor, 400, "validation_error", Some("cursor")),
+            (
+                CoreError::BadCursor,
+                400,
+                "validation_error",
+                Some("cursor"),
+            ),
             (
                 CoreError::invalid("entries[3].tags", "at most 32 tags"),
                 400,
