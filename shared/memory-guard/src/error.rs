@@ -19,4 +19,7 @@ pub enum GuardError {
     /// A secret value is larger than [`crate::MAX_SECRET_BYTES`].
     #[error("secret value too long")]
     SecretTooLong,
+    /// More than `u32::MAX` values registered in one registry.
+    #[error("too many secrets")]
+    TooManySecrets,
 }

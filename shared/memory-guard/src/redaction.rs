@@ -2,54 +2,87 @@
 //!
 //! SR-1 requires every value the run's BYOK vault resolved to be persisted as
 //! `[REDACTED:<secretId>]` instead of its plaintext. The spec's reference notes fix the shape of
-//! the mechanism, and this module follows them:
+//! the mechanism, and this module follows them: literal substring matching, never regex (so
+//! metacharacters in a value are inert and there is no ReDoS surface), a secret containing
+//! another is redacted whole, and values shorter than [`MIN_SECRET_CHARS`] are never redacted.
+//! Where it goes further than the reference's "sort by length and `replace` each in turn": all
+//! values are matched in one left-to-right scan whatever their number, nothing is allocated or
+//! copied when nothing matches, and the result is defined below exactly rather than by the
+//! order of replacements.
 //!
-//! - literal substring matching, never regex, so metacharacters in a value are inert and there is
-//!   no ReDoS surface;
-//! - longest match wins, so a secret that contains another secret is redacted whole rather than
-//!   leaving a recognisable remainder;
-//! - values shorter than [`MIN_SECRET_CHARS`] are never redacted (too many false positives).
+//! # Semantics
 //!
-//! Where this goes beyond the reference's "sort by length and `replace` each in turn": all values
-//! are matched in one left-to-right scan (an Aho-Corasick automaton, behind a skip table for
-//! large registries), so the cost is one pass over the text however many secrets the run holds,
-//! and the common no-secret case neither allocates nor copies.
+//! The *active patterns* are, for every registered value of at least [`MIN_SECRET_CHARS`]
+//! chars (the floor is judged on the value as registered), the value itself and, when they
+//! differ from it, its Unicode NFC and NFD forms (so a secret is found whichever normalisation
+//! form the text spells it in; an ASCII value is its own NFC and NFD form). Each pattern names
+//! the secret whose value produced it; a string produced by several values names the one
+//! registered first. (Registering a value again is a no-op, so two ids can only share a pattern
+//! through normalisation: a value and another value's NFC or NFD form.)
 //!
-//! # Markers already in the text
+//! 1. **Markers.** A *well-formed marker* is `[REDACTED:` + an id in the secret-id grammar
+//!    `[A-Za-z0-9._:/@-]{1,128}` + `]`, **except** one whose id contains an occurrence of an
+//!    active pattern. That exception is a safety rule: most API keys are valid id characters,
+//!    so without it a writer could smuggle a secret past redaction as
+//!    `[REDACTED:sk-live-0123456789]`. Such text is ordinary text and the secret in it is
+//!    redacted like any other. The id charset has no `[`, so two markers can never overlap and
+//!    every `[REDACTED:` in the text can be judged on its own: it starts a marker exactly when
+//!    the bytes after it are 1 to 128 id characters followed by `]`, with no active pattern
+//!    among them. In `[REDACTED:[REDACTED:x]` the first `[REDACTED:` is ordinary text (no id
+//!    follows it) and the second starts a marker.
+//! 2. **Segments.** The text is split at its well-formed markers, whoever wrote them; they are
+//!    copied through byte for byte. Matching happens only inside the segments between them: an
+//!    occurrence that would cross into a marker, or lie inside one, does not count.
+//! 3. **Coverage.** Every byte covered by an occurrence of an active pattern inside a segment
+//!    is redacted. Overlapping or adjacent occurrences merge into one *span*, a maximal run of
+//!    covered bytes, which is replaced by one marker. Spans in different segments never merge
+//!    (the marker between them stays).
+//! 4. **Naming.** A span's marker names the secret of the longest occurrence (in bytes) inside
+//!    it; among equally long ones the leftmost; at the same place the same string, so the
+//!    pattern's secret, which is the lowest registration index producing that string.
+//! 5. **Count.** [`Redactor::redact_counting`] reports the number of spans replaced.
 //!
-//! Content is redacted more than once (a consolidation or distillation pass re-redacts text that
-//! a put already redacted), so redaction must be idempotent: markers it emitted must survive a
-//! second pass untouched even when a secret value occurs inside one (for example a secret whose
-//! value equals another secret's id). A marker naming a secret id registered in the run is
-//! therefore copied through verbatim. A marker naming any *other* id is ordinary text: if it
-//! were protected, a writer could smuggle a secret past redaction by wrapping it as
-//! `[REDACTED:<the secret>]`, since most API keys are valid id characters.
+//! What this guarantees:
 //!
-//! Precisely, one scan finds leftmost-longest, non-overlapping matches among the registered
-//! values and the registered markers; a value match is replaced, a marker match is kept. What
-//! that guarantees:
+//! - **No survivor.** Split the output at its well-formed markers and at every
+//!   `[REDACTED:<registered id>]`: no piece contains an active pattern. Every piece lies in a
+//!   stretch of a segment that no occurrence covered, and an occurrence there would have been
+//!   one in the input.
+//! - **Idempotence** (`redact(redact(x)) == redact(x)`), provided no active pattern occurs
+//!   inside a registered secret id. The markers emitted are then well-formed, text left
+//!   unredacted keeps its markers and gains none (every emitted marker starts with `[`, which
+//!   ends any id before it), so the second pass sees the same segments minus the spans and
+//!   finds nothing. In the corner case where a value occurs in a secret id (a value equal to
+//!   another secret's id, say), the marker naming that id is not well-formed by rule 1 and a
+//!   second pass redacts the value inside it again. Each pass is one linear scan, so this always
+//!   terminates; there is just no fixed point for such a registry, and the value inside the
+//!   marker reveals nothing the id does not already show. Content re-redacted by a
+//!   consolidation or distillation pass keeps the markers of earlier passes (rule 2).
+//! - **Linear time.** The fast scan's own work is budgeted to a small multiple of the text;
+//!   input that would make it super-linear (values nested in one another over long runs, say)
+//!   hands the text to a standard Aho-Corasick walk, one pass whatever the patterns. The Teddy
+//!   searcher used for up to 64 patterns confirms candidates outside that budget, so it is
+//!   used only while no pattern exceeds 256 bytes, which bounds its cost per text byte.
 //!
-//! - A registered value survives only where its occurrence starts inside a registered marker. A
-//!   value containing no `]` that is not a substring of a marker therefore never survives;
-//!   values that do (one equal to a secret id, say) reveal nothing the marker itself does not.
-//! - Redaction is idempotent. A second scan can only change text where a value straddles a marker
-//!   the first scan left, which needs a value containing `[` followed by the start of a marker
-//!   (for example one ending in `[`). For such registries the scan is repeated until nothing
-//!   changes. That terminates, because every further replacement swallows a marker's opening
-//!   bracket together with text next to it; it is nevertheless capped at 32 passes as a cost
-//!   bound, which only a value containing its own marker's opening can reach (each pass then
-//!   eats one character of a run of them), so idempotence holds for every registry except such
-//!   self-referential ones on text built to exhaust the cap.
+//! A text mixing normalisation forms inside one value (one accent composed, the next
+//! decomposed) is not matched; only the NFC and NFD spellings of the whole value are.
 
 use std::borrow::Cow;
 use std::collections::HashMap;
 use std::fmt;
+use std::sync::Arc;
+
+use unicode_normalization::UnicodeNormalization;
 
 use crate::GuardError;
 
 mod engine;
+mod marker;
+mod rare;
+mod skip;
+mod slow;
 
-use engine::{Action, Engine};
+use engine::{Engine, Pattern};
 
 /// Values shorter than this many Unicode scalar values (`char`s, not bytes) are never redacted.
 ///
@@ -62,17 +95,11 @@ pub const MIN_SECRET_CHARS: usize = 8;
 /// Largest accepted secret value, in bytes.
 ///
 /// Generous for PEM keys and service-account JSON; it exists so a misbehaving vault cannot make
-/// the per-run automaton exhaust the function's memory.
+/// the per-run matcher exhaust the function's memory.
 pub const MAX_SECRET_BYTES: usize = 64 * 1024;
 
 /// Longest accepted secret id, in bytes.
 pub const MAX_SECRET_ID_BYTES: usize = 128;
-
-const MARKER_PREFIX: &str = "[REDACTED:";
-const MARKER_SUFFIX: &str = "]";
-
-/// Upper bound on scans for registries whose values can straddle markers (see module docs).
-const MAX_PASSES: usize = 32;
 
 /// Emitted for the whole text if no automaton could be built at all (only possible beyond
 /// billions of pattern bytes): failing closed keeps SR-1 without making every caller handle an
@@ -82,23 +109,19 @@ const UNAVAILABLE_MARKER: &str = "[REDACTED:redactor-unavailable]";
 /// Ids appear inside markers, so their charset excludes `[`, `]` and whitespace to keep
 /// `[REDACTED:<id>]` unambiguous to parse back.
 fn valid_secret_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= MAX_SECRET_ID_BYTES
-        && id.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b':' | b'/' | b'@' | b'-')
-        })
+    !id.is_empty() && id.len() <= MAX_SECRET_ID_BYTES && id.bytes().all(marker::is_id_byte)
 }
 
-fn marker_for(id: &str) -> String {
-    let mut marker = String::with_capacity(MARKER_PREFIX.len() + id.len() + MARKER_SUFFIX.len());
-    marker.push_str(MARKER_PREFIX);
-    marker.push_str(id);
-    marker.push_str(MARKER_SUFFIX);
-    marker
+/// Whether `value` has at least [`MIN_SECRET_CHARS`] chars, without counting long values.
+fn reaches_floor(value: &str) -> bool {
+    // A char is 1 to 4 bytes of UTF-8.
+    value.len() >= 4 * MIN_SECRET_CHARS
+        || (value.len() >= MIN_SECRET_CHARS && value.chars().count() >= MIN_SECRET_CHARS)
 }
 
 /// Plaintext that must never be printed; `Debug` shows a placeholder so a stray `{:?}` on a
 /// containing type cannot leak it.
+#[derive(PartialEq, Eq, Hash)]
 struct SecretValue(String);
 
 impl fmt::Debug for SecretValue {
@@ -107,19 +130,16 @@ impl fmt::Debug for SecretValue {
     }
 }
 
-#[derive(Debug)]
-struct Registered {
-    id: String,
-    value: SecretValue,
-}
-
 /// The run's BYOK-resolved secrets (SR-1 "MemorySecretRegistry"), keyed by secret id.
 ///
 /// Lives in process memory for one run only and has no `Display`; its `Debug` lists ids and the
 /// count, never values.
 #[derive(Default)]
 pub struct SecretRegistry {
-    entries: Vec<Registered>,
+    /// Secret id of each registered value, in registration order.
+    ids: Vec<String>,
+    /// Each distinct value and its registration index (dedupe in O(1) per registration).
+    values: HashMap<SecretValue, u32, foldhash::fast::RandomState>,
 }
 
 impl SecretRegistry {
@@ -149,42 +169,47 @@ impl SecretRegistry {
         if value.len() > MAX_SECRET_BYTES {
             return Err(GuardError::SecretTooLong);
         }
-        if self.entries.iter().any(|e| e.value.0 == value) {
-            return Ok(());
+        let index = u32::try_from(self.ids.len()).map_err(|_| GuardError::TooManySecrets)?;
+        if let std::collections::hash_map::Entry::Vacant(slot) =
+            self.values.entry(SecretValue(value))
+        {
+            slot.insert(index);
+            self.ids.push(id);
         }
-        self.entries.push(Registered {
-            id,
-            value: SecretValue(value),
-        });
         Ok(())
     }
 
     /// Number of distinct registered values, including those below the length floor.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.ids.len()
     }
 
     /// Whether nothing has been registered.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.ids.is_empty()
     }
 
     /// Registered secret ids in registration order (ids are not secret: they appear in markers).
     pub fn ids(&self) -> impl Iterator<Item = &str> {
-        self.entries.iter().map(|e| e.id.as_str())
+        self.ids.iter().map(String::as_str)
     }
 
     /// Compiles the registry into a [`Redactor`]; build once per run and reuse it for every
-    /// write, since compiling costs far more than a scan.
+    /// write. Compiling is cheap (no automaton is built up front), but it still copies every
+    /// value.
     pub fn redactor(&self) -> Redactor {
-        Redactor::build(&self.entries)
+        let mut ordered: Vec<&str> = vec![""; self.ids.len()];
+        for (value, &index) in &self.values {
+            ordered[index as usize] = &value.0;
+        }
+        Redactor::build(&self.ids, &ordered)
     }
 }
 
 impl fmt::Debug for SecretRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("SecretRegistry")
-            .field("count", &self.entries.len())
+            .field("count", &self.ids.len())
             .field("ids", &self.ids().collect::<Vec<_>>())
             .finish()
     }
@@ -194,74 +219,120 @@ impl fmt::Debug for SecretRegistry {
 enum Compiled {
     /// No value reaches the floor: every text passes through unchanged.
     Empty,
-    Ready(Engine),
+    Ready(Arc<Engine>),
     /// No automaton could be built; see [`UNAVAILABLE_MARKER`].
     FailClosed,
 }
 
 /// A compiled, immutable redaction pass for one run's secrets (SR-1 write chokepoint).
 ///
-/// Cheap to share across threads; `Debug` reports only how many values it redacts.
+/// Cheap to clone and share across threads; `Debug` reports only how many values it redacts.
 #[derive(Clone)]
 pub struct Redactor {
     engine: Compiled,
     secrets: usize,
-    needs_fixpoint: bool,
+}
+
+/// Collects the active patterns: each value over the floor plus its differing NFC/NFD forms.
+struct PatternSet {
+    bytes: Vec<u8>,
+    patterns: Vec<Pattern>,
+    needs_dedupe: bool,
+}
+
+impl PatternSet {
+    fn push(&mut self, form: &str, secret: u32) -> Option<()> {
+        let start = u32::try_from(self.bytes.len()).ok()?;
+        let len = u32::try_from(form.len()).ok()?;
+        start.checked_add(len)?;
+        self.bytes.extend_from_slice(form.as_bytes());
+        self.patterns.push(Pattern { start, len, secret });
+        Some(())
+    }
+
+    fn add_value(&mut self, value: &str, secret: u32) -> Option<()> {
+        self.push(value, secret)?;
+        if value.is_ascii() {
+            return Some(());
+        }
+        // A non-ASCII value's forms may equal another value (or each other's forms).
+        self.needs_dedupe = true;
+        let nfc: String = value.nfc().collect();
+        if nfc != value {
+            self.push(&nfc, secret)?;
+        }
+        let nfd: String = value.nfd().collect();
+        if nfd != value && nfd != nfc {
+            self.push(&nfd, secret)?;
+        }
+        Some(())
+    }
+
+    /// Keeps the first pattern of each distinct string: values are added in registration order,
+    /// so that is the lowest registration index (rule 4's last tie-break).
+    fn dedupe(&mut self) {
+        if !self.needs_dedupe {
+            return;
+        }
+        let bytes = &self.bytes;
+        let mut seen: HashMap<&[u8], (), foldhash::fast::RandomState> = HashMap::default();
+        self.patterns
+            .retain(|p| seen.insert(&bytes[p.range()], ()).is_none());
+    }
 }
 
 impl Redactor {
-    fn build(entries: &[Registered]) -> Self {
-        let mut marker_index: HashMap<&str, usize> = HashMap::new();
-        let mut markers: Vec<String> = Vec::new();
-        for entry in entries {
-            marker_index.entry(entry.id.as_str()).or_insert_with(|| {
-                markers.push(marker_for(&entry.id));
-                markers.len() - 1
-            });
+    fn build(ids: &[String], values: &[&str]) -> Self {
+        let mut set = PatternSet {
+            bytes: Vec::with_capacity(values.iter().map(|v| v.len()).sum()),
+            patterns: Vec::with_capacity(values.len()),
+            needs_dedupe: false,
+        };
+        let mut secrets = 0;
+        for (index, value) in values.iter().enumerate() {
+            if !reaches_floor(value) {
+                continue;
+            }
+            secrets += 1;
+            // Registration caps the count at u32::MAX, so the index fits.
+            if set.add_value(value, index as u32).is_none() {
+                return Self {
+                    engine: Compiled::FailClosed,
+                    secrets,
+                };
+            }
         }
-
-        // A value spelled exactly like a registered marker is already handled by keeping that
-        // marker, and two identical patterns would make the winner depend on pattern order.
-        let active: Vec<(&str, usize)> = entries
-            .iter()
-            .filter(|e| e.value.0.chars().count() >= MIN_SECRET_CHARS)
-            .filter(|e| {
-                let named = e.value.0.strip_prefix(MARKER_PREFIX);
-                let id = named.and_then(|rest| rest.strip_suffix(MARKER_SUFFIX));
-                !id.is_some_and(|id| marker_index.contains_key(id))
-            })
-            .filter_map(|e| Some((e.value.0.as_str(), *marker_index.get(e.id.as_str())?)))
-            .collect();
-
-        if active.is_empty() {
+        if secrets == 0 {
             return Self {
                 engine: Compiled::Empty,
-                secrets: 0,
-                needs_fixpoint: false,
+                secrets,
             };
         }
+        set.dedupe();
 
-        let needs_fixpoint = active
-            .iter()
-            .any(|(value, _)| can_straddle_marker(value, &markers));
-
-        let mut actions = Vec::with_capacity(markers.len() + active.len());
-        actions.extend(std::iter::repeat_n(Action::Keep, markers.len()));
-        actions.extend(active.iter().map(|&(_, marker)| Action::Replace(marker)));
-        let patterns: Vec<&str> = markers
-            .iter()
-            .map(String::as_str)
-            .chain(active.iter().map(|&(value, _)| value))
-            .collect();
-
-        let engine = match Engine::build(&patterns, actions, markers.clone()) {
-            Some(engine) => Compiled::Ready(engine),
-            None => Compiled::FailClosed,
-        };
+        let mut id_text = String::with_capacity(ids.iter().map(String::len).sum());
+        let mut id_ends = Vec::with_capacity(ids.len());
+        for id in ids {
+            id_text.push_str(id);
+            match u32::try_from(id_text.len()) {
+                Ok(end) => id_ends.push(end),
+                Err(_) => {
+                    return Self {
+                        engine: Compiled::FailClosed,
+                        secrets,
+                    }
+                }
+            }
+        }
+        let engine = Engine::new(
+            set.bytes.into_boxed_slice(),
+            set.patterns.into_boxed_slice(),
+            id_text.into_boxed_str(),
+            id_ends.into_boxed_slice(),
+        );
         Self {
-            engine,
-            secrets: active.len(),
-            needs_fixpoint,
+            engine: Compiled::Ready(Arc::new(engine)),
+            secrets,
         }
     }
 
@@ -275,39 +346,35 @@ impl Redactor {
         self.secrets
     }
 
-    /// Replaces every registered value with its `[REDACTED:<secretId>]` marker.
+    /// Replaces every registered value with its `[REDACTED:<secretId>]` marker (module docs).
     ///
     /// Returns the input borrowed when nothing matched, so the common path allocates nothing.
     pub fn redact<'t>(&self, text: &'t str) -> Cow<'t, str> {
         self.redact_counting(text).0
     }
 
-    /// [`Redactor::redact`], also reporting how many values were replaced (for metrics: a count
+    /// [`Redactor::redact`], also reporting how many spans were replaced (for metrics: a count
     /// is content-free).
     pub fn redact_counting<'t>(&self, text: &'t str) -> (Cow<'t, str>, usize) {
-        let engine = match &self.engine {
-            Compiled::Ready(engine) => engine,
-            Compiled::Empty => return (Cow::Borrowed(text), 0),
-            Compiled::FailClosed => return fail_closed(text),
-        };
-        let (mut out, mut count) = match engine.pass(text) {
-            Ok(Some(rewritten)) => rewritten,
-            Ok(None) => return (Cow::Borrowed(text), 0),
-            Err(_) => return fail_closed(text),
-        };
-        if self.needs_fixpoint {
-            for _ in 1..MAX_PASSES {
-                match engine.pass(&out) {
-                    Ok(Some((next, n))) => {
-                        out = next;
-                        count += n;
-                    }
-                    Ok(None) => break,
-                    Err(_) => return fail_closed(text),
-                }
-            }
+        match &self.engine {
+            Compiled::Empty => (Cow::Borrowed(text), 0),
+            Compiled::Ready(engine) => engine.redact(text).unwrap_or_else(|_| fail_closed(text)),
+            Compiled::FailClosed => fail_closed(text),
         }
-        (Cow::Owned(out), count)
+    }
+
+    /// The linear fallback path alone, for tests that check it against the reference model
+    /// (the fast path reaches it only on pathological input). Same contract as
+    /// [`Redactor::redact_counting`].
+    #[doc(hidden)]
+    pub fn redact_counting_fallback<'t>(&self, text: &'t str) -> (Cow<'t, str>, usize) {
+        match &self.engine {
+            Compiled::Empty => (Cow::Borrowed(text), 0),
+            Compiled::Ready(engine) => engine
+                .redact_fallback(text)
+                .unwrap_or_else(|_| fail_closed(text)),
+            Compiled::FailClosed => fail_closed(text),
+        }
     }
 
     /// Redacts each tag; tags are persisted and filterable, so they are as exposed as content.
@@ -336,60 +403,36 @@ fn fail_closed(text: &str) -> (Cow<'_, str>, usize) {
     }
 }
 
-/// Whether a value can match across a marker left by an earlier scan, the only way a second
-/// scan can change anything: it must contain a `[` aligned with a marker's opening and agree
-/// with that marker up to where either ends. At the value's very start it must extend the
-/// whole marker, since a marker at least as long wins a tie on start position.
-fn can_straddle_marker(value: &str, markers: &[String]) -> bool {
-    value.match_indices('[').any(|(at, _)| {
-        let tail = &value[at..];
-        markers.iter().any(|marker| {
-            if at == 0 {
-                tail.len() > marker.len() && tail.starts_with(marker.as_str())
-            } else {
-                marker.starts_with(tail) || tail.starts_with(marker.as_str())
-            }
-        })
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn markers(ids: &[&str]) -> Vec<String> {
-        ids.iter().map(|id| marker_for(id)).collect()
-    }
-
-    #[test]
-    fn straddle_detection_is_precise() {
-        let m = markers(&["k"]);
-        assert!(can_straddle_marker("abcdefg[", &m));
-        assert!(can_straddle_marker("abcd[REDAC", &m));
-        assert!(can_straddle_marker("ab[REDACTED:k]cd", &m));
-        assert!(can_straddle_marker("[REDACTED:k]tail", &m));
-        assert!(
-            !can_straddle_marker("[REDACTED:", &m),
-            "shorter at same start loses"
-        );
-        assert!(!can_straddle_marker("ab[cd]efgh", &m));
-        assert!(
-            !can_straddle_marker("k]abcdefg", &m),
-            "starts inside: marker wins"
-        );
-        assert!(!can_straddle_marker("ab[REDACTED:x]cd", &m));
-    }
 
     #[test]
     fn fail_closed_engine_never_passes_text_through() {
         let r = Redactor {
             engine: Compiled::FailClosed,
             secrets: 1,
-            needs_fixpoint: false,
         };
         let (out, n) = r.redact_counting("contains sk-live-0123456789");
         assert_eq!(out, UNAVAILABLE_MARKER);
         assert_eq!(n, 1);
         assert!(matches!(r.redact(""), Cow::Borrowed("")));
+    }
+
+    #[test]
+    fn floor_shortcut_agrees_with_counting() {
+        for value in [
+            "",
+            "abcdefg",
+            "abcdefgh",
+            "秘密鍵",
+            "秘密鍵秘密鍵秘密",
+            "🔑🔑🔑🔑🔑🔑🔑",
+        ] {
+            assert_eq!(
+                reaches_floor(value),
+                value.chars().count() >= MIN_SECRET_CHARS
+            );
+        }
     }
 }

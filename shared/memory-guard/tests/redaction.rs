@@ -4,6 +4,8 @@ use std::borrow::Cow;
 
 use memory_guard::{GuardError, Redactor, SecretRegistry, MAX_SECRET_BYTES, MIN_SECRET_CHARS};
 
+mod reference;
+
 fn redactor(secrets: &[(&str, &str)]) -> Redactor {
     let mut reg = SecretRegistry::new();
     for (id, value) in secrets {
@@ -41,14 +43,168 @@ fn empty_registry_borrows() {
 }
 
 #[test]
-fn overlapping_secrets_destroy_both_plaintexts() {
+fn overlapping_secrets_are_redacted_whole_as_one_span() {
     let r = redactor(&[("first", "abcdefghij"), ("second", "ghijklmnop")]);
-    let out = r.redact("xxabcdefghijklmnopxx");
-    // Leftmost wins; the second secret loses its head, so neither plaintext survives.
-    assert_eq!(out, "xx[REDACTED:first]klmnopxx");
-    assert!(!out.contains("abcdefghij") && !out.contains("ghijklmnop"));
+    let (out, n) = r.redact_counting("xxabcdefghijklmnopxx");
+    // One span covers both; equally long, so the leftmost occurrence names it.
+    assert_eq!(out, "xx[REDACTED:first]xx");
+    assert_eq!(n, 1);
     // Each is still redacted on its own.
     assert_eq!(r.redact("ghijklmnop"), "[REDACTED:second]");
+}
+
+/// Regression: the old single leftmost-longest scan left `345xyz` in clear.
+#[test]
+fn overlap_leaves_no_tail_in_clear() {
+    let r = redactor(&[("a", "abcdefgh12"), ("b", "fgh12345xyz")]);
+    let (out, n) = r.redact_counting("k=abcdefgh12345xyz;");
+    // The longer occurrence names the span.
+    assert_eq!(out, "k=[REDACTED:b];");
+    assert_eq!(n, 1);
+    // Same with many patterns (the skip-table finder) and on the fallback path.
+    let mut all: Vec<(String, String)> = vec![
+        ("a".into(), "abcdefgh12".into()),
+        ("b".into(), "fgh12345xyz".into()),
+    ];
+    all.extend((0..100).map(|i| (format!("pad{i}"), format!("padding-value-{i:04}"))));
+    let mut reg = SecretRegistry::new();
+    for (id, value) in &all {
+        reg.register(id.as_str(), value.as_str()).unwrap();
+    }
+    let r = reg.redactor();
+    assert_eq!(r.redact("k=abcdefgh12345xyz;"), "k=[REDACTED:b];");
+    assert_eq!(
+        r.redact_counting_fallback("k=abcdefgh12345xyz;").0,
+        "k=[REDACTED:b];"
+    );
+}
+
+#[test]
+fn adjacent_occurrences_merge_into_one_marker() {
+    let r = redactor(&[("a", "aaaaaaaa1"), ("b", "bbbbbbbb22")]);
+    let (out, n) = r.redact_counting("<aaaaaaaa1bbbbbbbb22>");
+    assert_eq!(out, "<[REDACTED:b]>");
+    assert_eq!(n, 1);
+    // Equal lengths: the leftmost names the span.
+    let r = redactor(&[("a", "aaaaaaaa1"), ("b", "bbbbbbbb2")]);
+    assert_eq!(r.redact("aaaaaaaa1bbbbbbbb2"), "[REDACTED:a]");
+    // A marker between them keeps them apart.
+    let (out, n) = r.redact_counting("aaaaaaaa1[REDACTED:zz]bbbbbbbb2");
+    assert_eq!(out, "[REDACTED:a][REDACTED:zz][REDACTED:b]");
+    assert_eq!(n, 2);
+}
+
+/// Regression: a value equal to part of a marker used to rewrite markers already in the text.
+#[test]
+fn value_inside_marker_syntax_leaves_markers_alone() {
+    let r = redactor(&[("r", "REDACTED"), ("k", "sk-live-abcdef123")]);
+    let text = "see [REDACTED:openai] and [REDACTED:k]";
+    assert!(matches!(r.redact(text), Cow::Borrowed(_)));
+    // Outside a marker it is an ordinary value.
+    assert_eq!(
+        r.redact("REDACTED sk-live-abcdef123 [REDACTED:k]"),
+        "[REDACTED:r] [REDACTED:k] [REDACTED:k]"
+    );
+    // A marker prefix without a valid id is ordinary text.
+    assert_eq!(r.redact("[REDACTED:]"), "[[REDACTED:r]:]");
+}
+
+#[test]
+fn nfc_and_nfd_spellings_are_both_found() {
+    let composed = "caf\u{e9}-secret-key";
+    let decomposed = "cafe\u{301}-secret-key";
+    for (registered, written) in [(composed, decomposed), (decomposed, composed)] {
+        let r = redactor(&[("cafe", registered)]);
+        for text in [registered, written] {
+            let text = format!("x {text} y");
+            let (out, n) = r.redact_counting(&text);
+            assert_eq!(out, "x [REDACTED:cafe] y");
+            assert_eq!(n, 1);
+        }
+    }
+    // The floor is judged on the registered value: 8 chars NFD, 4 chars (8 bytes) NFC.
+    let nfd_eight = "e\u{301}e\u{301}e\u{301}e\u{301}";
+    let r = redactor(&[("accents", nfd_eight)]);
+    assert_eq!(r.len(), 1);
+    assert_eq!(
+        r.redact("<\u{e9}\u{e9}\u{e9}\u{e9}>"),
+        "<[REDACTED:accents]>"
+    );
+}
+
+#[test]
+fn marker_whose_id_contains_a_secret_is_ordinary_text() {
+    let r = redactor(&[("k", "sk-live-0123456789")]);
+    assert_eq!(
+        r.redact("[REDACTED:sk-live-0123456789-old]"),
+        "[REDACTED:[REDACTED:k]-old]"
+    );
+    // Also when the id contains another form of a non-ASCII value: ids are ASCII, so only an
+    // ASCII form can appear, which for a non-ASCII value needs a compatibility character...
+    // and NFC/NFD are canonical, so the ASCII value case above is the whole story.
+    assert!(matches!(
+        r.redact("[REDACTED:sk-live-012345678]"),
+        Cow::Borrowed(_)
+    ));
+}
+
+#[test]
+fn marker_prefix_before_a_marker() {
+    // `[REDACTED:[REDACTED:x]`: the first prefix has no id, so it is text; the second is a
+    // marker. A value ending inside the first prefix is redacted, one crossing into the
+    // marker is not.
+    let text = "ab[REDACTED:[REDACTED:x]";
+    let r = redactor(&[("s", "ab[REDACTED:")]);
+    assert_eq!(r.redact(text), "[REDACTED:s][REDACTED:x]");
+    let r = redactor(&[("s", "ab[REDACTED:[")]);
+    assert!(matches!(r.redact(text), Cow::Borrowed(_)));
+    assert_eq!(r.redact_counting_fallback(text).1, 0);
+}
+
+#[test]
+fn long_values_match_the_reference_model() {
+    // PEM-sized values (beyond the Teddy searcher's length bound) with a few short ones.
+    let pem = format!(
+        "-----BEGIN KEY-----\n{}\n-----END KEY-----",
+        "MIIBOgIBAAJBAKj34GkxFhD90vcNLYLInFEX6Ppy1tPf9Cnzj4p4WGeKLs1Pt8Qu".repeat(12)
+    );
+    let secrets: Vec<(String, String)> = vec![
+        ("pem".into(), pem.clone()),
+        ("tail".into(), pem[pem.len() - 40..].to_owned()),
+        ("k".into(), "sk-live-0123456789".into()),
+    ];
+    let mut reg = SecretRegistry::new();
+    for (id, value) in &secrets {
+        reg.register(id.as_str(), value.as_str()).unwrap();
+    }
+    let r = reg.redactor();
+    let text = format!(
+        "a {pem} b {} c sk-live-0123456789 [REDACTED:pem] {pem}",
+        &pem[..100]
+    );
+    let expected = reference::redact(&secrets, &text);
+    for _ in 0..2 {
+        let (out, n) = r.redact_counting(&text);
+        assert_eq!((out.as_ref(), n), (expected.0.as_str(), expected.1));
+    }
+    assert_eq!(expected.1, 3);
+}
+
+#[test]
+fn pathological_nested_values_stay_linear() {
+    // a{8}, a{9}, ... a{300} over a long run of `a`: every position starts an occurrence.
+    let mut reg = SecretRegistry::new();
+    for len in 8..=300 {
+        reg.register(format!("a{len}"), "a".repeat(len)).unwrap();
+    }
+    let r = reg.redactor();
+    let text = format!("x{}y", "a".repeat(200_000));
+    let started = std::time::Instant::now();
+    let (out, n) = r.redact_counting(&text);
+    assert_eq!(out, "x[REDACTED:a300]y");
+    assert_eq!(n, 1);
+    // Generous even for an unoptimised build; a quadratic scan would take minutes.
+    assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
 
 #[test]
@@ -128,24 +284,32 @@ fn multibyte_secrets_in_multibyte_text() {
 }
 
 #[test]
-fn registered_markers_already_in_text_stay_intact() {
-    // A secret whose value equals another secret's id must not rewrite that id's marker, or a
-    // second pass would corrupt the first pass's output.
-    let r = redactor(&[
+fn value_equal_to_a_secret_id_is_the_documented_corner() {
+    // A value that occurs inside a secret id makes that id's markers not well-formed (rule 1),
+    // so a second pass redacts the value inside them: the one case without idempotence.
+    let secrets = [
         ("db-password-prod", "hunter2hunter2"),
         ("x", "db-password-prod"),
-    ]);
+    ];
+    let r = redactor(&secrets);
     let once = r.redact("login hunter2hunter2");
     assert_eq!(once, "login [REDACTED:db-password-prod]");
-    assert_eq!(r.redact(&once), once);
-    assert!(matches!(
-        r.redact("[REDACTED:db-password-prod]"),
-        Cow::Borrowed(_)
-    ));
+    let twice = r.redact(&once);
+    assert_eq!(twice, "login [REDACTED:[REDACTED:x]]");
+    // No value survives outside markers either way.
+    let owned: Vec<(String, String)> = secrets
+        .iter()
+        .map(|(i, v)| (i.to_string(), v.to_string()))
+        .collect();
+    assert_eq!(reference::survivor(&owned, &once), None);
+    assert_eq!(reference::survivor(&owned, &twice), None);
+    assert!(reference::value_in_some_id(&owned));
     // Outside a marker the same value is redacted as usual.
     assert_eq!(r.redact("user db-password-prod"), "user [REDACTED:x]");
 }
 
+/// The old policy ("markers naming unregistered ids are ordinary text") is replaced by rule 2:
+/// every well-formed marker is kept, whoever wrote it, unless its id contains a secret.
 #[test]
 fn foreign_markers_pass_through_but_cannot_hide_a_secret() {
     let r = redactor(&[("openai", "sk-live-abcdef123")]);
@@ -159,46 +323,36 @@ fn foreign_markers_pass_through_but_cannot_hide_a_secret() {
 }
 
 #[test]
-fn value_spelled_like_a_registered_marker_is_kept_as_that_marker() {
+fn value_spelled_like_a_marker_never_matches_a_marker() {
+    // Under rule 2 the text `[REDACTED:a]` is a marker, so the value spelled like it cannot
+    // match there; it is still an active value (the old policy dropped it).
     let r = redactor(&[("a", "12345678"), ("b", "[REDACTED:a]")]);
-    assert_eq!(r.len(), 1);
+    assert_eq!(r.len(), 2);
     assert!(matches!(r.redact("[REDACTED:a]"), Cow::Borrowed(_)));
     assert_eq!(r.redact("12345678"), "[REDACTED:a]");
 }
 
 #[test]
-fn values_straddling_markers_converge_and_stay_idempotent() {
-    // Pass one leaves "abcdefg[REDACTED:k]"; the first secret then matches across the marker's
-    // opening bracket, which a single scan would miss.
+fn values_next_to_markers_cannot_cross_into_them() {
+    // The old engine needed repeated scans here; segments make one pass final.
     let r = redactor(&[("x", "abcdefg["), ("k", "0123456789")]);
     let (out, n) = r.redact_counting("abcdefg0123456789");
-    assert_eq!(out, "[REDACTED:x]REDACTED:k]");
-    assert_eq!(n, 2);
-    assert_eq!(r.redact(&out), out);
-    assert!(!out.contains("abcdefg["));
+    assert_eq!(out, "abcdefg[REDACTED:k]");
+    assert_eq!(n, 1);
+    assert!(matches!(r.redact(&out), Cow::Borrowed(_)));
+    assert_eq!(r.redact("abcdefg[ x"), "[REDACTED:x] x");
 }
 
 #[test]
-fn cascading_straddles_repeat_until_stable() {
-    // The value contains the opening of its own marker, so each scan exposes one more match.
+fn self_referential_values_need_one_pass() {
     let r = redactor(&[("s", "x[REDACTED:s")]);
-    let (out, n) = r.redact_counting("xxxxx[REDACTED:s]");
-    assert_eq!(out, "[REDACTED:s]]]]]]");
-    assert_eq!(n, 5);
-    assert_eq!(r.redact(&out), out);
-}
-
-#[test]
-fn self_referential_values_are_bounded_to_32_passes() {
-    // Cost bound: one match per pass here, so 100 leading x's would take 100 passes.
-    let r = redactor(&[("s", "x[REDACTED:s")]);
-    let text = format!("{}[REDACTED:s]", "x".repeat(100));
-    let (out, n) = r.redact_counting(&text);
-    assert_eq!(n, 32);
-    assert_eq!(
-        out,
-        format!("{}[REDACTED:s]{}", "x".repeat(68), "]".repeat(32))
-    );
+    for text in [
+        "xxxxx[REDACTED:s]".to_owned(),
+        format!("{}[REDACTED:s]", "x".repeat(100)),
+    ] {
+        assert!(matches!(r.redact(&text), Cow::Borrowed(_)));
+    }
+    assert_eq!(r.redact("xx[REDACTED:s!"), "x[REDACTED:s]!");
 }
 
 #[test]
