@@ -41,6 +41,8 @@ where
 {
     let handler = &handler;
     let service = service_fn(move |event: LambdaEvent<Option<String>>| async move {
+        // Adapter retries stop in time for this invocation to answer (typed, retryable).
+        memory_core::deadline::set_invocation_deadline(event.context.deadline);
         let Some(text) = event.payload else {
             return Err(invoke_error(WireError::validation(
                 "payload",

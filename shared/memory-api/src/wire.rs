@@ -14,6 +14,20 @@ use serde_json::{json, Value};
 /// Seconds a client should wait before retrying a write that lost a race on the same items.
 pub const CONFLICT_RETRY_AFTER_SECONDS: u32 = 1;
 
+/// Seconds to wait after the store throttled through the adapter's retries.
+pub const THROTTLE_RETRY_AFTER_SECONDS: u32 = 2;
+
+/// Seconds to wait after the store answered 5xx or could not be reached through the retries.
+pub const UNAVAILABLE_RETRY_AFTER_SECONDS: u32 = 5;
+
+fn is_throttle(code: &str) -> bool {
+    code.contains("Throttl")
+        || code.contains("ProvisionedThroughput")
+        || code.contains("RequestLimit")
+        || code == "SlowDown"
+        || code == "TransactionConflict"
+}
+
 /// A failure as it goes on the wire.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WireError {
@@ -114,8 +128,8 @@ impl From<&CoreError> for WireError {
     /// operation names and backend codes only, never item attributes.)
     fn from(e: &CoreError) -> Self {
         match e {
-            CoreError::Store(StoreError::Conflict { .. }) => {
-                tracing::warn!(error = %e, "conflict answered as retryable")
+            CoreError::Store(StoreError::Conflict { .. } | StoreError::Unavailable { .. }) => {
+                tracing::warn!(error = %e, "answered as retryable")
             }
             CoreError::Store(_) => tracing::error!(error = %e, "store failure"),
             _ => {}
@@ -140,6 +154,26 @@ impl From<&CoreError> for WireError {
                     "concurrent update of the same items; retry after the delay",
                 );
                 w.retry_after = Some(CONFLICT_RETRY_AFTER_SECONDS);
+                w
+            }
+            // Throttled or raced through every retry the deadline allowed: rate limiting, as
+            // far as the caller can act on it.
+            CoreError::Store(StoreError::Unavailable { code, .. }) if is_throttle(code) => {
+                let mut w = WireError::new(
+                    429,
+                    "rate_limited",
+                    "the store is throttling or busy with the same items; retry after the delay",
+                );
+                w.retry_after = Some(THROTTLE_RETRY_AFTER_SECONDS);
+                w
+            }
+            CoreError::Store(StoreError::Unavailable { .. }) => {
+                let mut w = WireError::new(
+                    503,
+                    "internal_error",
+                    "the store is temporarily unavailable; retry after the delay",
+                );
+                w.retry_after = Some(UNAVAILABLE_RETRY_AFTER_SECONDS);
                 w
             }
             // Backend detail stays in the logs.
@@ -195,9 +229,36 @@ mod tests {
                 None,
             ),
             (
+                CoreError::Store(StoreError::Unavailable {
+                    op: "query",
+                    code: "ProvisionedThroughputExceededException".into(),
+                }),
+                429,
+                "rate_limited",
+                None,
+            ),
+            (
+                CoreError::Store(StoreError::Unavailable {
+                    op: "put_entries",
+                    code: "TransactionConflict".into(),
+                }),
+                429,
+                "rate_limited",
+                None,
+            ),
+            (
+                CoreError::Store(StoreError::Unavailable {
+                    op: "get",
+                    code: "InternalServerError".into(),
+                }),
+                503,
+                "internal_error",
+                None,
+            ),
+            (
                 CoreError::Store(StoreError::Backend {
                     op: "query",
-                    code: "ProvisionedThroughputExceeded".into(),
+                    code: "ValidationException".into(),
                 }),
                 500,
                 "internal_error",

@@ -196,14 +196,16 @@ impl CommitmentStore for DynamoCommitmentStore {
     async fn put_new(&self, commitments: &[StoredCommitment]) -> Result<usize, StoreError> {
         let mut added = 0;
         for c in commitments {
-            match self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(encode(c)?))
-                .condition_expression("attribute_not_exists(pk)")
-                .send()
-                .await
+            let item = encode(c)?;
+            match crate::retry::send("put_new", || {
+                self.client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(item.clone()))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .send()
+            })
+            .await
             {
                 Ok(_) => added += 1,
                 Err(e) if service_code(&e) == Some("ConditionalCheckFailedException") => {}
@@ -214,15 +216,16 @@ impl CommitmentStore for DynamoCommitmentStore {
     }
 
     async fn get(&self, key: &CommitmentKey) -> Result<Option<StoredCommitment>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key_item(key)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| backend("get_commitment", &e))?;
+        let out = crate::retry::send("get_commitment", || {
+            self.client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(key_item(key)))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|e| backend("get_commitment", &e))?;
         out.item().map(decode).transpose()
     }
 
@@ -231,18 +234,20 @@ impl CommitmentStore for DynamoCommitmentStore {
         expected_version: u64,
         next: &StoredCommitment,
     ) -> Result<(), StoreError> {
-        match self
-            .client
-            .put_item()
-            .table_name(&self.table)
-            .set_item(Some(encode(next)?))
-            .condition_expression("version = :v")
-            .expression_attribute_values(
-                ":v",
-                n(i64::try_from(expected_version).unwrap_or(i64::MAX)),
-            )
-            .send()
-            .await
+        let item = encode(next)?;
+        match crate::retry::send("transition", || {
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item.clone()))
+                .condition_expression("version = :v")
+                .expression_attribute_values(
+                    ":v",
+                    n(i64::try_from(expected_version).unwrap_or(i64::MAX)),
+                )
+                .send()
+        })
+        .await
         {
             Ok(_) => Ok(()),
             Err(e) if service_code(&e) == Some("ConditionalCheckFailedException") => {
@@ -302,15 +307,16 @@ impl CommitmentStore for DynamoCommitmentStore {
             .collect())
     }
     async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {
-        let out = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(key_item(key)))
-            .return_values(ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(|e| backend("delete_commitment", &e))?;
+        let out = crate::retry::send("delete_commitment", || {
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key_item(key)))
+                .return_values(ReturnValue::AllOld)
+                .send()
+        })
+        .await
+        .map_err(|e| backend("delete_commitment", &e))?;
         Ok(out.attributes().is_some_and(|a| !a.is_empty()))
     }
 }

@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+use aws_config::retry::RetryConfig;
 use aws_config::BehaviorVersion;
 
 use crate::{
@@ -62,13 +63,30 @@ impl AwsPorts {
         Ok(Self::from_sdk_config(&sdk, &settings))
     }
 
+    /// The SDK's own retries are off: `retry.rs` is the one retry policy (classification,
+    /// backoff, the invocation's deadline), and two stacked layers would multiply attempts.
     pub fn from_sdk_config(sdk: &aws_config::SdkConfig, settings: &Settings) -> Self {
-        let dynamo = aws_sdk_dynamodb::Client::new(sdk);
+        let no_retries = RetryConfig::disabled();
+        let dynamo = aws_sdk_dynamodb::Client::from_conf(
+            aws_sdk_dynamodb::config::Builder::from(sdk)
+                .retry_config(no_retries.clone())
+                .build(),
+        );
         let s3_config = aws_sdk_s3::config::Builder::from(sdk)
             .force_path_style(settings.endpoint_override)
+            .retry_config(no_retries.clone())
             .build();
         let s3 = aws_sdk_s3::Client::from_conf(s3_config);
-        let events = aws_sdk_eventbridge::Client::new(sdk);
+        let events = aws_sdk_eventbridge::Client::from_conf(
+            aws_sdk_eventbridge::config::Builder::from(sdk)
+                .retry_config(no_retries.clone())
+                .build(),
+        );
+        let sqs = aws_sdk_sqs::Client::from_conf(
+            aws_sdk_sqs::config::Builder::from(sdk)
+                .retry_config(no_retries)
+                .build(),
+        );
         AwsPorts {
             commitments: Arc::new(DynamoCommitmentStore::new(
                 dynamo.clone(),
@@ -80,7 +98,7 @@ impl AwsPorts {
             jobs: settings
                 .work_queue_url
                 .clone()
-                .map(|url| Arc::new(SqsJobQueue::new(aws_sdk_sqs::Client::new(sdk), url))),
+                .map(|url| Arc::new(SqsJobQueue::new(sqs, url))),
         }
     }
 }

@@ -211,6 +211,33 @@ fn is_condition_failure(err: &SdkError<TransactWriteItemsError, impl std::fmt::D
     }
 }
 
+/// A transaction cancelled because another transaction held one of its items
+/// (`TransactionConflict`) or a partition throttled: the same transaction can succeed later.
+fn is_transaction_race(err: &SdkError<TransactWriteItemsError, impl std::fmt::Debug>) -> bool {
+    match err {
+        SdkError::ServiceError(service) => match service.err() {
+            TransactWriteItemsError::TransactionCanceledException(t) => {
+                t.cancellation_reasons().iter().any(|r| {
+                    matches!(
+                        r.code(),
+                        Some(
+                            "TransactionConflict"
+                                | "ThrottlingError"
+                                | "ProvisionedThroughputExceeded"
+                        )
+                    )
+                }) && !t
+                    .cancellation_reasons()
+                    .iter()
+                    .any(|r| r.code() == Some("ConditionalCheckFailed"))
+            }
+            TransactWriteItemsError::TransactionInProgressException(_) => true,
+            _ => false,
+        },
+        _ => false,
+    }
+}
+
 fn marker_key(r: &MemoryRef, kind: WorkKind) -> Item {
     HashMap::from([
         ("pk".to_owned(), s(partition_key(r))),
@@ -232,12 +259,12 @@ pub(crate) async fn query_all(
     let mut scanned = 0u64;
     let mut start: Option<Item> = None;
     loop {
-        let out = request
-            .clone()
-            .set_exclusive_start_key(start.take())
-            .send()
-            .await
-            .map_err(|e| backend(op, &e))?;
+        let from = start.take();
+        let out = crate::retry::send(op, || {
+            request.clone().set_exclusive_start_key(from.clone()).send()
+        })
+        .await
+        .map_err(|e| backend(op, &e))?;
         scanned += u64::try_from(out.scanned_count()).unwrap_or(0);
         items.extend(out.items().iter().cloned());
         match out.last_evaluated_key() {
@@ -301,23 +328,45 @@ impl DynamoEntryStore {
         op: &'static str,
         items: Vec<TransactWriteItem>,
     ) -> Result<(), StoreError> {
-        self.client
-            .transact_write_items()
-            .set_transact_items(Some(items))
-            .send()
-            .await
-            .map_err(|err| {
-                if is_condition_failure(&err) {
-                    StoreError::Conflict { op }
-                } else {
-                    backend(op, &err)
+        crate::retry::send_classified(
+            op,
+            || {
+                self.client
+                    .transact_write_items()
+                    .set_transact_items(Some(items.clone()))
+                    .send()
+            },
+            |err| is_transaction_race(err) || crate::retry::is_retryable(err),
+        )
+        .await
+        .map_err(|err| {
+            if is_condition_failure(&err) {
+                StoreError::Conflict { op }
+            } else if is_transaction_race(&err) {
+                StoreError::Unavailable {
+                    op,
+                    code: "TransactionConflict".into(),
                 }
-            })?;
+            } else {
+                backend(op, &err)
+            }
+        })?;
         Ok(())
     }
 
     pub fn table(&self) -> &str {
         &self.table
+    }
+
+    /// Whether every entry is stored exactly as given (same revision digest).
+    async fn all_present(&self, entries: &[StoredEntry]) -> Result<bool, StoreError> {
+        for e in entries {
+            match self.get(&e.key()).await? {
+                Some(stored) if stored.revision() == e.revision() => {}
+                _ => return Ok(false),
+            }
+        }
+        Ok(true)
     }
 }
 
@@ -348,7 +397,19 @@ impl EntryStore for DynamoEntryStore {
         for ((r, kind), since) in &marks {
             items.push(self.mark_work(r, *kind, *since)?);
         }
-        self.transact(OP, items).await
+        match self.transact(OP, items).await {
+            // New ids are never taken, so a failed "not exists" condition on every entry with
+            // this very revision means an earlier attempt of this same call was applied and
+            // its answer lost (a broken connection, then a retry): that is success.
+            Err(StoreError::Conflict { .. }) if self.all_present(entries).await? => {
+                tracing::info!(
+                    entries = entries.len(),
+                    "put already applied by an earlier attempt"
+                );
+                Ok(())
+            }
+            other => other,
+        }
     }
 
     async fn list_page(
@@ -379,9 +440,8 @@ impl EntryStore for DynamoEntryStore {
                 .exclusive_start_key("pk", s(&pk))
                 .exclusive_start_key("sk", s(entry_sort_key(after)));
         }
-        let out = request
-            .filter_expression(filter)
-            .send()
+        let request = request.filter_expression(filter);
+        let out = crate::retry::send(OP, || request.clone().send())
             .await
             .map_err(|e| backend(OP, &e))?;
         let entries = out
@@ -402,28 +462,30 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn get(&self, key: &EntryKey) -> Result<Option<StoredEntry>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(key_item(key)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| backend("get", &e))?;
+        let out = crate::retry::send("get", || {
+            self.client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(key_item(key)))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|e| backend("get", &e))?;
         out.item().map(decode).transpose()
     }
 
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
-        let out = self
-            .client
-            .delete_item()
-            .table_name(&self.table)
-            .set_key(Some(key_item(key)))
-            .return_values(ReturnValue::AllOld)
-            .send()
-            .await
-            .map_err(|e| backend("delete", &e))?;
+        let out = crate::retry::send("delete", || {
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key_item(key)))
+                .return_values(ReturnValue::AllOld)
+                .send()
+        })
+        .await
+        .map_err(|e| backend("delete", &e))?;
         Ok(out.attributes().is_some_and(|a| !a.is_empty()))
     }
 
@@ -484,15 +546,16 @@ impl EntryStore for DynamoEntryStore {
         memory_ref: &MemoryRef,
         kind: WorkKind,
     ) -> Result<WorkState, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.table)
-            .set_key(Some(marker_key(memory_ref, kind)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(|e| backend("work_state", &e))?;
+        let out = crate::retry::send("work_state", || {
+            self.client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(marker_key(memory_ref, kind)))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|e| backend("work_state", &e))?;
         Ok(out
             .item()
             .map(|item| WorkState {
@@ -514,16 +577,17 @@ impl EntryStore for DynamoEntryStore {
         // 1. The watermark, first and never backwards: a slow duplicate run must not lower
         //    it, and a crash after this step leaves the ref pending, so nothing is skipped.
         if let Some(w) = watermark {
-            match self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(marker_key(memory_ref, kind)))
-                .update_expression("SET watermarkMs = :w")
-                .condition_expression("attribute_not_exists(watermarkMs) OR watermarkMs < :w")
-                .expression_attribute_values(":w", n(w.as_millis()))
-                .send()
-                .await
+            match crate::retry::send(OP, || {
+                self.client
+                    .update_item()
+                    .table_name(&self.table)
+                    .set_key(Some(marker_key(memory_ref, kind)))
+                    .update_expression("SET watermarkMs = :w")
+                    .condition_expression("attribute_not_exists(watermarkMs) OR watermarkMs < :w")
+                    .expression_attribute_values(":w", n(w.as_millis()))
+                    .send()
+            })
+            .await
             {
                 Ok(_) => {}
                 Err(e)
@@ -545,7 +609,7 @@ impl EntryStore for DynamoEntryStore {
                 .expression_attribute_values(":v", n(i64::try_from(v).unwrap_or(i64::MAX))),
             None => clear.condition_expression("attribute_not_exists(dirtyVersion)"),
         };
-        match clear.send().await {
+        match crate::retry::send(OP, || clear.clone().send()).await {
             Ok(_) => Ok(true),
             Err(e) if crate::error::service_code(&e) == Some("ConditionalCheckFailedException") => {
                 Ok(false)

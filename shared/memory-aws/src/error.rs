@@ -2,22 +2,32 @@
 //! SDK's own `Display` can include request details, which must not reach logs or clients.
 
 use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use memory_core::StoreError;
 
-pub(crate) fn backend<E, R>(op: &'static str, err: &SdkError<E, R>) -> StoreError
+pub(crate) fn backend<E>(op: &'static str, err: &SdkError<E, HttpResponse>) -> StoreError
 where
     E: ProvideErrorMetadata,
 {
-    let code = match err {
+    let code = code_of(err);
+    if crate::retry::is_retryable(err) {
+        StoreError::Unavailable { op, code }
+    } else {
+        StoreError::Backend { op, code }
+    }
+}
+
+/// The service's error code, or the kind of transport failure; never the SDK's `Display`.
+pub(crate) fn code_of<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> String {
+    match err {
         SdkError::ServiceError(service) => service.err().code().unwrap_or("Unknown").to_owned(),
         SdkError::TimeoutError(_) => "Timeout".to_owned(),
         SdkError::DispatchFailure(_) => "DispatchFailure".to_owned(),
         SdkError::ResponseError(_) => "ResponseError".to_owned(),
         SdkError::ConstructionFailure(_) => "ConstructionFailure".to_owned(),
         _ => "Unknown".to_owned(),
-    };
-    StoreError::Backend { op, code }
+    }
 }
 
 /// The service error code, if the failure was a service answer.

@@ -44,12 +44,13 @@ impl EventBridgePublisher {
             if attempt > 0 {
                 tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
             }
-            let out = match self
-                .client
-                .put_events()
-                .set_entries(Some(pending.iter().map(|e| self.entry(e)).collect()))
-                .send()
-                .await
+            let out = match crate::retry::send(OP, || {
+                self.client
+                    .put_events()
+                    .set_entries(Some(pending.iter().map(|e| self.entry(e)).collect()))
+                    .send()
+            })
+            .await
             {
                 Ok(out) => out,
                 Err(e) if attempt + 1 < ATTEMPTS => {

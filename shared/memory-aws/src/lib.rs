@@ -7,6 +7,7 @@ pub mod config;
 pub mod dynamo;
 pub mod error;
 pub mod eventbridge;
+pub(crate) mod retry;
 pub mod s3;
 pub mod sqs;
 

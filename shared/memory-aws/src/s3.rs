@@ -44,16 +44,17 @@ impl S3ArchiveStore {
         let mut ids = Vec::new();
         let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
         loop {
-            let out = self
-                .client
-                .list_object_versions()
-                .bucket(&self.bucket)
-                .prefix(key.as_str())
-                .set_key_marker(key_marker.take())
-                .set_version_id_marker(version_marker.take())
-                .send()
-                .await
-                .map_err(|e| backend(OP, &e))?;
+            let out = crate::retry::send(OP, || {
+                self.client
+                    .list_object_versions()
+                    .bucket(&self.bucket)
+                    .prefix(key.as_str())
+                    .set_key_marker(key_marker.take())
+                    .set_version_id_marker(version_marker.take())
+                    .send()
+            })
+            .await
+            .map_err(|e| backend(OP, &e))?;
             let wanted = |k: Option<&str>, latest: Option<bool>| {
                 k == Some(key.as_str()) && (with_latest || latest != Some(true))
             };
@@ -85,14 +86,16 @@ impl S3ArchiveStore {
         key: &ObjectKey,
         version: Option<String>,
     ) -> Result<(), StoreError> {
-        self.client
-            .delete_object()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .set_version_id(version)
-            .send()
-            .await
-            .map_err(|e| backend("delete", &e))?;
+        crate::retry::send("delete", || {
+            self.client
+                .delete_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .set_version_id(version.clone())
+                .send()
+        })
+        .await
+        .map_err(|e| backend("delete", &e))?;
         Ok(())
     }
 
@@ -103,7 +106,7 @@ impl S3ArchiveStore {
     fn put(
         &self,
         key: &ObjectKey,
-        body: Vec<u8>,
+        body: &[u8],
         kind: ObjectKind,
         content_type: &str,
     ) -> aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder {
@@ -113,7 +116,7 @@ impl S3ArchiveStore {
             .key(key.as_str())
             .content_type(content_type)
             .tagging(format!("{KIND_TAG}={}", kind.as_str()))
-            .body(ByteStream::from(body))
+            .body(ByteStream::from(body.to_vec()))
     }
 }
 
@@ -126,11 +129,12 @@ impl ArchiveStore for S3ArchiveStore {
         kind: ObjectKind,
         content_type: &str,
     ) -> Result<PutOutcome, StoreError> {
-        match self
-            .put(key, body, kind, content_type)
-            .if_none_match("*")
-            .send()
-            .await
+        match crate::retry::send("put_if_absent", || {
+            self.put(key, &body, kind, content_type)
+                .if_none_match("*")
+                .send()
+        })
+        .await
         {
             Ok(_) => Ok(PutOutcome::Created),
             Err(e) if precondition_failed(service_code(&e)) => Ok(PutOutcome::AlreadyExists),
@@ -147,12 +151,15 @@ impl ArchiveStore for S3ArchiveStore {
         expect: Expect,
     ) -> Result<String, StoreError> {
         const OP: &str = "put_expecting";
-        let request = self.put(key, body, kind, content_type);
-        let request = match expect {
-            Expect::Absent => request.if_none_match("*"),
-            Expect::ETag(etag) => request.if_match(etag),
+        let attempt = || {
+            let request = self.put(key, &body, kind, content_type);
+            match &expect {
+                Expect::Absent => request.if_none_match("*"),
+                Expect::ETag(etag) => request.if_match(etag),
+            }
+            .send()
         };
-        match request.send().await {
+        match crate::retry::send(OP, attempt).await {
             Ok(out) => out.e_tag().map(str::to_owned).ok_or(StoreError::Backend {
                 op: OP,
                 code: "MissingETag".into(),
@@ -164,13 +171,14 @@ impl ArchiveStore for S3ArchiveStore {
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
         const OP: &str = "get";
-        let out = match self
-            .client
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key.as_str())
-            .send()
-            .await
+        let out = match crate::retry::send(OP, || {
+            self.client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .send()
+        })
+        .await
         {
             Ok(out) => out,
             Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => {
@@ -213,15 +221,16 @@ impl ArchiveStore for S3ArchiveStore {
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let out = self
-                .client
-                .list_objects_v2()
-                .bucket(&self.bucket)
-                .prefix(&full)
-                .set_continuation_token(token.take())
-                .send()
-                .await
-                .map_err(|e| backend("list", &e))?;
+            let out = crate::retry::send("list", || {
+                self.client
+                    .list_objects_v2()
+                    .bucket(&self.bucket)
+                    .prefix(&full)
+                    .set_continuation_token(token.take())
+                    .send()
+            })
+            .await
+            .map_err(|e| backend("list", &e))?;
             keys.extend(
                 out.contents()
                     .iter()

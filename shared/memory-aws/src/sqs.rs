@@ -56,13 +56,14 @@ impl JobQueue for SqsJobQueue {
                             })
                     })
                     .collect::<Result<Vec<_>, _>>()?;
-                let out = match self
-                    .client
-                    .send_message_batch()
-                    .queue_url(&self.queue_url)
-                    .set_entries(Some(entries))
-                    .send()
-                    .await
+                let out = match crate::retry::send(OP, || {
+                    self.client
+                        .send_message_batch()
+                        .queue_url(&self.queue_url)
+                        .set_entries(Some(entries.clone()))
+                        .send()
+                })
+                .await
                 {
                     Ok(out) => out,
                     Err(e) if attempt + 1 < ATTEMPTS => {

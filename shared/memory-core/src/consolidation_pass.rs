@@ -184,7 +184,10 @@ impl Consolidator {
                     }
                     known.insert(merged.entry.id.clone(), merged);
                 }
-                Err(StoreError::Conflict { .. }) => {
+                // A write raced this merge, or the store stayed busy through the adapter's
+                // retries: skip this one merge (its members are untouched, all or nothing) and
+                // leave the work pending for the next pass, rather than abandon the others.
+                Err(StoreError::Conflict { .. } | StoreError::Unavailable { .. }) => {
                     failed.push(merge.merged.id.clone());
                     report.merges_skipped += 1;
                 }

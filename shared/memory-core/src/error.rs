@@ -10,7 +10,12 @@ pub enum StoreError {
     /// A conditional write lost: the item changed or already existed.
     #[error("conditional write rejected during {op}")]
     Conflict { op: &'static str },
-    /// The backend failed or is unreachable; `code` is the backend's error code.
+    /// The backend throttled, lost a transaction race (`TransactionConflict`), answered 5xx or
+    /// could not be reached, and kept doing so through the adapter's retries until the
+    /// invocation's deadline: the same request can succeed later. `code` is the backend's code.
+    #[error("backend unavailable during {op}: {code}")]
+    Unavailable { op: &'static str, code: String },
+    /// The backend failed in a way a retry does not fix; `code` is the backend's error code.
     #[error("backend failure during {op}: {code}")]
     Backend { op: &'static str, code: String },
     /// A stored item could not be decoded (schema drift or manual edit); `key` is the item key.

@@ -9,6 +9,7 @@ pub mod capabilities;
 pub mod commitment_firing;
 pub mod consolidation_pass;
 pub mod cursor;
+pub mod deadline;
 pub mod dream;
 pub mod error;
 pub mod events;
