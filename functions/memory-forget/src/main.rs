@@ -30,8 +30,8 @@ async fn main() -> Result<(), Error> {
             return lambda_adapter::serve_http(payload, claim, |request| async move {
                 memory_api::forget_api::handle_http(
                     forgetter,
-                    &request.method,
-                    request.tenant_claim.as_deref(),
+                    &request.head.method,
+                    request.head.tenant_claim.as_deref(),
                     &request.body,
                 )
                 .await

@@ -21,7 +21,7 @@ async fn main() -> Result<(), Error> {
     let (api, claim) = (&api, claim.as_str());
     lambda_adapter::run(|event| {
         lambda_adapter::serve_http(event, claim, |request| async move {
-            api.handle(&request.read_request()).await
+            api.handle(&request.head).await
         })
     })
     .await

@@ -127,7 +127,7 @@ fn bench(c: &mut Criterion) {
             let text = std::str::from_utf8(&raw_event).unwrap_or_default();
             let event = memory_api::decode::json(text).unwrap_or_else(|e| panic!("decode: {e:?}"));
             let response = lambda_adapter::serve_http(event, "tenant_id", |request| async move {
-                api.handle(&request.read_request()).await
+                api.handle(&request.head).await
             })
             .await
             .unwrap_or_else(|e| panic!("serve: {e:?}"));

@@ -80,26 +80,12 @@ pub fn is_http_event(payload: &Value) -> bool {
         .is_some()
 }
 
-/// An API Gateway request as the handlers use it.
+/// An API Gateway request as the handlers use it: method, path, query and verified tenant
+/// claim (what the read API routes on), and the body (what forget decodes).
 #[derive(Clone, Debug, Default)]
 pub struct HttpRequest {
-    pub method: String,
-    pub path: String,
-    pub query: HashMap<String, String>,
-    /// The tenant claim of the verified JWT, when it is a non-empty string.
-    pub tenant_claim: Option<String>,
+    pub head: ReadRequest,
     pub body: String,
-}
-
-impl HttpRequest {
-    pub fn read_request(&self) -> ReadRequest {
-        ReadRequest {
-            method: self.method.clone(),
-            path: self.path.clone(),
-            query: self.query.clone(),
-            tenant_claim: self.tenant_claim.clone(),
-        }
-    }
 }
 
 /// Decodes a payload 2.0 event. The claims are read from the raw JSON first: API Gateway sends
@@ -120,7 +106,7 @@ pub fn http_request(mut event: Value, claim: &str) -> Result<HttpRequest, WireEr
         .filter(|v| !v.is_empty())
         .map(str::to_owned);
     let typed: ApiGatewayV2httpRequest = decode::typed(event, "event")?;
-    let query = typed
+    let query: HashMap<String, String> = typed
         .query_string_parameters
         .iter()
         .map(|(k, v)| (k.to_owned(), v.to_owned()))
@@ -133,14 +119,16 @@ pub fn http_request(mut event: Value, claim: &str) -> Result<HttpRequest, WireEr
         typed.body.clone().unwrap_or_default()
     };
     Ok(HttpRequest {
-        method: typed.request_context.http.method.as_str().to_owned(),
-        path: typed
-            .raw_path
-            .clone()
-            .or_else(|| typed.request_context.http.path.clone())
-            .unwrap_or_default(),
-        query,
-        tenant_claim,
+        head: ReadRequest {
+            method: typed.request_context.http.method.as_str().to_owned(),
+            path: typed
+                .raw_path
+                .clone()
+                .or_else(|| typed.request_context.http.path.clone())
+                .unwrap_or_default(),
+            query,
+            tenant_claim,
+        },
         body,
     })
 }

@@ -53,10 +53,6 @@ impl EventBridgePublisher {
             .await
             {
                 Ok(out) => out,
-                Err(e) if attempt + 1 < ATTEMPTS => {
-                    tracing::warn!(error = %backend(OP, &e), attempt, "put_events failed, retrying");
-                    continue;
-                }
                 Err(e) => return Err(backend(OP, &e)),
             };
             if out.failed_entry_count() == 0 {

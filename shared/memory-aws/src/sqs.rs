@@ -66,10 +66,6 @@ impl JobQueue for SqsJobQueue {
                 .await
                 {
                     Ok(out) => out,
-                    Err(e) if attempt + 1 < ATTEMPTS => {
-                        tracing::warn!(error = %backend(OP, &e), attempt, "send_message_batch failed, retrying");
-                        continue;
-                    }
                     Err(e) => return Err(backend(OP, &e)),
                 };
                 let failed: Vec<&str> = out.failed().iter().map(|f| f.id()).collect();

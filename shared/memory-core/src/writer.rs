@@ -153,9 +153,14 @@ pub fn registry_from(secrets: &[SecretInput]) -> Result<SecretRegistry, CoreErro
     Ok(registry)
 }
 
+/// The schema path of one entry's field, as error messages name it.
+fn entry_field(index: usize, name: &str) -> String {
+    format!("entries[{index}].{name}")
+}
+
 /// Validates one entry against the documented bounds, with nothing of its text in the error.
 fn validate_entry(index: usize, input: &EntryInput, now: Timestamp) -> Result<NewEntry, CoreError> {
-    let field = |name: &str| format!("entries[{index}].{name}");
+    let field = |name: &str| entry_field(index, name);
     if input.content.is_empty() {
         return Err(CoreError::invalid(field("content"), "must not be empty"));
     }
@@ -222,7 +227,7 @@ fn redact_entry(
     entry: &mut NewEntry,
     redactor: &Redactor,
 ) -> Result<usize, CoreError> {
-    let field = |name: &str| format!("entries[{index}].{name}");
+    let field = |name: &str| entry_field(index, name);
     let (content, mut count) = redactor.redact_counting(&entry.content);
     if let std::borrow::Cow::Owned(c) = content {
         entry.content = c;
