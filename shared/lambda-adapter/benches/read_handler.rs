@@ -2,12 +2,14 @@
 //! Gateway event decode -> routing, CTI-1 gate, cursor, TTL/tag re-checks -> response encode.
 //! The store is a stub that hands back a prebuilt page, so only our code is measured.
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
 use memory_api::read_api::ReadApi;
 use memory_core::capabilities::HOST_MODEL;
+use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{EntryStore, Page, PageQuery, SystemClock, WorkKind, WorkState};
 use memory_core::reader::MemoryReader;
@@ -18,8 +20,33 @@ struct PrebuiltPage(Page);
 
 #[async_trait]
 impl EntryStore for PrebuiltPage {
-    async fn put_entries(&self, _: &[StoredEntry]) -> Result<(), StoreError> {
+    async fn put_entries_completing(
+        &self,
+        _: &[StoredEntry],
+        _: Option<&Completion>,
+    ) -> Result<(), StoreError> {
         Ok(())
+    }
+    async fn claim_key(&self, _: &KeyClaim) -> Result<Claim, StoreError> {
+        Err(StoreError::Conflict { op: "claim_key" })
+    }
+    async fn release_key(&self, _: &IdempotencyKey, _: &str) -> Result<(), StoreError> {
+        Ok(())
+    }
+    async fn complete_key(&self, _: &Completion) -> Result<(), StoreError> {
+        Ok(())
+    }
+    async fn delete_completing(&self, _: &EntryKey, _: &Completion) -> Result<bool, StoreError> {
+        Ok(false)
+    }
+    async fn tombstone(&self, _: &[EntryKey], _: Timestamp) -> Result<(), StoreError> {
+        Ok(())
+    }
+    async fn tombstones(&self, _: &MemoryRef) -> Result<BTreeSet<String>, StoreError> {
+        Ok(BTreeSet::new())
+    }
+    async fn begin_work(&self, _: &MemoryRef, _: WorkKind) -> Result<WorkState, StoreError> {
+        Ok(WorkState::default())
     }
     async fn list_page(&self, _: &MemoryRef, _: &PageQuery) -> Result<Page, StoreError> {
         Ok(self.0.clone())

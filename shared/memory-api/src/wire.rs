@@ -146,6 +146,14 @@ impl From<&CoreError> for WireError {
             CoreError::TokenBudgetExceeded => {
                 WireError::new(422, "token_budget_exceeded", e.to_string())
             }
+            CoreError::IdempotencyInFlight => {
+                let mut w = WireError::new(409, "idempotency_in_flight", e.to_string());
+                w.retry_after = Some(CONFLICT_RETRY_AFTER_SECONDS);
+                w
+            }
+            CoreError::IdempotencyKeyMismatch => {
+                WireError::new(409, "idempotency_key_mismatch", e.to_string())
+            }
             // A conditional write lost a race: the same request succeeds after a short wait.
             CoreError::Store(StoreError::Conflict { .. }) => {
                 let mut w = WireError::new(
@@ -220,6 +228,18 @@ mod tests {
                 CoreError::TokenBudgetExceeded,
                 422,
                 "token_budget_exceeded",
+                None,
+            ),
+            (
+                CoreError::IdempotencyInFlight,
+                409,
+                "idempotency_in_flight",
+                None,
+            ),
+            (
+                CoreError::IdempotencyKeyMismatch,
+                409,
+                "idempotency_key_mismatch",
                 None,
             ),
             (

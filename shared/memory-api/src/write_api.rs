@@ -14,6 +14,9 @@ pub struct DeleteRequest {
     pub tenant_id: String,
     pub memory_ref: String,
     pub id: String,
+    /// Makes the delete's answer stable across retries (README §Idempotent writes).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// `op` is read first and the rest decoded as that operation's request, so a field error names
@@ -44,6 +47,7 @@ pub async fn handle(writer: &MemoryWriter, payload: Value) -> Result<Value, Wire
                 memory_ref = %ref_hash(&put.memory_ref),
                 written = out.written.len(),
                 redactions = out.redactions,
+                replayed = out.replayed,
                 "put"
             );
             Ok(json!(out))
@@ -51,7 +55,12 @@ pub async fn handle(writer: &MemoryWriter, payload: Value) -> Result<Value, Wire
         Some("delete") => {
             let delete: DeleteRequest = decode::typed(Value::Object(fields), "")?;
             let deleted = writer
-                .delete(&delete.tenant_id, &delete.memory_ref, &delete.id)
+                .delete(
+                    &delete.tenant_id,
+                    &delete.memory_ref,
+                    &delete.id,
+                    delete.idempotency_key.as_deref(),
+                )
                 .await?;
             tracing::info!(memory_ref = %ref_hash(&delete.memory_ref), deleted, "delete");
             Ok(json!({ "deleted": deleted }))

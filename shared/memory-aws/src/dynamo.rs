@@ -12,7 +12,15 @@
 //! Work markers, one item per (ref, kind) at sk `W#dream` / `W#consolidate`: `dirtyVersion`
 //! counts writes that created work; `dirtyPartition` (`{kind}#{shard}`) and `dirtySince` are
 //! present only while work is pending, which makes `byDirtyRef` a sparse index of exactly the
-//! refs a fan-out must visit; `watermarkMs` is the last finished pass's high-water mark.
+//! refs a fan-out must visit; `watermarkMs` is the last finished pass's high-water mark;
+//! `passRunning` is set while a pass reads the ref. A write marks the ref after its transaction,
+//! with a conditional update that applies only when the ref is not pending or a pass is running,
+//! so concurrent writers never put the marker into each other's transactions (on DynamoDB that
+//! is a `TransactionConflict` for all but one) and a dirty period costs one marker write.
+//!
+//! Tombstones (forget's fence, `memory_core::forget`): sk `T#{entryId}` in the entry's
+//! partition, TTL'd. Idempotency records: pk `{tenantId}#K#{keyDigest}`, sk `K` (never a valid
+//! ref partition, still under the tenant's leading key), TTL'd after the key's window.
 //!
 //! Reads are strongly consistent (read-your-writes); the `bySubject` index can only be read
 //! eventually consistently, which forget accepts (see README).
@@ -27,6 +35,7 @@ use aws_sdk_dynamodb::types::{
 };
 use aws_sdk_dynamodb::Client;
 
+use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{
     work_shard, EntryStore, Page, PageQuery, WorkKind, WorkState, MAX_ENTRIES_PER_PUT,
@@ -40,6 +49,8 @@ use crate::error::backend;
 pub const SUBJECT_INDEX: &str = "bySubject";
 pub const DIRTY_INDEX: &str = "byDirtyRef";
 const ENTRY_PREFIX: &str = "E#";
+const TOMBSTONE_PREFIX: &str = "T#";
+const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -198,16 +209,40 @@ fn decode(item: &Item) -> Result<StoredEntry, StoreError> {
     })
 }
 
-fn is_condition_failure(err: &SdkError<TransactWriteItemsError, impl std::fmt::Debug>) -> bool {
+/// Which items of a cancelled transaction failed their condition (in request order); `None`
+/// unless the transaction was cancelled for a failed condition.
+fn failed_conditions(
+    err: &SdkError<TransactWriteItemsError, impl std::fmt::Debug>,
+) -> Option<Vec<bool>> {
     match err {
         SdkError::ServiceError(service) => match service.err() {
-            TransactWriteItemsError::TransactionCanceledException(t) => t
-                .cancellation_reasons()
-                .iter()
-                .any(|r| r.code() == Some("ConditionalCheckFailed")),
-            _ => false,
+            TransactWriteItemsError::TransactionCanceledException(t) => {
+                let failed: Vec<bool> = t
+                    .cancellation_reasons()
+                    .iter()
+                    .map(|r| r.code() == Some("ConditionalCheckFailed"))
+                    .collect();
+                failed.iter().any(|f| *f).then_some(failed)
+            }
+            _ => None,
         },
-        _ => false,
+        _ => None,
+    }
+}
+
+/// A transaction that did not apply: cancelled by failed conditions (which items), or another
+/// failure already mapped to the core's error.
+enum TxError {
+    Conditions(Vec<bool>),
+    Store(StoreError),
+}
+
+impl TxError {
+    fn into_store(self, op: &'static str) -> StoreError {
+        match self {
+            TxError::Conditions(_) => StoreError::Conflict { op },
+            TxError::Store(e) => e,
+        }
     }
 }
 
@@ -238,11 +273,48 @@ fn is_transaction_race(err: &SdkError<TransactWriteItemsError, impl std::fmt::De
     }
 }
 
+fn key_record_key(key: &IdempotencyKey) -> Item {
+    HashMap::from([
+        (
+            "pk".to_owned(),
+            s(format!("{}#K#{}", key.tenant().as_str(), key.digest())),
+        ),
+        ("sk".to_owned(), s("K")),
+    ])
+}
+
+fn decode_key_record(item: &Item) -> Option<KeyRecord> {
+    Some(KeyRecord {
+        payload: get_s(item, "payload")?.to_owned(),
+        attempt: get_s(item, "attempt")?.to_owned(),
+        first_attempt_at: Timestamp::from_millis(get_n(item, "firstAttemptMs")?),
+        lease_until: Timestamp::from_millis(get_n(item, "leaseUntilMs")?),
+        result: get_s(item, "result").map(str::to_owned),
+    })
+}
+
 fn marker_key(r: &MemoryRef, kind: WorkKind) -> Item {
     HashMap::from([
         ("pk".to_owned(), s(partition_key(r))),
         ("sk".to_owned(), s(format!("W#{}", kind.as_str()))),
     ])
+}
+
+fn work_state_of(item: &Item) -> WorkState {
+    WorkState {
+        version: get_n(item, "dirtyVersion").and_then(|v| u64::try_from(v).ok()),
+        pending: item.contains_key("dirtyPartition"),
+        watermark: get_n(item, "watermarkMs").map(Timestamp::from_millis),
+        running: item.contains_key("passRunning"),
+    }
+}
+
+/// Wall-clock milliseconds, for the informational `passRunning` stamp only.
+fn wall_clock_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
 }
 
 fn dirty_partition(kind: WorkKind, shard: u8) -> String {
@@ -302,32 +374,96 @@ impl DynamoEntryStore {
         DynamoEntryStore { client, table }
     }
 
-    /// The marker update that records new work for `r` in the write's transaction.
-    fn mark_work(
+    /// Records new work for `r` after a write, touching the marker only when the ref is not
+    /// pending yet or a pass is reading it (see the module doc). A failure here is logged, not
+    /// returned: the entries are durable, and failing the call would invite a duplicate; the
+    /// entry then waits for the ref's next write to be marked.
+    async fn mark_work(&self, r: &MemoryRef, kind: WorkKind, since: Timestamp) {
+        const OP: &str = "mark_work";
+        let result = crate::retry::send(OP, || {
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(marker_key(r, kind)))
+                .update_expression(
+                    "SET dirtyPartition = :p, dirtySince = if_not_exists(dirtySince, :since) ADD dirtyVersion :one",
+                )
+                .condition_expression(
+                    "attribute_not_exists(dirtyPartition) OR attribute_exists(passRunning)",
+                )
+                .expression_attribute_values(":p", s(dirty_partition(kind, work_shard(r))))
+                .expression_attribute_values(
+                    ":since",
+                    s(format!("{:013}", since.as_millis().max(0))),
+                )
+                .expression_attribute_values(":one", n(1))
+                .send()
+        })
+        .await;
+        match result {
+            Ok(_) => {}
+            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
+            Err(e) => tracing::error!(
+                code = %crate::error::code_of(&e),
+                kind = kind.as_str(),
+                "work marker not updated; the ref's next write marks it"
+            ),
+        }
+    }
+
+    /// The conditional update that records `completion` on its key inside a transaction.
+    fn complete_item(
         &self,
-        r: &MemoryRef,
-        kind: WorkKind,
-        since: Timestamp,
+        op: &'static str,
+        completion: &Completion,
     ) -> Result<TransactWriteItem, StoreError> {
         let update = Update::builder()
             .table_name(&self.table)
-            .set_key(Some(marker_key(r, kind)))
-            .update_expression(
-                "SET dirtyPartition = :p, dirtySince = if_not_exists(dirtySince, :since) ADD dirtyVersion :one",
-            )
-            .expression_attribute_values(":p", s(dirty_partition(kind, work_shard(r))))
-            .expression_attribute_values(":since", s(format!("{:013}", since.as_millis().max(0))))
-            .expression_attribute_values(":one", n(1))
+            .set_key(Some(key_record_key(&completion.key)))
+            .update_expression("SET #r = :r")
+            .condition_expression("attempt = :a AND attribute_not_exists(#r)")
+            .expression_attribute_names("#r", "result")
+            .expression_attribute_values(":r", s(&completion.result))
+            .expression_attribute_values(":a", s(&completion.attempt))
             .build()
-            .map_err(|_| build_error("put_entries"))?;
+            .map_err(|_| build_error(op))?;
         Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    async fn read_key(&self, key: &IdempotencyKey) -> Result<Option<KeyRecord>, StoreError> {
+        const OP: &str = "read_key";
+        let out = crate::retry::send(OP, || {
+            self.client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(key_record_key(key)))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        match out.item() {
+            None => Ok(None),
+            Some(item) => decode_key_record(item)
+                .map(Some)
+                .ok_or(StoreError::Corrupt {
+                    key: format!("idempotency record {}", key.digest()),
+                }),
+        }
+    }
+
+    /// Whether `completion` is already recorded (an earlier attempt of this call applied it).
+    async fn completed(&self, completion: &Completion) -> Result<bool, StoreError> {
+        Ok(self.read_key(&completion.key).await?.is_some_and(|r| {
+            r.attempt == completion.attempt && r.result.as_deref() == Some(&completion.result)
+        }))
     }
 
     async fn transact(
         &self,
         op: &'static str,
         items: Vec<TransactWriteItem>,
-    ) -> Result<(), StoreError> {
+    ) -> Result<(), TxError> {
         crate::retry::send_classified(
             op,
             || {
@@ -340,15 +476,15 @@ impl DynamoEntryStore {
         )
         .await
         .map_err(|err| {
-            if is_condition_failure(&err) {
-                StoreError::Conflict { op }
+            if let Some(failed) = failed_conditions(&err) {
+                TxError::Conditions(failed)
             } else if is_transaction_race(&err) {
-                StoreError::Unavailable {
+                TxError::Store(StoreError::Unavailable {
                     op,
                     code: "TransactionConflict".into(),
-                }
+                })
             } else {
-                backend(op, &err)
+                TxError::Store(backend(op, &err))
             }
         })?;
         Ok(())
@@ -372,7 +508,11 @@ impl DynamoEntryStore {
 
 #[async_trait]
 impl EntryStore for DynamoEntryStore {
-    async fn put_entries(&self, entries: &[StoredEntry]) -> Result<(), StoreError> {
+    async fn put_entries_completing(
+        &self,
+        entries: &[StoredEntry],
+        completion: Option<&Completion>,
+    ) -> Result<(), StoreError> {
         const OP: &str = "put_entries";
         if entries.is_empty() {
             return Ok(());
@@ -383,9 +523,32 @@ impl EntryStore for DynamoEntryStore {
                 code: "TooManyItems".into(),
             });
         }
-        let mut items = Vec::with_capacity(entries.len() + 2);
+        let mut items = Vec::with_capacity(entries.len() + 1);
         for e in entries {
             items.push(self.put_if_absent(OP, e)?);
+        }
+        if let Some(c) = completion {
+            items.push(self.complete_item(OP, c)?);
+        }
+        match self.transact(OP, items).await {
+            Ok(()) => {}
+            // New ids are never taken, so a failed "not exists" condition on every entry with
+            // this very revision (and this attempt's result on the key) means an earlier
+            // attempt of this same call was applied and its answer lost (a broken connection,
+            // then a retry): that is success.
+            Err(TxError::Conditions(_))
+                if self.all_present(entries).await?
+                    && match completion {
+                        Some(c) => self.completed(c).await?,
+                        None => true,
+                    } =>
+            {
+                tracing::info!(
+                    entries = entries.len(),
+                    "put already applied by an earlier attempt"
+                );
+            }
+            Err(e) => return Err(e.into_store(OP)),
         }
         let mut marks: BTreeMap<(MemoryRef, WorkKind), Timestamp> = BTreeMap::new();
         for e in entries {
@@ -395,21 +558,218 @@ impl EntryStore for DynamoEntryStore {
             *since = (*since).min(e.entry.created_at);
         }
         for ((r, kind), since) in &marks {
-            items.push(self.mark_work(r, *kind, *since)?);
+            self.mark_work(r, *kind, *since).await;
         }
-        match self.transact(OP, items).await {
-            // New ids are never taken, so a failed "not exists" condition on every entry with
-            // this very revision means an earlier attempt of this same call was applied and
-            // its answer lost (a broken connection, then a retry): that is success.
-            Err(StoreError::Conflict { .. }) if self.all_present(entries).await? => {
-                tracing::info!(
-                    entries = entries.len(),
-                    "put already applied by an earlier attempt"
-                );
-                Ok(())
+        Ok(())
+    }
+
+    async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {
+        const OP: &str = "claim_key";
+        let ttl = claim.expires_at.epoch_seconds_ceil();
+        for _ in 0..3 {
+            // 1. A new key, or one whose window is over: a fresh record.
+            let mut item = key_record_key(&claim.key);
+            item.insert("payload".into(), s(&claim.payload));
+            item.insert("attempt".into(), s(&claim.attempt));
+            item.insert("firstAttemptMs".into(), n(claim.now.as_millis()));
+            item.insert("leaseUntilMs".into(), n(claim.lease_until.as_millis()));
+            item.insert("expiresAtMs".into(), n(claim.expires_at.as_millis()));
+            item.insert("ttl".into(), n(ttl));
+            let fresh = crate::retry::send(OP, || {
+                self.client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(item.clone()))
+                    .condition_expression("attribute_not_exists(pk) OR expiresAtMs <= :now")
+                    .expression_attribute_values(":now", n(claim.now.as_millis()))
+                    .send()
+            })
+            .await;
+            match fresh {
+                Ok(_) => {
+                    return Ok(Claim::Acquired {
+                        first_attempt_at: claim.now,
+                    })
+                }
+                Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
+                Err(e) => return Err(backend(OP, &e)),
             }
-            other => other,
+            // 2. Taking over a holder whose lease ran out, same payload, no result yet; the
+            //    first attempt's instant stays, so the entries (and their ids) stay the same.
+            let takeover = crate::retry::send(OP, || {
+                self.client
+                    .update_item()
+                    .table_name(&self.table)
+                    .set_key(Some(key_record_key(&claim.key)))
+                    .update_expression(
+                        "SET attempt = :a, leaseUntilMs = :l, expiresAtMs = :e, #ttl = :t",
+                    )
+                    .condition_expression(
+                        "attribute_not_exists(#r) AND leaseUntilMs <= :now AND payload = :p",
+                    )
+                    .expression_attribute_names("#r", "result")
+                    .expression_attribute_names("#ttl", "ttl")
+                    .expression_attribute_values(":a", s(&claim.attempt))
+                    .expression_attribute_values(":l", n(claim.lease_until.as_millis()))
+                    .expression_attribute_values(":e", n(claim.expires_at.as_millis()))
+                    .expression_attribute_values(":t", n(ttl))
+                    .expression_attribute_values(":now", n(claim.now.as_millis()))
+                    .expression_attribute_values(":p", s(&claim.payload))
+                    .return_values(ReturnValue::AllNew)
+                    .send()
+            })
+            .await;
+            match takeover {
+                Ok(out) => {
+                    let first = out
+                        .attributes()
+                        .and_then(|a| get_n(a, "firstAttemptMs"))
+                        .map_or(claim.now, Timestamp::from_millis);
+                    return Ok(Claim::Acquired {
+                        first_attempt_at: first,
+                    });
+                }
+                Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
+                Err(e) => return Err(backend(OP, &e)),
+            }
+            // 3. Someone holds it; if that someone is this attempt (an answer was lost), it
+            //    is ours. A record that vanished in between (TTL) is claimed afresh.
+            match self.read_key(&claim.key).await? {
+                Some(r) if r.attempt == claim.attempt && r.result.is_none() => {
+                    return Ok(Claim::Acquired {
+                        first_attempt_at: r.first_attempt_at,
+                    })
+                }
+                Some(r) => return Ok(Claim::Held(r)),
+                None => continue,
+            }
         }
+        Err(StoreError::Conflict { op: OP })
+    }
+
+    async fn complete_key(&self, completion: &Completion) -> Result<(), StoreError> {
+        const OP: &str = "complete_key";
+        let out = crate::retry::send(OP, || {
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key_record_key(&completion.key)))
+                .update_expression("SET #r = :r")
+                .condition_expression("attempt = :a AND attribute_not_exists(#r)")
+                .expression_attribute_names("#r", "result")
+                .expression_attribute_values(":r", s(&completion.result))
+                .expression_attribute_values(":a", s(&completion.attempt))
+                .send()
+        })
+        .await;
+        match out {
+            Ok(_) => Ok(()),
+            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
+                if self.completed(completion).await? {
+                    Ok(())
+                } else {
+                    Err(StoreError::Conflict { op: OP })
+                }
+            }
+            Err(e) => Err(backend(OP, &e)),
+        }
+    }
+
+    async fn release_key(&self, key: &IdempotencyKey, attempt: &str) -> Result<(), StoreError> {
+        const OP: &str = "release_key";
+        let out = crate::retry::send(OP, || {
+            self.client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(key_record_key(key)))
+                .condition_expression("attempt = :a AND attribute_not_exists(#r)")
+                .expression_attribute_names("#r", "result")
+                .expression_attribute_values(":a", s(attempt))
+                .send()
+        })
+        .await;
+        match out {
+            Ok(_) => Ok(()),
+            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => Ok(()),
+            Err(e) => Err(backend(OP, &e)),
+        }
+    }
+
+    async fn delete_completing(
+        &self,
+        key: &EntryKey,
+        completion: &Completion,
+    ) -> Result<bool, StoreError> {
+        const OP: &str = "delete";
+        let delete = Delete::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(key)))
+            .condition_expression("attribute_exists(pk)")
+            .build()
+            .map_err(|_| build_error(OP))?;
+        let items = vec![
+            TransactWriteItem::builder().delete(delete).build(),
+            self.complete_item(OP, completion)?,
+        ];
+        match self.transact(OP, items).await {
+            Ok(()) => Ok(true),
+            Err(TxError::Conditions(failed)) => {
+                // This attempt's result already recorded: an earlier try applied and its
+                // answer was lost.
+                if self.completed(completion).await? {
+                    return Ok(true);
+                }
+                if failed.get(1).copied().unwrap_or(false) {
+                    // The key is held by another attempt now.
+                    return Err(StoreError::Conflict { op: OP });
+                }
+                Ok(false)
+            }
+            Err(e) => Err(e.into_store(OP)),
+        }
+    }
+
+    async fn tombstone(&self, keys: &[EntryKey], until: Timestamp) -> Result<(), StoreError> {
+        const OP: &str = "tombstone";
+        for key in keys {
+            let mut item = HashMap::from([
+                ("pk".to_owned(), s(partition_key(&key.memory_ref))),
+                ("sk".to_owned(), s(format!("{TOMBSTONE_PREFIX}{}", key.id))),
+            ]);
+            item.insert("ttl".into(), n(until.epoch_seconds_ceil()));
+            crate::retry::send(OP, || {
+                self.client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(item.clone()))
+                    .send()
+            })
+            .await
+            .map_err(|e| backend(OP, &e))?;
+        }
+        Ok(())
+    }
+
+    async fn tombstones(
+        &self,
+        memory_ref: &MemoryRef,
+    ) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        let request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(partition_key(memory_ref)))
+            .expression_attribute_values(":prefix", s(TOMBSTONE_PREFIX))
+            .projection_expression("sk")
+            .consistent_read(true);
+        let (items, _) = query_all(request, "tombstones").await?;
+        Ok(items
+            .iter()
+            .filter_map(|i| get_s(i, "sk"))
+            .filter_map(|sk| sk.strip_prefix(TOMBSTONE_PREFIX))
+            .map(str::to_owned)
+            .collect())
     }
 
     async fn list_page(
@@ -538,7 +898,7 @@ impl EntryStore for DynamoEntryStore {
         if items.is_empty() {
             return Ok(());
         }
-        self.transact(OP, items).await
+        self.transact(OP, items).await.map_err(|e| e.into_store(OP))
     }
 
     async fn work_state(
@@ -556,14 +916,28 @@ impl EntryStore for DynamoEntryStore {
         })
         .await
         .map_err(|e| backend("work_state", &e))?;
-        Ok(out
-            .item()
-            .map(|item| WorkState {
-                version: get_n(item, "dirtyVersion").and_then(|v| u64::try_from(v).ok()),
-                pending: item.contains_key("dirtyPartition"),
-                watermark: get_n(item, "watermarkMs").map(Timestamp::from_millis),
-            })
-            .unwrap_or_default())
+        Ok(out.item().map(work_state_of).unwrap_or_default())
+    }
+
+    async fn begin_work(
+        &self,
+        memory_ref: &MemoryRef,
+        kind: WorkKind,
+    ) -> Result<WorkState, StoreError> {
+        const OP: &str = "begin_work";
+        let out = crate::retry::send(OP, || {
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(marker_key(memory_ref, kind)))
+                .update_expression("SET passRunning = :now")
+                .expression_attribute_values(":now", n(wall_clock_ms()))
+                .return_values(ReturnValue::AllNew)
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        Ok(out.attributes().map(work_state_of).unwrap_or_default())
     }
 
     async fn finish_work(
@@ -602,15 +976,18 @@ impl EntryStore for DynamoEntryStore {
             .update_item()
             .table_name(&self.table)
             .set_key(Some(marker_key(memory_ref, kind)))
-            .update_expression("REMOVE dirtyPartition, dirtySince");
+            .update_expression("REMOVE dirtyPartition, dirtySince, passRunning");
         let clear = match version {
             Some(v) => clear
                 .condition_expression("dirtyVersion = :v")
                 .expression_attribute_values(":v", n(i64::try_from(v).unwrap_or(i64::MAX))),
             None => clear.condition_expression("attribute_not_exists(dirtyVersion)"),
         };
+        let clear = clear.return_values(ReturnValue::UpdatedOld);
         match crate::retry::send(OP, || clear.clone().send()).await {
-            Ok(_) => Ok(true),
+            Ok(out) => Ok(out
+                .attributes()
+                .is_some_and(|old| old.contains_key("dirtyPartition"))),
             Err(e) if crate::error::service_code(&e) == Some("ConditionalCheckFailedException") => {
                 Ok(false)
             }

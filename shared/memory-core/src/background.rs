@@ -3,8 +3,25 @@
 //! table Scan) and queues one job per ref, so ten thousand refs spread over Lambda concurrency
 //! through the queue instead of running in one long invocation.
 
-use crate::error::CoreError;
-use crate::ports::{EntryStore, Job, JobQueue, WorkKind, WORK_SHARDS};
+use crate::error::{CoreError, StoreError};
+use crate::ports::{EntryStore, Job, JobQueue, WorkKind, WorkState, WORK_SHARDS};
+
+/// The work state a pass starts from. Only a pending ref needs the pass recorded as running
+/// (`EntryStore::begin_work`): writers skip the marker only while the ref is pending, so on a
+/// ref that is not pending every write bumps the version anyway, and a pass over an unchanged
+/// ref stays free of writes.
+pub async fn begin_pass(
+    store: &dyn EntryStore,
+    memory_ref: &memory_guard::MemoryRef,
+    kind: WorkKind,
+) -> Result<WorkState, StoreError> {
+    let state = store.work_state(memory_ref, kind).await?;
+    if state.pending {
+        store.begin_work(memory_ref, kind).await
+    } else {
+        Ok(state)
+    }
+}
 
 /// Jobs go to the queue in chunks this size (SQS `SendMessageBatch` takes at most 10).
 const ENQUEUE_CHUNK: usize = 10;

@@ -19,10 +19,11 @@ use commitments::{Condition, State, TimeZoneSpec, Transition};
 use crate::consolidation_pass::snapshot;
 use crate::error::{CoreError, StoreError};
 use crate::events::{DomainEvent, ForgetCounts};
-use crate::forget::ForgetHook;
+use crate::forget::{Fence, ForgetHook};
 use crate::model::{is_valid_entry_id, EntryKey, SubjectKey};
 use crate::ports::{
-    Clock, CommitmentStore, EntryStore, EventPublisher, Outbox, StoredCommitment, DUE_SHARDS,
+    Clock, CommitmentKey, CommitmentStore, EntryStore, EventPublisher, Outbox, StoredCommitment,
+    DUE_SHARDS,
 };
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId, TenantScope};
@@ -126,7 +127,10 @@ impl CommitmentService {
         let mut report = CommitmentReport::default();
         let now = self.clock.now();
         let mut observed_at = now;
-        if is_valid_entry_id(entry_id) {
+        // Forget's fence (`forget.rs`): nothing is inferred from a tombstoned entry, and
+        // what was inferred while a forget began is removed again below.
+        let fence = Fence::read(self.entries.as_ref(), &memory_ref).await?;
+        if is_valid_entry_id(entry_id) && fence.admits(entry_id) {
             let key = EntryKey {
                 memory_ref: memory_ref.clone(),
                 id: entry_id.to_owned(),
@@ -139,6 +143,7 @@ impl CommitmentService {
                         .await?;
                 }
             }
+            self.sweep_if_fenced(&fence, &memory_ref).await?;
         }
         self.evaluate_predicates(&memory_ref, observed_at, &mut report)
             .await?;
@@ -153,14 +158,36 @@ impl CommitmentService {
     ) -> Result<CommitmentReport, CoreError> {
         let memory_ref = admit(tenant_id, raw_ref)?;
         let now = self.clock.now();
-        let entries = snapshot(self.entries.as_ref(), &memory_ref, now).await?;
+        let fence = Fence::read(self.entries.as_ref(), &memory_ref).await?;
+        let mut entries = snapshot(self.entries.as_ref(), &memory_ref, now).await?;
+        entries.retain(|e| fence.admits(&e.entry.id));
         let mut report = CommitmentReport {
             inferred: self.infer_and_store(&memory_ref, &entries).await?,
             ..Default::default()
         };
+        self.sweep_if_fenced(&fence, &memory_ref).await?;
         self.evaluate_predicates(&memory_ref, now, &mut report)
             .await?;
         Ok(report)
+    }
+
+    /// After inferring: if a forget began since `fence` was read, commitments of the ref
+    /// inferred from a tombstoned entry are deleted (the forget may have looked before they
+    /// were stored).
+    async fn sweep_if_fenced(
+        &self,
+        fence: &Fence,
+        memory_ref: &MemoryRef,
+    ) -> Result<(), CoreError> {
+        if let Some(tombstoned) = fence.breached(self.entries.as_ref(), memory_ref).await? {
+            let removed =
+                delete_inferred_from(self.commitments.as_ref(), memory_ref, &tombstoned).await?;
+            tracing::info!(
+                removed,
+                "commitment inference fenced by a concurrent forget"
+            );
+        }
+        Ok(())
     }
 
     async fn infer_and_store(
@@ -380,8 +407,33 @@ fn corrupt(_: commitments::CommitmentError) -> CoreError {
     })
 }
 
+/// Deletes the commitments of `memory_ref` inferred from any entry in `ids`; returns how many.
+async fn delete_inferred_from(
+    store: &dyn CommitmentStore,
+    memory_ref: &MemoryRef,
+    ids: &std::collections::BTreeSet<String>,
+) -> Result<usize, CoreError> {
+    let mut removed = 0;
+    for c in store.for_ref(memory_ref).await? {
+        if c.commitment
+            .source_entry_ids
+            .iter()
+            .any(|id| ids.contains(id))
+        {
+            let key = CommitmentKey {
+                memory_ref: memory_ref.clone(),
+                id: c.commitment.id.clone(),
+            };
+            removed += usize::from(store.delete(&key).await?);
+        }
+    }
+    Ok(removed)
+}
+
 /// Forget removes commitments inferred from the subject's entries: their predicate tags are the
-/// user's words, so the records are deleted rather than kept as cancelled.
+/// user's words, so the records are deleted rather than kept as cancelled. They are found by
+/// subject, and also by source entry in each affected ref (a strongly consistent read, which
+/// the fence argument of `forget.rs` relies on; the subject index is eventually consistent).
 pub struct CommitmentForgetHook(pub Arc<dyn CommitmentStore>);
 
 #[async_trait::async_trait]
@@ -390,13 +442,24 @@ impl ForgetHook for CommitmentForgetHook {
         &self,
         tenant: &TenantId,
         subject: &SubjectKey,
-        _forgotten: &[EntryKey],
+        forgotten: &[EntryKey],
     ) -> Result<ForgetCounts, CoreError> {
         let mut counts = ForgetCounts::default();
         for key in self.0.find_by_subject(tenant, subject).await? {
             if key.memory_ref.tenant() == tenant && self.0.delete(&key).await? {
                 counts.cancelled_commitments += 1;
             }
+        }
+        let mut by_ref: BTreeMap<MemoryRef, std::collections::BTreeSet<String>> = BTreeMap::new();
+        for k in forgotten.iter().filter(|k| k.memory_ref.tenant() == tenant) {
+            by_ref
+                .entry(k.memory_ref.clone())
+                .or_default()
+                .insert(k.id.clone());
+        }
+        for (memory_ref, ids) in by_ref {
+            counts.cancelled_commitments +=
+                delete_inferred_from(self.0.as_ref(), &memory_ref, &ids).await?;
         }
         Ok(counts)
     }

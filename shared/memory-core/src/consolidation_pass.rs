@@ -13,6 +13,7 @@ use consolidation::{Entry, Settings};
 
 use crate::error::{CoreError, StoreError};
 use crate::events::DomainEvent;
+use crate::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
 use crate::model::{EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use crate::ports::{Clock, EntryStore, EventPublisher, PageQuery, WorkKind};
 use crate::time::Timestamp;
@@ -110,15 +111,16 @@ impl Consolidator {
         let memory_ref = TenantScope::new(tenant)
             .admit(raw_ref)
             .ok_or(CoreError::RefNotAdmitted)?;
-        let state = self
-            .store
-            .work_state(&memory_ref, WorkKind::Consolidate)
-            .await?;
+        let state =
+            crate::background::begin_pass(self.store.as_ref(), &memory_ref, WorkKind::Consolidate)
+                .await?;
+        // Forget's fence (`forget.rs`): tombstoned entries are never merged.
+        let fence = Fence::read(self.store.as_ref(), &memory_ref).await?;
         let now = self.clock.now();
         let corpus: Vec<StoredEntry> = snapshot(self.store.as_ref(), &memory_ref, now)
             .await?
             .into_iter()
-            .filter(|e| e.tier == Tier::LongTerm)
+            .filter(|e| e.tier == Tier::LongTerm && fence.admits(&e.entry.id))
             .collect();
         let inputs: Vec<Entry> = corpus.iter().map(to_input).collect();
         let plan = consolidation::plan(&inputs, &self.settings);
@@ -194,12 +196,30 @@ impl Consolidator {
                 Err(e) => return Err(e.into()),
             }
         }
-        if state.pending && report.merges_skipped == 0 {
-            self.store
+        // A forget began during the pass: what was merged from a forgotten entry goes (the
+        // merged entry's provenance names it), and the work stays pending.
+        if let Some(mut tombstoned) = fence.breached(self.store.as_ref(), &memory_ref).await? {
+            let until = now.plus_millis(TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
+            let swept =
+                forget_derived_entries(self.store.as_ref(), &memory_ref, &mut tombstoned, until)
+                    .await?;
+            tracing::info!(
+                tenant = %memory_ref.tenant(),
+                deleted_entries = swept,
+                "consolidation fenced by a concurrent forget"
+            );
+            report.merges_skipped += 1;
+            return Ok(report);
+        }
+        // Whether this pass took the ref out of the pending index: of two duplicate passes
+        // (at-least-once delivery) only one does, and only it announces a pass without merges.
+        let finished = state.pending
+            && report.merges_skipped == 0
+            && self
+                .store
                 .finish_work(&memory_ref, WorkKind::Consolidate, state.version, None)
                 .await?;
-        }
-        if report.merges_applied > 0 || state.pending {
+        if report.merges_applied > 0 || finished {
             let event = DomainEvent::memory_consolidated(
                 &memory_ref,
                 report.input_count,

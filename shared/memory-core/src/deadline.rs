@@ -30,6 +30,14 @@ fn now_ms() -> u64 {
         .unwrap_or(0)
 }
 
+/// The current invocation's deadline (epoch milliseconds), when a runtime set one.
+pub fn invocation_deadline_ms() -> Option<i64> {
+    match DEADLINE_MS.load(Ordering::Relaxed) {
+        0 => None,
+        ms => i64::try_from(ms).ok(),
+    }
+}
+
 /// How long a store call may keep retrying from now: until the answer margin before the
 /// invocation's deadline, and never more than [`DEFAULT_RETRY_BUDGET`].
 pub fn retry_budget() -> Duration {

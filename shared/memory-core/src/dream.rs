@@ -23,7 +23,10 @@ use serde_json::json;
 use crate::consolidation_pass::snapshot;
 use crate::error::{CoreError, StoreError};
 use crate::events::{DomainEvent, EventType, ForgetCounts};
-use crate::forget::ForgetHook;
+use crate::forget::{Fence, ForgetHook};
+use crate::idempotency::{
+    new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, DEFAULT_KEY_TTL_SECONDS,
+};
 use crate::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use crate::ports::{
     ArchiveStore, Clock, EntryStore, EventPublisher, Expect, ObjectKey, ObjectKind, PutOutcome,
@@ -36,6 +39,8 @@ use memory_guard::{MemoryRef, Redactor, TenantId, TenantScope};
 pub const MAX_TOKEN_BUDGET: u32 = 128_000;
 /// Tries of the index compare-and-swap before the run gives up (and is retried).
 const INDEX_ATTEMPTS: usize = 8;
+/// How long a run that claimed a dream's announcement owns it before a retry may take over.
+const ANNOUNCE_LEASE_MILLIS: i64 = 30_000;
 /// `memory.compacted.sourceIds` is omitted past this many (RFC 0012 §B), `sourceCount` stays.
 const MAX_EVENT_SOURCE_IDS: usize = 100;
 
@@ -154,7 +159,11 @@ impl Dreamer {
             .admit(raw_ref)
             .ok_or(CoreError::RefNotAdmitted)?;
         let budget = Self::budget(token_budget);
-        let state = self.store.work_state(&memory_ref, WorkKind::Dream).await?;
+        let state =
+            crate::background::begin_pass(self.store.as_ref(), &memory_ref, WorkKind::Dream)
+                .await?;
+        // Forget's fence (`forget.rs`): tombstoned entries never enter the snapshot.
+        let fence = Fence::read(self.store.as_ref(), &memory_ref).await?;
         let now = self.clock.now();
         // Entries younger than the settle time may still have writes in flight with an earlier
         // createdAt; they wait for the next run, and the ref stays pending for it.
@@ -163,7 +172,7 @@ impl Dreamer {
             snapshot(self.store.as_ref(), &memory_ref, now)
                 .await?
                 .into_iter()
-                .filter(|e| e.tier == Tier::Transactional)
+                .filter(|e| e.tier == Tier::Transactional && fence.admits(&e.entry.id))
                 .filter(|e| state.watermark.is_none_or(|w| e.entry.created_at > w))
                 .partition(|e| e.entry.created_at <= cutoff);
         // A version no marker has: the watermark moves, the ref stays in the pending index.
@@ -280,8 +289,30 @@ impl Dreamer {
         // place and the watermark unmoved, and the retry repairs it.
         self.sync_markdown(&tenant, &memory_ref).await?;
 
-        // 4. Announce; a failure here leaves durable artefacts and an unmoved watermark, so
-        // the retry re-announces with the same event ids.
+        // After the last write: did a forget begin since the snapshot? Then this run removes
+        // what it derived from a forgotten entry, announces nothing and leaves the watermark,
+        // so the next run distils what is left.
+        if let Some(tombstoned) = fence.breached(self.store.as_ref(), &memory_ref).await? {
+            let swept = DerivedForgetHook {
+                store: self.store.clone(),
+                archives: self.archives.clone(),
+                clock: self.clock.clone(),
+            }
+            .sweep(&memory_ref, &tombstoned, &archive, &archive_key)
+            .await?;
+            tracing::info!(
+                tenant = %tenant,
+                deleted_entries = swept.deleted_entries,
+                deleted_archives = swept.deleted_archives,
+                "dream fenced by a concurrent forget"
+            );
+            report.status = "fenced";
+            return Ok(report);
+        }
+
+        // 4. Announce, once: a duplicate run of the same dream (SQS delivers at least once)
+        // finds the announcement claimed; a failure here leaves durable artefacts and an
+        // unmoved watermark, so the retry announces with the same event ids.
         let mut events = vec![DomainEvent::memory_compacted(
             &memory_ref,
             &archive,
@@ -296,7 +327,8 @@ impl Dreamer {
                 now,
             ));
         }
-        self.publisher.publish(&events).await?;
+        self.announce_once(&tenant, &archive.digest, &events, now)
+            .await?;
 
         // 5. Only now does the watermark move.
         self.store
@@ -324,6 +356,51 @@ impl Dreamer {
             "dream"
         );
         Ok(report)
+    }
+
+    /// Publishes `events` unless a run of the same dream already did (or is doing it right now:
+    /// then `IdempotencyInFlight`, and the job is retried after the other run's lease).
+    async fn announce_once(
+        &self,
+        tenant: &TenantId,
+        digest: &str,
+        events: &[DomainEvent],
+        now: Timestamp,
+    ) -> Result<(), CoreError> {
+        let Some(first) = events.first() else {
+            return Ok(());
+        };
+        let key = IdempotencyKey::internal(tenant, "announce", &first.event_id);
+        let claim = KeyClaim {
+            key: key.clone(),
+            payload: digest.to_owned(),
+            attempt: new_attempt(),
+            now,
+            lease_until: now.plus_millis(ANNOUNCE_LEASE_MILLIS),
+            expires_at: now.plus_millis(DEFAULT_KEY_TTL_SECONDS.saturating_mul(1000)),
+        };
+        match self.store.claim_key(&claim).await? {
+            Claim::Acquired { .. } => {
+                if let Err(e) = self.publisher.publish(events).await {
+                    // Give the claim back so the retry announces at once; if this fails too,
+                    // the retry waits for the lease.
+                    if let Err(release) = self.store.release_key(&key, &claim.attempt).await {
+                        tracing::warn!(error = %release, "announcement claim kept until its lease");
+                    }
+                    return Err(e.into());
+                }
+                self.store
+                    .complete_key(&Completion {
+                        key,
+                        attempt: claim.attempt,
+                        result: "published".into(),
+                    })
+                    .await?;
+                Ok(())
+            }
+            Claim::Held(record) if record.result.is_some() => Ok(()),
+            Claim::Held(_) => Err(CoreError::IdempotencyInFlight),
+        }
     }
 
     /// Best-effort removal of what a failed run created; a failure here is logged, and the
@@ -462,71 +539,119 @@ impl ForgetHook for DerivedForgetHook {
             .map(|k| k.memory_ref.clone())
             .filter(|r| r.tenant() == tenant)
             .collect();
-        let now = self.clock.now();
         for memory_ref in refs {
             let mut gone: BTreeSet<String> = forgotten
                 .iter()
                 .filter(|k| k.memory_ref == memory_ref)
                 .map(|k| k.id.clone())
                 .collect();
-            // Derived entries, to a fixed point: a merge of a distilled entry carries both.
-            let entries = snapshot(
-                self.store.as_ref(),
-                &memory_ref,
-                Timestamp::from_millis(i64::MIN),
-            )
-            .await?;
-            loop {
-                let derived: Vec<EntryKey> = entries
-                    .iter()
-                    .filter(|e| !gone.contains(&e.entry.id))
-                    .filter(|e| e.provenance.iter().any(|p| gone.contains(p)))
-                    .map(StoredEntry::key)
-                    .collect();
-                if derived.is_empty() {
-                    break;
-                }
-                counts.deleted_entries += self.store.delete_many(&derived).await?;
-                gone.extend(derived.into_iter().map(|k| k.id));
-            }
-            // Archives built from any of them.
-            let reference = memory_ref.to_string();
-            let prefix = distill::keys::archive_prefix(&reference).map_err(distill_error)?;
-            let relative = prefix
-                .strip_prefix(tenant.as_str())
-                .and_then(|p| p.strip_prefix('/'))
-                .unwrap_or_default();
-            let mut removed_keys: BTreeSet<String> = BTreeSet::new();
-            for key in self.archives.list(tenant, relative).await? {
-                let Some(object) = self.archives.get(&key).await? else {
-                    continue;
-                };
-                let Ok(archive) = distill::Archive::from_bytes(&object.body) else {
-                    continue;
-                };
-                if archive.source_ids.iter().any(|id| gone.contains(id))
-                    || gone.contains(&archive.output_entry_id)
-                {
-                    self.archives.delete(&key).await?;
-                    counts.deleted_archives += 1;
-                    if let Ok(k) = archive.key() {
-                        removed_keys.insert(k);
-                    }
-                }
-            }
-            if !removed_keys.is_empty()
-                && self
-                    .prune_index(tenant, &reference, &removed_keys, now)
-                    .await?
-            {
-                counts.rebuilt_indexes += 1;
-            }
+            counts += self.forget_in_ref(&memory_ref, &mut gone).await?;
         }
         Ok(counts)
     }
 }
 
 impl DerivedForgetHook {
+    /// Everything of one ref derived from `gone`: entries (to any depth, tombstoned first, see
+    /// `forget.rs`), then archives built from any of them, then their index lines.
+    pub async fn forget_in_ref(
+        &self,
+        memory_ref: &MemoryRef,
+        gone: &mut BTreeSet<String>,
+    ) -> Result<ForgetCounts, CoreError> {
+        let tenant = memory_ref.tenant();
+        let now = self.clock.now();
+        let until = now.plus_millis(crate::forget::TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
+        let mut counts = ForgetCounts {
+            deleted_entries: crate::forget::forget_derived_entries(
+                self.store.as_ref(),
+                memory_ref,
+                gone,
+                until,
+            )
+            .await?,
+            ..Default::default()
+        };
+        let reference = memory_ref.to_string();
+        let prefix = distill::keys::archive_prefix(&reference).map_err(distill_error)?;
+        let relative = prefix
+            .strip_prefix(tenant.as_str())
+            .and_then(|p| p.strip_prefix('/'))
+            .unwrap_or_default();
+        let mut removed_keys: BTreeSet<String> = BTreeSet::new();
+        for key in self.archives.list(tenant, relative).await? {
+            let Some(object) = self.archives.get(&key).await? else {
+                continue;
+            };
+            let Ok(archive) = distill::Archive::from_bytes(&object.body) else {
+                continue;
+            };
+            if archive.source_ids.iter().any(|id| gone.contains(id))
+                || gone.contains(&archive.output_entry_id)
+            {
+                self.archives.delete(&key).await?;
+                counts.deleted_archives += 1;
+                if let Ok(k) = archive.key() {
+                    removed_keys.insert(k);
+                }
+            }
+        }
+        if !removed_keys.is_empty()
+            && self
+                .prune_index(tenant, &reference, &removed_keys, now)
+                .await?
+        {
+            counts.rebuilt_indexes += 1;
+        }
+        Ok(counts)
+    }
+
+    /// A dream's own sweep after its fence was breached (`forget.rs`): if any of its sources is
+    /// tombstoned, what it wrote goes (output entry, archive, index line), whether or not a
+    /// forget already took some of it; then everything else derived from the tombstoned ids.
+    async fn sweep(
+        &self,
+        memory_ref: &MemoryRef,
+        tombstoned: &BTreeSet<String>,
+        own: &distill::Archive,
+        own_key: &ObjectKey,
+    ) -> Result<ForgetCounts, CoreError> {
+        let mut gone = tombstoned.clone();
+        let mut counts = ForgetCounts::default();
+        if own.source_ids.iter().any(|id| gone.contains(id)) {
+            let output = EntryKey {
+                memory_ref: memory_ref.clone(),
+                id: own.output_entry_id.clone(),
+            };
+            let until = self
+                .clock
+                .now()
+                .plus_millis(crate::forget::TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
+            self.store
+                .tombstone(std::slice::from_ref(&output), until)
+                .await?;
+            counts.deleted_entries += usize::from(self.store.delete(&output).await?);
+            gone.insert(output.id);
+            self.archives.delete(own_key).await?;
+            if let Ok(k) = own.key() {
+                let removed = BTreeSet::from([k]);
+                if self
+                    .prune_index(
+                        memory_ref.tenant(),
+                        &memory_ref.to_string(),
+                        &removed,
+                        self.clock.now(),
+                    )
+                    .await?
+                {
+                    counts.rebuilt_indexes += 1;
+                }
+            }
+        }
+        counts += self.forget_in_ref(memory_ref, &mut gone).await?;
+        Ok(counts)
+    }
+
     async fn prune_index(
         &self,
         tenant: &TenantId,

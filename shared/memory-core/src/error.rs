@@ -45,6 +45,12 @@ pub enum CoreError {
     NotFound,
     #[error("token budget exceeded")]
     TokenBudgetExceeded,
+    /// A request with this idempotency key is still being processed.
+    #[error("a request with this idempotency key is still in progress; retry after the delay")]
+    IdempotencyInFlight,
+    /// The idempotency key was used before with a different payload.
+    #[error("this idempotency key was used with a different request")]
+    IdempotencyKeyMismatch,
     #[error(transparent)]
     Store(#[from] StoreError),
 }

@@ -3,17 +3,109 @@
 //! another tenant is a different key and stays untouched. Data derived from entries (archives,
 //! index lines, commitments) registers a `ForgetHook`, which sees the forgotten entry keys and
 //! reports its own counts; the `memory.forgotten` event carries only the subject's digest.
+//!
+//! ## The fence: forget against passes running at the same time
+//!
+//! A dream, consolidation or commitment pass reads entries, then writes what it derived from
+//! them (an entry, an archive, an index line, a commitment). A forget running meanwhile could
+//! look for derived data before the pass wrote it, and delete the sources after the pass read
+//! them: the derived data would keep the subject's text. Two rules close that window.
+//!
+//! - Forget (`F`) writes a tombstone for every entry it forgets *before* it looks for anything
+//!   derived from it, and every derived entry it finds is tombstoned before it is deleted and
+//!   before the next look (`forget_derived_entries` loops until a look finds nothing new).
+//! - Every pass (`P`) reads the ref's tombstones before its snapshot and leaves tombstoned
+//!   entries out; after its last write it reads them again, and if any appeared it sweeps: it
+//!   removes what it wrote from a tombstoned source and runs the same derived-data removal
+//!   for every tombstoned id, then ends without moving its watermark (the next run redoes the
+//!   work without the forgotten entries).
+//!
+//! Why nothing survives: let `A` be something `P` wrote from an entry `w` that `F` forgets, so
+//! `w` was in `P`'s snapshot and hence not yet tombstoned when `P` read the tombstones (read 1).
+//! `F` tombstones `w` (write `t_w`) and afterwards looks for what derives from `w` (look `l_w`).
+//! All reads are strongly consistent (DynamoDB consistent reads, S3 strong read-after-write), so
+//! either `A` was written before `l_w` read its location, and `F` finds and removes it, or it was
+//! written after, which is after `t_w`; then `P`'s second tombstone read, which follows its last
+//! write, sees `w`, and `P` removes `A` itself. The sweep tombstones what it removes, so a third
+//! pass that read `A` meanwhile is caught by the same argument one level down.
+//!
+//! Tombstones live for [`TOMBSTONE_TTL_SECONDS`], far longer than a pass can run (Lambda stops
+//! every invocation within 15 minutes).
 
+use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::error::CoreError;
+use crate::consolidation_pass::snapshot;
+use crate::error::{CoreError, StoreError};
 use crate::events::{DomainEvent, ForgetCounts};
-use crate::model::{EntryKey, SubjectKey};
+use crate::model::{EntryKey, StoredEntry, SubjectKey};
 use crate::ports::{Clock, EntryStore, EventPublisher};
+use crate::time::Timestamp;
 use crate::writer::MAX_SUBJECT_BYTES;
-use memory_guard::TenantId;
+use memory_guard::{MemoryRef, TenantId};
+
+/// How long a tombstone fences passes (see the module doc): a day, against passes that last
+/// minutes at most.
+pub const TOMBSTONE_TTL_SECONDS: i64 = 24 * 60 * 60;
+
+/// Deletes every entry of `memory_ref` derived (through provenance, to any depth) from an id in
+/// `gone`, tombstoning each before deleting it and looking again after every round, so the last
+/// look comes after the last tombstone. Returns the ids removed and grows `gone` with them.
+pub async fn forget_derived_entries(
+    store: &dyn EntryStore,
+    memory_ref: &MemoryRef,
+    gone: &mut BTreeSet<String>,
+    until: Timestamp,
+) -> Result<usize, StoreError> {
+    let mut deleted = 0;
+    loop {
+        let entries = snapshot(store, memory_ref, Timestamp::from_millis(i64::MIN)).await?;
+        let derived: Vec<EntryKey> = entries
+            .iter()
+            .filter(|e| !gone.contains(&e.entry.id))
+            .filter(|e| e.provenance.iter().any(|p| gone.contains(p)))
+            .map(StoredEntry::key)
+            .collect();
+        if derived.is_empty() {
+            return Ok(deleted);
+        }
+        store.tombstone(&derived, until).await?;
+        deleted += store.delete_many(&derived).await?;
+        gone.extend(derived.into_iter().map(|k| k.id));
+    }
+}
+
+/// The tombstones a pass reads before its snapshot, and the check after its last write.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fence {
+    before: BTreeSet<String>,
+}
+
+impl Fence {
+    pub async fn read(store: &dyn EntryStore, memory_ref: &MemoryRef) -> Result<Self, StoreError> {
+        Ok(Fence {
+            before: store.tombstones(memory_ref).await?,
+        })
+    }
+
+    /// Whether a snapshot may use this entry.
+    pub fn admits(&self, id: &str) -> bool {
+        !self.before.contains(id)
+    }
+
+    /// After the pass's last write: the ref's tombstones if a forget began since `read`
+    /// (the pass must sweep), `None` if not.
+    pub async fn breached(
+        &self,
+        store: &dyn EntryStore,
+        memory_ref: &MemoryRef,
+    ) -> Result<Option<BTreeSet<String>>, StoreError> {
+        let now = store.tombstones(memory_ref).await?;
+        Ok((!now.is_subset(&self.before)).then_some(now))
+    }
+}
 
 /// Something derived from entries that must forget with them.
 #[async_trait]
@@ -86,6 +178,12 @@ impl Forgetter {
                 }
             }
         }
+        // The fence (module doc): tombstones before any look for derived data.
+        let until = self
+            .clock
+            .now()
+            .plus_millis(TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
+        self.store.tombstone(&entries, until).await?;
         // Hooks first: if one fails, the subject's entries are still there, so a retried
         // forget finds them (and their lineage) again and finishes the job.
         let mut counts = ForgetCounts::default();

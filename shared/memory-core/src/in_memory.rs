@@ -11,6 +11,7 @@ use sha2::{Digest, Sha256};
 
 use crate::error::StoreError;
 use crate::events::DomainEvent;
+use crate::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
 use crate::model::{hex, EntryKey, StoredEntry, SubjectKey};
 use crate::ports::{
     due_shard, work_shard, ArchiveStore, Clock, CommitmentKey, CommitmentStore, DueRead,
@@ -100,13 +101,34 @@ struct WorkItem {
     version: u64,
     pending_since: Option<i64>,
     watermark: Option<Timestamp>,
+    running: bool,
 }
 
 #[derive(Debug, Default)]
 pub struct InMemoryEntryStore {
     refs: Mutex<BTreeMap<MemoryRef, BTreeMap<String, StoredEntry>>>,
     work: Mutex<BTreeMap<(MemoryRef, WorkKind), WorkItem>>,
+    keys: Mutex<BTreeMap<IdempotencyKey, (KeyRecord, Timestamp)>>,
+    tombstones: Mutex<BTreeMap<MemoryRef, BTreeMap<String, Timestamp>>>,
     pub calls: CallCounter,
+}
+
+/// Whether `completion` may be recorded: its attempt holds the key and has not finished.
+fn completion_holds(
+    keys: &BTreeMap<IdempotencyKey, (KeyRecord, Timestamp)>,
+    completion: &Completion,
+) -> bool {
+    keys.get(&completion.key)
+        .is_some_and(|(r, _)| r.attempt == completion.attempt && r.result.is_none())
+}
+
+fn record_completion(
+    keys: &mut BTreeMap<IdempotencyKey, (KeyRecord, Timestamp)>,
+    completion: &Completion,
+) {
+    if let Some((r, _)) = keys.get_mut(&completion.key) {
+        r.result = Some(completion.result.clone());
+    }
 }
 
 impl InMemoryEntryStore {
@@ -125,7 +147,11 @@ impl InMemoryEntryStore {
 
 #[async_trait]
 impl EntryStore for InMemoryEntryStore {
-    async fn put_entries(&self, entries: &[StoredEntry]) -> Result<(), StoreError> {
+    async fn put_entries_completing(
+        &self,
+        entries: &[StoredEntry],
+        completion: Option<&Completion>,
+    ) -> Result<(), StoreError> {
         self.calls.call("put_entries")?;
         if entries.len() > MAX_ENTRIES_PER_PUT {
             return Err(StoreError::Backend {
@@ -134,35 +160,165 @@ impl EntryStore for InMemoryEntryStore {
             });
         }
         let mut refs = lock(&self.refs);
+        let mut keys = lock(&self.keys);
         let taken = entries.iter().any(|e| {
             refs.get(&e.memory_ref)
                 .is_some_and(|m| m.contains_key(&e.entry.id))
         });
         let mut seen = std::collections::HashSet::new();
-        if taken || !entries.iter().all(|e| seen.insert(e.key())) {
+        let key_held = completion.is_none_or(|c| completion_holds(&keys, c));
+        if taken || !key_held || !entries.iter().all(|e| seen.insert(e.key())) {
             return Err(StoreError::Conflict { op: "put_entries" });
         }
-        let mut work = lock(&self.work);
         for e in entries {
             refs.entry(e.memory_ref.clone())
                 .or_default()
                 .insert(e.entry.id.clone(), e.clone());
         }
+        if let Some(c) = completion {
+            record_completion(&mut keys, c);
+        }
+        drop((refs, keys));
+        // After the write, like the DynamoDB adapter: only a ref not yet pending (or one a pass
+        // is reading) has its marker touched.
+        let mut work = lock(&self.work);
         let marks: std::collections::BTreeSet<(MemoryRef, WorkKind)> = entries
             .iter()
             .map(|e| (e.memory_ref.clone(), WorkKind::for_tier(e.tier)))
             .collect();
-        for (mark, since) in marks.into_iter().map(|m| {
-            (
-                m,
-                entries.iter().map(|e| e.entry.created_at.as_millis()).min(),
-            )
-        }) {
+        let since = entries.iter().map(|e| e.entry.created_at.as_millis()).min();
+        for mark in marks {
             let item = work.entry(mark).or_default();
-            item.version += 1;
-            item.pending_since = item.pending_since.or(since);
+            if item.pending_since.is_none() || item.running {
+                self.calls.hit("mark_work");
+                item.version += 1;
+                item.pending_since = item.pending_since.or(since);
+            }
         }
         Ok(())
+    }
+
+    async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {
+        self.calls.call("claim_key")?;
+        let mut keys = lock(&self.keys);
+        let fresh = (
+            KeyRecord {
+                payload: claim.payload.clone(),
+                attempt: claim.attempt.clone(),
+                first_attempt_at: claim.now,
+                lease_until: claim.lease_until,
+                result: None,
+            },
+            claim.expires_at,
+        );
+        match keys.get_mut(&claim.key) {
+            None => {
+                keys.insert(claim.key.clone(), fresh);
+                Ok(Claim::Acquired {
+                    first_attempt_at: claim.now,
+                })
+            }
+            Some((_, expires)) if *expires <= claim.now => {
+                keys.insert(claim.key.clone(), fresh);
+                Ok(Claim::Acquired {
+                    first_attempt_at: claim.now,
+                })
+            }
+            Some((r, expires))
+                if r.result.is_none()
+                    && r.lease_until <= claim.now
+                    && r.payload == claim.payload =>
+            {
+                r.attempt = claim.attempt.clone();
+                r.lease_until = claim.lease_until;
+                *expires = claim.expires_at;
+                Ok(Claim::Acquired {
+                    first_attempt_at: r.first_attempt_at,
+                })
+            }
+            // The same attempt again (its answer was lost on the way): still its own.
+            Some((r, _)) if r.attempt == claim.attempt && r.result.is_none() => {
+                Ok(Claim::Acquired {
+                    first_attempt_at: r.first_attempt_at,
+                })
+            }
+            Some((r, _)) => Ok(Claim::Held(r.clone())),
+        }
+    }
+
+    async fn complete_key(&self, completion: &Completion) -> Result<(), StoreError> {
+        self.calls.call("complete_key")?;
+        let mut keys = lock(&self.keys);
+        let done_already = keys.get(&completion.key).is_some_and(|(r, _)| {
+            r.attempt == completion.attempt && r.result.as_ref() == Some(&completion.result)
+        });
+        if done_already {
+            return Ok(());
+        }
+        if !completion_holds(&keys, completion) {
+            return Err(StoreError::Conflict { op: "complete_key" });
+        }
+        record_completion(&mut keys, completion);
+        Ok(())
+    }
+
+    async fn release_key(&self, key: &IdempotencyKey, attempt: &str) -> Result<(), StoreError> {
+        self.calls.call("release_key")?;
+        let mut keys = lock(&self.keys);
+        if keys
+            .get(key)
+            .is_some_and(|(r, _)| r.attempt == attempt && r.result.is_none())
+        {
+            keys.remove(key);
+        }
+        Ok(())
+    }
+
+    async fn delete_completing(
+        &self,
+        key: &EntryKey,
+        completion: &Completion,
+    ) -> Result<bool, StoreError> {
+        self.calls.call("delete")?;
+        let mut refs = lock(&self.refs);
+        let mut keys = lock(&self.keys);
+        let exists = refs
+            .get(&key.memory_ref)
+            .is_some_and(|m| m.contains_key(&key.id));
+        if !exists {
+            return Ok(false);
+        }
+        if !completion_holds(&keys, completion) {
+            return Err(StoreError::Conflict { op: "delete" });
+        }
+        if let Some(m) = refs.get_mut(&key.memory_ref) {
+            m.remove(&key.id);
+        }
+        record_completion(&mut keys, completion);
+        Ok(true)
+    }
+
+    async fn tombstone(&self, keys: &[EntryKey], until: Timestamp) -> Result<(), StoreError> {
+        self.calls.call("tombstone")?;
+        let mut stones = lock(&self.tombstones);
+        for k in keys {
+            stones
+                .entry(k.memory_ref.clone())
+                .or_default()
+                .insert(k.id.clone(), until);
+        }
+        Ok(())
+    }
+
+    async fn tombstones(
+        &self,
+        memory_ref: &MemoryRef,
+    ) -> Result<std::collections::BTreeSet<String>, StoreError> {
+        self.calls.call("tombstones")?;
+        Ok(lock(&self.tombstones)
+            .get(memory_ref)
+            .map(|m| m.keys().cloned().collect())
+            .unwrap_or_default())
     }
 
     async fn list_page(
@@ -289,8 +445,26 @@ impl EntryStore for InMemoryEntryStore {
                 version: Some(w.version),
                 pending: w.pending_since.is_some(),
                 watermark: w.watermark,
+                running: w.running,
             })
             .unwrap_or_default())
+    }
+
+    async fn begin_work(
+        &self,
+        memory_ref: &MemoryRef,
+        kind: WorkKind,
+    ) -> Result<WorkState, StoreError> {
+        self.calls.call("begin_work")?;
+        let mut work = lock(&self.work);
+        let w = work.entry((memory_ref.clone(), kind)).or_default();
+        w.running = true;
+        Ok(WorkState {
+            version: Some(w.version),
+            pending: w.pending_since.is_some(),
+            watermark: w.watermark,
+            running: true,
+        })
     }
 
     async fn finish_work(
@@ -308,10 +482,12 @@ impl EntryStore for InMemoryEntryStore {
             item.watermark = watermark;
         }
         let unchanged = version.is_none_or(|v| v == item.version);
+        let left = unchanged && item.pending_since.is_some();
         if unchanged {
             item.pending_since = None;
+            item.running = false;
         }
-        Ok(unchanged)
+        Ok(left)
     }
 
     async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {

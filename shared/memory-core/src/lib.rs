@@ -14,6 +14,7 @@ pub mod dream;
 pub mod error;
 pub mod events;
 pub mod forget;
+pub mod idempotency;
 pub mod in_memory;
 pub mod listing;
 pub mod model;

@@ -6,10 +6,12 @@ use async_trait::async_trait;
 
 use crate::error::StoreError;
 use crate::events::DomainEvent;
+use crate::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use crate::model::{EntryKey, StoredEntry, SubjectKey, Tier};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
 
 /// Upper bound the store accepts in one `put_entries` call: it must be a single all-or-nothing
 /// write (one DynamoDB `TransactWriteItems`, whose ceiling is 100 items, leaving room for the
@@ -65,6 +67,8 @@ pub struct WorkState {
     pub pending: bool,
     /// The newest source instant a finished pass has covered.
     pub watermark: Option<Timestamp>,
+    /// A pass has begun and not finished cleanly: every write bumps `version` meanwhile.
+    pub running: bool,
 }
 
 /// One page request against one memoryRef, newest first.
@@ -89,9 +93,53 @@ pub struct Page {
 #[async_trait]
 pub trait EntryStore: Send + Sync {
     /// Writes all entries or none, each only if its id is not taken yet (a retry of the same
-    /// ids cannot duplicate or overwrite), and in the same write marks each ref as waiting for
-    /// the work its entries' tiers create. At most `MAX_ENTRIES_PER_PUT` entries.
-    async fn put_entries(&self, entries: &[StoredEntry]) -> Result<(), StoreError>;
+    /// ids cannot duplicate or overwrite), then marks each ref as waiting for the work its
+    /// entries' tiers create. At most `MAX_ENTRIES_PER_PUT` entries.
+    async fn put_entries(&self, entries: &[StoredEntry]) -> Result<(), StoreError> {
+        self.put_entries_completing(entries, None).await
+    }
+
+    /// `put_entries`, recording `completion` on its idempotency key in the same all-or-nothing
+    /// write, conditional on the key still being held by `completion.attempt` (`Conflict`
+    /// otherwise, and then nothing was written). A failed condition caused by an earlier
+    /// attempt of this very call (its answer lost) is success.
+    ///
+    /// Marking work happens after the write, outside its transaction and only when the ref is
+    /// not pending yet or a pass is running (`begin_work`), so writers to one ref do not contend
+    /// on one item: N puts in one dirty period touch the marker once.
+    async fn put_entries_completing(
+        &self,
+        entries: &[StoredEntry],
+        completion: Option<&Completion>,
+    ) -> Result<(), StoreError>;
+
+    /// Claims an idempotency key for one attempt: acquires it when it is new, expired, or held
+    /// by an attempt whose lease ran out with the same payload; otherwise returns the record.
+    async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError>;
+
+    /// Records the result of a claim held by `completion.attempt`; `Conflict` when another
+    /// attempt holds it now. Recording the same result again is success.
+    async fn complete_key(&self, completion: &Completion) -> Result<(), StoreError>;
+
+    /// Gives a key back after its holder failed without writing, so a retry need not wait for
+    /// the lease (Powertools deletes its in-progress record the same way). Only the holding
+    /// attempt's unfinished record is removed; anything else is left alone.
+    async fn release_key(&self, key: &IdempotencyKey, attempt: &str) -> Result<(), StoreError>;
+
+    /// Deletes one entry and records `completion` in the same all-or-nothing write. `Ok(false)`
+    /// when the entry did not exist (nothing recorded; the caller records that answer).
+    async fn delete_completing(
+        &self,
+        key: &EntryKey,
+        completion: &Completion,
+    ) -> Result<bool, StoreError>;
+
+    /// Forget's fence (`forget.rs`): records that these entries are being forgotten, before
+    /// anything derived from them is looked for. Kept until `until`.
+    async fn tombstone(&self, keys: &[EntryKey], until: Timestamp) -> Result<(), StoreError>;
+
+    /// The ids of one ref that forget has tombstoned, read-your-writes consistent.
+    async fn tombstones(&self, memory_ref: &MemoryRef) -> Result<BTreeSet<String>, StoreError>;
 
     /// One page of one ref, newest first, read-your-writes consistent. A page examines at most
     /// `limit` items, so it may hold fewer entries than `limit` and still have a next page.
@@ -133,9 +181,19 @@ pub trait EntryStore: Send + Sync {
         kind: WorkKind,
     ) -> Result<WorkState, StoreError>;
 
-    /// Records a finished pass: moves the watermark (when given) and takes the ref out of the
-    /// pending-work index only if no write arrived since `version` was read. Returns whether
-    /// the ref left the index.
+    /// Starts a pass: from now on every write to the ref bumps the version (so `finish_work`
+    /// with the version returned here fails if any write landed during the pass), then returns
+    /// the state. A successful `finish_work` ends the pass.
+    async fn begin_work(
+        &self,
+        memory_ref: &MemoryRef,
+        kind: WorkKind,
+    ) -> Result<WorkState, StoreError>;
+
+    /// Records a finished pass: moves the watermark (when given) and, only if no write arrived
+    /// since `version` was read, ends the pass (`begin_work`) and takes the ref out of the
+    /// pending-work index. Returns whether the ref left the index (`false` when it was not in
+    /// it, so of two duplicate passes only one sees `true`).
     async fn finish_work(
         &self,
         memory_ref: &MemoryRef,

@@ -550,7 +550,10 @@ pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
         .await
         .expect("pending")
         .contains(&r));
-    // A write after the pass read the marker keeps the ref pending, but the watermark moves.
+    // A write while a pass runs (it began after the first write) keeps the ref pending, but
+    // the watermark moves.
+    let state = store.begin_work(&r, WorkKind::Dream).await.expect("begin");
+    assert!(state.running && state.pending);
     store
         .put_entries(&[entry(&r, 2, "y", &[])])
         .await
@@ -710,6 +713,267 @@ pub async fn archive_listing_is_tenant_scoped(archive: Arc<dyn ArchiveStore>) {
 
 /// Expands to one `#[tokio::test]` per check. `$store` and `$archive` are expressions (usually
 /// `fn` calls returning futures) that yield `Arc<dyn EntryStore>` / `Arc<dyn ArchiveStore>`.
+/// Writers to one ref do not serialise on its work marker: while the ref is pending and no
+/// pass runs, N more puts leave the marker untouched (one marker write per dirty period); once
+/// a pass has begun, every put is counted again so the pass cannot clear what it did not read.
+pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>) {
+    use crate::ports::WorkKind;
+    let t = fresh_tenant("hot");
+    let r = memory_ref(&t, "agent-1");
+    let n = 24u64;
+    let mut puts = tokio::task::JoinSet::new();
+    for i in 0..n {
+        let store = store.clone();
+        let e = entry(&r, 100 + i, "concurrent", &[]);
+        puts.spawn(async move { store.put_entries(&[e]).await });
+    }
+    while let Some(result) = puts.join_next().await {
+        result
+            .expect("task")
+            .expect("every concurrent put succeeds");
+    }
+    let state = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    assert!(state.pending);
+    assert_eq!(
+        state.version,
+        Some(1),
+        "{n} concurrent puts in one dirty period touch the marker once"
+    );
+    let begun = store.begin_work(&r, WorkKind::Dream).await.expect("begin");
+    for i in 0..3 {
+        store
+            .put_entries(&[entry(&r, 200 + i, "during the pass", &[])])
+            .await
+            .expect("put");
+    }
+    let during = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    assert_eq!(during.version, Some(4), "puts during a pass are counted");
+    assert!(!store
+        .finish_work(&r, WorkKind::Dream, begun.version, None)
+        .await
+        .expect("finish"));
+    assert!(
+        store
+            .work_state(&r, WorkKind::Dream)
+            .await
+            .expect("state")
+            .pending
+    );
+    assert!(store
+        .finish_work(&r, WorkKind::Dream, during.version, None)
+        .await
+        .expect("finish"));
+    let idle = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    assert!(
+        !idle.pending && !idle.running,
+        "a clean finish ends the pass"
+    );
+    // A new dirty period: the next put marks again, once.
+    store
+        .put_entries(&[entry(&r, 300, "next period", &[])])
+        .await
+        .expect("put");
+    store
+        .put_entries(&[entry(&r, 301, "next period", &[])])
+        .await
+        .expect("put");
+    assert_eq!(
+        store
+            .work_state(&r, WorkKind::Dream)
+            .await
+            .expect("state")
+            .version,
+        Some(5)
+    );
+}
+
+/// Idempotency records: claim, in-flight, mismatch, completion in the entries' write, replay,
+/// takeover after the lease with the first attempt's instant, release, and the fence on the
+/// completing write (an attempt that lost the key writes nothing).
+pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
+    use crate::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, Verdict};
+    let t = fresh_tenant("idem");
+    let r = memory_ref(&t, "agent-1");
+    let key = IdempotencyKey::parse(&t, "order-42/retry").expect("key");
+    let at = |ms: i64| Timestamp::from_millis(T0 + ms);
+    let claim = |attempt: &str, payload: &str, now: i64| KeyClaim {
+        key: key.clone(),
+        payload: payload.into(),
+        attempt: attempt.into(),
+        now: at(now),
+        lease_until: at(now + 1_000),
+        expires_at: at(now + 60_000),
+    };
+    let first = store.claim_key(&claim("a1", "p", 0)).await.expect("claim");
+    assert_eq!(
+        first,
+        Claim::Acquired {
+            first_attempt_at: at(0)
+        }
+    );
+    // The same attempt again (its answer was lost): still its own.
+    assert_eq!(
+        store.claim_key(&claim("a1", "p", 1)).await.expect("claim"),
+        Claim::Acquired {
+            first_attempt_at: at(0)
+        }
+    );
+    let Claim::Held(held) = store.claim_key(&claim("a2", "p", 10)).await.expect("claim") else {
+        panic!("a live holder keeps the key");
+    };
+    assert_eq!(held.verdict("p"), Verdict::InFlight);
+    assert_eq!(held.verdict("other"), Verdict::Mismatch);
+    // After the lease, a retry with the same payload takes over, keeping the first instant.
+    assert_eq!(
+        store
+            .claim_key(&claim("a3", "p", 2_000))
+            .await
+            .expect("claim"),
+        Claim::Acquired {
+            first_attempt_at: at(0)
+        }
+    );
+    // ...and the slow first attempt can no longer write.
+    let e1 = entry(&r, 1, "keyed", &[]);
+    let stale = Completion {
+        key: key.clone(),
+        attempt: "a1".into(),
+        result: "r1".into(),
+    };
+    assert!(matches!(
+        store
+            .put_entries_completing(&[e1.clone()], Some(&stale))
+            .await,
+        Err(StoreError::Conflict { .. })
+    ));
+    assert_eq!(store.get(&e1.key()).await.expect("get"), None, "fenced out");
+    let done = Completion {
+        key: key.clone(),
+        attempt: "a3".into(),
+        result: "r3".into(),
+    };
+    store
+        .put_entries_completing(&[e1.clone()], Some(&done))
+        .await
+        .expect("holder writes");
+    assert!(store.get(&e1.key()).await.expect("get").is_some());
+    let Claim::Held(finished) = store
+        .claim_key(&claim("a4", "p", 3_000))
+        .await
+        .expect("claim")
+    else {
+        panic!("a finished key is held");
+    };
+    assert_eq!(finished.verdict("p"), Verdict::Replay("r3".into()));
+    assert_eq!(finished.verdict("q"), Verdict::Mismatch);
+    store
+        .complete_key(&done)
+        .await
+        .expect("recording the same result again is fine");
+    // After the window, the key is new again.
+    assert!(matches!(
+        store
+            .claim_key(&claim("a5", "q", 63_000))
+            .await
+            .expect("claim"),
+        Claim::Acquired { .. }
+    ));
+    // Release gives an unfinished key back; a finished one stays.
+    store.release_key(&key, "a5").await.expect("release");
+    assert_eq!(
+        store
+            .claim_key(&claim("a6", "z", 63_001))
+            .await
+            .expect("claim"),
+        Claim::Acquired {
+            first_attempt_at: at(63_001)
+        }
+    );
+    // Keys are per tenant.
+    let other = IdempotencyKey::parse(&fresh_tenant("idem-b"), "order-42/retry").expect("key");
+    assert!(matches!(
+        store
+            .claim_key(&KeyClaim {
+                key: other,
+                ..claim("b1", "p", 63_002)
+            })
+            .await
+            .expect("claim"),
+        Claim::Acquired { .. }
+    ));
+    // Delete with a completion: recorded with the delete; absent entries record nothing.
+    let dkey = IdempotencyKey::parse(&t, "delete-1").expect("key");
+    let dclaim = KeyClaim {
+        key: dkey.clone(),
+        ..claim("d1", "del", 70_000)
+    };
+    assert!(matches!(
+        store.claim_key(&dclaim).await.expect("claim"),
+        Claim::Acquired { .. }
+    ));
+    let dc = Completion {
+        key: dkey.clone(),
+        attempt: "d1".into(),
+        result: "deleted".into(),
+    };
+    assert!(store
+        .delete_completing(&e1.key(), &dc)
+        .await
+        .expect("delete"));
+    assert_eq!(store.get(&e1.key()).await.expect("get"), None);
+    let Claim::Held(drec) = store
+        .claim_key(&KeyClaim {
+            attempt: "d2".into(),
+            ..dclaim.clone()
+        })
+        .await
+        .expect("claim")
+    else {
+        panic!("held");
+    };
+    assert_eq!(drec.verdict("del"), Verdict::Replay("deleted".into()));
+}
+
+/// Forget's tombstones are per ref and read back consistently.
+pub async fn tombstones_are_per_ref(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("tomb");
+    let r1 = memory_ref(&t, "agent-1");
+    let r2 = memory_ref(&t, "agent-2");
+    assert!(store.tombstones(&r1).await.expect("read").is_empty());
+    let k = |r: &MemoryRef, id: &str| EntryKey {
+        memory_ref: r.clone(),
+        id: id.into(),
+    };
+    store
+        .tombstone(
+            &[k(&r1, "a"), k(&r1, "b"), k(&r2, "c")],
+            Timestamp::from_millis(T0 + 1),
+        )
+        .await
+        .expect("tombstone");
+    let got: Vec<String> = store
+        .tombstones(&r1)
+        .await
+        .expect("read")
+        .into_iter()
+        .collect();
+    assert_eq!(got, vec!["a".to_owned(), "b".to_owned()]);
+    // Tombstones are not entries: lists never show them.
+    let page = store
+        .list_page(
+            &r1,
+            &PageQuery {
+                limit: 10,
+                tag: None,
+                after: None,
+                now: Timestamp::from_millis(T0),
+            },
+        )
+        .await
+        .expect("list");
+    assert!(page.entries.is_empty() && page.next_after.is_none());
+}
+
 #[macro_export]
 macro_rules! port_suite {
     (store: $store:expr, archive: $archive:expr) => {
@@ -717,7 +981,9 @@ macro_rules! port_suite {
             malformed_refs_return_nothing, expired_entries_never_surface,
             pages_are_newest_first_and_complete, cursor_is_bound_to_tenant_and_ref,
             puts_are_all_or_nothing, delete_and_forget_by_subject,
-            replace_is_conditional_and_atomic, work_markers_track_pending_refs);
+            replace_is_conditional_and_atomic, work_markers_track_pending_refs,
+            marker_is_written_once_per_dirty_period, idempotency_records,
+            tombstones_are_per_ref);
         $crate::port_suite!(@archive $archive; archive_put_if_absent_is_immutable,
             archive_compare_and_swap, archive_listing_is_tenant_scoped);
     };

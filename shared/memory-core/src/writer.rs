@@ -4,14 +4,23 @@
 //!
 //! A request is validated whole before anything is written, and the write itself is one
 //! all-or-nothing store call, so a rejected or failed request leaves nothing behind.
+//!
+//! With an `idempotencyKey` (README §Idempotent writes, `idempotency.rs`) a put or delete is
+//! done at most once per key within the key's window: the entries' ids come from the key, the
+//! result is recorded in the same store write, and a repeat gets the recorded answer. Without
+//! one, a client that retries after a timeout whose write did land stores the entries again.
 
 use std::fmt;
 use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::CoreError;
+use crate::error::{CoreError, StoreError};
 use crate::events::DomainEvent;
+use crate::idempotency::{
+    new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, PayloadDigest, Verdict,
+    DEFAULT_KEY_TTL_SECONDS, DEFAULT_LEASE_MILLIS,
+};
 use crate::model::{
     is_valid_entry_id, Attribution, EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier,
 };
@@ -83,6 +92,9 @@ pub struct PutRequest {
     pub secrets: Vec<SecretInput>,
     #[serde(default)]
     pub attribution: AttributionInput,
+    /// Makes the put happen at most once per key (README §Idempotent writes).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -94,19 +106,23 @@ pub struct AttributionInput {
     pub agent_id: Option<String>,
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Written {
     pub id: String,
     pub created_at: Timestamp,
 }
 
-#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PutOutput {
     pub written: Vec<Written>,
     /// Not on the wire: for metrics.
     #[serde(skip)]
     pub redactions: usize,
+    /// Not on the wire: the answer was the recorded result of an earlier request with the
+    /// same idempotency key, and nothing was written.
+    #[serde(skip)]
+    pub replayed: bool,
 }
 
 #[derive(Clone)]
@@ -115,6 +131,20 @@ pub struct MemoryWriter {
     publisher: Arc<dyn EventPublisher>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdSource>,
+    key_ttl_seconds: i64,
+}
+
+/// A claimed key: what the completing write must carry.
+struct Held {
+    key: IdempotencyKey,
+    attempt: String,
+    first_attempt_at: Timestamp,
+}
+
+/// The outcome of claiming a key: proceed (holding it) or answer from the record.
+enum Begun {
+    Proceed(Option<Held>),
+    Replay(String),
 }
 
 fn check_opt_id(field: &'static str, v: &Option<String>) -> Result<(), CoreError> {
@@ -266,6 +296,86 @@ impl MemoryWriter {
             publisher,
             clock,
             ids,
+            key_ttl_seconds: DEFAULT_KEY_TTL_SECONDS,
+        }
+    }
+
+    /// How long a key answers with its recorded result (default 24 h).
+    pub fn with_key_ttl_seconds(mut self, seconds: i64) -> Self {
+        self.key_ttl_seconds = seconds.max(1);
+        self
+    }
+
+    fn parse_key(
+        tenant: &TenantId,
+        raw: Option<&str>,
+    ) -> Result<Option<IdempotencyKey>, CoreError> {
+        raw.map(|raw| {
+            IdempotencyKey::parse(tenant, raw).ok_or_else(|| {
+                CoreError::invalid("idempotencyKey", "1-255 printable ASCII characters")
+            })
+        })
+        .transpose()
+    }
+
+    /// Claims `key` for this attempt, or answers from its record.
+    async fn begin(
+        &self,
+        key: Option<IdempotencyKey>,
+        payload: &str,
+        now: Timestamp,
+    ) -> Result<Begun, CoreError> {
+        let Some(key) = key else {
+            return Ok(Begun::Proceed(None));
+        };
+        let lease_until = crate::deadline::invocation_deadline_ms()
+            .map(Timestamp::from_millis)
+            .filter(|d| *d > now)
+            .unwrap_or(now.plus_millis(DEFAULT_LEASE_MILLIS));
+        let claim = KeyClaim {
+            key: key.clone(),
+            payload: payload.to_owned(),
+            attempt: new_attempt(),
+            now,
+            lease_until,
+            expires_at: now.plus_millis(self.key_ttl_seconds.saturating_mul(1000)),
+        };
+        match self.store.claim_key(&claim).await? {
+            Claim::Acquired { first_attempt_at } => Ok(Begun::Proceed(Some(Held {
+                key,
+                attempt: claim.attempt,
+                first_attempt_at,
+            }))),
+            Claim::Held(record) => match record.verdict(payload) {
+                Verdict::Replay(result) => Ok(Begun::Replay(result)),
+                Verdict::InFlight => Err(CoreError::IdempotencyInFlight),
+                Verdict::Mismatch => Err(CoreError::IdempotencyKeyMismatch),
+            },
+        }
+    }
+
+    /// Gives the key back after a failure that wrote nothing, so the caller's retry proceeds
+    /// at once. A write whose answer was lost may still have applied: then the record holds
+    /// the result and stays (the release is conditional on no result).
+    async fn release(&self, held: &Held) {
+        if let Err(e) = self.store.release_key(&held.key, &held.attempt).await {
+            tracing::warn!(error = %e, "idempotency key kept until its lease");
+        }
+    }
+
+    /// After this attempt lost its key to another attempt (its lease ran out while it was
+    /// slow): answer as a repeat would be answered.
+    async fn after_takeover(
+        &self,
+        held: &Held,
+        payload: &str,
+        now: Timestamp,
+    ) -> Result<String, CoreError> {
+        match self.begin(Some(held.key.clone()), payload, now).await? {
+            Begun::Replay(result) => Ok(result),
+            // Acquired again: the other attempt died too. Nothing of this attempt was written
+            // (its write was conditional on holding the key); the caller's retry proceeds.
+            Begun::Proceed(_) => Err(CoreError::IdempotencyInFlight),
         }
     }
 
@@ -300,15 +410,50 @@ impl MemoryWriter {
             node_id: request.attribution.node_id.clone(),
             agent_id: request.attribution.agent_id.clone(),
         };
+        let key = Self::parse_key(&tenant, request.idempotency_key.as_deref())?;
+        // The request's meaning as it will be stored (after SR-1, so no secret value is hashed
+        // into the record): a retry has the same digest, a different request another.
+        let payload = {
+            let mut d = PayloadDigest::new("put");
+            d.field(&memory_ref.to_string())
+                .opt(attribution.run_id.as_deref())
+                .opt(attribution.node_id.as_deref())
+                .opt(attribution.agent_id.as_deref());
+            for e in &validated {
+                d.field(&e.content).field(&e.tags.len().to_string());
+                for t in &e.tags {
+                    d.field(t);
+                }
+                d.opt(e.expires_at.map(|t| t.as_millis().to_string()).as_deref())
+                    .opt(
+                        e.subject
+                            .as_deref()
+                            .map(|s| SubjectKey::derive(&tenant, s))
+                            .as_ref()
+                            .map(SubjectKey::as_str),
+                    )
+                    .field(e.tier.as_str());
+            }
+            d.finish()
+        };
+        let held = match self.begin(key, &payload, now).await? {
+            Begun::Proceed(held) => held,
+            Begun::Replay(result) => return Self::replay(&result),
+        };
+        let created_at = held.as_ref().map_or(now, |h| h.first_attempt_at);
         let stored: Vec<StoredEntry> = validated
             .into_iter()
-            .map(|e| StoredEntry {
+            .enumerate()
+            .map(|(index, e)| StoredEntry {
                 memory_ref: memory_ref.clone(),
                 entry: MemoryEntry {
-                    id: self.ids.next_id(now),
+                    id: match &held {
+                        Some(h) => h.key.entry_id(h.first_attempt_at, index),
+                        None => self.ids.next_id(now),
+                    },
                     content: e.content,
                     tags: e.tags,
-                    created_at: now,
+                    created_at,
                     expires_at: e.expires_at,
                 },
                 tier: e.tier,
@@ -317,7 +462,46 @@ impl MemoryWriter {
                 provenance: Vec::new(),
             })
             .collect();
-        self.store.put_entries(&stored).await?;
+        let output = PutOutput {
+            written: stored
+                .iter()
+                .map(|s| Written {
+                    id: s.entry.id.clone(),
+                    created_at: s.entry.created_at,
+                })
+                .collect(),
+            redactions,
+            replayed: false,
+        };
+        let completion = match &held {
+            Some(h) => Some(Completion {
+                key: h.key.clone(),
+                attempt: h.attempt.clone(),
+                result: serde_json::to_string(&output).map_err(|_| {
+                    CoreError::Store(StoreError::Corrupt {
+                        key: "put result".into(),
+                    })
+                })?,
+            }),
+            None => None,
+        };
+        match (
+            self.store
+                .put_entries_completing(&stored, completion.as_ref())
+                .await,
+            &held,
+        ) {
+            (Ok(()), _) => {}
+            (Err(StoreError::Conflict { .. }), Some(h)) => {
+                return Self::replay(&self.after_takeover(h, &payload, now).await?);
+            }
+            (Err(e), held) => {
+                if let Some(h) = held {
+                    self.release(h).await;
+                }
+                return Err(e.into());
+            }
+        }
 
         let events: Vec<DomainEvent> = stored
             .iter()
@@ -343,40 +527,91 @@ impl MemoryWriter {
             redactions,
             "entries written"
         );
-        Ok(PutOutput {
-            written: stored
-                .iter()
-                .map(|s| Written {
-                    id: s.entry.id.clone(),
-                    created_at: s.entry.created_at,
-                })
-                .collect(),
-            redactions,
-        })
+        Ok(output)
+    }
+
+    fn replay(result: &str) -> Result<PutOutput, CoreError> {
+        tracing::info!("put answered from its idempotency record");
+        let mut out: PutOutput = serde_json::from_str(result).map_err(|_| {
+            CoreError::Store(StoreError::Corrupt {
+                key: "idempotency record".into(),
+            })
+        })?;
+        out.replayed = true;
+        Ok(out)
     }
 
     /// Deletes one entry of the caller's tenant. A malformed or foreign ref or id answers
     /// `false`, like a missing entry, so the reply reveals nothing about other tenants.
+    /// With an idempotency key, the first answer is recorded with the delete itself, so a
+    /// retry answers `true` again rather than `false` for the entry it already removed.
     pub async fn delete(
         &self,
         tenant_id: &str,
         raw_ref: &str,
         id: &str,
+        idempotency_key: Option<&str>,
     ) -> Result<bool, CoreError> {
         let tenant = TenantId::parse(tenant_id)
             .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
+        let key = Self::parse_key(&tenant, idempotency_key)?;
         let Some(memory_ref) = TenantScope::new(tenant).admit(raw_ref) else {
             return Ok(false);
         };
         if !is_valid_entry_id(id) {
             return Ok(false);
         }
-        Ok(self
+        let entry = EntryKey {
+            memory_ref,
+            id: id.to_owned(),
+        };
+        let payload = {
+            let mut d = PayloadDigest::new("delete");
+            d.field(&entry.memory_ref.to_string()).field(&entry.id);
+            d.finish()
+        };
+        let now = self.clock.now();
+        let held = match self.begin(key, &payload, now).await? {
+            Begun::Proceed(Some(held)) => held,
+            Begun::Proceed(None) => return Ok(self.store.delete(&entry).await?),
+            Begun::Replay(result) => return Self::replay_delete(&result),
+        };
+        let completion = |deleted: bool| Completion {
+            key: held.key.clone(),
+            attempt: held.attempt.clone(),
+            result: serde_json::json!({ "deleted": deleted }).to_string(),
+        };
+        let outcome = match self
             .store
-            .delete(&EntryKey {
-                memory_ref,
-                id: id.to_owned(),
-            })
-            .await?)
+            .delete_completing(&entry, &completion(true))
+            .await
+        {
+            Ok(true) => Ok(true),
+            Ok(false) => self
+                .store
+                .complete_key(&completion(false))
+                .await
+                .map(|()| false),
+            Err(e) => Err(e),
+        };
+        match outcome {
+            Ok(deleted) => Ok(deleted),
+            Err(StoreError::Conflict { .. }) => {
+                Self::replay_delete(&self.after_takeover(&held, &payload, now).await?)
+            }
+            Err(e) => {
+                self.release(&held).await;
+                Err(e.into())
+            }
+        }
+    }
+
+    fn replay_delete(result: &str) -> Result<bool, CoreError> {
+        serde_json::from_str::<serde_json::Value>(result)
+            .ok()
+            .and_then(|v| v.get("deleted").and_then(serde_json::Value::as_bool))
+            .ok_or(CoreError::Store(StoreError::Corrupt {
+                key: "idempotency record".into(),
+            }))
     }
 }

@@ -182,7 +182,7 @@ async fn predicates_fire_on_each_false_to_true_transition() {
     let tagged: Vec<String> = w.writer_ids_with_tag(&tag).await;
     assert!(tagged.contains(&first));
     for id in &tagged {
-        assert!(w.writer.delete("t1", REF, id).await.expect("delete"));
+        assert!(w.writer.delete("t1", REF, id, None).await.expect("delete"));
     }
     w.clock.advance_millis(1_000);
     write(&w, "unrelated note", &[], None).await;

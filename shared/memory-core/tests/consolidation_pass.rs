@@ -7,6 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use memory_core::consolidation_pass::Consolidator;
 use memory_core::events::EventType;
+use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use memory_core::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
 use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{EntryStore, Page, PageQuery, WorkKind, WorkState};
@@ -227,8 +228,33 @@ struct Racing {
 
 #[async_trait]
 impl EntryStore for Racing {
-    async fn put_entries(&self, e: &[StoredEntry]) -> Result<(), StoreError> {
-        self.inner.put_entries(e).await
+    async fn put_entries_completing(
+        &self,
+        e: &[StoredEntry],
+        c: Option<&Completion>,
+    ) -> Result<(), StoreError> {
+        self.inner.put_entries_completing(e, c).await
+    }
+    async fn claim_key(&self, c: &KeyClaim) -> Result<Claim, StoreError> {
+        self.inner.claim_key(c).await
+    }
+    async fn release_key(&self, k: &IdempotencyKey, a: &str) -> Result<(), StoreError> {
+        self.inner.release_key(k, a).await
+    }
+    async fn complete_key(&self, c: &Completion) -> Result<(), StoreError> {
+        self.inner.complete_key(c).await
+    }
+    async fn delete_completing(&self, k: &EntryKey, c: &Completion) -> Result<bool, StoreError> {
+        self.inner.delete_completing(k, c).await
+    }
+    async fn tombstone(&self, k: &[EntryKey], until: Timestamp) -> Result<(), StoreError> {
+        self.inner.tombstone(k, until).await
+    }
+    async fn tombstones(&self, r: &MemoryRef) -> Result<BTreeSet<String>, StoreError> {
+        self.inner.tombstones(r).await
+    }
+    async fn begin_work(&self, r: &MemoryRef, k: WorkKind) -> Result<WorkState, StoreError> {
+        self.inner.begin_work(r, k).await
     }
     async fn list_page(&self, r: &MemoryRef, q: &PageQuery) -> Result<Page, StoreError> {
         self.inner.list_page(r, q).await
