@@ -620,3 +620,242 @@ async fn a_forget_whose_hook_fails_is_finished_by_the_retry() {
     );
     assert!(text.contains("unrelated"));
 }
+
+/// What runs inside the dream's `n`-th archive call (so at every point between the dream's
+/// snapshot and its last write), on the undisturbed ports.
+enum During {
+    Forget(Forgetter),
+    Dream(
+        Dreamer,
+        std::sync::Mutex<Option<Result<&'static str, CoreError>>>,
+    ),
+}
+
+struct ForgetDuring {
+    inner: Arc<InMemoryArchiveStore>,
+    at_call: usize,
+    calls: std::sync::atomic::AtomicUsize,
+    during: During,
+}
+
+impl ForgetDuring {
+    async fn tick(&self) {
+        let n = self.calls.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if n != self.at_call {
+            return;
+        }
+        match &self.during {
+            During::Forget(f) => {
+                f.forget("t1", "zelda")
+                    .await
+                    .expect("forget during the dream");
+            }
+            During::Dream(d, outcome) => {
+                let got = d
+                    .run("t1", &r().to_string(), None, &none())
+                    .await
+                    .map(|rep| rep.status);
+                *outcome.lock().expect("lock") = Some(got);
+            }
+        }
+    }
+
+    fn forgetter(&self) -> &Forgetter {
+        match &self.during {
+            During::Forget(f) => f,
+            During::Dream(..) => panic!("not a forget"),
+        }
+    }
+}
+
+#[async_trait]
+impl ArchiveStore for ForgetDuring {
+    async fn put_if_absent(
+        &self,
+        key: &ObjectKey,
+        body: Vec<u8>,
+        kind: ObjectKind,
+        content_type: &str,
+    ) -> Result<PutOutcome, StoreError> {
+        self.tick().await;
+        self.inner
+            .put_if_absent(key, body, kind, content_type)
+            .await
+    }
+    async fn put_expecting(
+        &self,
+        key: &ObjectKey,
+        body: Vec<u8>,
+        kind: ObjectKind,
+        content_type: &str,
+        expect: Expect,
+    ) -> Result<String, StoreError> {
+        self.tick().await;
+        self.inner
+            .put_expecting(key, body, kind, content_type, expect)
+            .await
+    }
+    async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
+        self.tick().await;
+        self.inner.get(key).await
+    }
+    async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        self.inner.delete(key).await
+    }
+    async fn purge_history(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        self.inner.purge_history(key).await
+    }
+    async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
+        self.inner.list(tenant, prefix).await
+    }
+}
+
+/// Issue 14 item 2: a forget that lands anywhere inside a running dream leaves no byte of the
+/// subject's content (entries, the dream's output, archive, index), and the next dream still
+/// distils what was not forgotten.
+#[tokio::test]
+async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
+    let t = tenant();
+    for at_call in 1..=8 {
+        let archives = Arc::new(InMemoryArchiveStore::new());
+        let store = Arc::new(InMemoryEntryStore::new());
+        let events = Arc::new(RecordingPublisher::new());
+        let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 10_000_000)));
+        let forgetter = Forgetter::new(store.clone(), events.clone(), clock.clone()).with_hook(
+            Arc::new(DerivedForgetHook {
+                store: store.clone(),
+                archives: archives.clone(),
+                clock: clock.clone(),
+            }),
+        );
+        let racing = Arc::new(ForgetDuring {
+            inner: archives.clone(),
+            at_call,
+            calls: Default::default(),
+            during: During::Forget(forgetter),
+        });
+        let dreamer = Dreamer::new(
+            store.clone(),
+            racing.clone(),
+            events.clone(),
+            clock.clone(),
+            Arc::new(DeterministicDistiller),
+        );
+        let mut entries = vec![
+            entry(&r(), 1, "Zelda's allergy is peanuts", &["health"]),
+            entry(&r(), 2, "Office closes at 6pm", &["ops"]),
+        ];
+        entries[0].subject = Some(SubjectKey::derive(&t, "zelda"));
+        store.put_entries(&entries).await.expect("put");
+        let report = dreamer
+            .run("t1", &r().to_string(), None, &none())
+            .await
+            .expect("dream");
+        let forgot_during = racing.calls.load(std::sync::atomic::Ordering::SeqCst) >= at_call;
+        if !forgot_during {
+            // The dream made fewer archive calls than `at_call`: forget after it instead.
+            racing
+                .forgetter()
+                .forget("t1", "zelda")
+                .await
+                .expect("forget");
+        }
+        let everything = || {
+            let mut text: String = store.dump().into_iter().map(|e| e.entry.content).collect();
+            for (_, body) in archives.dump() {
+                text.push_str(&String::from_utf8_lossy(&body));
+            }
+            text
+        };
+        assert!(
+            !everything().contains("peanuts") && !everything().contains("Zelda"),
+            "forget at archive call {at_call} (dream status {}): a trace survived",
+            report.status
+        );
+        // What was not forgotten is distilled by the next run. (A forget after a finished dream
+        // removes the output and leaves the other sources undistilled: README, forget.)
+        dreamer
+            .run("t1", &r().to_string(), None, &none())
+            .await
+            .expect("next dream");
+        assert!(
+            !forgot_during
+                || store
+                    .dump()
+                    .iter()
+                    .any(|e| e.tier == Tier::LongTerm && e.entry.content.contains("Office closes")),
+            "forget at archive call {at_call}: the rest is distilled"
+        );
+        assert!(!everything().contains("peanuts"));
+    }
+}
+
+/// Issue 14 item 5: the same dream delivered twice, the duplicate running inside any step of
+/// the first, yields one archive, one output entry, one index line and one `memory.compacted`.
+#[tokio::test]
+async fn a_concurrent_duplicate_dream_announces_once() {
+    for at_call in 1..=8 {
+        let archives = Arc::new(InMemoryArchiveStore::new());
+        let store = Arc::new(InMemoryEntryStore::new());
+        let events = Arc::new(RecordingPublisher::new());
+        let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 10_000_000)));
+        let make = |archives: Arc<dyn ArchiveStore>| {
+            Dreamer::new(
+                store.clone(),
+                archives,
+                events.clone(),
+                clock.clone(),
+                Arc::new(DeterministicDistiller),
+            )
+        };
+        let racing = Arc::new(ForgetDuring {
+            inner: archives.clone(),
+            at_call,
+            calls: Default::default(),
+            during: During::Dream(make(archives.clone()), Default::default()),
+        });
+        let first = make(racing.clone());
+        let entries: Vec<_> = (0..5)
+            .map(|i| entry(&r(), i, &format!("note {i} about the launch"), &["ops"]))
+            .collect();
+        store.put_entries(&entries).await.expect("put");
+        let outcome = first.run("t1", &r().to_string(), None, &none()).await;
+        let During::Dream(_, second) = &racing.during else {
+            unreachable!()
+        };
+        let second = second.lock().expect("lock").take();
+        // Either run may be the one told to come back later (the other holds the announcement).
+        let statuses = [
+            outcome.map(|r| r.status),
+            second.unwrap_or(Ok("did not run")),
+        ];
+        assert!(
+            statuses.iter().any(|s| s == &Ok("distilled")),
+            "at call {at_call}: {statuses:?}"
+        );
+        for s in &statuses {
+            assert!(
+                matches!(s, Ok(_) | Err(CoreError::IdempotencyInFlight)),
+                "at call {at_call}: {s:?}"
+            );
+        }
+        let compacted = events
+            .events()
+            .iter()
+            .filter(|e| e.event_type == EventType::MemoryCompacted)
+            .count();
+        assert_eq!(compacted, 1, "at call {at_call}: one announcement");
+        let outputs = store
+            .dump()
+            .iter()
+            .filter(|e| e.tier == Tier::LongTerm)
+            .count();
+        assert_eq!(outputs, 1, "at call {at_call}: one output entry");
+        let archive_objects = archives
+            .dump()
+            .iter()
+            .filter(|(k, _)| k.as_str().contains("/archives/"))
+            .count();
+        assert_eq!(archive_objects, 1, "at call {at_call}: one archive");
+    }
+}
