@@ -18,6 +18,13 @@
 //! so concurrent writers never put the marker into each other's transactions (on DynamoDB that
 //! is a `TransactionConflict` for all but one) and a dirty period costs one marker write.
 //!
+//! Provenance (the ids an entry was derived from) is bounded inline: past
+//! [`INLINE_PROVENANCE`] ids the rest moves to overflow items `P#{entryId}#{n}` of at most
+//! [`PROVENANCE_CHUNK`] ids each in the same partition, written in the entry's transaction and
+//! read back with it, so an entry distilled or merged from any number of sources stays far
+//! below DynamoDB's 400 KB item limit and forget still sees every source id. Deleting an entry
+//! deletes its overflow items.
+//!
 //! Tombstones (forget's fence, `memory_core::forget`): sk `T#{entryId}` in the entry's
 //! partition, TTL'd. Idempotency records: pk `{tenantId}#K#{keyDigest}`, sk `K` (never a valid
 //! ref partition, still under the tenant's leading key), TTL'd after the key's window.
@@ -50,6 +57,11 @@ pub const SUBJECT_INDEX: &str = "bySubject";
 pub const DIRTY_INDEX: &str = "byDirtyRef";
 const ENTRY_PREFIX: &str = "E#";
 const TOMBSTONE_PREFIX: &str = "T#";
+const PROVENANCE_PREFIX: &str = "P#";
+/// Provenance ids kept on the entry item itself.
+pub const INLINE_PROVENANCE: usize = 100;
+/// Provenance ids per overflow item: 8,000 ULIDs are about 220 KB, well under 400 KB.
+pub const PROVENANCE_CHUNK: usize = 8_000;
 const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
 
 type Item = HashMap<String, AttributeValue>;
@@ -104,10 +116,15 @@ fn encode(e: &StoredEntry) -> Item {
     item.insert("tier".into(), s(e.tier.as_str()));
     item.insert("rev".into(), s(e.revision()));
     if !e.provenance.is_empty() {
+        let inline = &e.provenance[..e.provenance.len().min(INLINE_PROVENANCE)];
         item.insert(
             "provenance".into(),
-            AttributeValue::L(e.provenance.iter().map(s).collect()),
+            AttributeValue::L(inline.iter().map(s).collect()),
         );
+        let chunks = overflow_chunks(e).count();
+        if chunks > 0 {
+            item.insert("provenanceChunks".into(), n(chunks as i64));
+        }
     }
     if let Some(subject) = &e.subject {
         item.insert(
@@ -126,6 +143,18 @@ fn encode(e: &StoredEntry) -> Item {
         }
     }
     item
+}
+
+/// The provenance ids past the inline bound, in overflow-item order.
+fn overflow_chunks(e: &StoredEntry) -> std::slice::Chunks<'_, String> {
+    e.provenance
+        .get(INLINE_PROVENANCE..)
+        .unwrap_or_default()
+        .chunks(PROVENANCE_CHUNK)
+}
+
+fn provenance_chunk_prefix(id: &str) -> String {
+    format!("{PROVENANCE_PREFIX}{id}#")
 }
 
 fn ref_from_pk(pk: &str) -> Option<MemoryRef> {
@@ -354,18 +383,89 @@ fn build_error(op: &'static str) -> StoreError {
 }
 
 impl DynamoEntryStore {
+    /// The transaction items that write `e` only if its id is free: the entry, then its
+    /// provenance overflow items (if any).
     fn put_if_absent(
         &self,
         op: &'static str,
         e: &StoredEntry,
-    ) -> Result<TransactWriteItem, StoreError> {
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let put = Put::builder()
             .table_name(&self.table)
             .set_item(Some(encode(e)))
             .condition_expression("attribute_not_exists(pk)")
             .build()
             .map_err(|_| build_error(op))?;
-        Ok(TransactWriteItem::builder().put(put).build())
+        let mut items = vec![TransactWriteItem::builder().put(put).build()];
+        let pk = partition_key(&e.memory_ref);
+        for (i, chunk) in overflow_chunks(e).enumerate() {
+            let item = HashMap::from([
+                ("pk".to_owned(), s(&pk)),
+                (
+                    "sk".to_owned(),
+                    s(format!("{}{i:05}", provenance_chunk_prefix(&e.entry.id))),
+                ),
+                (
+                    "ids".to_owned(),
+                    AttributeValue::L(chunk.iter().map(s).collect()),
+                ),
+            ]);
+            let put = Put::builder()
+                .table_name(&self.table)
+                .set_item(Some(item))
+                .build()
+                .map_err(|_| build_error(op))?;
+            items.push(TransactWriteItem::builder().put(put).build());
+        }
+        Ok(items)
+    }
+
+    /// Decodes an entry item, reading its provenance overflow items when it has any.
+    async fn decode_full(&self, item: &Item) -> Result<StoredEntry, StoreError> {
+        let mut e = decode(item)?;
+        if get_n(item, "provenanceChunks").unwrap_or(0) > 0 {
+            for chunk in self.overflow_items(&e.key()).await? {
+                if let Some(AttributeValue::L(ids)) = chunk.get("ids") {
+                    e.provenance
+                        .extend(ids.iter().filter_map(|v| v.as_s().ok()).cloned());
+                }
+            }
+        }
+        Ok(e)
+    }
+
+    async fn overflow_items(&self, key: &EntryKey) -> Result<Vec<Item>, StoreError> {
+        let request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(partition_key(&key.memory_ref)))
+            .expression_attribute_values(":prefix", s(provenance_chunk_prefix(&key.id)))
+            .consistent_read(true);
+        Ok(query_all(request, "provenance_overflow").await?.0)
+    }
+
+    /// Deletes the overflow items of an entry that is gone.
+    async fn delete_overflow(&self, key: &EntryKey) -> Result<(), StoreError> {
+        const OP: &str = "delete_overflow";
+        for item in self.overflow_items(key).await? {
+            let Some(sk) = get_s(&item, "sk") else {
+                continue;
+            };
+            let sk = sk.to_owned();
+            crate::retry::send(OP, || {
+                self.client
+                    .delete_item()
+                    .table_name(&self.table)
+                    .key("pk", s(partition_key(&key.memory_ref)))
+                    .key("sk", s(&sk))
+                    .send()
+            })
+            .await
+            .map_err(|e| backend(OP, &e))?;
+        }
+        Ok(())
     }
 }
 
@@ -525,7 +625,13 @@ impl EntryStore for DynamoEntryStore {
         }
         let mut items = Vec::with_capacity(entries.len() + 1);
         for e in entries {
-            items.push(self.put_if_absent(OP, e)?);
+            items.extend(self.put_if_absent(OP, e)?);
+        }
+        if items.len() + usize::from(completion.is_some()) > MAX_ITEMS_PER_TRANSACTION {
+            return Err(StoreError::Backend {
+                op: OP,
+                code: "TooManyItems".into(),
+            });
         }
         if let Some(c) = completion {
             items.push(self.complete_item(OP, c)?);
@@ -712,7 +818,10 @@ impl EntryStore for DynamoEntryStore {
             self.complete_item(OP, completion)?,
         ];
         match self.transact(OP, items).await {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                self.delete_overflow(key).await?;
+                Ok(true)
+            }
             Err(TxError::Conditions(failed)) => {
                 // This attempt's result already recorded: an earlier try applied and its
                 // answer was lost.
@@ -804,11 +913,10 @@ impl EntryStore for DynamoEntryStore {
         let out = crate::retry::send(OP, || request.clone().send())
             .await
             .map_err(|e| backend(OP, &e))?;
-        let entries = out
-            .items()
-            .iter()
-            .map(decode)
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut entries = Vec::with_capacity(out.items().len());
+        for item in out.items() {
+            entries.push(self.decode_full(item).await?);
+        }
         let next_after = out
             .last_evaluated_key()
             .and_then(|k| k.get("sk"))
@@ -832,7 +940,10 @@ impl EntryStore for DynamoEntryStore {
         })
         .await
         .map_err(|e| backend("get", &e))?;
-        out.item().map(decode).transpose()
+        match out.item() {
+            Some(item) => Ok(Some(self.decode_full(item).await?)),
+            None => Ok(None),
+        }
     }
 
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
@@ -846,7 +957,11 @@ impl EntryStore for DynamoEntryStore {
         })
         .await
         .map_err(|e| backend("delete", &e))?;
-        Ok(out.attributes().is_some_and(|a| !a.is_empty()))
+        let old = out.attributes();
+        if old.is_some_and(|a| get_n(a, "provenanceChunks").unwrap_or(0) > 0) {
+            self.delete_overflow(key).await?;
+        }
+        Ok(old.is_some_and(|a| !a.is_empty()))
     }
 
     async fn find_by_subject(
@@ -883,7 +998,13 @@ impl EntryStore for DynamoEntryStore {
         }
         let mut items = Vec::with_capacity(put.len() + delete.len());
         for e in put {
-            items.push(self.put_if_absent(OP, e)?);
+            items.extend(self.put_if_absent(OP, e)?);
+        }
+        if items.len() + delete.len() > MAX_ITEMS_PER_TRANSACTION {
+            return Err(StoreError::Backend {
+                op: OP,
+                code: "TooManyItems".into(),
+            });
         }
         for (key, rev) in delete {
             let delete = Delete::builder()
@@ -898,7 +1019,14 @@ impl EntryStore for DynamoEntryStore {
         if items.is_empty() {
             return Ok(());
         }
-        self.transact(OP, items).await.map_err(|e| e.into_store(OP))
+        self.transact(OP, items)
+            .await
+            .map_err(|e| e.into_store(OP))?;
+        // The replaced entries' overflow items (ids only) go after the rewrite.
+        for (key, _) in delete {
+            self.delete_overflow(key).await?;
+        }
+        Ok(())
     }
 
     async fn work_state(

@@ -934,6 +934,73 @@ pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
     assert_eq!(drec.verdict("del"), Verdict::Replay("deleted".into()));
 }
 
+/// Issue 14 item 6: an entry derived from 20,000 sources (its ids alone would pass DynamoDB's
+/// 400 KB item limit) is stored, read back whole, followed by forget's derived-data search, and
+/// deleted with everything it spilled over into.
+pub async fn provenance_has_no_item_size_ceiling(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("prov");
+    let r = memory_ref(&t, "agent-1");
+    let mut derived = entry(&r, 1, "summary of many", &[]);
+    derived.tier = Tier::LongTerm;
+    derived.provenance = (0..20_000u64)
+        .map(|i| ulid::Ulid::from_parts(T0 as u64, u128::from(i)).to_string())
+        .collect();
+    store
+        .put_entries(std::slice::from_ref(&derived))
+        .await
+        .expect("a huge provenance is stored");
+    let back = store
+        .get(&derived.key())
+        .await
+        .expect("get")
+        .expect("present");
+    assert_eq!(back, derived, "read back whole, same revision");
+    let listed = store
+        .list_page(
+            &r,
+            &PageQuery {
+                limit: 10,
+                tag: None,
+                after: None,
+                now: Timestamp::from_millis(T0),
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(
+        listed.entries,
+        vec![derived.clone()],
+        "lists show one entry, whole"
+    );
+    // Forget's derived-data search sees the last source id too.
+    let mut gone = std::collections::BTreeSet::from([derived.provenance[19_999].clone()]);
+    let removed = crate::forget::forget_derived_entries(
+        store.as_ref(),
+        &r,
+        &mut gone,
+        Timestamp::from_millis(T0 + 1),
+    )
+    .await
+    .expect("forget derived");
+    assert_eq!(removed, 1);
+    assert_eq!(store.get(&derived.key()).await.expect("get"), None);
+    // Nothing of it is left behind: a new entry with the same id starts from nothing.
+    let mut again = derived.clone();
+    again.provenance = vec!["only-one".into()];
+    store
+        .put_entries(std::slice::from_ref(&again))
+        .await
+        .expect("put");
+    assert_eq!(
+        store
+            .get(&again.key())
+            .await
+            .expect("get")
+            .map(|e| e.provenance),
+        Some(vec!["only-one".to_owned()])
+    );
+}
+
 /// Forget's tombstones are per ref and read back consistently.
 pub async fn tombstones_are_per_ref(store: Arc<dyn EntryStore>) {
     let t = fresh_tenant("tomb");
@@ -983,7 +1050,7 @@ macro_rules! port_suite {
             puts_are_all_or_nothing, delete_and_forget_by_subject,
             replace_is_conditional_and_atomic, work_markers_track_pending_refs,
             marker_is_written_once_per_dirty_period, idempotency_records,
-            tombstones_are_per_ref);
+            tombstones_are_per_ref, provenance_has_no_item_size_ceiling);
         $crate::port_suite!(@archive $archive; archive_put_if_absent_is_immutable,
             archive_compare_and_swap, archive_listing_is_tenant_scoped);
     };
