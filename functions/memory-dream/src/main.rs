@@ -18,11 +18,12 @@ async fn main() -> Result<(), Error> {
     distill::tokens::warm_up();
     let ports = AwsPorts::from_env().await?;
     // Entries younger than this wait for the next run (see Dreamer::with_settle_millis);
-    // default: the write function's timeout.
+    // default: twice the write function's timeout, since a keyed put taken over after its first
+    // attempt's lease commits with the first attempt's `createdAt` (README §Idempotent writes).
     let settle_seconds: i64 = std::env::var("DREAM_SETTLE_SECONDS")
         .ok()
         .and_then(|s| s.parse().ok())
-        .unwrap_or(15);
+        .unwrap_or(30);
     let pass = DreamPass(
         Dreamer::new(
             ports.entries.clone(),

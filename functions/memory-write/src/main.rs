@@ -11,12 +11,18 @@ use memory_core::writer::MemoryWriter;
 async fn main() -> Result<(), Error> {
     lambda_adapter::init_logging();
     let ports = AwsPorts::from_env().await?;
+    // How long an idempotency key answers with its recorded result (README §Idempotent writes).
+    let key_ttl_seconds: i64 = std::env::var("IDEMPOTENCY_TTL_SECONDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(memory_core::idempotency::DEFAULT_KEY_TTL_SECONDS);
     let writer = MemoryWriter::new(
         ports.entries,
         ports.events,
         Arc::new(SystemClock),
         Arc::new(UlidIds::default()),
-    );
+    )
+    .with_key_ttl_seconds(key_ttl_seconds);
     let writer = &writer;
     lambda_adapter::run(|payload| memory_api::write_api::handle(writer, payload)).await
 }

@@ -19,6 +19,10 @@ use crate::ports::{Clock, EntryStore, EventPublisher, PageQuery, WorkKind};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId, TenantScope};
 
+/// A merge's tags are the union of its members'; past this many the rest are dropped, so a fact
+/// corroborated by hundreds of entries does not grow its item toward DynamoDB's 400 KB.
+pub const MAX_MERGED_TAGS: usize = 64;
+
 /// Items a snapshot page examines (DynamoDB caps a page at 1 MB anyway).
 const SNAPSHOT_PAGE: u32 = 500;
 
@@ -158,7 +162,11 @@ impl Consolidator {
                 entry: MemoryEntry {
                     id: m.id.clone(),
                     content: redactor.redact(&m.content).into_owned(),
-                    tags: redactor.redact_tags(&m.tags),
+                    tags: {
+                        let mut tags = redactor.redact_tags(&m.tags);
+                        tags.truncate(MAX_MERGED_TAGS);
+                        tags
+                    },
                     created_at: Timestamp::from_millis(m.created_at_ms),
                     expires_at: m.expires_at_ms.map(Timestamp::from_millis),
                 },
