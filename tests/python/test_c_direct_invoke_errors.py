@@ -121,3 +121,30 @@ def test_c_field_types_are_checked_by_every_invoked_function(invoker, tenant, re
     }[function]
     for payload in payloads:
         check_error(invoker.fail(function, payload))
+
+
+def test_c_idempotency_key_replays_and_refuses_another_payload(invoker, api, tenant, ref):
+    """A keyed put answers the same on retry and stores once; the key with another payload is
+    `idempotency_key_mismatch`, a code from the client's own list; a malformed key is a
+    validation error naming `idempotencyKey`."""
+    key = f"order-{new_id()}/attempt"
+    payload = put_payload(tenant, ref, idempotencyKey=key)
+    first = invoker.ok("memory-write", payload)
+    again = invoker.ok("memory-write", payload)
+    assert again == first, (first, again)
+    ids = [w["id"] for w in first["written"]]
+    stored = [e["id"] for e in api.list_all(ref)]
+    assert sum(stored.count(i) for i in ids) == len(ids), "stored exactly once"
+    other = put_payload(tenant, ref, idempotencyKey=key,
+                        entries=[{"content": sensitive(f"another fact {new_id()}")}])
+    check_error(invoker.fail("memory-write", other), "idempotency_key_mismatch")
+    for bad in ("", "has space", "x" * 256):
+        message = check_error(invoker.fail("memory-write", put_payload(tenant, ref, idempotencyKey=bad)))
+        assert "idempotencyKey" in message, message
+    # A keyed delete answers its first answer again.
+    target = ids[0]
+    delete = {"op": "delete", "tenantId": tenant, "memoryRef": ref, "id": target,
+              "idempotencyKey": f"del-{new_id()}"}
+    assert invoker.ok("memory-write", delete) == {"deleted": True}
+    assert invoker.ok("memory-write", delete) == {"deleted": True}
+    assert target not in [e["id"] for e in api.list_all(ref)]
