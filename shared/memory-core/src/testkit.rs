@@ -842,7 +842,7 @@ pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
     };
     assert!(matches!(
         store
-            .put_entries_completing(&[e1.clone()], Some(&stale))
+            .put_entries_completing(std::slice::from_ref(&e1), Some(&stale))
             .await,
         Err(StoreError::Conflict { .. })
     ));
@@ -853,7 +853,7 @@ pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
         result: "r3".into(),
     };
     store
-        .put_entries_completing(&[e1.clone()], Some(&done))
+        .put_entries_completing(std::slice::from_ref(&e1), Some(&done))
         .await
         .expect("holder writes");
     assert!(store.get(&e1.key()).await.expect("get").is_some());
