@@ -530,19 +530,27 @@ impl DynamoEntryStore {
         Ok(TransactWriteItem::builder().update(update).build())
     }
 
-    async fn read_key(&self, key: &IdempotencyKey) -> Result<Option<KeyRecord>, StoreError> {
-        const OP: &str = "read_key";
-        let out = crate::retry::send(OP, || {
+    /// One item by key, strongly consistent (read-your-writes).
+    async fn get_item(&self, op: &'static str, key: Item) -> Result<Option<Item>, StoreError> {
+        let out = crate::retry::send(op, || {
             self.client
                 .get_item()
                 .table_name(&self.table)
-                .set_key(Some(key_record_key(key)))
+                .set_key(Some(key.clone()))
                 .consistent_read(true)
                 .send()
         })
         .await
-        .map_err(|e| backend(OP, &e))?;
-        match out.item() {
+        .map_err(|e| backend(op, &e))?;
+        Ok(out.item)
+    }
+
+    async fn read_key(&self, key: &IdempotencyKey) -> Result<Option<KeyRecord>, StoreError> {
+        match self
+            .get_item("read_key", key_record_key(key))
+            .await?
+            .as_ref()
+        {
             None => Ok(None),
             Some(item) => decode_key_record(item)
                 .map(Some)
@@ -930,17 +938,7 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn get(&self, key: &EntryKey) -> Result<Option<StoredEntry>, StoreError> {
-        let out = crate::retry::send("get", || {
-            self.client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(key_item(key)))
-                .consistent_read(true)
-                .send()
-        })
-        .await
-        .map_err(|e| backend("get", &e))?;
-        match out.item() {
+        match self.get_item("get", key_item(key)).await?.as_ref() {
             Some(item) => Ok(Some(self.decode_full(item).await?)),
             None => Ok(None),
         }
@@ -1034,17 +1032,12 @@ impl EntryStore for DynamoEntryStore {
         memory_ref: &MemoryRef,
         kind: WorkKind,
     ) -> Result<WorkState, StoreError> {
-        let out = crate::retry::send("work_state", || {
-            self.client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(marker_key(memory_ref, kind)))
-                .consistent_read(true)
-                .send()
-        })
-        .await
-        .map_err(|e| backend("work_state", &e))?;
-        Ok(out.item().map(work_state_of).unwrap_or_default())
+        Ok(self
+            .get_item("work_state", marker_key(memory_ref, kind))
+            .await?
+            .as_ref()
+            .map(work_state_of)
+            .unwrap_or_default())
     }
 
     async fn begin_work(
