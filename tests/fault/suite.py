@@ -1001,8 +1001,11 @@ class Run:
             barrier.wait()
             time.sleep(max(0.0, offset))
             self.rec.op("dream")
-            self.call("memory-dream", {"tenantId": t, "memoryRef": ref},
-                      where=f"{where} dream", gw=dream_gw)
+            out = self.call("memory-dream", {"tenantId": t, "memoryRef": ref},
+                            where=f"{where} dream", gw=dream_gw)
+            if out.ok and isinstance(out.payload, dict):
+                # How the race went: "fenced" = the forget began during the dream.
+                self.rec.note(f"race_dream_{out.payload.get('status')}")
 
         def forget() -> None:
             barrier.wait()
@@ -1172,7 +1175,13 @@ class Run:
         def dream(ref: str, gw: int, where: str) -> Callable[[], Any]:
             def go() -> None:
                 self.rec.op("dream")
-                self.call("memory-dream", {"tenantId": t, "memoryRef": ref}, where=where, gw=gw)
+                out = self.call("memory-dream", {"tenantId": t, "memoryRef": ref}, where=where,
+                                gw=gw)
+                if out.ok and isinstance(out.payload, dict):
+                    # A duplicate that overlapped the first: distilled, archive already there.
+                    p = out.payload
+                    self.rec.note(f"dup_dream_{p.get('status')}"
+                                  f"{'_archive_existed' if p.get('status') == 'distilled' and not p.get('archiveCreated') else ''}")
             return go
 
         def job(kind: str, ref: str) -> str:
