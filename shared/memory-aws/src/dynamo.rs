@@ -63,6 +63,10 @@ pub const INLINE_PROVENANCE: usize = 100;
 /// Provenance ids per overflow item: 8,000 ULIDs are about 220 KB, well under 400 KB.
 pub const PROVENANCE_CHUNK: usize = 8_000;
 const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
+/// Recording a key's result: only by the attempt that holds it, only once (in a transaction
+/// with the entries, or alone).
+const COMPLETE_UPDATE: &str = "SET #r = :r";
+const COMPLETE_CONDITION: &str = "attempt = :a AND attribute_not_exists(#r)";
 
 type Item = HashMap<String, AttributeValue>;
 
@@ -520,8 +524,8 @@ impl DynamoEntryStore {
         let update = Update::builder()
             .table_name(&self.table)
             .set_key(Some(key_record_key(&completion.key)))
-            .update_expression("SET #r = :r")
-            .condition_expression("attempt = :a AND attribute_not_exists(#r)")
+            .update_expression(COMPLETE_UPDATE)
+            .condition_expression(COMPLETE_CONDITION)
             .expression_attribute_names("#r", "result")
             .expression_attribute_values(":r", s(&completion.result))
             .expression_attribute_values(":a", s(&completion.attempt))
@@ -768,8 +772,8 @@ impl EntryStore for DynamoEntryStore {
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(key_record_key(&completion.key)))
-                .update_expression("SET #r = :r")
-                .condition_expression("attempt = :a AND attribute_not_exists(#r)")
+                .update_expression(COMPLETE_UPDATE)
+                .condition_expression(COMPLETE_CONDITION)
                 .expression_attribute_names("#r", "result")
                 .expression_attribute_values(":r", s(&completion.result))
                 .expression_attribute_values(":a", s(&completion.attempt))

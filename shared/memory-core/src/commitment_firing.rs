@@ -127,10 +127,7 @@ impl CommitmentService {
         let mut report = CommitmentReport::default();
         let now = self.clock.now();
         let mut observed_at = now;
-        // Forget's fence (`forget.rs`): nothing is inferred from a tombstoned entry, and
-        // what was inferred while a forget began is removed again below.
-        let fence = Fence::read(self.entries.as_ref(), &memory_ref).await?;
-        if is_valid_entry_id(entry_id) && fence.admits(entry_id) {
+        if is_valid_entry_id(entry_id) {
             let key = EntryKey {
                 memory_ref: memory_ref.clone(),
                 id: entry_id.to_owned(),
@@ -143,7 +140,6 @@ impl CommitmentService {
                         .await?;
                 }
             }
-            self.sweep_if_fenced(&fence, &memory_ref).await?;
         }
         self.evaluate_predicates(&memory_ref, observed_at, &mut report)
             .await?;
@@ -158,14 +154,11 @@ impl CommitmentService {
     ) -> Result<CommitmentReport, CoreError> {
         let memory_ref = admit(tenant_id, raw_ref)?;
         let now = self.clock.now();
-        let fence = Fence::read(self.entries.as_ref(), &memory_ref).await?;
-        let mut entries = snapshot(self.entries.as_ref(), &memory_ref, now).await?;
-        entries.retain(|e| fence.admits(&e.entry.id));
+        let entries = snapshot(self.entries.as_ref(), &memory_ref, now).await?;
         let mut report = CommitmentReport {
             inferred: self.infer_and_store(&memory_ref, &entries).await?,
             ..Default::default()
         };
-        self.sweep_if_fenced(&fence, &memory_ref).await?;
         self.evaluate_predicates(&memory_ref, now, &mut report)
             .await?;
         Ok(report)
@@ -199,7 +192,7 @@ impl CommitmentService {
         let tenant = memory_ref.tenant().as_str();
         let reference = memory_ref.to_string();
         let reference = reference.as_str();
-        let found: Vec<StoredCommitment> = entries
+        let mut found: Vec<StoredCommitment> = entries
             .iter()
             .flat_map(|e| {
                 commitments::infer_in(&e.entry.content, e.entry.created_at.as_millis(), zone)
@@ -221,7 +214,18 @@ impl CommitmentService {
         if found.is_empty() {
             return Ok(0);
         }
-        Ok(self.commitments.put_new(&found).await?)
+        // Forget's fence (`forget.rs`), paid only when there is something to store: nothing is
+        // stored from a tombstoned entry, and what was stored while a forget began goes again.
+        let fence = Fence::read(self.entries.as_ref(), memory_ref).await?;
+        found.retain(|c| {
+            c.commitment
+                .source_entry_ids
+                .iter()
+                .all(|id| fence.admits(id))
+        });
+        let stored = self.commitments.put_new(&found).await?;
+        self.sweep_if_fenced(&fence, memory_ref).await?;
+        Ok(stored)
     }
 
     async fn evaluate_predicates(

@@ -14,14 +14,16 @@
 //! - Forget (`F`) writes a tombstone for every entry it forgets *before* it looks for anything
 //!   derived from it, and every derived entry it finds is tombstoned before it is deleted and
 //!   before the next look (`forget_derived_entries` loops until a look finds nothing new).
-//! - Every pass (`P`) reads the ref's tombstones before its snapshot and leaves tombstoned
-//!   entries out; after its last write it reads them again, and if any appeared it sweeps: it
+//! - Every pass (`P`) reads the ref's tombstones before its first write and leaves tombstoned
+//!   entries out of what it derives (the dream and consolidation read them before their
+//!   snapshot, commitment inference only when it found something to store); after its last
+//!   write it reads them again, and if any appeared it sweeps: it
 //!   removes what it wrote from a tombstoned source and runs the same derived-data removal
 //!   for every tombstoned id, then ends without moving its watermark (the next run redoes the
 //!   work without the forgotten entries).
 //!
 //! Why nothing survives: let `A` be something `P` wrote from an entry `w` that `F` forgets, so
-//! `w` was in `P`'s snapshot and hence not yet tombstoned when `P` read the tombstones (read 1).
+//! `P` derived from `w`, so `w` was not yet tombstoned when `P` read the tombstones (read 1).
 //! `F` tombstones `w` (write `t_w`) and afterwards looks for what derives from `w` (look `l_w`).
 //! All reads are strongly consistent (DynamoDB consistent reads, S3 strong read-after-write), so
 //! either `A` was written before `l_w` read its location, and `F` finds and removes it, or it was
