@@ -2063,12 +2063,12 @@ def soak(minutes: float, seed: int, *, out: Path, own_emulator: bool = False,
          max_rss_mb: int = 2048) -> int:
     """Runs until `minutes` have passed (or `max_runs` suite runs): first `race_trials`
     forget-vs-dream trials (0: none), then suite runs of SOAK_SEEDS_PER_RUN seeds each, from
-    `seed` on. Every result is appended to `out`/results.jsonl (tests/fault/soak restarts the
+    `seed` on. Every result is appended to `out`/results.jsonl (tests/soak restarts the
     emulator between calls and prints the table of all of them with `table`). A run's
     directory is kept only when it found a violation. Stops early once the emulator
     (`emulator_pid`) holds more than `max_rss_mb`: moto 5.2.5 deep-copies the whole table on
     every TransactWriteItems and its resident memory only grows (0.4-1.5 GB per soak run
-    measured here), so tests/fault/soak replaces it. Returns the next unused seed."""
+    measured here), so tests/soak replaces it. Returns the next unused seed."""
     started = time.monotonic()
     out.mkdir(parents=True, exist_ok=True)
     log = out / "results.jsonl"
@@ -2138,7 +2138,7 @@ def main(argv: list[str] | None = None) -> int:
     p_soak.add_argument("--races", type=int, default=50, help="forget-vs-dream trials first")
     p_soak.add_argument("--max-runs", type=int, default=None)
     p_soak.add_argument("--own-emulator", action="store_true",
-                        help="the emulator is ours alone (tests/fault/soak): purge its tap")
+                        help="the emulator is ours alone (tests/soak): purge its tap")
     p_soak.add_argument("--out", type=Path, default=OUT_ROOT / "soak")
     p_soak.add_argument("--emulator-pid", type=int, default=None,
                         help="stop early once this process holds more than --max-rss-mb")

@@ -27,6 +27,7 @@ impl EntryStore for PrebuiltPage {
     ) -> Result<(), StoreError> {
         Ok(())
     }
+    async fn mark_pending(&self, _: &MemoryRef, _: WorkKind, _: Timestamp) {}
     async fn claim_key(&self, _: &KeyClaim) -> Result<Claim, StoreError> {
         Err(StoreError::Conflict { op: "claim_key" })
     }

@@ -478,43 +478,6 @@ impl DynamoEntryStore {
         DynamoEntryStore { client, table }
     }
 
-    /// Records new work for `r` after a write, touching the marker only when the ref is not
-    /// pending yet or a pass is reading it (see the module doc). A failure here is logged, not
-    /// returned: the entries are durable, and failing the call would invite a duplicate; the
-    /// entry then waits for the ref's next write to be marked.
-    async fn mark_work(&self, r: &MemoryRef, kind: WorkKind, since: Timestamp) {
-        const OP: &str = "mark_work";
-        let result = crate::retry::send(OP, || {
-            self.client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(marker_key(r, kind)))
-                .update_expression(
-                    "SET dirtyPartition = :p, dirtySince = if_not_exists(dirtySince, :since) ADD dirtyVersion :one",
-                )
-                .condition_expression(
-                    "attribute_not_exists(dirtyPartition) OR attribute_exists(passRunning)",
-                )
-                .expression_attribute_values(":p", s(dirty_partition(kind, work_shard(r))))
-                .expression_attribute_values(
-                    ":since",
-                    s(format!("{:013}", since.as_millis().max(0))),
-                )
-                .expression_attribute_values(":one", n(1))
-                .send()
-        })
-        .await;
-        match result {
-            Ok(_) => {}
-            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
-            Err(e) => tracing::error!(
-                code = %crate::error::code_of(&e),
-                kind = kind.as_str(),
-                "work marker not updated; the ref's next write marks it"
-            ),
-        }
-    }
-
     /// The conditional update that records `completion` on its key inside a transaction.
     fn complete_item(
         &self,
@@ -676,9 +639,42 @@ impl EntryStore for DynamoEntryStore {
             *since = (*since).min(e.entry.created_at);
         }
         for ((r, kind), since) in &marks {
-            self.mark_work(r, *kind, *since).await;
+            self.mark_pending(r, *kind, *since).await;
         }
         Ok(())
+    }
+
+    async fn mark_pending(&self, r: &MemoryRef, kind: WorkKind, since: Timestamp) {
+        const OP: &str = "mark_work";
+        let result = crate::retry::send(OP, || {
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(marker_key(r, kind)))
+                .update_expression(
+                    "SET dirtyPartition = :p, dirtySince = if_not_exists(dirtySince, :since) ADD dirtyVersion :one",
+                )
+                .condition_expression(
+                    "attribute_not_exists(dirtyPartition) OR attribute_exists(passRunning)",
+                )
+                .expression_attribute_values(":p", s(dirty_partition(kind, work_shard(r))))
+                .expression_attribute_values(
+                    ":since",
+                    s(format!("{:013}", since.as_millis().max(0))),
+                )
+                .expression_attribute_values(":one", n(1))
+                .send()
+        })
+        .await;
+        match result {
+            Ok(_) => {}
+            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
+            Err(e) => tracing::error!(
+                code = %crate::error::code_of(&e),
+                kind = kind.as_str(),
+                "work marker not updated; the ref's next write marks it"
+            ),
+        }
     }
 
     async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {

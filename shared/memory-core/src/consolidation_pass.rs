@@ -10,11 +10,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use consolidation::{Entry, Settings};
+use sha2::{Digest, Sha256};
 
 use crate::error::{CoreError, StoreError};
 use crate::events::DomainEvent;
 use crate::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
-use crate::model::{EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use crate::model::{hex, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use crate::ports::{Clock, EntryStore, EventPublisher, PageQuery, WorkKind};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId, TenantScope};
@@ -140,6 +141,7 @@ impl Consolidator {
             ..Default::default()
         };
         let mut failed: Vec<String> = Vec::new();
+        let mut applied: Vec<String> = Vec::new();
         for merge in &plan.merges {
             if merge.replaced.iter().any(|id| failed.contains(id)) {
                 failed.push(merge.merged.id.clone());
@@ -188,6 +190,7 @@ impl Consolidator {
             {
                 Ok(()) => {
                     report.merges_applied += 1;
+                    applied.push(merge.merged.id.clone());
                     report.output_count = report.output_count + 1 - replaced.len();
                     for id in &merge.replaced {
                         known.remove(id);
@@ -233,6 +236,7 @@ impl Consolidator {
                 report.input_count,
                 report.output_count,
                 now,
+                &pass_identity(state.version, &applied),
             );
             if let Err(e) = self.publisher.publish(&[event]).await {
                 tracing::error!(error = %e, "agent.memory.consolidated not published");
@@ -248,4 +252,17 @@ impl Consolidator {
         );
         Ok(report)
     }
+}
+
+/// The identity of a pass's outcome: the work version it read and the merged ids it applied.
+/// Two deliveries of one job that did the same thing share it; passes that did different
+/// things (or ran over different writes) differ, whatever the clock said.
+fn pass_identity(version: Option<u64>, applied: &[String]) -> String {
+    let mut h = Sha256::new();
+    h.update(version.unwrap_or(0).to_be_bytes());
+    for id in applied {
+        h.update(id.as_bytes());
+        h.update([0]);
+    }
+    format!("v{}-{}", version.unwrap_or(0), hex(&h.finalize()[..8]))
 }

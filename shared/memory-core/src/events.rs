@@ -97,17 +97,20 @@ impl DomainEvent {
         }
     }
 
-    /// RFC 0068: counts only. The id is stable per ref and pass instant.
+    /// RFC 0068: counts only. `pass` names what the pass did (the consolidation service derives
+    /// it from the work version it read and the merges it applied, never from the clock), so a
+    /// duplicate delivery of the same outcome carries the same id and consumers dedupe it.
     pub fn memory_consolidated(
         memory_ref: &MemoryRef,
         input_count: usize,
         output_count: usize,
         at: Timestamp,
+        pass: &str,
     ) -> Self {
         DomainEvent {
             event_type: EventType::AgentMemoryConsolidated,
             tenant: memory_ref.tenant().clone(),
-            event_id: format!("agent.memory.consolidated:{memory_ref}:{}", at.as_millis()),
+            event_id: format!("agent.memory.consolidated:{memory_ref}:{pass}"),
             detail: json!({
                 "tenantId": memory_ref.tenant().as_str(),
                 "memoryRef": memory_ref.to_string(),

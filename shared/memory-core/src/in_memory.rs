@@ -32,6 +32,7 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 pub struct CallCounter(
     Mutex<HashMap<&'static str, u64>>,
     Mutex<Vec<(&'static str, u64)>>,
+    Mutex<Vec<(&'static str, u64)>>,
 );
 
 impl CallCounter {
@@ -63,6 +64,32 @@ impl CallCounter {
     /// Makes the `nth` next call (1 = the very next) of `op` fail.
     pub fn fail_on(&self, op: &'static str, nth: u64) {
         lock(&self.1).push((op, nth.max(1)));
+    }
+
+    /// Makes the `nth` next call of `op` apply and then fail, as a write whose every answer
+    /// was lost (only operations that check `answer` support it: `put_entries`).
+    pub fn lose_answer_on(&self, op: &'static str, nth: u64) {
+        lock(&self.2).push((op, nth.max(1)));
+    }
+
+    /// The answer side of a call that was applied: fails it if a lost answer was armed.
+    fn answer(&self, op: &'static str) -> Result<(), StoreError> {
+        let mut armed = lock(&self.2);
+        let mut lost = false;
+        for (aop, remaining) in armed.iter_mut() {
+            if *aop == op && *remaining > 0 {
+                *remaining -= 1;
+                lost |= *remaining == 0;
+            }
+        }
+        armed.retain(|(_, r)| *r > 0);
+        if lost {
+            return Err(StoreError::Backend {
+                op,
+                code: "AnswerLost".into(),
+            });
+        }
+        Ok(())
     }
 
     /// Calls of the write operations: what a no-op pass must leave at zero.
@@ -137,6 +164,17 @@ impl InMemoryEntryStore {
     }
 
     /// Every stored entry, for tests that inspect the raw store (like a table scan).
+    /// Only a ref not yet pending (or one a pass is reading) has its marker touched.
+    fn mark(&self, memory_ref: &MemoryRef, kind: WorkKind, since: Timestamp) {
+        let mut work = lock(&self.work);
+        let item = work.entry((memory_ref.clone(), kind)).or_default();
+        if item.pending_since.is_none() || item.running {
+            self.calls.hit("mark_work");
+            item.version += 1;
+            item.pending_since = item.pending_since.or(Some(since.as_millis()));
+        }
+    }
+
     pub fn dump(&self) -> Vec<StoredEntry> {
         lock(&self.refs)
             .values()
@@ -179,23 +217,24 @@ impl EntryStore for InMemoryEntryStore {
             record_completion(&mut keys, c);
         }
         drop((refs, keys));
-        // After the write, like the DynamoDB adapter: only a ref not yet pending (or one a pass
-        // is reading) has its marker touched.
-        let mut work = lock(&self.work);
+        // Applied, but the answer lost on every try (a fault a test armed): the caller sees an
+        // error and nothing after the write runs, as when the function dies right here.
+        self.calls.answer("put_entries")?;
+        // After the write, like the DynamoDB adapter.
         let marks: std::collections::BTreeSet<(MemoryRef, WorkKind)> = entries
             .iter()
             .map(|e| (e.memory_ref.clone(), WorkKind::for_tier(e.tier)))
             .collect();
-        let since = entries.iter().map(|e| e.entry.created_at.as_millis()).min();
-        for mark in marks {
-            let item = work.entry(mark).or_default();
-            if item.pending_since.is_none() || item.running {
-                self.calls.hit("mark_work");
-                item.version += 1;
-                item.pending_since = item.pending_since.or(since);
+        if let Some(since) = entries.iter().map(|e| e.entry.created_at).min() {
+            for (r, kind) in marks {
+                self.mark(&r, kind, since);
             }
         }
         Ok(())
+    }
+
+    async fn mark_pending(&self, memory_ref: &MemoryRef, kind: WorkKind, since: Timestamp) {
+        self.mark(memory_ref, kind, since);
     }
 
     async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {

@@ -113,6 +113,13 @@ pub trait EntryStore: Send + Sync {
         completion: Option<&Completion>,
     ) -> Result<(), StoreError>;
 
+    /// Marks `memory_ref` as waiting for `kind` work since `since`, touching its marker only
+    /// when it is not pending yet or a pass is reading it. `put_entries_completing` does this
+    /// itself; a replayed keyed put calls it again because the attempt that stored the
+    /// entries may have lost every answer, or died, between its transaction and its marker.
+    /// A failure is logged, not returned: the entries are stored either way.
+    async fn mark_pending(&self, memory_ref: &MemoryRef, kind: WorkKind, since: Timestamp);
+
     /// Claims an idempotency key for one attempt: acquires it when it is new, expired, or held
     /// by an attempt whose lease ran out with the same payload; otherwise returns the record.
     async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError>;

@@ -10,6 +10,7 @@
 //! result is recorded in the same store write, and a repeat gets the recorded answer. Without
 //! one, a client that retries after a timeout whose write did land stores the entries again.
 
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
@@ -24,7 +25,7 @@ use crate::idempotency::{
 use crate::model::{
     is_valid_entry_id, Attribution, EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier,
 };
-use crate::ports::{Clock, EntryStore, EventPublisher, IdSource};
+use crate::ports::{Clock, EntryStore, EventPublisher, IdSource, WorkKind};
 use crate::time::Timestamp;
 use memory_guard::{Redactor, SecretRegistry, TenantId, TenantScope};
 
@@ -438,7 +439,22 @@ impl MemoryWriter {
         };
         let held = match self.begin(key, &payload, now).await? {
             Begun::Proceed(held) => held,
-            Begun::Replay(result) => return Self::replay(&result),
+            Begun::Replay(result) => {
+                let out = Self::replay(&result)?;
+                // The attempt that stored these entries may have lost every answer (or died)
+                // between its transaction and its work marker; the replay marks the ref so the
+                // entries are not left out of the background passes until its next write.
+                if let Some(since) = out.written.iter().map(|w| w.created_at).min() {
+                    let kinds: BTreeSet<WorkKind> = validated
+                        .iter()
+                        .map(|e| WorkKind::for_tier(e.tier))
+                        .collect();
+                    for kind in kinds {
+                        self.store.mark_pending(&memory_ref, kind, since).await;
+                    }
+                }
+                return Ok(out);
+            }
         };
         let created_at = held.as_ref().map_or(now, |h| h.first_attempt_at);
         let stored: Vec<StoredEntry> = validated

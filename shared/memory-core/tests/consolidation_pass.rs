@@ -235,6 +235,9 @@ impl EntryStore for Racing {
     ) -> Result<(), StoreError> {
         self.inner.put_entries_completing(e, c).await
     }
+    async fn mark_pending(&self, r: &MemoryRef, k: WorkKind, t: Timestamp) {
+        self.inner.mark_pending(r, k, t).await
+    }
     async fn claim_key(&self, c: &KeyClaim) -> Result<Claim, StoreError> {
         self.inner.claim_key(c).await
     }
@@ -440,4 +443,52 @@ async fn transactional_entries_are_left_alone() {
         .expect("pass");
     assert_eq!((report.input_count, report.merges_applied), (0, 0));
     assert_eq!(w.store.dump().len(), 2);
+}
+
+#[tokio::test]
+async fn the_consolidated_event_id_names_the_outcome_not_the_clock() {
+    // The same store state consolidated at two different instants (a job delivered twice, the
+    // second time later): the events share one id, so consumers dedupe the redelivery.
+    let mut ids = Vec::new();
+    for at in [T0 + 1_000_000, T0 + 9_000_000] {
+        let store = Arc::new(InMemoryEntryStore::new());
+        let events = Arc::new(RecordingPublisher::new());
+        let pass = Consolidator::new(
+            store.clone(),
+            events.clone(),
+            Arc::new(ManualClock::at(Timestamp::from_millis(at))),
+        );
+        let r = memory_ref(&tenant("t1"), "agent-1");
+        store
+            .put_entries(&[
+                long(&r, 1, "Prefers email follow-up.", &[]),
+                long(&r, 2, "prefers email follow-up", &[]),
+            ])
+            .await
+            .expect("put");
+        pass.run("t1", &r.to_string(), &no_redaction())
+            .await
+            .expect("pass");
+        let first = events.events();
+        assert_eq!(first.len(), 1);
+        ids.push(first[0].event_id.clone());
+        // Another outcome on the same ref (a later write, another merge) gets another id.
+        store
+            .put_entries(&[
+                long(&r, 3, "Lives in Oslo.", &[]),
+                long(&r, 4, "lives in oslo", &[]),
+            ])
+            .await
+            .expect("put");
+        pass.run("t1", &r.to_string(), &no_redaction())
+            .await
+            .expect("pass");
+        let both = events.events();
+        assert_eq!(both.len(), 2);
+        assert_ne!(
+            both[1].event_id, both[0].event_id,
+            "another outcome, another id"
+        );
+    }
+    assert_eq!(ids[0], ids[1], "same outcome, same id");
 }

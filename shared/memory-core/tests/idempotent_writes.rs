@@ -6,9 +6,9 @@ use std::sync::Arc;
 use memory_core::events::EventType;
 use memory_core::idempotency::{new_attempt, Claim, IdempotencyKey, KeyClaim};
 use memory_core::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds};
-use memory_core::ports::EntryStore;
+use memory_core::ports::{EntryStore, WorkKind};
 use memory_core::writer::{MemoryWriter, PutRequest};
-use memory_core::{CoreError, TenantId, Timestamp};
+use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
 use serde_json::{json, Value};
 
 const NOW: i64 = 1_800_000_000_000;
@@ -252,4 +252,47 @@ async fn a_keyed_delete_answers_the_same_on_retry() {
         .delete("tenant-a", REF, "missing", Some("del-2"))
         .await
         .expect("absent again"));
+}
+
+#[tokio::test]
+async fn a_replay_marks_the_ref_its_lost_first_attempt_never_marked() {
+    let w = world();
+    let memory_ref = TenantScope::new(TenantId::parse("tenant-a").expect("tenant"))
+        .admit(REF)
+        .expect("ref");
+    // The transaction applies, then every answer is lost: the call fails and nothing after the
+    // write ran, so the ref is not pending although its entry is stored.
+    w.store.calls.lose_answer_on("put_entries", 1);
+    w.writer
+        .put(&put(Some("op-lost"), &["alpha"]))
+        .await
+        .expect_err("answer lost");
+    assert_eq!(w.store.dump().len(), 1, "the write applied");
+    let before = w
+        .store
+        .work_state(&memory_ref, WorkKind::Dream)
+        .await
+        .expect("state");
+    assert!(!before.pending, "nothing marked the ref");
+    // The client's retry is answered from the record and marks the ref for the dream.
+    let again = w
+        .writer
+        .put(&put(Some("op-lost"), &["alpha"]))
+        .await
+        .expect("retry");
+    assert!(again.replayed);
+    assert_eq!(w.store.dump().len(), 1, "still one copy");
+    let after = w
+        .store
+        .work_state(&memory_ref, WorkKind::Dream)
+        .await
+        .expect("state");
+    assert!(after.pending, "the replay marked the ref");
+    // A further replay touches nothing: the ref is already pending.
+    let marks = w.store.calls.get("mark_work");
+    w.writer
+        .put(&put(Some("op-lost"), &["alpha"]))
+        .await
+        .expect("replay");
+    assert_eq!(w.store.calls.get("mark_work"), marks);
 }

@@ -1,13 +1,7 @@
-"""The fault-injection suite (suite.py) as pytest tests: fixed seeds, small workloads, zero
+"""The fault-injection suite (suite.py) in `tests/run`: fixed seeds, small workloads, zero
 violations; 50 forget-vs-dream races; a keyed put retried after lost transaction answers; and
-the checker's own test (deliberate damage must be reported).
-
-Not collected by `pytest tests/fault` (tests/run collects exactly_once.py's tests instead); run it
-by naming it:
-
-    .venv/bin/python -m pytest tests/fault/fault_suite_pytest.py -q -p no:cacheprovider
-
-(renaming it to test_fault_suite.py puts it into tests/run's `pytest tests/fault` step).
+the checker's own test (deliberate damage must be reported). `tests/soak --minutes N` runs the
+same workloads for minutes on an emulator of its own.
 
 Needs the emulator settings (`eval "$(infra/local/up)"`) and the built binaries
 (`cargo build --bins`); without either every test fails, none is skipped. Output names marker
@@ -101,6 +95,10 @@ def test_keyed_retry_lost_response() -> None:
     assert result["lostResponse"]["A"]["dropped"] == 1
     assert result["lostResponse"]["B"]["dropped"] >= 1
     assert result["checks"].get("acked_present_once", 0) == 2, "both puts acknowledged"
+    # B's first call lost every answer after its transaction applied, so it never marked its
+    # ref; the replay must have, or the dream would not see the entry until the next write.
+    unmarked = [f for f in result["findings"] if f["finding"] == "work_not_marked"]
+    assert not unmarked, unmarked
     assert_clean([result])
 
 
