@@ -7,9 +7,10 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use commitment_aws::DynamoCommitmentStore;
+use commitment_service::firing::{CommitmentService, ZoneConfig};
 use lambda_runtime::Error;
 use memory_aws::AwsPorts;
-use memory_core::commitment_firing::{CommitmentService, ZoneConfig};
 use memory_core::ports::SystemClock;
 
 #[tokio::main]
@@ -28,7 +29,7 @@ async fn main() -> Result<(), Error> {
     )
     .map_err(|e| Error::from(e.to_string()))?;
     let service = CommitmentService::new(
-        ports.commitments.clone(),
+        Arc::new(DynamoCommitmentStore::from_ports(&ports)),
         ports.entries.clone(),
         ports.events.clone(),
         Arc::new(SystemClock),
@@ -36,5 +37,5 @@ async fn main() -> Result<(), Error> {
         std::env::var("ENQUEUE_RUNS").map_or(true, |v| v != "false"),
     );
     let service = &service;
-    lambda_adapter::run(|payload| memory_api::commitments_api::handle(service, payload)).await
+    lambda_adapter::run(|payload| commitment_service::api::handle(service, payload)).await
 }

@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
+use consolidation_service::api::ConsolidatePass;
+use consolidation_service::pass::Consolidator;
 use lambda_runtime::Error;
 use memory_api::background_api;
-use memory_api::consolidate_api::ConsolidatePass;
 use memory_aws::AwsPorts;
-use memory_core::consolidation_pass::Consolidator;
 use memory_core::ports::{JobQueue, SystemClock};
 
 #[tokio::main]

@@ -4,11 +4,11 @@
 use std::sync::Arc;
 
 use distill::DeterministicDistiller;
+use dream_service::api::DreamPass;
+use dream_service::dream::Dreamer;
 use lambda_runtime::Error;
 use memory_api::background_api;
-use memory_api::dream_api::DreamPass;
 use memory_aws::AwsPorts;
-use memory_core::dream::Dreamer;
 use memory_core::ports::{JobQueue, SystemClock};
 
 #[tokio::main]

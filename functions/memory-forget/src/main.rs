@@ -3,10 +3,11 @@
 
 use std::sync::Arc;
 
+use commitment_aws::DynamoCommitmentStore;
+use commitment_service::firing::CommitmentForgetHook;
+use dream_service::dream::DerivedForgetHook;
 use lambda_runtime::Error;
 use memory_aws::AwsPorts;
-use memory_core::commitment_firing::CommitmentForgetHook;
-use memory_core::dream::DerivedForgetHook;
 use memory_core::forget::Forgetter;
 use memory_core::ports::SystemClock;
 
@@ -15,13 +16,14 @@ async fn main() -> Result<(), Error> {
     lambda_adapter::init_logging();
     let ports = AwsPorts::from_env().await?;
     let clock = Arc::new(SystemClock);
+    let commitments = Arc::new(DynamoCommitmentStore::from_ports(&ports));
     let forgetter = Forgetter::new(ports.entries.clone(), ports.events, clock.clone())
         .with_hook(Arc::new(DerivedForgetHook {
             store: ports.entries,
             archives: ports.archives,
             clock,
         }))
-        .with_hook(Arc::new(CommitmentForgetHook(ports.commitments)));
+        .with_hook(Arc::new(CommitmentForgetHook(commitments)));
     let claim = lambda_adapter::tenant_claim_name();
     let (forgetter, claim) = (&forgetter, claim.as_str());
     lambda_adapter::run(|payload| async move {

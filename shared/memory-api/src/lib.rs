@@ -4,10 +4,7 @@
 //! Lambda type in sight, lets the whole API run in-process in tests and benchmarks.
 
 pub mod background_api;
-pub mod commitments_api;
-pub mod consolidate_api;
 pub mod decode;
-pub mod dream_api;
 pub mod forget_api;
 pub mod metrics;
 pub mod read_api;

@@ -5,11 +5,11 @@ use std::sync::Arc;
 
 use memory_api::read_api::{ReadApi, ReadRequest};
 use memory_core::capabilities::HOST_MODEL;
-use memory_core::in_memory::{InMemoryEntryStore, ManualClock};
 use memory_core::ports::EntryStore;
 use memory_core::reader::MemoryReader;
-use memory_core::testkit::{entry, memory_ref, T0};
 use memory_core::{TenantId, Timestamp};
+use memory_testkit::contract::{entry, memory_ref, T0};
+use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock};
 use serde_json::json;
 
 const TENANT: &str = "tenant-a";

@@ -40,9 +40,9 @@ use aws_smithy_runtime_api::client::interceptors::context::{
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_test_support::RequestCounter;
-use memory_core::in_memory::RecordingPublisher;
 use memory_core::ports::{SystemClock, UlidIds};
 use memory_core::writer::{AttributionInput, EntryInput, MemoryWriter, PutRequest};
+use memory_testkit::in_memory::RecordingPublisher;
 use serde_json::{Map, Value};
 
 const DEFAULT_PUTS: usize = 200;

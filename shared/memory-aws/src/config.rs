@@ -8,9 +8,7 @@ use std::sync::Arc;
 use aws_config::retry::RetryConfig;
 use aws_config::BehaviorVersion;
 
-use crate::{
-    DynamoCommitmentStore, DynamoEntryStore, EventBridgePublisher, S3ArchiveStore, SqsJobQueue,
-};
+use crate::{DynamoEntryStore, EventBridgePublisher, S3ArchiveStore, SqsJobQueue};
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -45,15 +43,18 @@ impl Settings {
     }
 }
 
-/// The three adapters, built once per Lambda container and shared across invocations.
+/// The adapters, built once per Lambda container and shared across invocations.
 #[derive(Clone)]
 pub struct AwsPorts {
+    /// The DynamoDB client and table, for adapters of other crates over the same table
+    /// (`commitment-aws`).
+    pub dynamo: aws_sdk_dynamodb::Client,
+    pub table: String,
     pub entries: Arc<DynamoEntryStore>,
     pub archives: Arc<S3ArchiveStore>,
     pub events: Arc<EventBridgePublisher>,
     /// The function's own work queue (`WORK_QUEUE_URL`), for the scheduled passes.
     pub jobs: Option<Arc<SqsJobQueue>>,
-    pub commitments: Arc<DynamoCommitmentStore>,
 }
 
 impl AwsPorts {
@@ -88,11 +89,12 @@ impl AwsPorts {
                 .build(),
         );
         AwsPorts {
-            commitments: Arc::new(DynamoCommitmentStore::new(
+            entries: Arc::new(DynamoEntryStore::new(
                 dynamo.clone(),
                 settings.table.clone(),
             )),
-            entries: Arc::new(DynamoEntryStore::new(dynamo, settings.table.clone())),
+            dynamo,
+            table: settings.table.clone(),
             archives: Arc::new(S3ArchiveStore::new(s3, settings.bucket.clone())),
             events: Arc::new(EventBridgePublisher::new(events, settings.bus.clone())),
             jobs: settings

@@ -356,7 +356,7 @@ fn dirty_partition(kind: WorkKind, shard: u8) -> String {
 
 /// Every page of a Query, following `LastEvaluatedKey`; also the total `ScannedCount`, the
 /// items DynamoDB read (what a Query costs).
-pub(crate) async fn query_all(
+pub async fn query_all(
     request: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
     op: &'static str,
 ) -> Result<(Vec<Item>, u64), StoreError> {

@@ -6,7 +6,7 @@ use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
 use memory_core::StoreError;
 
-pub(crate) fn backend<E>(op: &'static str, err: &SdkError<E, HttpResponse>) -> StoreError
+pub fn backend<E>(op: &'static str, err: &SdkError<E, HttpResponse>) -> StoreError
 where
     E: ProvideErrorMetadata,
 {
@@ -19,7 +19,7 @@ where
 }
 
 /// The service's error code, or the kind of transport failure; never the SDK's `Display`.
-pub(crate) fn code_of<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> String {
+pub fn code_of<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> String {
     match err {
         SdkError::ServiceError(service) => service.err().code().unwrap_or("Unknown").to_owned(),
         SdkError::TimeoutError(_) => "Timeout".to_owned(),
@@ -31,7 +31,7 @@ pub(crate) fn code_of<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> Strin
 }
 
 /// The service error code, if the failure was a service answer.
-pub(crate) fn service_code<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> Option<&str> {
+pub fn service_code<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> Option<&str> {
     match err {
         SdkError::ServiceError(service) => service.err().code(),
         _ => None,

@@ -2,16 +2,14 @@
 //! EventBridge behind `EventPublisher`. This crate is the only one that names AWS SDK types;
 //! nothing here decides behaviour, it translates.
 
-pub mod commitment_store;
 pub mod config;
 pub mod dynamo;
 pub mod error;
 pub mod eventbridge;
-pub(crate) mod retry;
+pub mod retry;
 pub mod s3;
 pub mod sqs;
 
-pub use commitment_store::DynamoCommitmentStore;
 pub use config::{AwsPorts, Settings};
 pub use dynamo::DynamoEntryStore;
 pub use eventbridge::EventBridgePublisher;

@@ -45,7 +45,7 @@ const RETRYABLE_CODES: &[&str] = &[
 ];
 
 /// Whether a later attempt of the same call can succeed.
-pub(crate) fn is_retryable<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
+pub fn is_retryable<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) -> bool {
     match err {
         SdkError::TimeoutError(_) | SdkError::DispatchFailure(_) | SdkError::ResponseError(_) => {
             true
@@ -72,7 +72,7 @@ fn backoff(attempt: u32) -> Duration {
 }
 
 /// Sends with the default classification ([`is_retryable`]).
-pub(crate) async fn send<T, E, F, Fut>(
+pub async fn send<T, E, F, Fut>(
     op: &'static str,
     attempt: F,
 ) -> Result<T, SdkError<E, HttpResponse>>

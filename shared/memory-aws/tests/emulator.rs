@@ -10,8 +10,8 @@ use memory_aws::{DynamoEntryStore, EventBridgePublisher, S3ArchiveStore};
 use memory_core::events::DomainEvent;
 use memory_core::model::{Attribution, Tier};
 use memory_core::ports::{ArchiveStore, EntryStore, EventPublisher, PageQuery};
-use memory_core::testkit::{entry, fresh_tenant, memory_ref, T0};
 use memory_core::Timestamp;
+use memory_testkit::contract::{entry, fresh_tenant, memory_ref, T0};
 
 async fn dynamo(counter: Option<RequestCounter>) -> DynamoEntryStore {
     let sdk = emulator_config().await;
@@ -40,7 +40,7 @@ async fn archive() -> Arc<dyn ArchiveStore> {
     ))
 }
 
-memory_core::port_suite!(store: store(), archive: archive());
+memory_testkit::port_suite!(store: store(), archive: archive());
 
 #[tokio::test]
 async fn round_trips_are_at_the_floor() {
@@ -142,13 +142,3 @@ async fn events_are_published_in_batches_of_ten_and_arrive() {
         assert!(e["detail"]["eventId"].is_string());
     }
 }
-
-async fn commitments() -> Arc<dyn memory_core::ports::CommitmentStore> {
-    let sdk = emulator_config().await;
-    Arc::new(memory_aws::DynamoCommitmentStore::new(
-        aws_sdk_dynamodb::Client::new(&sdk),
-        required_env("MEMORY_TABLE"),
-    ))
-}
-
-memory_core::commitment_suite!(commitments());

@@ -33,6 +33,13 @@ pub struct DistillationModel {
     pub index_emitted: bool,
 }
 
+/// Largest token budget a dream accepts (requests above it are clamped); advertised here so the
+/// read function can answer the capability document without linking the distiller.
+pub const MAX_TOKEN_BUDGET: u32 = 128_000;
+
+/// The tokenizer dreams count with (the dream service checks it equals the distiller's).
+pub const TOKENIZER_NAME: &str = "cl100k_base";
+
 /// What this build of wop-memory provides.
 pub const HOST_MODEL: HostMemoryModel = HostMemoryModel {
     read: true,
@@ -46,8 +53,8 @@ pub const HOST_MODEL: HostMemoryModel = HostMemoryModel {
     ttl: true,
     forget: true,
     distillation: Some(DistillationModel {
-        max_token_budget: crate::dream::MAX_TOKEN_BUDGET,
-        tokenizer_name: distill::TOKENIZER_NAME,
+        max_token_budget: MAX_TOKEN_BUDGET,
+        tokenizer_name: TOKENIZER_NAME,
         archive_retention: "P90D",
         index_emitted: true,
     }),

@@ -121,50 +121,6 @@ impl DomainEvent {
         }
     }
 
-    /// RFC 0068 clause 3: ids, kind and instants only; never the intention or predicate text.
-    /// The id is the commitment's deterministic fire id, so duplicates dedupe.
-    pub fn commitment_fired(
-        memory_ref: &MemoryRef,
-        commitment: &commitments::Commitment,
-        scheduled_for_ms: i64,
-        fired_at: Timestamp,
-        enqueued_run_id: Option<&str>,
-    ) -> Self {
-        let mut detail = json!({
-            "tenantId": memory_ref.tenant().as_str(),
-            "commitmentId": commitment.id,
-            "memoryRef": memory_ref.to_string(),
-            "kind": commitment.condition.kind(),
-            "scheduledFor": Timestamp::from_millis(scheduled_for_ms),
-            "firedAt": fired_at,
-        });
-        if let Some(run_id) = enqueued_run_id {
-            detail["enqueuedRunId"] = json!(run_id);
-        }
-        DomainEvent {
-            event_type: EventType::CommitmentFired,
-            tenant: memory_ref.tenant().clone(),
-            event_id: commitment.fire_event_id(scheduled_for_ms),
-            detail,
-        }
-    }
-
-    /// A run for the commitment's agent, in the same tenant (RFC 0068 clause 4).
-    pub fn run_requested(memory_ref: &MemoryRef, commitment_id: &str, run_id: &str) -> Self {
-        DomainEvent {
-            event_type: EventType::RunRequested,
-            tenant: memory_ref.tenant().clone(),
-            event_id: format!("run.requested:{run_id}"),
-            detail: json!({
-                "tenantId": memory_ref.tenant().as_str(),
-                "runId": run_id,
-                "agentId": memory_ref.agent().as_str(),
-                "memoryRef": memory_ref.to_string(),
-                "trigger": {"kind": "commitment", "commitmentId": commitment_id},
-            }),
-        }
-    }
-
     /// The subject appears only as its tenant-scoped digest, never in clear.
     pub fn memory_forgotten(
         tenant: &TenantId,

@@ -39,9 +39,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::consolidation_pass::snapshot;
 use crate::error::{CoreError, StoreError};
 use crate::events::{DomainEvent, ForgetCounts};
+use crate::listing::snapshot;
 use crate::model::{EntryKey, StoredEntry, SubjectKey};
 use crate::ports::{Clock, EntryStore, EventPublisher};
 use crate::time::Timestamp;

@@ -6,25 +6,18 @@
 
 pub mod background;
 pub mod capabilities;
-pub mod commitment_firing;
-pub mod consolidation_pass;
 pub mod cursor;
 pub mod deadline;
-pub mod dream;
 pub mod error;
 pub mod events;
 pub mod forget;
 pub mod idempotency;
-pub mod in_memory;
 pub mod listing;
 pub mod model;
 pub mod ports;
 pub mod reader;
 pub mod time;
 pub mod writer;
-
-/// The port contract suite shared by every adapter's tests.
-pub mod testkit;
 
 pub use error::{CoreError, StoreError};
 pub use memory_guard::{AgentId, MemoryRef, Redactor, SecretRegistry, TenantId, TenantScope};

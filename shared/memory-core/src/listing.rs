@@ -4,8 +4,11 @@
 
 use serde::Serialize;
 
-use crate::error::CoreError;
-use crate::model::MemoryEntry;
+use crate::error::{CoreError, StoreError};
+use crate::model::{MemoryEntry, StoredEntry};
+use crate::ports::{EntryStore, PageQuery};
+use crate::time::Timestamp;
+use memory_guard::MemoryRef;
 
 pub const DEFAULT_LIST_LIMIT: u32 = 50;
 pub const MAX_LIST_LIMIT: u32 = 100;
@@ -45,6 +48,41 @@ pub struct ListPage {
     pub entries: Vec<MemoryEntry>,
     /// Always present on the wire (`null` on the last page) so clients need no key check.
     pub next_cursor: Option<String>,
+}
+
+/// Items a snapshot page examines (DynamoDB caps a page at 1 MB anyway).
+const SNAPSHOT_PAGE: u32 = 500;
+
+/// Every live entry of one ref, read page by page with read-your-writes consistency.
+pub async fn snapshot(
+    store: &dyn EntryStore,
+    memory_ref: &MemoryRef,
+    now: Timestamp,
+) -> Result<Vec<StoredEntry>, StoreError> {
+    let mut out = Vec::new();
+    let mut after = None;
+    loop {
+        let page = store
+            .list_page(
+                memory_ref,
+                &PageQuery {
+                    limit: SNAPSHOT_PAGE,
+                    tag: None,
+                    after: after.take(),
+                    now,
+                },
+            )
+            .await?;
+        out.extend(
+            page.entries
+                .into_iter()
+                .filter(|e| e.memory_ref == *memory_ref && e.entry.is_live_at(now)),
+        );
+        match page.next_after {
+            Some(next) => after = Some(next),
+            None => return Ok(out),
+        }
+    }
 }
 
 #[cfg(test)]

@@ -5,10 +5,12 @@ use std::sync::Arc;
 
 use memory_core::events::EventType;
 use memory_core::idempotency::{new_attempt, Claim, IdempotencyKey, KeyClaim};
-use memory_core::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds};
 use memory_core::ports::{EntryStore, WorkKind};
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
+use memory_testkit::in_memory::{
+    InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
+};
 use serde_json::{json, Value};
 
 const NOW: i64 = 1_800_000_000_000;

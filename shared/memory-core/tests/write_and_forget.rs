@@ -4,11 +4,13 @@ use std::sync::Arc;
 
 use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
-use memory_core::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds};
 use memory_core::listing::ListOptions;
 use memory_core::reader::MemoryReader;
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
+use memory_testkit::in_memory::{
+    InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
+};
 use serde_json::json;
 
 const NOW: i64 = 1_800_000_000_000;

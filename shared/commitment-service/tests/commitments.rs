@@ -3,17 +3,17 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use memory_core::commitment_firing::{
+use commitment_service::firing::{
     CommitmentForgetHook, CommitmentService, ZoneConfig, OUTBOX_LEASE_MS,
 };
+use commitment_service::CommitmentStore;
 use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
-use memory_core::in_memory::{
-    InMemoryCommitmentStore, InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
-};
-use memory_core::ports::CommitmentStore;
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::Timestamp;
+use memory_testkit::in_memory::{
+    InMemoryCommitmentStore, InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
+};
 use serde_json::json;
 
 /// 2026-11-20T15:00:00Z, a Friday.
@@ -321,7 +321,7 @@ async fn the_due_read_costs_the_same_with_ten_or_ten_thousand_commitments() {
                     condition: commitments::Condition::At { due_ms: due },
                     rule: "time.test",
                 };
-                memory_core::ports::StoredCommitment {
+                commitment_service::StoredCommitment {
                     commitment: commitments::Commitment::new(
                         "t1",
                         REF,
@@ -338,7 +338,7 @@ async fn the_due_read_costs_the_same_with_ten_or_ten_thousand_commitments() {
         store.put_new(&zone_free).await.expect("put");
         let mut read = 0;
         let mut due = 0;
-        for shard in 0..memory_core::ports::DUE_SHARDS {
+        for shard in 0..commitment_service::DUE_SHARDS {
             let r = store
                 .due(shard, Timestamp::from_millis(TOMORROW_9))
                 .await

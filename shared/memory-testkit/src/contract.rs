@@ -6,14 +6,14 @@
 use std::sync::Arc;
 
 use crate::in_memory::ManualClock;
-use crate::listing::ListOptions;
-use crate::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use crate::ports::{
+use memory_core::listing::ListOptions;
+use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use memory_core::ports::{
     ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, PageQuery, PutOutcome,
 };
-use crate::reader::MemoryReader;
-use crate::time::Timestamp;
-use crate::StoreError;
+use memory_core::reader::MemoryReader;
+use memory_core::time::Timestamp;
+use memory_core::StoreError;
 use memory_guard::{AgentId, MemoryRef, TenantId, TenantScope};
 
 /// A tenant id no other check or run uses.
@@ -384,7 +384,7 @@ pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
             },
         )
         .await;
-    assert_eq!(foreign, Err(crate::CoreError::BadCursor));
+    assert_eq!(foreign, Err(memory_core::CoreError::BadCursor));
 }
 
 pub async fn puts_are_all_or_nothing(store: Arc<dyn EntryStore>) {
@@ -525,7 +525,7 @@ pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
 }
 
 pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
-    use crate::ports::{work_shard, WorkKind};
+    use memory_core::ports::{work_shard, WorkKind};
     let t = fresh_tenant("work");
     let r = memory_ref(&t, "agent-1");
     let shard = work_shard(&r);
@@ -717,7 +717,7 @@ pub async fn archive_listing_is_tenant_scoped(archive: Arc<dyn ArchiveStore>) {
 /// pass runs, N more puts leave the marker untouched (one marker write per dirty period); once
 /// a pass has begun, every put is counted again so the pass cannot clear what it did not read.
 pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>) {
-    use crate::ports::WorkKind;
+    use memory_core::ports::WorkKind;
     let t = fresh_tenant("hot");
     let r = memory_ref(&t, "agent-1");
     let n = 24u64;
@@ -791,7 +791,7 @@ pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>)
 /// takeover after the lease with the first attempt's instant, release, and the fence on the
 /// completing write (an attempt that lost the key writes nothing).
 pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
-    use crate::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, Verdict};
+    use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, Verdict};
     let t = fresh_tenant("idem");
     let r = memory_ref(&t, "agent-1");
     let key = IdempotencyKey::parse(&t, "order-42/retry").expect("key");
@@ -974,7 +974,7 @@ pub async fn provenance_has_no_item_size_ceiling(store: Arc<dyn EntryStore>) {
     );
     // Forget's derived-data search sees the last source id too.
     let mut gone = std::collections::BTreeSet::from([derived.provenance[19_999].clone()]);
-    let removed = crate::forget::forget_derived_entries(
+    let removed = memory_core::forget::forget_derived_entries(
         store.as_ref(),
         &r,
         &mut gone,
@@ -1058,7 +1058,7 @@ macro_rules! port_suite {
         $(
             #[tokio::test]
             async fn $name() {
-                $crate::testkit::$name($store.await).await;
+                $crate::contract::$name($store.await).await;
             }
         )*
     };
@@ -1066,7 +1066,7 @@ macro_rules! port_suite {
         $(
             #[tokio::test]
             async fn $name() {
-                $crate::testkit::$name($archive.await).await;
+                $crate::contract::$name($archive.await).await;
             }
         )*
     };
@@ -1077,12 +1077,12 @@ fn commitment_at(
     source: &str,
     due_ms: i64,
     subject: Option<SubjectKey>,
-) -> crate::ports::StoredCommitment {
+) -> commitment_service::StoredCommitment {
     let inferred = commitments::Inferred {
         condition: commitments::Condition::At { due_ms },
         rule: "time.test",
     };
-    crate::ports::StoredCommitment {
+    commitment_service::StoredCommitment {
         commitment: commitments::Commitment::new(
             r.tenant().as_str(),
             &r.to_string(),
@@ -1096,8 +1096,8 @@ fn commitment_at(
     }
 }
 
-pub async fn commitment_store_contract(store: Arc<dyn crate::ports::CommitmentStore>) {
-    use crate::ports::{due_shard, CommitmentKey, Outbox, StoredCommitment};
+pub async fn commitment_store_contract(store: Arc<dyn commitment_service::CommitmentStore>) {
+    use commitment_service::{due_shard, CommitmentKey, Outbox, StoredCommitment};
     let t = fresh_tenant("cmt");
     let other = fresh_tenant("cmt-other");
     let r = memory_ref(&t, "agent-1");
@@ -1231,7 +1231,7 @@ macro_rules! commitment_suite {
     ($store:expr) => {
         #[tokio::test]
         async fn commitment_store_contract() {
-            $crate::testkit::commitment_store_contract($store.await).await;
+            $crate::contract::commitment_store_contract($store.await).await;
         }
     };
 }

@@ -20,23 +20,22 @@ use std::sync::Arc;
 use distill::{DistillError, DistillInput, Distiller, IndexLine, SourceEntry};
 use serde_json::json;
 
-use crate::consolidation_pass::snapshot;
-use crate::error::{CoreError, StoreError};
-use crate::events::{DomainEvent, EventType, ForgetCounts};
-use crate::forget::{Fence, ForgetHook};
-use crate::idempotency::{
+use memory_core::error::{CoreError, StoreError};
+use memory_core::events::{DomainEvent, EventType, ForgetCounts};
+use memory_core::forget::{Fence, ForgetHook};
+use memory_core::idempotency::{
     new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, DEFAULT_KEY_TTL_SECONDS,
 };
-use crate::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use crate::ports::{
+use memory_core::listing::snapshot;
+use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use memory_core::ports::{
     ArchiveStore, Clock, EntryStore, EventPublisher, Expect, ObjectKey, ObjectKind, PutOutcome,
     WorkKind,
 };
-use crate::time::Timestamp;
+use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId, TenantScope};
 
-/// The advertised `maxTokenBudget`; requests above it are clamped, absent means this.
-pub const MAX_TOKEN_BUDGET: u32 = 128_000;
+pub use memory_core::capabilities::MAX_TOKEN_BUDGET;
 /// Tries of the index compare-and-swap before the run gives up (and is retried).
 const INDEX_ATTEMPTS: usize = 8;
 /// How long a run that claimed a dream's announcement owns it before a retry may take over.
@@ -160,7 +159,7 @@ impl Dreamer {
             .ok_or(CoreError::RefNotAdmitted)?;
         let budget = Self::budget(token_budget);
         let state =
-            crate::background::begin_pass(self.store.as_ref(), &memory_ref, WorkKind::Dream)
+            memory_core::background::begin_pass(self.store.as_ref(), &memory_ref, WorkKind::Dream)
                 .await?;
         // Forget's fence (`forget.rs`): tombstoned entries never enter the snapshot.
         let fence = Fence::read(self.store.as_ref(), &memory_ref).await?;
@@ -313,7 +312,7 @@ impl Dreamer {
         // 4. Announce, once: a duplicate run of the same dream (SQS delivers at least once)
         // finds the announcement claimed; a failure here leaves durable artefacts and an
         // unmoved watermark, so the retry announces with the same event ids.
-        let mut events = vec![DomainEvent::memory_compacted(
+        let mut events = vec![memory_compacted(
             &memory_ref,
             &archive,
             distillation.tokens_used,
@@ -321,11 +320,7 @@ impl Dreamer {
             now,
         )];
         if index_updated {
-            events.push(DomainEvent::workspace_updated(
-                &memory_ref,
-                &archive.digest,
-                now,
-            ));
+            events.push(workspace_updated(&memory_ref, &archive.digest, now));
         }
         self.announce_once(&tenant, &archive.digest, &events, now)
             .await?;
@@ -561,9 +556,10 @@ impl DerivedForgetHook {
     ) -> Result<ForgetCounts, CoreError> {
         let tenant = memory_ref.tenant();
         let now = self.clock.now();
-        let until = now.plus_millis(crate::forget::TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
+        let until =
+            now.plus_millis(memory_core::forget::TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
         let mut counts = ForgetCounts {
-            deleted_entries: crate::forget::forget_derived_entries(
+            deleted_entries: memory_core::forget::forget_derived_entries(
                 self.store.as_ref(),
                 memory_ref,
                 gone,
@@ -626,7 +622,7 @@ impl DerivedForgetHook {
             let until = self
                 .clock
                 .now()
-                .plus_millis(crate::forget::TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
+                .plus_millis(memory_core::forget::TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
             self.store
                 .tombstone(std::slice::from_ref(&output), until)
                 .await?;
@@ -701,53 +697,53 @@ impl DerivedForgetHook {
     }
 }
 
-impl DomainEvent {
-    /// RFC 0012 §B plus the RFC 0062 `distillation` sub-object. Content-free: ids and counts.
-    pub fn memory_compacted(
-        memory_ref: &MemoryRef,
-        archive: &distill::Archive,
-        tokens_used: u32,
-        index_updated: bool,
-        at: Timestamp,
-    ) -> Self {
-        let mut detail = json!({
-            "ts": at,
+// The dream's events, built from ids, counts and digests only.
+
+/// RFC 0012 §B plus the RFC 0062 `distillation` sub-object. Content-free: ids and counts.
+pub fn memory_compacted(
+    memory_ref: &MemoryRef,
+    archive: &distill::Archive,
+    tokens_used: u32,
+    index_updated: bool,
+    at: Timestamp,
+) -> DomainEvent {
+    let mut detail = json!({
+        "ts": at,
+        "tenantId": memory_ref.tenant().as_str(),
+        "memoryRef": memory_ref.to_string(),
+        "outputId": archive.output_entry_id,
+        "sourceCount": archive.source_ids.len(),
+        "trigger": "host-managed",
+        "byteSize": archive.summary.len(),
+        "distillation": {
+            "tokenBudget": archive.token_budget,
+            "tokensUsed": tokens_used,
+            "indexUpdated": index_updated,
+        },
+    });
+    if archive.source_ids.len() <= MAX_EVENT_SOURCE_IDS {
+        detail["sourceIds"] = json!(archive.source_ids);
+    }
+    DomainEvent {
+        event_type: EventType::MemoryCompacted,
+        tenant: memory_ref.tenant().clone(),
+        event_id: format!("memory.compacted:{}", archive.digest),
+        detail,
+    }
+}
+
+/// RFC 0062 §5: the index is a workspace file; its change is a `workspace.updated`.
+pub fn workspace_updated(memory_ref: &MemoryRef, digest: &str, at: Timestamp) -> DomainEvent {
+    DomainEvent {
+        event_type: EventType::WorkspaceUpdated,
+        tenant: memory_ref.tenant().clone(),
+        event_id: format!("workspace.updated:{memory_ref}:{digest}"),
+        detail: json!({
             "tenantId": memory_ref.tenant().as_str(),
             "memoryRef": memory_ref.to_string(),
-            "outputId": archive.output_entry_id,
-            "sourceCount": archive.source_ids.len(),
-            "trigger": "host-managed",
-            "byteSize": archive.summary.len(),
-            "distillation": {
-                "tokenBudget": archive.token_budget,
-                "tokensUsed": tokens_used,
-                "indexUpdated": index_updated,
-            },
-        });
-        if archive.source_ids.len() <= MAX_EVENT_SOURCE_IDS {
-            detail["sourceIds"] = json!(archive.source_ids);
-        }
-        DomainEvent {
-            event_type: EventType::MemoryCompacted,
-            tenant: memory_ref.tenant().clone(),
-            event_id: format!("memory.compacted:{}", archive.digest),
-            detail,
-        }
-    }
-
-    /// RFC 0062 §5: the index is a workspace file; its change is a `workspace.updated`.
-    pub fn workspace_updated(memory_ref: &MemoryRef, digest: &str, at: Timestamp) -> Self {
-        DomainEvent {
-            event_type: EventType::WorkspaceUpdated,
-            tenant: memory_ref.tenant().clone(),
-            event_id: format!("workspace.updated:{memory_ref}:{digest}"),
-            detail: json!({
-                "tenantId": memory_ref.tenant().as_str(),
-                "memoryRef": memory_ref.to_string(),
-                "agentId": memory_ref.agent().as_str(),
-                "path": distill::keys::INDEX_JSON_NAME,
-                "updatedAt": at,
-            }),
-        }
+            "agentId": memory_ref.agent().as_str(),
+            "path": distill::keys::INDEX_JSON_NAME,
+            "updatedAt": at,
+        }),
     }
 }

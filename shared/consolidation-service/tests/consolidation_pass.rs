@@ -5,14 +5,14 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use memory_core::consolidation_pass::Consolidator;
+use consolidation_service::pass::Consolidator;
 use memory_core::events::EventType;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
-use memory_core::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
 use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{EntryStore, Page, PageQuery, WorkKind, WorkState};
-use memory_core::testkit::{entry, memory_ref, T0};
 use memory_core::{MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
+use memory_testkit::contract::{entry, memory_ref, T0};
+use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
 
 fn long(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry {
     let mut e = entry(r, n, content, tags);

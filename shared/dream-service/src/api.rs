@@ -3,13 +3,13 @@
 //! invoke with `token_budget_exceeded`. The schedule and queue paths go through
 //! `background_api` (queued jobs use the advertised maximum budget).
 
+use crate::dream::Dreamer;
 use async_trait::async_trait;
-use memory_core::dream::Dreamer;
 use memory_core::ports::WorkKind;
 use memory_core::CoreError;
 use serde_json::{json, Value};
 
-use crate::background_api::RefPass;
+use memory_api::background_api::RefPass;
 
 pub struct DreamPass(pub Dreamer);
 
@@ -32,10 +32,10 @@ impl RefPass for DreamPass {
                     CoreError::invalid("tokenBudget", "must be a positive integer")
                 })?),
             };
-        let redactor = crate::background_api::run_redactor(options)?;
+        let redactor = memory_api::background_api::run_redactor(options)?;
         match self.0.run(tenant_id, memory_ref, budget, &redactor).await {
             Ok(report) => {
-                crate::metrics::emit(&[
+                memory_api::metrics::emit(&[
                     ("Dreams", u64::from(report.status == "distilled")),
                     ("TokensUsed", u64::from(report.tokens_used)),
                     ("DreamSources", report.source_count as u64),
@@ -43,7 +43,7 @@ impl RefPass for DreamPass {
                 Ok(json!(report))
             }
             Err(e) => {
-                crate::metrics::emit(&[("DreamFailures", 1)]);
+                memory_api::metrics::emit(&[("DreamFailures", 1)]);
                 Err(e)
             }
         }

@@ -16,16 +16,14 @@ use std::sync::Arc;
 
 use commitments::{Condition, State, TimeZoneSpec, Transition};
 
-use crate::consolidation_pass::snapshot;
-use crate::error::{CoreError, StoreError};
-use crate::events::{DomainEvent, ForgetCounts};
-use crate::forget::{Fence, ForgetHook};
-use crate::model::{is_valid_entry_id, EntryKey, SubjectKey};
-use crate::ports::{
-    Clock, CommitmentKey, CommitmentStore, EntryStore, EventPublisher, Outbox, StoredCommitment,
-    DUE_SHARDS,
-};
-use crate::time::Timestamp;
+use crate::store::{CommitmentKey, CommitmentStore, Outbox, StoredCommitment, DUE_SHARDS};
+use memory_core::error::{CoreError, StoreError};
+use memory_core::events::ForgetCounts;
+use memory_core::forget::{Fence, ForgetHook};
+use memory_core::listing::snapshot;
+use memory_core::model::{is_valid_entry_id, EntryKey, SubjectKey};
+use memory_core::ports::{Clock, EntryStore, EventPublisher};
+use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId, TenantScope};
 
 /// How long a recorder owns a fire it has recorded but not yet announced.
@@ -186,7 +184,7 @@ impl CommitmentService {
     async fn infer_and_store(
         &self,
         memory_ref: &MemoryRef,
-        entries: &[crate::model::StoredEntry],
+        entries: &[memory_core::model::StoredEntry],
     ) -> Result<usize, CoreError> {
         let zone = self.zones.zone(memory_ref.tenant());
         let tenant = memory_ref.tenant().as_str();
@@ -313,7 +311,7 @@ impl CommitmentService {
 
     async fn tick_one(
         &self,
-        key: &crate::ports::CommitmentKey,
+        key: &crate::store::CommitmentKey,
         now: Timestamp,
         report: &mut CommitmentReport,
     ) -> Result<(), CoreError> {
@@ -377,7 +375,7 @@ impl CommitmentService {
             })?;
         let fired_at = self.clock.now();
         let run_id = self.enqueue_runs.then(|| c.commitment.run_id(instant_ms));
-        let mut events = vec![DomainEvent::commitment_fired(
+        let mut events = vec![crate::events::commitment_fired(
             &memory_ref,
             &c.commitment,
             instant_ms,
@@ -385,7 +383,7 @@ impl CommitmentService {
             run_id.as_deref(),
         )];
         if let Some(run_id) = &run_id {
-            events.push(DomainEvent::run_requested(
+            events.push(crate::events::run_requested(
                 &memory_ref,
                 &c.commitment.id,
                 run_id,

@@ -9,17 +9,17 @@ use std::sync::{Mutex, MutexGuard, PoisonError};
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
 
-use crate::error::StoreError;
-use crate::events::DomainEvent;
-use crate::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
-use crate::model::{hex, EntryKey, StoredEntry, SubjectKey};
-use crate::ports::{
-    due_shard, work_shard, ArchiveStore, Clock, CommitmentKey, CommitmentStore, DueRead,
-    EntryStore, EventPublisher, Expect, IdSource, Job, JobQueue, ObjectKey, ObjectKind, Page,
-    PageQuery, PutOutcome, StoredCommitment, StoredObject, WorkKind, WorkState,
+use commitment_service::{due_shard, CommitmentKey, CommitmentStore, DueRead, StoredCommitment};
+use memory_core::error::StoreError;
+use memory_core::events::DomainEvent;
+use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
+use memory_core::model::{hex, EntryKey, StoredEntry, SubjectKey};
+use memory_core::ports::{
+    work_shard, ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdSource, Job, JobQueue,
+    ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject, WorkKind, WorkState,
     MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
-use crate::time::Timestamp;
+use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {

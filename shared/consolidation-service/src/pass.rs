@@ -12,20 +12,18 @@ use std::sync::Arc;
 use consolidation::{Entry, Settings};
 use sha2::{Digest, Sha256};
 
-use crate::error::{CoreError, StoreError};
-use crate::events::DomainEvent;
-use crate::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
-use crate::model::{hex, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use crate::ports::{Clock, EntryStore, EventPublisher, PageQuery, WorkKind};
-use crate::time::Timestamp;
-use memory_guard::{MemoryRef, Redactor, TenantId, TenantScope};
+use memory_core::error::{CoreError, StoreError};
+use memory_core::events::DomainEvent;
+use memory_core::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
+use memory_core::listing::snapshot;
+use memory_core::model::{hex, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use memory_core::ports::{Clock, EntryStore, EventPublisher, WorkKind};
+use memory_core::time::Timestamp;
+use memory_guard::{Redactor, TenantId, TenantScope};
 
 /// A merge's tags are the union of its members'; past this many the rest are dropped, so a fact
 /// corroborated by hundreds of entries does not grow its item toward DynamoDB's 400 KB.
 pub const MAX_MERGED_TAGS: usize = 64;
-
-/// Items a snapshot page examines (DynamoDB caps a page at 1 MB anyway).
-const SNAPSHOT_PAGE: u32 = 500;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -35,38 +33,6 @@ pub struct ConsolidationReport {
     pub merges_applied: usize,
     /// Merges skipped because an entry changed during the pass; the next pass retries them.
     pub merges_skipped: usize,
-}
-
-/// Every live entry of one ref, read page by page with read-your-writes consistency.
-pub async fn snapshot(
-    store: &dyn EntryStore,
-    memory_ref: &MemoryRef,
-    now: Timestamp,
-) -> Result<Vec<StoredEntry>, StoreError> {
-    let mut out = Vec::new();
-    let mut after = None;
-    loop {
-        let page = store
-            .list_page(
-                memory_ref,
-                &PageQuery {
-                    limit: SNAPSHOT_PAGE,
-                    tag: None,
-                    after: after.take(),
-                    now,
-                },
-            )
-            .await?;
-        out.extend(
-            page.entries
-                .into_iter()
-                .filter(|e| e.memory_ref == *memory_ref && e.entry.is_live_at(now)),
-        );
-        match page.next_after {
-            Some(next) => after = Some(next),
-            None => return Ok(out),
-        }
-    }
 }
 
 #[derive(Clone)]
@@ -116,9 +82,12 @@ impl Consolidator {
         let memory_ref = TenantScope::new(tenant)
             .admit(raw_ref)
             .ok_or(CoreError::RefNotAdmitted)?;
-        let state =
-            crate::background::begin_pass(self.store.as_ref(), &memory_ref, WorkKind::Consolidate)
-                .await?;
+        let state = memory_core::background::begin_pass(
+            self.store.as_ref(),
+            &memory_ref,
+            WorkKind::Consolidate,
+        )
+        .await?;
         // Forget's fence (`forget.rs`): tombstoned entries are never merged.
         let fence = Fence::read(self.store.as_ref(), &memory_ref).await?;
         let now = self.clock.now();

@@ -6,14 +6,14 @@
 use std::sync::Arc;
 
 use distill::DeterministicDistiller;
-use memory_core::dream::Dreamer;
-use memory_core::in_memory::{
-    InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
-};
+use dream_service::dream::Dreamer;
 use memory_core::listing::ListOptions;
 use memory_core::reader::MemoryReader;
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{SecretRegistry, TenantId, TenantScope, Timestamp};
+use memory_testkit::in_memory::{
+    InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
+};
 use serde_json::json;
 
 const REF: &str = "workspaces/t1/agents/agent-1/memories";

@@ -12,15 +12,15 @@ use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use commitments::{Commitment, Condition, State};
 
-use memory_core::model::SubjectKey;
-use memory_core::ports::{
+use commitment_service::{
     due_shard, CommitmentKey, CommitmentStore, DueRead, Outbox, StoredCommitment,
 };
+use memory_core::model::SubjectKey;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
-use crate::dynamo::{partition_key, query_all, SUBJECT_INDEX};
-use crate::error::{backend, service_code};
+use memory_aws::dynamo::{partition_key, query_all, SUBJECT_INDEX};
+use memory_aws::error::{backend, service_code};
 
 pub const DUE_INDEX: &str = "byDue";
 const PREFIX: &str = "C#";
@@ -186,6 +186,11 @@ fn decode(item: &Item) -> Result<StoredCommitment, StoreError> {
 }
 
 impl DynamoCommitmentStore {
+    /// The store in the table the function's other adapters use.
+    pub fn from_ports(ports: &memory_aws::AwsPorts) -> Self {
+        Self::new(ports.dynamo.clone(), ports.table.clone())
+    }
+
     pub fn new(client: Client, table: String) -> Self {
         DynamoCommitmentStore { client, table }
     }
@@ -197,7 +202,7 @@ impl CommitmentStore for DynamoCommitmentStore {
         let mut added = 0;
         for c in commitments {
             let item = encode(c)?;
-            match crate::retry::send("put_new", || {
+            match memory_aws::retry::send("put_new", || {
                 self.client
                     .put_item()
                     .table_name(&self.table)
@@ -216,7 +221,7 @@ impl CommitmentStore for DynamoCommitmentStore {
     }
 
     async fn get(&self, key: &CommitmentKey) -> Result<Option<StoredCommitment>, StoreError> {
-        let out = crate::retry::send("get_commitment", || {
+        let out = memory_aws::retry::send("get_commitment", || {
             self.client
                 .get_item()
                 .table_name(&self.table)
@@ -235,7 +240,7 @@ impl CommitmentStore for DynamoCommitmentStore {
         next: &StoredCommitment,
     ) -> Result<(), StoreError> {
         let item = encode(next)?;
-        match crate::retry::send("transition", || {
+        match memory_aws::retry::send("transition", || {
             self.client
                 .put_item()
                 .table_name(&self.table)
@@ -307,7 +312,7 @@ impl CommitmentStore for DynamoCommitmentStore {
             .collect())
     }
     async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {
-        let out = crate::retry::send("delete_commitment", || {
+        let out = memory_aws::retry::send("delete_commitment", || {
             self.client
                 .delete_item()
                 .table_name(&self.table)

@@ -7,10 +7,10 @@
 use std::sync::Arc;
 use std::time::Instant;
 
+use commitment_service::{CommitmentStore, StoredCommitment, DUE_SHARDS};
 use commitments::{Commitment, Condition, Inferred};
-use memory_core::in_memory::InMemoryCommitmentStore;
-use memory_core::ports::{CommitmentStore, StoredCommitment, DUE_SHARDS};
 use memory_core::Timestamp;
+use memory_testkit::in_memory::InMemoryCommitmentStore;
 
 const NOW: i64 = 1_800_000_000_000;
 
@@ -88,7 +88,7 @@ async fn main() {
         .load()
         .await;
     let table = std::env::var("MEMORY_TABLE").unwrap_or_else(|_| "wop-memory-entries".into());
-    let store = Arc::new(memory_aws::DynamoCommitmentStore::new(
+    let store = Arc::new(commitment_aws::DynamoCommitmentStore::new(
         aws_sdk_dynamodb::Client::new(&sdk),
         table,
     ));

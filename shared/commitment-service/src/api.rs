@@ -2,13 +2,13 @@
 //! EventBridge rule on `memory.written` delivers the event itself; an operator can backfill a
 //! ref with `{"action": "backfill", "tenantId", "memoryRef"}`.
 
-use memory_core::commitment_firing::CommitmentService;
+use crate::firing::CommitmentService;
 use serde_json::{json, Value};
 
-use crate::{ref_hash, WireError};
+use memory_api::{ref_hash, WireError};
 
-fn emit(report: &memory_core::commitment_firing::CommitmentReport) {
-    crate::metrics::emit(&[
+fn emit(report: &crate::firing::CommitmentReport) {
+    memory_api::metrics::emit(&[
         ("CommitmentsInferred", report.inferred as u64),
         ("CommitmentsFired", report.fired as u64),
         ("OutboxesRecovered", report.recovered as u64),

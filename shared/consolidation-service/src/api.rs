@@ -2,13 +2,13 @@
 //! pass now and answers `{"inputCount", "outputCount", "mergesApplied", "mergesSkipped"}`; the
 //! schedule and queue paths go through `background_api`.
 
+use crate::pass::Consolidator;
 use async_trait::async_trait;
-use memory_core::consolidation_pass::Consolidator;
 use memory_core::ports::WorkKind;
 use memory_core::CoreError;
 use serde_json::{json, Value};
 
-use crate::background_api::RefPass;
+use memory_api::background_api::RefPass;
 
 pub struct ConsolidatePass(pub Consolidator);
 
@@ -24,9 +24,9 @@ impl RefPass for ConsolidatePass {
         memory_ref: &str,
         options: &Value,
     ) -> Result<Value, CoreError> {
-        let redactor = crate::background_api::run_redactor(options)?;
+        let redactor = memory_api::background_api::run_redactor(options)?;
         let report = self.0.run(tenant_id, memory_ref, &redactor).await?;
-        crate::metrics::emit(&[
+        memory_api::metrics::emit(&[
             ("Consolidations", 1),
             (
                 "EntriesMerged",

@@ -5,18 +5,18 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use distill::DeterministicDistiller;
-use memory_core::dream::{DerivedForgetHook, Dreamer, MAX_TOKEN_BUDGET};
+use dream_service::dream::{DerivedForgetHook, Dreamer, MAX_TOKEN_BUDGET};
 use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
-use memory_core::in_memory::{
-    InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher,
-};
 use memory_core::model::SubjectKey;
 use memory_core::ports::{
     ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, PutOutcome, StoredObject,
 };
-use memory_core::testkit::{entry, memory_ref, T0};
 use memory_core::{CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
+use memory_testkit::contract::{entry, memory_ref, T0};
+use memory_testkit::in_memory::{
+    InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher,
+};
 
 fn tenant() -> TenantId {
     TenantId::parse("t1").expect("tenant")
@@ -858,4 +858,14 @@ async fn a_concurrent_duplicate_dream_announces_once() {
             .count();
         assert_eq!(archive_objects, 1, "at call {at_call}: one archive");
     }
+}
+
+#[test]
+fn the_capability_document_advertises_the_distillers_tokenizer() {
+    // memory-read answers the capability document without linking the distiller; the name it
+    // advertises must be the one dreams count with.
+    assert_eq!(
+        memory_core::capabilities::TOKENIZER_NAME,
+        distill::TOKENIZER_NAME
+    );
 }
