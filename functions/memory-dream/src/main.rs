@@ -14,8 +14,9 @@ use memory_core::ports::{JobQueue, SystemClock};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     lambda_adapter::init_logging();
-    // Build the tokenizer during init, which Lambda does not bill against the first request.
-    distill::tokens::warm_up();
+    // The tokenizer (~40 ms to build) is built by the first dream that counts tokens, not at
+    // start-up: dreams are background jobs, where a first run 40 ms slower costs nothing, while
+    // every cold start (billed init included) would pay it (README §Figures).
     let ports = AwsPorts::from_env().await?;
     // Entries younger than this wait for the next run (see Dreamer::with_settle_millis);
     // default: twice the write function's timeout, since a keyed put taken over after its first

@@ -29,7 +29,16 @@ pub fn required_env(name: &str) -> String {
 /// SDK configuration for the emulator; panics unless `AWS_ENDPOINT_URL` is set.
 pub async fn emulator_config() -> SdkConfig {
     required_env("AWS_ENDPOINT_URL");
-    aws_config::defaults(BehaviorVersion::latest()).load().await
+    // The functions' TLS stack (rustls with ring), since the SDK crates carry no default client.
+    let http = aws_smithy_http_client::Builder::new()
+        .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+            aws_smithy_http_client::tls::rustls_provider::CryptoMode::Ring,
+        ))
+        .build_https();
+    aws_config::defaults(BehaviorVersion::latest())
+        .http_client(http)
+        .load()
+        .await
 }
 
 /// Counts AWS operations (calls) by name, once per call: SDK retries of a call after a

@@ -84,9 +84,7 @@ async fn main() {
         println!("(DynamoDB figures need the emulator: eval \"$(infra/local/up)\" first)");
         return;
     }
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .load()
-        .await;
+    let sdk = aws_test_support::emulator_config().await;
     let table = std::env::var("MEMORY_TABLE").unwrap_or_else(|_| "wop-memory-entries".into());
     let store = Arc::new(commitment_aws::DynamoCommitmentStore::new(
         aws_sdk_dynamodb::Client::new(&sdk),

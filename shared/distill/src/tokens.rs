@@ -6,7 +6,7 @@
 //! compiled into the binary (`include_str!` of the crate's `assets/cl100k_base.tiktoken`), so
 //! counting never touches the network or the filesystem. Building the encoder parses ~100k ranks
 //! and takes tens of milliseconds, so it is built once per process (the crate's `LazyLock`
-//! singleton) — call [`warm_up`] during Lambda init to keep that off the first request.
+//! singleton) on the first count; [`warm_up`] builds it ahead of time where that matters.
 //!
 //! Special-token spellings such as `<|endoftext|>` inside memory text are counted as the ordinary
 //! text they are (`encode_ordinary`): entry content is data, never control tokens.
@@ -28,8 +28,9 @@ fn encoder() -> &'static CoreBPE {
     tiktoken_rs::cl100k_base_singleton()
 }
 
-/// Builds the encoder now rather than on the first [`count`], so its one-off cost (parsing the
-/// embedded ranks, ~50 ms, ~30 MiB of tables) lands in the Lambda init phase.
+/// Builds the encoder now rather than on the first [`count`] (parsing the embedded ranks,
+/// ~40 ms, ~30 MiB of tables). `memory-dream` does not: its cold start stays short and the
+/// first background dream pays the cost instead.
 pub fn warm_up() {
     let _ = encoder();
 }

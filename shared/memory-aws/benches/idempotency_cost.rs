@@ -742,9 +742,7 @@ async fn main() {
         .filter(|n| *n > 0)
         .unwrap_or(DEFAULT_PUTS);
     let table = std::env::var("MEMORY_TABLE").unwrap_or_else(|_| "wop-memory-entries".into());
-    let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
-        .load()
-        .await;
+    let sdk = aws_test_support::emulator_config().await;
     let counter = RequestCounter::default();
     let meter = Meter::default();
     // As in production (`config.rs`): the SDK's retries off, `retry.rs` is the only policy.

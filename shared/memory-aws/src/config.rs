@@ -8,7 +8,15 @@ use std::sync::Arc;
 use aws_config::retry::RetryConfig;
 use aws_config::BehaviorVersion;
 
-use crate::{DynamoEntryStore, EventBridgePublisher, S3ArchiveStore, SqsJobQueue};
+use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
+
+use crate::DynamoEntryStore;
+#[cfg(feature = "events")]
+use crate::EventBridgePublisher;
+#[cfg(feature = "archive")]
+use crate::S3ArchiveStore;
+#[cfg(feature = "jobs")]
+use crate::SqsJobQueue;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -51,16 +59,22 @@ pub struct AwsPorts {
     pub dynamo: aws_sdk_dynamodb::Client,
     pub table: String,
     pub entries: Arc<DynamoEntryStore>,
+    #[cfg(feature = "archive")]
     pub archives: Arc<S3ArchiveStore>,
+    #[cfg(feature = "events")]
     pub events: Arc<EventBridgePublisher>,
     /// The function's own work queue (`WORK_QUEUE_URL`), for the scheduled passes.
+    #[cfg(feature = "jobs")]
     pub jobs: Option<Arc<SqsJobQueue>>,
 }
 
 impl AwsPorts {
     pub async fn from_env() -> Result<Self, MissingSetting> {
         let settings = Settings::from_env()?;
-        let sdk = aws_config::defaults(BehaviorVersion::latest()).load().await;
+        let sdk = aws_config::defaults(BehaviorVersion::latest())
+            .http_client(https_client())
+            .load()
+            .await;
         Ok(Self::from_sdk_config(&sdk, &settings))
     }
 
@@ -73,21 +87,6 @@ impl AwsPorts {
                 .retry_config(no_retries.clone())
                 .build(),
         );
-        let s3_config = aws_sdk_s3::config::Builder::from(sdk)
-            .force_path_style(settings.endpoint_override)
-            .retry_config(no_retries.clone())
-            .build();
-        let s3 = aws_sdk_s3::Client::from_conf(s3_config);
-        let events = aws_sdk_eventbridge::Client::from_conf(
-            aws_sdk_eventbridge::config::Builder::from(sdk)
-                .retry_config(no_retries.clone())
-                .build(),
-        );
-        let sqs = aws_sdk_sqs::Client::from_conf(
-            aws_sdk_sqs::config::Builder::from(sdk)
-                .retry_config(no_retries)
-                .build(),
-        );
         AwsPorts {
             entries: Arc::new(DynamoEntryStore::new(
                 dynamo.clone(),
@@ -95,12 +94,44 @@ impl AwsPorts {
             )),
             dynamo,
             table: settings.table.clone(),
-            archives: Arc::new(S3ArchiveStore::new(s3, settings.bucket.clone())),
-            events: Arc::new(EventBridgePublisher::new(events, settings.bus.clone())),
-            jobs: settings
-                .work_queue_url
-                .clone()
-                .map(|url| Arc::new(SqsJobQueue::new(sqs, url))),
+            #[cfg(feature = "archive")]
+            archives: Arc::new(S3ArchiveStore::new(
+                aws_sdk_s3::Client::from_conf(
+                    aws_sdk_s3::config::Builder::from(sdk)
+                        .force_path_style(settings.endpoint_override)
+                        .retry_config(no_retries.clone())
+                        .build(),
+                ),
+                settings.bucket.clone(),
+            )),
+            #[cfg(feature = "events")]
+            events: Arc::new(EventBridgePublisher::new(
+                aws_sdk_eventbridge::Client::from_conf(
+                    aws_sdk_eventbridge::config::Builder::from(sdk)
+                        .retry_config(no_retries.clone())
+                        .build(),
+                ),
+                settings.bus.clone(),
+            )),
+            #[cfg(feature = "jobs")]
+            jobs: settings.work_queue_url.clone().map(|url| {
+                Arc::new(SqsJobQueue::new(
+                    aws_sdk_sqs::Client::from_conf(
+                        aws_sdk_sqs::config::Builder::from(sdk)
+                            .retry_config(no_retries.clone())
+                            .build(),
+                    ),
+                    url,
+                ))
+            }),
         }
     }
+}
+
+/// The HTTPS client every SDK client here uses: hyper with rustls over *ring*. Trust roots are
+/// loaded when the first request needs them, not at start-up.
+pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
+    aws_smithy_http_client::Builder::new()
+        .tls_provider(Provider::Rustls(CryptoMode::Ring))
+        .build_https()
 }

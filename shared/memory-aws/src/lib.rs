@@ -1,17 +1,24 @@
-//! The AWS side of the hexagon: DynamoDB behind `EntryStore`, S3 behind `ArchiveStore`,
-//! EventBridge behind `EventPublisher`. This crate is the only one that names AWS SDK types;
-//! nothing here decides behaviour, it translates.
+//! The AWS side of the hexagon: DynamoDB behind `EntryStore`, S3 behind `ArchiveStore`
+//! (feature `archive`), EventBridge behind `EventPublisher` (`events`), SQS behind `JobQueue`
+//! (`jobs`), and the one retry policy they share. Only adapter crates name AWS SDK types;
+//! nothing here decides behaviour, it translates. Each function enables the features it runs.
 
 pub mod config;
 pub mod dynamo;
 pub mod error;
+#[cfg(feature = "events")]
 pub mod eventbridge;
 pub mod retry;
+#[cfg(feature = "archive")]
 pub mod s3;
+#[cfg(feature = "jobs")]
 pub mod sqs;
 
-pub use config::{AwsPorts, Settings};
+pub use config::{https_client, AwsPorts, Settings};
 pub use dynamo::DynamoEntryStore;
+#[cfg(feature = "events")]
 pub use eventbridge::EventBridgePublisher;
+#[cfg(feature = "archive")]
 pub use s3::S3ArchiveStore;
+#[cfg(feature = "jobs")]
 pub use sqs::SqsJobQueue;
