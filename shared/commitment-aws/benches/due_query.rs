@@ -2,7 +2,7 @@
 //! due, with few and with very many commitments stored. The in-memory store models the sparse
 //! `byDue` index exactly (10 vs 1,000,000 stored); the DynamoDB run uses the emulator and reads
 //! `ScannedCount` (10 vs 5,000 stored: each stored commitment is one PutItem over HTTP).
-//! Run: `eval "$(infra/local/up)"; cargo bench -p memory-aws --bench due_query`.
+//! Run: `eval "$(infra/local/up)"; cargo bench -p commitment-aws --bench due_query`.
 
 use std::sync::Arc;
 use std::time::Instant;
