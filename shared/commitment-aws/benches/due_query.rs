@@ -1,4 +1,4 @@
-//! Due-query cost of the commitment tick (issue 6): index items read when 10 commitments are
+//! Due-query cost of the commitment tick: index items read when 10 commitments are
 //! due, with few and with very many commitments stored. The in-memory store models the sparse
 //! `byDue` index exactly (10 vs 1,000,000 stored); the DynamoDB run uses the emulator and reads
 //! `ScannedCount` (10 vs 5,000 stored: each stored commitment is one PutItem over HTTP).

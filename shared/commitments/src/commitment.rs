@@ -1,5 +1,5 @@
 //! The commitment record and its pure state machine (openwop-agent-memory §"Inferred
-//! commitments", RFC 0068 clauses 1–2; issue 6 deliverables 2–4).
+//! commitments", RFC 0068 clauses 1–2).
 //!
 //! Clause 1 binds a commitment to the memoryRef and tenant it came from: the record carries both,
 //! plus the source entry ids (provenance) and nothing of the entry's text. Clause 2 asks for at

@@ -1,5 +1,5 @@
 //! Deterministic identifiers (RFC 0068 clause 2: "fire each commitment at most once … MUST NOT
-//! re-fire a commitment on replay"; issue 6: "events carry a deterministic id (commitment id +
+//! re-fire a commitment on replay"; and "events carry a deterministic id (commitment id +
 //! instant) so consumers can dedupe").
 //!
 //! Every id is a SHA-256 over a domain label and length-prefixed fields, truncated to 160 bits

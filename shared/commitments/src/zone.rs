@@ -1,5 +1,5 @@
 //! The tenant time zone (RFC 0068 commitments are "relative to the entry's createdAt and a tenant
-//! time zone, UTC by default" — issue 6).
+//! time zone, UTC by default").
 //!
 //! Crate choice: `chrono-tz`. The workspace already speaks `chrono`; `chrono-tz` 0.10 ships the
 //! IANA database as prebuilt Rust tables (no build script unless `case-insensitive` or

@@ -1,6 +1,6 @@
-//! Distinct facts stay apart, true duplicates fold: the two tables the issue asks for
-//! (openwop-agent-memory.md §"Background consolidation (RFC 0068)", issue 5 "Distinct facts
-//! are never merged").
+//! Distinct facts stay apart, true duplicates fold: two labelled tables
+//! (openwop-agent-memory.md §"Background consolidation (RFC 0068)"; README §Consolidation:
+//! distinct facts are never merged).
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! The distillation archive — RFC 0062 run contract §4 ("an immutable, addressable artifact,
 //! byte-stable for a given source set + budget"), RFC 0012 §B/§C (provenance: the source ids and
-//! the output entry), issue 4 item 4.
+//! the output entry).
 //!
 //! The archive is named by [`archive_digest`] over exactly what determines its bytes — the
 //! sources (ids, contents, tags, timestamps), the budget, the distiller version and the

@@ -1,5 +1,5 @@
 //! The distiller — RFC 0062 run contract §2 (token budget) and §3 (distil via the RFC 0012
-//! compaction mechanism), issue 4 item 3 (a deterministic distiller behind a trait).
+//! compaction mechanism), with a deterministic distiller behind a trait.
 //!
 //! A [`Distiller`] turns the transactional entries of one memoryRef into the text of one
 //! long-term entry under a token budget. [`DeterministicDistiller`] does it with no model and no

@@ -1,6 +1,6 @@
 //! MEMORY-INDEX.json and its MEMORY-INDEX.md sibling — RFC 0062 run contract §5 ("a retrievable
 //! MEMORY-INDEX.json the next session loads at startup, stored as a workspace file … an optional
-//! human-editable .md sibling MAY accompany it; the JSON is normative"), issue 4 item 5.
+//! human-editable .md sibling MAY accompany it; the JSON is normative").
 //!
 //! One index per agent workspace lists that agent's distillation archives, newest first, at most
 //! [`MAX_INDEX_LINES`]. A session reads it at startup to find the long-term entries to load

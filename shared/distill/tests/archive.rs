@@ -1,5 +1,5 @@
 //! The archive against RFC 0062 run contract §4 (immutable, addressable, byte-stable for a given
-//! source set + budget) and issue 4 item 4 (digest key, provenance, deterministic output id).
+//! source set + budget) and the archive's digest key, provenance and deterministic output id.
 
 mod common;
 

@@ -1,5 +1,5 @@
-//! The distiller against RFC 0062 run contract §2 (budget), §3 (SR-1 markers survive) and issue 4
-//! item 3 (folds repeats, keeps recent and corroborated facts, groups by tag, deterministic).
+//! The distiller against RFC 0062 run contract §2 (budget), §3 (SR-1 markers survive) and README
+//! §Dreams (folds repeats, keeps recent and corroborated facts, groups by tag, deterministic).
 
 mod common;
 

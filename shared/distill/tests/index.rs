@@ -1,4 +1,4 @@
-//! MEMORY-INDEX.json / .md against RFC 0062 run contract §5 and issue 4 item 5: a defined shape,
+//! MEMORY-INDEX.json / .md against RFC 0062 run contract §5: a defined shape,
 //! idempotent updates (no `workspace.updated` for a rerun), forget support, no entry content.
 
 mod common;

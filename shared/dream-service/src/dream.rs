@@ -510,7 +510,7 @@ async fn write_markdown(
     }
 }
 
-/// Forget for derived data (issue 4 item 8): distilled and merged entries whose provenance
+/// Forget for derived data: distilled and merged entries whose provenance
 /// includes a forgotten entry are deleted (their text mixes the subject's content in), archives
 /// whose sources include one are deleted with every version, and index lines pointing at
 /// those archives are removed (the index is rewritten).

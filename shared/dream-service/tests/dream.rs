@@ -710,7 +710,7 @@ impl ArchiveStore for ForgetDuring {
     }
 }
 
-/// Issue 14 item 2: a forget that lands anywhere inside a running dream leaves no byte of the
+/// Fenced forget: a forget that lands anywhere inside a running dream leaves no byte of the
 /// subject's content (entries, the dream's output, archive, index), and the next dream still
 /// distils what was not forgotten.
 #[tokio::test]
@@ -790,7 +790,7 @@ async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
     }
 }
 
-/// Issue 14 item 5: the same dream delivered twice, the duplicate running inside any step of
+/// Duplicate delivery: the same dream delivered twice, the duplicate running inside any step of
 /// the first, yields one archive, one output entry, one index line and one `memory.compacted`.
 #[tokio::test]
 async fn a_concurrent_duplicate_dream_announces_once() {

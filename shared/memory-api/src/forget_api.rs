@@ -1,4 +1,4 @@
-//! Forget (DESIGN.md §Wire shapes): direct invoke `{"tenantId", "subject"}`, or the POST route
+//! Forget (README §The contracts): direct invoke `{"tenantId", "subject"}`, or the POST route
 //! with `{"subject"}` and the tenant from the JWT. The subject is never logged.
 
 use memory_core::forget::Forgetter;

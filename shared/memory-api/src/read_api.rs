@@ -1,4 +1,4 @@
-//! The read API of DESIGN.md §Wire shapes (`openwop-agent-memory.md` MemoryAdapter list/get, the
+//! The read API of README §The contracts (`openwop-agent-memory.md` MemoryAdapter list/get, the
 //! RFC 0080 capability document), tenant taken from the JWT claim. Routing accepts any prefix
 //! before `/v1/host/wop-memory/` so a named API Gateway stage in the path changes nothing.
 

@@ -1,4 +1,4 @@
-//! The direct-invoke write contract (DESIGN.md §Wire shapes): `{"op": "put", ...}` and
+//! The direct-invoke write contract (README §The contracts): `{"op": "put", ...}` and
 //! `{"op": "delete", ...}`. Parsing failures are reported by schema path, never by echoing
 //! the payload, which may carry secrets (`decode`).
 

@@ -1,4 +1,4 @@
-//! Configuration from the environment (DESIGN.md §Functions): `MEMORY_TABLE`, `ARCHIVE_BUCKET`,
+//! Configuration from the environment (README §Configuration): `MEMORY_TABLE`, `ARCHIVE_BUCKET`,
 //! `EVENT_BUS_NAME`, plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
 //! emulator (LocalStack or compatible), S3 switches to path-style addressing, which emulators on
 //! one host:port need.

@@ -1,4 +1,4 @@
-//! `EntryStore` on one DynamoDB table (DESIGN.md §memoryRef and tenants).
+//! `EntryStore` on one DynamoDB table (README §Storage layout (one DynamoDB table)).
 //!
 //! Item layout — every key starts with the tenant, so one Query can never span tenants and IAM
 //! `dynamodb:LeadingKeys` can pin a principal to `"{tenant}#*"`:

@@ -1,6 +1,6 @@
-//! The OpenWOP events this host emits (DESIGN.md §Events). Every constructor takes ids, refs
-//! and counts only, so an event with entry text or a secret in it cannot be built: content-free
-//! by construction rather than by review.
+//! The OpenWOP events this host emits (README §Guarantees and the choices behind them). Every
+//! constructor takes ids, refs and counts only, so an event with entry text or a secret in it
+//! cannot be built: content-free by construction rather than by review.
 
 use serde_json::{json, Value};
 
@@ -145,7 +145,8 @@ impl DomainEvent {
     }
 }
 
-/// What a forget removed, per kind of derived data (DESIGN.md §Forget).
+/// What a forget removed, per kind of derived data (README §Guarantees and the choices
+/// behind them).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ForgetCounts {

@@ -934,7 +934,7 @@ pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
     assert_eq!(drec.verdict("del"), Verdict::Replay("deleted".into()));
 }
 
-/// Issue 14 item 6: an entry derived from 20,000 sources (its ids alone would pass DynamoDB's
+/// Bounded items: an entry derived from 20,000 sources (its ids alone would pass DynamoDB's
 /// 400 KB item limit) is stored, read back whole, followed by forget's derived-data search, and
 /// deleted with everything it spilled over into.
 pub async fn provenance_has_no_item_size_ceiling(store: Arc<dyn EntryStore>) {

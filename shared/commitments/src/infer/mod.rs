@@ -1,5 +1,5 @@
 //! Inference of standing intentions from memory (openwop-agent-memory §"Inferred commitments",
-//! RFC 0068 clause 1; issue 6 deliverable 1).
+//! RFC 0068 clause 1).
 //!
 //! The rules are a fixed table (see the crate README, "Inference rules"), applied sentence by
 //! sentence to the entry's content as stored — that is, after SR-1 redaction: the caller must

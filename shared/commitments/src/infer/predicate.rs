@@ -1,5 +1,5 @@
 //! Predicate commitments and their tag convention (RFC 0068: "a predicate commitment fires once
-//! per state transition"; issue 6: "a documented predicate over memory, e.g. an entry with a
+//! per state transition"; and "a documented predicate over memory, e.g. an entry with a
 //! given tag appears in the ref").
 //!
 //! Convention. "when the invoice clears" becomes the predicate tag `when:invoice-clears`. The

@@ -1,5 +1,5 @@
 //! Time expressions and their resolution to an instant (RFC 0068 time commitments, "relative to
-//! the entry's createdAt and a tenant time zone" — issue 6). The grammar is the rule table in
+//! the entry's createdAt and a tenant time zone"). The grammar is the rule table in
 //! the crate README; each production below names the rule it implements.
 //!
 //! Resolution happens in the tenant zone on the local calendar, then maps the local wall-clock
