@@ -4,6 +4,8 @@
 //! Configuration: `DEFAULT_TIME_ZONE` (IANA, default UTC), `TENANT_TIME_ZONES` (JSON object
 //! tenant -> IANA zone), `ENQUEUE_RUNS` (`false` to announce fires without `run.requested`).
 
+mod trigger;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -37,5 +39,9 @@ async fn main() -> Result<(), Error> {
         std::env::var("ENQUEUE_RUNS").map_or(true, |v| v != "false"),
     );
     let service = &service;
-    lambda_adapter::run(|payload| commitment_service::api::handle(service, payload)).await
+    lambda_adapter::run(trigger::decode, |command| async move {
+        let report = commitment_service::api::handle(service, command).await?;
+        Ok(lambda_adapter::Answer::Json(report))
+    })
+    .await
 }

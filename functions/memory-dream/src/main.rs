@@ -37,5 +37,9 @@ async fn main() -> Result<(), Error> {
     );
     let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
     let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
-    lambda_adapter::run(|payload| background_api::handle(pass, store, queue, payload)).await
+    lambda_adapter::run(lambda_adapter::pass_command, |command| async move {
+        let outcome = background_api::handle(pass, store, queue, command).await?;
+        Ok(lambda_adapter::pass_answer(outcome))
+    })
+    .await
 }

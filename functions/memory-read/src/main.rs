@@ -1,4 +1,5 @@
-//! `memory-read`: the read API behind API Gateway (list, get, capabilities).
+//! `memory-read`: the read API behind API Gateway (list, get, capabilities). Its one trigger
+//! is an API Gateway HTTP API request.
 
 use std::sync::Arc;
 
@@ -19,10 +20,14 @@ async fn main() -> Result<(), Error> {
     );
     let claim = lambda_adapter::tenant_claim_name();
     let (api, claim) = (&api, claim.as_str());
-    lambda_adapter::run(|event| {
-        lambda_adapter::serve_http(event, claim, |request| async move {
-            api.handle(&request.head).await
-        })
-    })
+    lambda_adapter::run(
+        |payload| Ok(lambda_adapter::http_request(payload, claim)),
+        |request| async move {
+            Ok(
+                lambda_adapter::serve_http(request, |r| async move { api.handle(&r.head).await })
+                    .await,
+            )
+        },
+    )
     .await
 }

@@ -1,8 +1,10 @@
-//! `memory-write`: SR-1-redacted put and delete, invoked directly by the run engine.
+//! `memory-write`: SR-1-redacted put and delete, invoked directly by the run engine. Its one
+//! trigger is a [`WriteCommand`].
 
 use std::sync::Arc;
 
 use lambda_runtime::Error;
+use memory_api::write_api::WriteCommand;
 use memory_aws::AwsPorts;
 use memory_core::ports::{SystemClock, UlidIds};
 use memory_core::writer::MemoryWriter;
@@ -24,5 +26,9 @@ async fn main() -> Result<(), Error> {
     )
     .with_key_ttl_seconds(key_ttl_seconds);
     let writer = &writer;
-    lambda_adapter::run(|payload| memory_api::write_api::handle(writer, payload)).await
+    lambda_adapter::run(WriteCommand::decode, |command| async move {
+        let result = memory_api::write_api::handle(writer, command).await?;
+        Ok(lambda_adapter::Answer::Json(result))
+    })
+    .await
 }

@@ -3,6 +3,7 @@
 //! ref with `{"action": "backfill", "tenantId", "memoryRef"}`.
 
 use crate::firing::CommitmentService;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use memory_api::{ref_hash, WireError};
@@ -16,47 +17,70 @@ fn emit(report: &crate::firing::CommitmentReport) {
     ]);
 }
 
-pub async fn handle(service: &CommitmentService, payload: Value) -> Result<Value, WireError> {
-    let text = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).map(str::to_owned);
-    if payload.get("detail-type").and_then(Value::as_str) == Some("memory.written") {
-        let detail = payload.get("detail").cloned().unwrap_or_default();
-        // `memoryId` is the RFC 0057 name; `entryId` is read too so events published by the
-        // previous release, still in flight during a deploy, are not dropped.
-        let entry_id = text(&detail, "memoryId").or_else(|| text(&detail, "entryId"));
-        let (Some(tenant), Some(memory_ref), Some(entry_id)) = (
-            text(&detail, "tenantId"),
-            text(&detail, "memoryRef"),
-            entry_id,
-        ) else {
-            return Err(WireError::validation(
-                "detail",
-                "detail: memory.written needs tenantId, memoryRef and memoryId",
-            ));
-        };
-        let report = service.on_written(&tenant, &memory_ref, &entry_id).await?;
-        emit(&report);
-        tracing::info!(memory_ref = %ref_hash(&memory_ref), inferred = report.inferred, fired = report.fired, "memory.written evaluated");
-        return Ok(json!(report));
+/// What invokes the commitments function, decoded once at the edge.
+#[derive(Debug)]
+pub enum CommitmentCommand {
+    /// The every-minute schedule: fire what is due.
+    Tick,
+    /// An operator's backfill of one ref.
+    Backfill {
+        tenant_id: String,
+        memory_ref: String,
+    },
+    /// A `memory.written` event: infer from the entry and evaluate predicates.
+    Written(WrittenDetail),
+}
+
+/// The fields of a `memory.written` detail that inference reads.
+#[derive(Debug, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct WrittenDetail {
+    pub tenant_id: String,
+    pub memory_ref: String,
+    #[serde(default)]
+    memory_id: Option<String>,
+    /// `memoryId` is the RFC 0057 name; `entryId` is read too so events published by the
+    /// previous release, still in flight during a deploy, are not dropped.
+    #[serde(default)]
+    entry_id: Option<String>,
+}
+
+impl WrittenDetail {
+    /// The written entry's id, or the validation error of a detail that names none.
+    pub fn entry_id(&self) -> Result<&str, WireError> {
+        self.memory_id
+            .as_deref()
+            .or(self.entry_id.as_deref())
+            .ok_or_else(|| {
+                WireError::validation(
+                    "detail",
+                    "detail: memory.written needs tenantId, memoryRef and memoryId",
+                )
+            })
     }
-    match payload.get("action").and_then(Value::as_str) {
-        Some("tick") => {
+}
+
+pub async fn handle(
+    service: &CommitmentService,
+    command: CommitmentCommand,
+) -> Result<Value, WireError> {
+    match command {
+        CommitmentCommand::Written(detail) => {
+            let report = service
+                .on_written(&detail.tenant_id, &detail.memory_ref, detail.entry_id()?)
+                .await?;
+            emit(&report);
+            tracing::info!(memory_ref = %ref_hash(&detail.memory_ref), inferred = report.inferred, fired = report.fired, "memory.written evaluated");
+            Ok(json!(report))
+        }
+        CommitmentCommand::Tick => {
             let report = service.tick().await?;
             emit(&report);
             Ok(json!(report))
         }
-        Some("backfill") => {
-            let (Some(tenant), Some(memory_ref)) = (text(&payload, "tenantId"), text(&payload, "memoryRef")) else {
-                return Err(WireError::validation("payload", "payload: backfill needs tenantId and memoryRef"));
-            };
-            Ok(json!(service.backfill(&tenant, &memory_ref).await?))
-        }
-        Some(_) => Err(WireError::validation(
-            "action",
-            "action: expected \"tick\" or \"backfill\"",
-        )),
-        None => Err(WireError::validation(
-            "payload",
-            "payload: expected {\"action\": \"tick\"}, {\"action\": \"backfill\", ...} or a memory.written event",
-        )),
+        CommitmentCommand::Backfill {
+            tenant_id,
+            memory_ref,
+        } => Ok(json!(service.backfill(&tenant_id, &memory_ref).await?)),
     }
 }

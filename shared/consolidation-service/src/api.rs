@@ -8,7 +8,7 @@ use memory_core::ports::WorkKind;
 use memory_core::CoreError;
 use serde_json::{json, Value};
 
-use memory_api::background_api::RefPass;
+use memory_api::background_api::{RefPass, RunRef};
 
 pub struct ConsolidatePass(pub Consolidator);
 
@@ -18,14 +18,11 @@ impl RefPass for ConsolidatePass {
         WorkKind::Consolidate
     }
 
-    async fn run(
-        &self,
-        tenant_id: &str,
-        memory_ref: &str,
-        options: &Value,
-    ) -> Result<Value, CoreError> {
-        let redactor = memory_api::background_api::run_redactor(options)?;
-        let report = self.0.run(tenant_id, memory_ref, &redactor).await?;
+    async fn run(&self, run: &RunRef) -> Result<Value, CoreError> {
+        let report = self
+            .0
+            .run(&run.tenant_id, &run.memory_ref, &run.redactor()?)
+            .await?;
         memory_api::metrics::emit(&[
             ("Consolidations", 1),
             (

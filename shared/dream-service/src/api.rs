@@ -9,7 +9,7 @@ use memory_core::ports::WorkKind;
 use memory_core::CoreError;
 use serde_json::{json, Value};
 
-use memory_api::background_api::RefPass;
+use memory_api::background_api::{RefPass, RunRef};
 
 pub struct DreamPass(pub Dreamer);
 
@@ -19,21 +19,19 @@ impl RefPass for DreamPass {
         WorkKind::Dream
     }
 
-    async fn run(
-        &self,
-        tenant_id: &str,
-        memory_ref: &str,
-        options: &Value,
-    ) -> Result<Value, CoreError> {
-        let budget =
-            match options.get("tokenBudget") {
-                None | Some(Value::Null) => None,
-                Some(v) => Some(v.as_u64().filter(|b| *b > 0).ok_or_else(|| {
-                    CoreError::invalid("tokenBudget", "must be a positive integer")
-                })?),
-            };
-        let redactor = memory_api::background_api::run_redactor(options)?;
-        match self.0.run(tenant_id, memory_ref, budget, &redactor).await {
+    async fn run(&self, run: &RunRef) -> Result<Value, CoreError> {
+        if run.token_budget == Some(0) {
+            return Err(CoreError::invalid(
+                "tokenBudget",
+                "must be a positive integer",
+            ));
+        }
+        let redactor = run.redactor()?;
+        match self
+            .0
+            .run(&run.tenant_id, &run.memory_ref, run.token_budget, &redactor)
+            .await
+        {
             Ok(report) => {
                 memory_api::metrics::emit(&[
                     ("Dreams", u64::from(report.status == "distilled")),

@@ -154,11 +154,11 @@ fn bench(c: &mut Criterion) {
         b.to_async(&runtime).iter(|| async {
             let text = std::str::from_utf8(&raw_event).unwrap_or_default();
             let event = memory_api::decode::json(text).unwrap_or_else(|e| panic!("decode: {e:?}"));
-            let response = lambda_adapter::serve_http(event, "tenant_id", |request| async move {
+            let request = lambda_adapter::http_request(event, "tenant_id");
+            let response = lambda_adapter::serve_http(request, |request| async move {
                 api.handle(&request.head).await
             })
-            .await
-            .unwrap_or_else(|e| panic!("serve: {e:?}"));
+            .await;
             let bytes = serde_json::to_vec(&response).unwrap_or_default();
             assert!(bytes.len() > 30_000);
             bytes

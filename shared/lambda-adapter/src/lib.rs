@@ -14,10 +14,13 @@ use std::future::Future;
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
 use aws_lambda_events::encodings::Body;
 use aws_lambda_events::http::header::{HeaderMap, HeaderName, HeaderValue, CONTENT_TYPE};
+use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::tower::util::MapRequestLayer;
 use lambda_runtime::{layers::TracingLayer, service_fn, Diagnostic, LambdaEvent, Runtime};
+use memory_api::background_api::{PassCommand, PassOutcome, QueuedJob};
 use memory_api::read_api::ReadRequest;
 use memory_api::{decode, HttpResponse, WireError};
+use serde::Serialize;
 use serde_json::Value;
 
 /// The JWT claim holding the tenant id: `TENANT_CLAIM`, default `tenant_id`.
@@ -28,18 +31,29 @@ pub fn tenant_claim_name() -> String {
         .unwrap_or_else(|| "tenant_id".to_owned())
 }
 
-/// Runs a handler over decoded JSON payloads until the runtime stops.
+/// What a function answers the runtime: an API Gateway response, an SQS partial batch
+/// response, or a direct invoke's JSON result.
+#[derive(Debug, Serialize)]
+#[serde(untagged)]
+pub enum Answer {
+    Http(Box<ApiGatewayV2httpResponse>),
+    Batch(SqsBatchResponse),
+    Json(Value),
+}
+
+/// Runs a function until the runtime stops: each payload is decoded once, by `decode`, into the
+/// function's trigger type, which `handler` dispatches on with a `match`.
 ///
-/// The handler sees a `serde_json::Value` that parsed; a payload that is not UTF-8, not JSON,
-/// holds a lone surrogate escape or nests deeper than 128 levels fails the invoke with
-/// `validation_error` before the handler runs. Handler errors become function errors whose
-/// `errorType` is the wire code.
-pub async fn run<F, Fut>(handler: F) -> Result<(), lambda_runtime::Error>
+/// A payload that is not UTF-8, not JSON, holds a lone surrogate escape or nests deeper than
+/// 128 levels fails the invoke with `validation_error` before `decode` runs; `decode` and
+/// handler errors become function errors whose `errorType` is the wire code.
+pub async fn run<T, D, F, Fut>(decode: D, handler: F) -> Result<(), lambda_runtime::Error>
 where
-    F: Fn(Value) -> Fut,
-    Fut: Future<Output = Result<Value, WireError>>,
+    D: Fn(Value) -> Result<T, WireError>,
+    F: Fn(T) -> Fut,
+    Fut: Future<Output = Result<Answer, WireError>>,
 {
-    let handler = &handler;
+    let (decode, handler) = (&decode, &handler);
     let service = service_fn(move |event: LambdaEvent<Option<String>>| async move {
         // Adapter retries stop in time for this invocation to answer (typed, retryable).
         memory_core::deadline::set_invocation_deadline(event.context.deadline);
@@ -49,8 +63,8 @@ where
                 "payload is not UTF-8",
             )));
         };
-        let value = decode::json(&text).map_err(invoke_error)?;
-        handler(value).await.map_err(invoke_error)
+        let trigger = decode::json(&text).and_then(decode).map_err(invoke_error)?;
+        handler(trigger).await.map_err(invoke_error)
     });
     Runtime::new(service)
         .layer(TracingLayer::new())
@@ -88,11 +102,15 @@ pub struct HttpRequest {
     pub body: String,
 }
 
+/// An API Gateway request, or the 400 a malformed event is answered with (as an HTTP
+/// response, never as a failed invoke).
+pub type HttpTrigger = Result<HttpRequest, WireError>;
+
 /// Decodes a payload 2.0 event. The claims are read from the raw JSON first: API Gateway sends
 /// them as strings, but a claim that is a number, list, object or null must mean "no tenant"
 /// (401), not a failed decode (500), so the authorizer block is taken out before the rest is
 /// decoded into the typed event.
-pub fn http_request(mut event: Value, claim: &str) -> Result<HttpRequest, WireError> {
+pub fn http_request(mut event: Value, claim: &str) -> HttpTrigger {
     let authorizer = event
         .get_mut("requestContext")
         .and_then(|c| c.get_mut("authorizer"))
@@ -134,7 +152,7 @@ pub fn http_request(mut event: Value, claim: &str) -> Result<HttpRequest, WireEr
 }
 
 /// The function's answer to API Gateway.
-pub fn http_response(response: HttpResponse) -> Result<Value, WireError> {
+pub fn http_response(response: HttpResponse) -> Answer {
     let mut headers = HeaderMap::new();
     headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
     for (name, value) in &response.headers {
@@ -146,20 +164,72 @@ pub fn http_response(response: HttpResponse) -> Result<Value, WireError> {
     out.status_code = i64::from(response.status);
     out.headers = headers;
     out.body = Some(Body::Text(response.body.to_string()));
-    serde_json::to_value(out).map_err(|_| WireError::internal())
+    Answer::Http(Box::new(out))
 }
 
-/// Decodes an HTTP event, answering a malformed one with its 400 instead of failing the invoke.
-pub async fn serve_http<F, Fut>(event: Value, claim: &str, handle: F) -> Result<Value, WireError>
+/// Answers an HTTP trigger: a malformed event gets its 400, a decoded one `handle`'s response.
+pub async fn serve_http<F, Fut>(request: HttpTrigger, handle: F) -> Answer
 where
     F: FnOnce(HttpRequest) -> Fut,
     Fut: Future<Output = HttpResponse>,
 {
-    let response = match http_request(event, claim) {
+    http_response(match request {
         Ok(request) => handle(request).await,
         Err(e) => HttpResponse::wire_error(&e),
+    })
+}
+
+/// Decodes a scheduled pass's trigger (`background_api`): the schedule's `{"action":
+/// "fan-out"}`, an SQS batch of jobs, or a direct invoke naming one ref.
+pub fn pass_command(payload: Value) -> Result<PassCommand, WireError> {
+    let Value::Object(fields) = &payload else {
+        return Err(WireError::validation("payload", PASS_EXPECTED));
     };
-    http_response(response)
+    if let Some(action) = fields.get("action") {
+        return match action.as_str() {
+            Some("fan-out") => Ok(PassCommand::FanOut),
+            _ => Err(WireError::validation(
+                "action",
+                "action: expected \"fan-out\"",
+            )),
+        };
+    }
+    if fields.contains_key("Records") {
+        let batch: SqsEvent = decode::typed(payload, "")?;
+        let jobs = batch
+            .records
+            .into_iter()
+            .map(|message| QueuedJob {
+                job: message
+                    .body
+                    .as_deref()
+                    .and_then(|body| serde_json::from_str(body).ok()),
+                message_id: message.message_id.unwrap_or_default(),
+            })
+            .collect();
+        return Ok(PassCommand::Jobs(jobs));
+    }
+    if !fields.contains_key("tenantId") || !fields.contains_key("memoryRef") {
+        return Err(WireError::validation("payload", PASS_EXPECTED));
+    }
+    Ok(PassCommand::Run(decode::typed(payload, "")?))
+}
+
+const PASS_EXPECTED: &str =
+    "payload: expected {\"tenantId\", \"memoryRef\"}, {\"action\": \"fan-out\"} or an SQS batch";
+
+/// A pass's answer: its report, or the partial batch failure SQS retries from.
+pub fn pass_answer(outcome: PassOutcome) -> Answer {
+    match outcome {
+        PassOutcome::Report(report) => Answer::Json(report),
+        PassOutcome::FailedJobs(ids) => {
+            let mut response = SqsBatchResponse::default();
+            for id in ids {
+                response.add_failure(id);
+            }
+            Answer::Batch(response)
+        }
+    }
 }
 
 /// Direct-invoke failures become Lambda function errors whose `errorType` is the envelope
@@ -220,5 +290,64 @@ pub fn init_logging() {
         collector.json().init();
     } else {
         collector.init();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_pass_trigger_is_decoded_once_into_its_command() {
+        assert!(matches!(
+            pass_command(json!({"action": "fan-out"})),
+            Ok(PassCommand::FanOut)
+        ));
+        let bad = pass_command(json!({"action": "sweep"})).err();
+        assert_eq!(bad.and_then(|e| e.field), Some("action".to_owned()));
+        let run = pass_command(json!({"tenantId": "t1", "memoryRef": "r", "tokenBudget": 300}));
+        let Ok(PassCommand::Run(run)) = run else {
+            panic!("a direct invoke is a run");
+        };
+        assert_eq!(
+            (run.tenant_id.as_str(), run.token_budget),
+            ("t1", Some(300))
+        );
+        let missing = pass_command(json!({"tenantId": "t1"})).err();
+        assert_eq!(missing.map(|e| e.code), Some("validation_error"));
+        let negative = pass_command(json!({"tenantId": "t1", "memoryRef": "r", "tokenBudget": -1}));
+        assert_eq!(
+            negative.err().and_then(|e| e.field),
+            Some("tokenBudget".to_owned())
+        );
+    }
+
+    #[test]
+    fn an_sqs_batch_becomes_jobs_and_failures_a_partial_batch_response() {
+        let job = json!({"kind": "dream", "tenantId": "t1", "memoryRef": "r"}).to_string();
+        let batch = json!({"Records": [
+            {"messageId": "m1", "body": job},
+            {"messageId": "m2", "body": "not a job"},
+        ]});
+        let Ok(PassCommand::Jobs(jobs)) = pass_command(batch) else {
+            panic!("a batch is jobs");
+        };
+        assert_eq!(jobs.len(), 2);
+        assert_eq!(
+            jobs[0].job.as_ref().map(|j| j.tenant_id.as_str()),
+            Some("t1")
+        );
+        assert!(jobs[1].job.is_none());
+        let answer = pass_answer(PassOutcome::FailedJobs(vec!["m1".into()]));
+        assert_eq!(
+            serde_json::to_value(answer).ok(),
+            Some(json!({"batchItemFailures": [{"itemIdentifier": "m1"}]}))
+        );
+        let none = pass_answer(PassOutcome::FailedJobs(Vec::new()));
+        assert_eq!(
+            serde_json::to_value(none).ok(),
+            Some(json!({"batchItemFailures": []}))
+        );
     }
 }

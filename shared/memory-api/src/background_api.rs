@@ -1,27 +1,71 @@
-//! The three ways a scheduled pass (dream, consolidation) is started, decoded in one place:
-//! - the schedule's input `{"action": "fan-out"}`: queue one job per ref with pending work;
-//! - an SQS batch of those jobs (`{"Records": [...]}`): run each, and report the failed ones as
-//!   `batchItemFailures` so only they are retried (and reach the dead-letter queue eventually);
-//! - a direct invoke `{"tenantId", "memoryRef", ...}`: run one ref now and return its result.
+//! The three ways a scheduled pass (dream, consolidation) is started, as one command the edge
+//! decodes once (`lambda_adapter::pass_command`):
+//! - [`PassCommand::FanOut`], the schedule's input `{"action": "fan-out"}`: queue one job per ref
+//!   with pending work;
+//! - [`PassCommand::Jobs`], an SQS batch of those jobs: run each, and answer the failed ones so
+//!   only they are retried (and reach the dead-letter queue eventually);
+//! - [`PassCommand::Run`], a direct invoke [`RunRef`]: run one ref now and return its result.
 
 use async_trait::async_trait;
 use memory_core::background::fan_out;
 use memory_core::ports::{EntryStore, Job, JobQueue, WorkKind};
+use memory_core::writer::SecretInput;
 use memory_core::CoreError;
+use serde::Deserialize;
 use serde_json::{json, Value};
 
 use crate::{ref_hash, WireError};
 
-/// The redactor of a pass invoked with the run's BYOK secrets (`"secrets": [{"secretId",
-/// "value"}]` in a direct invoke); queued jobs carry none and still keep existing markers whole.
-pub fn run_redactor(options: &Value) -> Result<memory_guard::Redactor, CoreError> {
-    let secrets: Vec<memory_core::writer::SecretInput> = match options.get("secrets") {
-        Some(v) => crate::decode::typed(v.clone(), "secrets").map_err(|e| {
-            CoreError::invalid(e.field.unwrap_or_else(|| "secrets".into()), e.message)
-        })?,
-        None => Vec::new(),
-    };
-    Ok(memory_core::writer::registry_from(&secrets)?.redactor())
+/// A direct invoke of one ref's pass. Unknown fields are ignored, as they always were: the
+/// run engine sends the same invoke shape to both passes.
+#[derive(Debug, Default, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunRef {
+    pub tenant_id: String,
+    pub memory_ref: String,
+    /// Dreams only: the distilled entry's budget; absent or null means the advertised maximum.
+    #[serde(default)]
+    pub token_budget: Option<u64>,
+    /// The run's BYOK secrets; queued jobs carry none and still keep existing markers whole.
+    #[serde(default)]
+    pub secrets: Vec<SecretInput>,
+}
+
+impl RunRef {
+    /// The run over a queued job: no budget of its own, no secrets.
+    pub fn queued(job: &Job) -> Self {
+        RunRef {
+            tenant_id: job.tenant_id.clone(),
+            memory_ref: job.memory_ref.clone(),
+            ..RunRef::default()
+        }
+    }
+
+    /// The redactor of this run (SR-1 over the run's secrets).
+    pub fn redactor(&self) -> Result<memory_guard::Redactor, CoreError> {
+        Ok(memory_core::writer::registry_from(&self.secrets)?.redactor())
+    }
+}
+
+/// One message of a job batch. `job` is `None` when the body is not a job this version reads.
+#[derive(Debug)]
+pub struct QueuedJob {
+    pub message_id: String,
+    pub job: Option<Job>,
+}
+
+#[derive(Debug)]
+pub enum PassCommand {
+    FanOut,
+    Jobs(Vec<QueuedJob>),
+    Run(RunRef),
+}
+
+/// What a pass answers: a report, or the message ids of the batch to deliver again.
+#[derive(Debug)]
+pub enum PassOutcome {
+    Report(Value),
+    FailedJobs(Vec<String>),
 }
 
 /// One ref's pass, as the function binary wires it.
@@ -29,76 +73,39 @@ pub fn run_redactor(options: &Value) -> Result<memory_guard::Redactor, CoreError
 pub trait RefPass: Send + Sync {
     fn kind(&self) -> WorkKind;
 
-    /// `options` is the direct-invoke payload (e.g. `tokenBudget`); jobs from the queue pass `{}`.
-    async fn run(
-        &self,
-        tenant_id: &str,
-        memory_ref: &str,
-        options: &Value,
-    ) -> Result<Value, CoreError>;
+    async fn run(&self, run: &RunRef) -> Result<Value, CoreError>;
 }
 
 pub async fn handle(
     pass: &dyn RefPass,
     store: &dyn EntryStore,
     queue: Option<&dyn JobQueue>,
-    payload: Value,
-) -> Result<Value, WireError> {
-    if !payload.is_object() {
-        return Err(WireError::validation("payload", EXPECTED));
-    }
-    match payload.get("action") {
-        None => {}
-        Some(Value::String(a)) if a == "fan-out" => {}
-        Some(_) => {
-            return Err(WireError::validation(
-                "action",
-                "action: expected \"fan-out\"",
-            ))
+    command: PassCommand,
+) -> Result<PassOutcome, WireError> {
+    match command {
+        PassCommand::FanOut => {
+            let queue = queue.ok_or_else(|| {
+                CoreError::invalid("action", "no work queue configured (WORK_QUEUE_URL)")
+            })?;
+            let report = fan_out(store, queue, pass.kind()).await?;
+            Ok(PassOutcome::Report(json!(report)))
         }
-    }
-    if payload.get("action").is_some() {
-        let queue = queue.ok_or_else(|| {
-            CoreError::invalid("action", "no work queue configured (WORK_QUEUE_URL)")
-        })?;
-        let report = fan_out(store, queue, pass.kind()).await?;
-        return Ok(json!(report));
-    }
-    if let Some(records) = payload.get("Records").and_then(Value::as_array) {
-        let mut failures = Vec::new();
-        for record in records {
-            let id = record
-                .get("messageId")
-                .and_then(Value::as_str)
-                .unwrap_or_default();
-            let job = record
-                .get("body")
-                .and_then(Value::as_str)
-                .and_then(|b| serde_json::from_str::<Job>(b).ok());
-            let Some(job) = job.filter(|j| j.kind == pass.kind()) else {
-                // A job this function cannot read will never succeed: drop it loudly rather
-                // than retry it forever.
-                tracing::error!(message_id = id, "unreadable job dropped");
-                continue;
-            };
-            if let Err(e) = pass.run(&job.tenant_id, &job.memory_ref, &json!({})).await {
-                tracing::warn!(error = %e, memory_ref = %ref_hash(&job.memory_ref), "job failed, will retry");
-                failures.push(json!({"itemIdentifier": id}));
+        PassCommand::Jobs(messages) => {
+            let mut failed = Vec::new();
+            for message in messages {
+                let Some(job) = message.job.filter(|j| j.kind == pass.kind()) else {
+                    // A job this function cannot read will never succeed: drop it loudly rather
+                    // than retry it forever.
+                    tracing::error!(message_id = %message.message_id, "unreadable job dropped");
+                    continue;
+                };
+                if let Err(e) = pass.run(&RunRef::queued(&job)).await {
+                    tracing::warn!(error = %e, memory_ref = %ref_hash(&job.memory_ref), "job failed, will retry");
+                    failed.push(message.message_id);
+                }
             }
+            Ok(PassOutcome::FailedJobs(failed))
         }
-        return Ok(json!({"batchItemFailures": failures}));
+        PassCommand::Run(run) => Ok(PassOutcome::Report(pass.run(&run).await?)),
     }
-    let text = |field: &'static str| match payload.get(field) {
-        Some(Value::String(s)) => Ok(s.as_str()),
-        Some(_) => Err(WireError::validation(
-            field,
-            format!("{field}: expected a string"),
-        )),
-        None => Err(WireError::validation("payload", EXPECTED)),
-    };
-    let (tenant, memory_ref) = (text("tenantId")?, text("memoryRef")?);
-    Ok(pass.run(tenant, memory_ref, &payload).await?)
 }
-
-const EXPECTED: &str =
-    "payload: expected {\"tenantId\", \"memoryRef\"}, {\"action\": \"fan-out\"} or an SQS batch";

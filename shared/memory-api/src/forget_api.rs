@@ -8,9 +8,10 @@ use serde_json::{json, Value};
 
 use crate::{decode, HttpResponse, WireError};
 
+/// A direct invoke `{"tenantId", "subject"}`.
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
-struct DirectForget {
+pub struct DirectForget {
     tenant_id: String,
     subject: String,
 }
@@ -30,9 +31,10 @@ fn emit(counts: &memory_core::events::ForgetCounts) {
     ]);
 }
 
-/// Direct invoke `{"tenantId", "subject"}`.
-pub async fn handle_direct(forgetter: &Forgetter, payload: Value) -> Result<Value, WireError> {
-    let request: DirectForget = decode::typed(payload, "")?;
+pub async fn handle_direct(
+    forgetter: &Forgetter,
+    request: DirectForget,
+) -> Result<Value, WireError> {
     let counts = forgetter
         .forget(&request.tenant_id, &request.subject)
         .await?;

@@ -19,19 +19,40 @@ pub struct DeleteRequest {
     pub idempotency_key: Option<String>,
 }
 
-/// `op` is read first and the rest decoded as that operation's request, so a field error names
-/// its path in the put or delete schema.
-pub async fn handle(writer: &MemoryWriter, payload: Value) -> Result<Value, WireError> {
-    let Value::Object(mut fields) = payload else {
-        return Err(WireError::validation(
-            "payload",
-            "payload: expected an object with \"op\": \"put\" or \"delete\"",
-        ));
-    };
-    let op = fields.remove("op");
-    match op.as_ref().and_then(Value::as_str) {
-        Some("put") => {
-            let put: PutRequest = decode::typed(Value::Object(fields), "")?;
+/// A write invoke, decoded once: `op` is read first and the rest decoded as that operation's
+/// request, so a field error names its path in the put or delete schema.
+#[derive(Debug)]
+pub enum WriteCommand {
+    Put(PutRequest),
+    Delete(DeleteRequest),
+}
+
+impl WriteCommand {
+    pub fn decode(payload: Value) -> Result<Self, WireError> {
+        let Value::Object(mut fields) = payload else {
+            return Err(WireError::validation(
+                "payload",
+                "payload: expected an object with \"op\": \"put\" or \"delete\"",
+            ));
+        };
+        let op = fields.remove("op");
+        match op.as_ref().and_then(Value::as_str) {
+            Some("put") => Ok(WriteCommand::Put(decode::typed(Value::Object(fields), "")?)),
+            Some("delete") => Ok(WriteCommand::Delete(decode::typed(
+                Value::Object(fields),
+                "",
+            )?)),
+            _ => Err(WireError::validation(
+                "op",
+                "op: expected \"put\" or \"delete\"",
+            )),
+        }
+    }
+}
+
+pub async fn handle(writer: &MemoryWriter, command: WriteCommand) -> Result<Value, WireError> {
+    match command {
+        WriteCommand::Put(put) => {
             let out = match writer.put(&put).await {
                 Ok(out) => out,
                 Err(e) => {
@@ -52,8 +73,7 @@ pub async fn handle(writer: &MemoryWriter, payload: Value) -> Result<Value, Wire
             );
             Ok(json!(out))
         }
-        Some("delete") => {
-            let delete: DeleteRequest = decode::typed(Value::Object(fields), "")?;
+        WriteCommand::Delete(delete) => {
             let deleted = writer
                 .delete(
                     &delete.tenant_id,
@@ -65,9 +85,5 @@ pub async fn handle(writer: &MemoryWriter, payload: Value) -> Result<Value, Wire
             tracing::info!(memory_ref = %ref_hash(&delete.memory_ref), deleted, "delete");
             Ok(json!({ "deleted": deleted }))
         }
-        _ => Err(WireError::validation(
-            "op",
-            "op: expected \"put\" or \"delete\"",
-        )),
     }
 }
