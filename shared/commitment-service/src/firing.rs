@@ -24,7 +24,7 @@ use memory_core::listing::snapshot;
 use memory_core::model::{is_valid_entry_id, EntryKey, SubjectKey};
 use memory_core::ports::{Clock, EntryStore, EventPublisher};
 use memory_core::time::Timestamp;
-use memory_guard::{MemoryRef, TenantId, TenantScope};
+use memory_guard::{MemoryRef, TenantId};
 
 /// How long a recorder owns a fire it has recorded but not yet announced.
 pub const OUTBOX_LEASE_MS: i64 = 60_000;
@@ -87,14 +87,6 @@ pub struct CommitmentService {
     enqueue_runs: bool,
 }
 
-fn admit(tenant_id: &str, raw_ref: &str) -> Result<MemoryRef, CoreError> {
-    let tenant = TenantId::parse(tenant_id)
-        .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
-    TenantScope::new(tenant)
-        .admit(raw_ref)
-        .ok_or(CoreError::RefNotAdmitted)
-}
-
 impl CommitmentService {
     pub fn new(
         commitments: Arc<dyn CommitmentStore>,
@@ -121,7 +113,7 @@ impl CommitmentService {
         raw_ref: &str,
         entry_id: &str,
     ) -> Result<CommitmentReport, CoreError> {
-        let memory_ref = admit(tenant_id, raw_ref)?;
+        let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
         let mut report = CommitmentReport::default();
         let now = self.clock.now();
         let mut observed_at = now;
@@ -150,7 +142,7 @@ impl CommitmentService {
         tenant_id: &str,
         raw_ref: &str,
     ) -> Result<CommitmentReport, CoreError> {
-        let memory_ref = admit(tenant_id, raw_ref)?;
+        let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
         let now = self.clock.now();
         let entries = snapshot(self.entries.as_ref(), &memory_ref, now).await?;
         let mut report = CommitmentReport {

@@ -19,7 +19,7 @@ use memory_core::listing::snapshot;
 use memory_core::model::{hex, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{Clock, EntryStore, EventPublisher, WorkKind};
 use memory_core::time::Timestamp;
-use memory_guard::{Redactor, TenantId, TenantScope};
+use memory_guard::Redactor;
 
 /// A merge's tags are the union of its members'; past this many the rest are dropped, so a fact
 /// corroborated by hundreds of entries does not grow its item toward DynamoDB's 400 KB.
@@ -77,11 +77,7 @@ impl Consolidator {
         raw_ref: &str,
         redactor: &Redactor,
     ) -> Result<ConsolidationReport, CoreError> {
-        let tenant = TenantId::parse(tenant_id)
-            .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
-        let memory_ref = TenantScope::new(tenant)
-            .admit(raw_ref)
-            .ok_or(CoreError::RefNotAdmitted)?;
+        let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
         let state = memory_core::background::begin_pass(
             self.store.as_ref(),
             &memory_ref,

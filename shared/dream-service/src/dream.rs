@@ -33,7 +33,7 @@ use memory_core::ports::{
     WorkKind,
 };
 use memory_core::time::Timestamp;
-use memory_guard::{MemoryRef, Redactor, TenantId, TenantScope};
+use memory_guard::{MemoryRef, Redactor, TenantId};
 
 pub use memory_core::capabilities::MAX_TOKEN_BUDGET;
 /// Tries of the index compare-and-swap before the run gives up (and is retried).
@@ -152,11 +152,8 @@ impl Dreamer {
         token_budget: Option<u64>,
         redactor: &Redactor,
     ) -> Result<DreamReport, CoreError> {
-        let tenant = TenantId::parse(tenant_id)
-            .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
-        let memory_ref = TenantScope::new(tenant.clone())
-            .admit(raw_ref)
-            .ok_or(CoreError::RefNotAdmitted)?;
+        let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
+        let tenant = memory_ref.tenant().clone();
         let budget = Self::budget(token_budget);
         let state =
             memory_core::background::begin_pass(self.store.as_ref(), &memory_ref, WorkKind::Dream)

@@ -151,8 +151,7 @@ impl Forgetter {
     }
 
     pub async fn forget(&self, tenant_id: &str, subject: &str) -> Result<ForgetCounts, CoreError> {
-        let tenant = TenantId::parse(tenant_id)
-            .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
+        let tenant = crate::model::tenant_of(tenant_id)?;
         if subject.is_empty() || subject.len() > MAX_SUBJECT_BYTES {
             return Err(CoreError::invalid(
                 "subject",

@@ -7,7 +7,8 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
 use crate::time::Timestamp;
-use memory_guard::{MemoryRef, TenantId};
+use crate::CoreError;
+use memory_guard::{MemoryRef, TenantId, TenantScope};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -94,6 +95,21 @@ impl SubjectKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// The tenant a request names in `tenantId`, parsed once, with the one error every contract
+/// answers for a malformed one.
+pub fn tenant_of(tenant_id: &str) -> Result<TenantId, CoreError> {
+    TenantId::parse(tenant_id)
+        .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))
+}
+
+/// The ref `tenant_id` may write or run a pass over (CTI-1). A malformed ref and another
+/// tenant's ref get the same error, so the answer does not reveal whether the other exists.
+pub fn admitted_ref(tenant_id: &str, raw_ref: &str) -> Result<MemoryRef, CoreError> {
+    TenantScope::new(tenant_of(tenant_id)?)
+        .admit(raw_ref)
+        .ok_or(CoreError::RefNotAdmitted)
 }
 
 pub fn hex(bytes: &[u8]) -> String {

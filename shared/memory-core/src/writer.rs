@@ -383,11 +383,8 @@ impl MemoryWriter {
     /// Validates, redacts, stores all entries in one all-or-nothing write, then announces each
     /// with a content-free `memory.written`.
     pub async fn put(&self, request: &PutRequest) -> Result<PutOutput, CoreError> {
-        let tenant = TenantId::parse(&request.tenant_id)
-            .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
-        let memory_ref = TenantScope::new(tenant.clone())
-            .admit(&request.memory_ref)
-            .ok_or(CoreError::RefNotAdmitted)?;
+        let memory_ref = crate::model::admitted_ref(&request.tenant_id, &request.memory_ref)?;
+        let tenant = memory_ref.tenant().clone();
         check_opt_id("runId", &request.run_id)?;
         check_opt_id("attribution.nodeId", &request.attribution.node_id)?;
         check_opt_id("attribution.agentId", &request.attribution.agent_id)?;
@@ -568,8 +565,7 @@ impl MemoryWriter {
         id: &str,
         idempotency_key: Option<&str>,
     ) -> Result<bool, CoreError> {
-        let tenant = TenantId::parse(tenant_id)
-            .map_err(|_| CoreError::invalid("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))?;
+        let tenant = crate::model::tenant_of(tenant_id)?;
         let key = Self::parse_key(&tenant, idempotency_key)?;
         let Some(memory_ref) = TenantScope::new(tenant).admit(raw_ref) else {
             return Ok(false);
