@@ -6,7 +6,6 @@ use std::sync::Arc;
 use consolidation_service::api::ConsolidatePass;
 use consolidation_service::pass::Consolidator;
 use lambda_runtime::Error;
-use memory_api::background_api;
 use memory_aws::AwsPorts;
 use memory_core::ports::{JobQueue, SystemClock};
 
@@ -21,9 +20,5 @@ async fn main() -> Result<(), Error> {
     ));
     let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
     let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
-    lambda_adapter::run(lambda_adapter::pass_command, |command| async move {
-        let outcome = background_api::handle(pass, store, queue, command).await?;
-        Ok(lambda_adapter::pass_answer(outcome))
-    })
-    .await
+    lambda_adapter::run_pass(pass, store, queue).await
 }

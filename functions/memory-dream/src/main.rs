@@ -7,7 +7,6 @@ use distill::DeterministicDistiller;
 use dream_service::api::DreamPass;
 use dream_service::dream::Dreamer;
 use lambda_runtime::Error;
-use memory_api::background_api;
 use memory_aws::AwsPorts;
 use memory_core::ports::{JobQueue, SystemClock};
 
@@ -21,10 +20,7 @@ async fn main() -> Result<(), Error> {
     // Entries younger than this wait for the next run (see Dreamer::with_settle_millis);
     // default: twice the write function's timeout, since a keyed put taken over after its first
     // attempt's lease commits with the first attempt's `createdAt` (README §Idempotent writes).
-    let settle_seconds: i64 = std::env::var("DREAM_SETTLE_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(30);
+    let settle_seconds: i64 = lambda_adapter::env_number("DREAM_SETTLE_SECONDS", 30)?;
     let pass = DreamPass(
         Dreamer::new(
             ports.entries.clone(),
@@ -37,9 +33,5 @@ async fn main() -> Result<(), Error> {
     );
     let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
     let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
-    lambda_adapter::run(lambda_adapter::pass_command, |command| async move {
-        let outcome = background_api::handle(pass, store, queue, command).await?;
-        Ok(lambda_adapter::pass_answer(outcome))
-    })
-    .await
+    lambda_adapter::run_pass(pass, store, queue).await
 }

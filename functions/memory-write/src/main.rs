@@ -14,10 +14,10 @@ async fn main() -> Result<(), Error> {
     lambda_adapter::init_logging();
     let ports = AwsPorts::from_env().await?;
     // How long an idempotency key answers with its recorded result (README §Idempotent writes).
-    let key_ttl_seconds: i64 = std::env::var("IDEMPOTENCY_TTL_SECONDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(memory_core::idempotency::DEFAULT_KEY_TTL_SECONDS);
+    let key_ttl_seconds: i64 = lambda_adapter::env_number(
+        "IDEMPOTENCY_TTL_SECONDS",
+        memory_core::idempotency::DEFAULT_KEY_TTL_SECONDS,
+    )?;
     let writer = MemoryWriter::new(
         ports.entries,
         ports.events,

@@ -17,9 +17,10 @@ use aws_lambda_events::http::header::{HeaderMap, HeaderName, HeaderValue, CONTEN
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::tower::util::MapRequestLayer;
 use lambda_runtime::{layers::TracingLayer, service_fn, Diagnostic, LambdaEvent, Runtime};
-use memory_api::background_api::{PassCommand, PassOutcome, QueuedJob};
+use memory_api::background_api::{self, PassCommand, PassOutcome, QueuedJob, RefPass};
 use memory_api::read_api::ReadRequest;
 use memory_api::{decode, HttpResponse, WireError};
+use memory_core::ports::{EntryStore, JobQueue};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -29,6 +30,35 @@ pub fn tenant_claim_name() -> String {
         .ok()
         .filter(|v| !v.is_empty())
         .unwrap_or_else(|| "tenant_id".to_owned())
+}
+
+/// A numeric setting from the environment, `default` when unset or empty. A value that does not
+/// parse fails the function's start-up with the variable's name, rather than running with a
+/// default the operator did not choose.
+pub fn env_number<T: std::str::FromStr>(
+    name: &str,
+    default: T,
+) -> Result<T, lambda_runtime::Error> {
+    match std::env::var(name) {
+        Ok(raw) if !raw.trim().is_empty() => raw
+            .trim()
+            .parse()
+            .map_err(|_| format!("{name} must be a number").into()),
+        _ => Ok(default),
+    }
+}
+
+/// Runs a scheduled pass's function (`background_api`): fan-out, job batches, direct invokes.
+pub async fn run_pass(
+    pass: &dyn RefPass,
+    store: &dyn EntryStore,
+    queue: Option<&dyn JobQueue>,
+) -> Result<(), lambda_runtime::Error> {
+    run(pass_command, |command| async move {
+        let outcome = background_api::handle(pass, store, queue, command).await?;
+        Ok(pass_answer(outcome))
+    })
+    .await
 }
 
 /// What a function answers the runtime: an API Gateway response, an SQS partial batch
@@ -297,6 +327,21 @@ pub fn init_logging() {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn a_numeric_setting_that_does_not_parse_fails_start_up_by_name() {
+        // Names no other test or the process uses.
+        std::env::set_var("WOP_TEST_SETTING_A", "45");
+        std::env::set_var("WOP_TEST_SETTING_B", "4s");
+        std::env::set_var("WOP_TEST_SETTING_C", " ");
+        assert_eq!(env_number("WOP_TEST_SETTING_A", 30).ok(), Some(45));
+        let bad = env_number("WOP_TEST_SETTING_B", 30)
+            .err()
+            .map(|e| e.to_string());
+        assert_eq!(bad.as_deref(), Some("WOP_TEST_SETTING_B must be a number"));
+        assert_eq!(env_number("WOP_TEST_SETTING_C", 30).ok(), Some(30));
+        assert_eq!(env_number("WOP_TEST_SETTING_UNSET", 7).ok(), Some(7));
+    }
 
     #[test]
     fn a_pass_trigger_is_decoded_once_into_its_command() {
