@@ -77,6 +77,9 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
         .await
         .error();
     assert_eq!(err["errorType"], "token_budget_exceeded");
+    // The message says what budget would fit (counts only, no content).
+    let message = err["errorMessage"].as_str().unwrap_or_default();
+    assert!(message.contains("budget is 50"), "{message}");
     // Entries unchanged; the work marker only records that a pass began (`passRunning`), and
     // the ref is still pending.
     let data = |lines: Vec<String>| -> Vec<String> {

@@ -20,11 +20,11 @@
 //!  "summary":"## preference\n- Customer prefers email (x2, latest 2026-11-20)\n…"}
 //! ```
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::distiller::{DistillInput, Distillation, Distiller, SourceEntry};
-use crate::json::Writer;
+use crate::json::canonical_bytes;
 use crate::keys;
 use crate::time;
 use crate::tokens::TOKENIZER_NAME;
@@ -231,7 +231,8 @@ impl Archive {
     }
 }
 
-#[derive(Deserialize)]
+/// The document as stored; field order is byte order (see `json`).
+#[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct Wire {
     format: String,
@@ -256,29 +257,24 @@ struct Wire {
 /// integers only, minimal string escaping, one trailing `\n` (see `json`). Equal archives give
 /// equal bytes on every platform and version of this crate that writes format v1.
 pub fn to_bytes(archive: &Archive) -> Vec<u8> {
-    let mut w = Writer::new();
-    w.begin_object();
-    w.string_field("format", ARCHIVE_FORMAT);
-    w.string_field("digest", &archive.digest);
-    w.string_field("tenantId", &archive.tenant_id);
-    w.string_field("memoryRef", &archive.memory_ref);
-    w.string_field("distillerVersion", &archive.distiller_version);
-    w.string_field("tokenizer", &archive.tokenizer);
-    w.int_field("tokenBudget", i64::from(archive.token_budget));
-    w.int_field("tokensUsed", i64::from(archive.tokens_used));
-    w.int_field("inputTokens", i64::from(archive.input_tokens));
-    w.int_field("outputTokens", i64::from(archive.output_tokens));
-    w.int_field("inputCount", i64::from(archive.input_count));
-    w.int_field("sourceCount", i64::from(archive.source_count));
-    w.string_array_field("sourceIds", &archive.source_ids);
-    w.string_field("outputEntryId", &archive.output_entry_id);
-    w.string_field(
-        "outputCreatedAt",
-        &time::format_rfc3339_ms(archive.output_created_at_ms),
-    );
-    w.string_field("summary", &archive.summary);
-    w.end_object();
-    w.finish()
+    canonical_bytes(&Wire {
+        format: ARCHIVE_FORMAT.to_owned(),
+        digest: archive.digest.clone(),
+        tenant_id: archive.tenant_id.clone(),
+        memory_ref: archive.memory_ref.clone(),
+        distiller_version: archive.distiller_version.clone(),
+        tokenizer: archive.tokenizer.clone(),
+        token_budget: archive.token_budget,
+        tokens_used: archive.tokens_used,
+        input_tokens: archive.input_tokens,
+        output_tokens: archive.output_tokens,
+        input_count: archive.input_count,
+        source_count: archive.source_count,
+        source_ids: archive.source_ids.clone(),
+        output_entry_id: archive.output_entry_id.clone(),
+        output_created_at: time::format_rfc3339_ms(archive.output_created_at_ms),
+        summary: archive.summary.clone(),
+    })
 }
 
 /// The whole pure pipeline of a run: distil, apply SR-1 carry-forward, assemble the archive.

@@ -29,10 +29,10 @@
 
 use std::collections::BTreeSet;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 use crate::archive::Archive;
-use crate::json::Writer;
+use crate::json::canonical_bytes;
 use crate::keys;
 use crate::time;
 use crate::DistillError;
@@ -187,32 +187,29 @@ pub fn remove_where(
 
 /// Canonical JSON of the index (fixed field order, no whitespace, trailing `\n`).
 pub fn to_json_bytes(index: &MemoryIndex) -> Vec<u8> {
-    let mut w = Writer::new();
-    w.begin_object();
-    w.string_field("format", INDEX_FORMAT);
-    w.string_field("memoryRef", &index.memory_ref);
-    w.string_field("updatedAt", &time::format_rfc3339_ms(index.updated_at_ms));
-    w.key("entries");
-    w.begin_array();
-    for line in &index.entries {
-        w.begin_object();
-        w.string_field("archiveKey", &line.archive_key);
-        w.string_field("digest", &line.digest);
-        w.string_field("outputEntryId", &line.output_entry_id);
-        w.string_field("createdAt", &time::format_rfc3339_ms(line.created_at_ms));
-        w.int_field("sourceCount", i64::from(line.source_count));
-        w.int_field("tokensUsed", i64::from(line.tokens_used));
-        w.int_field("tokenBudget", i64::from(line.token_budget));
-        w.string_array_field("tags", &line.tags);
-        w.end_object();
-    }
-    w.end_array();
-    w.after_value();
-    w.end_object();
-    w.finish()
+    canonical_bytes(&WireIndex {
+        format: INDEX_FORMAT.to_owned(),
+        memory_ref: index.memory_ref.clone(),
+        updated_at: time::format_rfc3339_ms(index.updated_at_ms),
+        entries: index
+            .entries
+            .iter()
+            .map(|line| WireLine {
+                archive_key: line.archive_key.clone(),
+                digest: line.digest.clone(),
+                output_entry_id: line.output_entry_id.clone(),
+                created_at: time::format_rfc3339_ms(line.created_at_ms),
+                source_count: line.source_count,
+                tokens_used: line.tokens_used,
+                token_budget: line.token_budget,
+                tags: line.tags.clone(),
+            })
+            .collect(),
+    })
 }
 
-#[derive(Deserialize)]
+/// The document as stored; field order is byte order (see `json`).
+#[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct WireIndex {
     format: String,
@@ -221,7 +218,7 @@ struct WireIndex {
     entries: Vec<WireLine>,
 }
 
-#[derive(Deserialize)]
+#[derive(Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 struct WireLine {
     archive_key: String,

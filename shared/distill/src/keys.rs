@@ -14,13 +14,12 @@
 //! (`wop-memory-kind=archive`, set at write time), not by a key prefix, which keeps the tenant
 //! first in every key.
 //!
-//! The memoryRef grammar is the design notes' canonical form, checked here again (byte for byte,
-//! as the guard crate does) because a key is built from its parts.
+//! The memoryRef grammar is the guard's (`memory_guard::MemoryRef`, CTI-1 §1): parsed once
+//! there and never re-spelled here, so a key can only be built from a ref the gate would accept.
+
+use memory_guard::{MemoryRef, TenantId};
 
 use crate::DistillError;
-
-const MAX_REF_BYTES: usize = 512;
-const MAX_ID_BYTES: usize = 128;
 
 /// File name of the normative index inside an agent workspace.
 pub const INDEX_JSON_NAME: &str = "MEMORY-INDEX.json";
@@ -29,49 +28,18 @@ pub const INDEX_MD_NAME: &str = "MEMORY-INDEX.md";
 /// Folder of the archives inside an agent's key space.
 pub const ARCHIVE_FOLDER: &str = "archives/";
 
-fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= MAX_ID_BYTES
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-        && id != "."
-        && id != ".."
-}
-
-/// `(tenantId, agentId)` of a canonical `workspaces/{tenantId}/agents/{agentId}/memories`.
-pub fn parse_memory_ref(memory_ref: &str) -> Result<(&str, &str), DistillError> {
-    if memory_ref.len() > MAX_REF_BYTES {
-        return Err(DistillError::MalformedMemoryRef);
-    }
-    let mut parts = memory_ref.split('/');
-    match (
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-        parts.next(),
-    ) {
-        (Some("workspaces"), Some(tenant), Some("agents"), Some(agent), Some("memories"), None)
-            if valid_id(tenant) && valid_id(agent) =>
-        {
-            Ok((tenant, agent))
-        }
-        _ => Err(DistillError::MalformedMemoryRef),
-    }
+/// The canonical `workspaces/{tenantId}/agents/{agentId}/memories`, or `MalformedMemoryRef`.
+pub fn parse_memory_ref(memory_ref: &str) -> Result<MemoryRef, DistillError> {
+    MemoryRef::parse(memory_ref).map_err(|_| DistillError::MalformedMemoryRef)
 }
 
 /// Checks that `memory_ref` is canonical and belongs to `tenant_id` (CTI-1).
-pub fn check_tenant<'a>(
-    tenant_id: &str,
-    memory_ref: &'a str,
-) -> Result<(&'a str, &'a str), DistillError> {
-    let (tenant, agent) = parse_memory_ref(memory_ref)?;
-    if tenant != tenant_id {
+pub fn check_tenant(tenant_id: &str, memory_ref: &str) -> Result<MemoryRef, DistillError> {
+    let parsed = parse_memory_ref(memory_ref)?;
+    if parsed.tenant().as_str() != tenant_id {
         return Err(DistillError::TenantMismatch);
     }
-    Ok((tenant, agent))
+    Ok(parsed)
 }
 
 /// True for 64 lowercase hex digits (a SHA-256 in the form [`crate::archive_digest`] writes).
@@ -92,22 +60,24 @@ pub fn archive_key(memory_ref: &str, digest: &str) -> Result<String, DistillErro
 
 /// `{tenantId}/agents/{agentId}/archives/` — the archives of one memoryRef (forget lists it).
 pub fn archive_prefix(memory_ref: &str) -> Result<String, DistillError> {
-    let (tenant, agent) = parse_memory_ref(memory_ref)?;
-    Ok(format!("{tenant}/agents/{agent}/{ARCHIVE_FOLDER}"))
+    let parsed = parse_memory_ref(memory_ref)?;
+    Ok(format!(
+        "{}/agents/{}/{ARCHIVE_FOLDER}",
+        parsed.tenant(),
+        parsed.agent()
+    ))
 }
 
 /// `{tenantId}/` — everything of one tenant.
 pub fn tenant_prefix(tenant_id: &str) -> Result<String, DistillError> {
-    if !valid_id(tenant_id) {
-        return Err(DistillError::MalformedMemoryRef);
-    }
-    Ok(format!("{tenant_id}/"))
+    let tenant = TenantId::parse(tenant_id).map_err(|_| DistillError::MalformedMemoryRef)?;
+    Ok(format!("{tenant}/"))
 }
 
 /// `{tenantId}/agents/{agentId}/workspace/` — the agent workspace (RFC 0059) of a memoryRef.
 pub fn workspace_prefix(memory_ref: &str) -> Result<String, DistillError> {
-    let (tenant, agent) = parse_memory_ref(memory_ref)?;
-    Ok(format!("{tenant}/agents/{agent}/workspace/"))
+    let parsed = parse_memory_ref(memory_ref)?;
+    Ok(format!("{}/agents/{}/workspace/", parsed.tenant(), parsed.agent()))
 }
 
 /// `{tenantId}/agents/{agentId}/workspace/MEMORY-INDEX.json`.
@@ -163,8 +133,8 @@ mod tests {
             "workspaces/t\0/agents/a/memories",
         ] {
             assert_eq!(
-                parse_memory_ref(bad),
-                Err(DistillError::MalformedMemoryRef),
+                parse_memory_ref(bad).err(),
+                Some(DistillError::MalformedMemoryRef),
                 "{bad:?}"
             );
         }
@@ -174,8 +144,12 @@ mod tests {
 
     #[test]
     fn tenant_must_own_the_ref() {
-        assert_eq!(check_tenant("t-1", REF), Ok(("t-1", "agent.a")));
-        assert_eq!(check_tenant("t-2", REF), Err(DistillError::TenantMismatch));
+        let owned = check_tenant("t-1", REF).map(|r| r.as_string());
+        assert_eq!(owned.as_deref(), Ok(REF));
+        assert_eq!(
+            check_tenant("t-2", REF).err(),
+            Some(DistillError::TenantMismatch)
+        );
     }
 
     #[test]

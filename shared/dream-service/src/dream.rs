@@ -70,16 +70,30 @@ pub struct Dreamer {
     settle_ms: i64,
 }
 
+/// Every distill failure gets its own meaning here; the edge (memory_api::wire) picks the status.
 fn distill_error(e: DistillError) -> CoreError {
     match e {
-        DistillError::TokenBudgetExceeded { .. } => CoreError::TokenBudgetExceeded,
+        DistillError::TokenBudgetExceeded { needed, budget } => {
+            CoreError::TokenBudgetExceeded { needed, budget }
+        }
         DistillError::MalformedMemoryRef | DistillError::TenantMismatch => {
             CoreError::RefNotAdmitted
         }
-        other => CoreError::Store(StoreError::Backend {
-            op: "distill",
-            code: other.code().to_owned(),
+        // Stored archives and indexes this version cannot read back: data, not a caller error.
+        DistillError::MalformedArchive(_)
+        | DistillError::MalformedIndex(_)
+        | DistillError::MalformedDigest
+        | DistillError::IndexRefMismatch => CoreError::Store(StoreError::Corrupt {
+            key: e.code().to_owned(),
         }),
+        // A store snapshot never repeats an id and empty runs are skipped before distilling:
+        // reaching these is a defect of ours, reported by code.
+        DistillError::NothingToDistill | DistillError::DuplicateSourceId => {
+            CoreError::Store(StoreError::Backend {
+                op: "distill",
+                code: e.code().to_owned(),
+            })
+        }
     }
 }
 
@@ -679,10 +693,10 @@ impl DerivedForgetHook {
             {
                 Ok(_) => {
                     // Old versions of the index still list the removed lines: drop them too.
-                    self.archives.purge_history(&json_key).await?;
+                    self.archives.delete_old_versions(&json_key).await?;
                     write_markdown(self.archives.as_ref(), tenant, reference, &pruned).await?;
                     self.archives
-                        .purge_history(&index_md_object(tenant, reference)?)
+                        .delete_old_versions(&index_md_object(tenant, reference)?)
                         .await?;
                     return Ok(true);
                 }

@@ -228,7 +228,13 @@ async fn a_budget_too_small_fails_and_changes_nothing() {
         .dreamer
         .run("t1", &r().to_string(), Some(100), &none())
         .await;
-    assert_eq!(err, Err(CoreError::TokenBudgetExceeded));
+    match err {
+        Err(CoreError::TokenBudgetExceeded { needed, budget }) => {
+            assert_eq!(budget, 100);
+            assert!(needed > budget, "needed {needed} is a budget that would fit");
+        }
+        other => panic!("expected token_budget_exceeded, got {other:?}"),
+    }
     assert!(w.store.dump() == entries, "table as before");
     assert!(w.archives.dump() == objects, "bucket and index as before");
     assert_eq!(w.store.calls.writes(), calls);
@@ -440,8 +446,8 @@ impl ArchiveStore for RacingIndex {
     async fn delete(&self, k: &ObjectKey) -> Result<(), StoreError> {
         self.inner.delete(k).await
     }
-    async fn purge_history(&self, k: &ObjectKey) -> Result<(), StoreError> {
-        self.inner.purge_history(k).await
+    async fn delete_old_versions(&self, k: &ObjectKey) -> Result<(), StoreError> {
+        self.inner.delete_old_versions(k).await
     }
     async fn list(&self, t: &TenantId, p: &str) -> Result<Vec<ObjectKey>, StoreError> {
         self.inner.list(t, p).await
@@ -702,8 +708,8 @@ impl ArchiveStore for ForgetDuring {
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
         self.inner.delete(key).await
     }
-    async fn purge_history(&self, key: &ObjectKey) -> Result<(), StoreError> {
-        self.inner.purge_history(key).await
+    async fn delete_old_versions(&self, key: &ObjectKey) -> Result<(), StoreError> {
+        self.inner.delete_old_versions(key).await
     }
     async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
         self.inner.list(tenant, prefix).await

@@ -143,7 +143,7 @@ impl From<&CoreError> for WireError {
             CoreError::RefNotAdmitted => WireError::validation("memoryRef", e.to_string()),
             CoreError::NoTenant => WireError::new(401, "unauthenticated", e.to_string()),
             CoreError::NotFound => WireError::new(404, "not_found", "not found"),
-            CoreError::TokenBudgetExceeded => {
+            CoreError::TokenBudgetExceeded { .. } => {
                 WireError::new(422, "token_budget_exceeded", e.to_string())
             }
             CoreError::IdempotencyInFlight => {
@@ -225,7 +225,10 @@ mod tests {
             (CoreError::NoTenant, 401, "unauthenticated", None),
             (CoreError::NotFound, 404, "not_found", None),
             (
-                CoreError::TokenBudgetExceeded,
+                CoreError::TokenBudgetExceeded {
+                    needed: 300,
+                    budget: 200,
+                },
                 422,
                 "token_budget_exceeded",
                 None,

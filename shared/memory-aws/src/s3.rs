@@ -209,7 +209,7 @@ impl ArchiveStore for S3ArchiveStore {
         self.delete_version(key, None).await
     }
 
-    async fn purge_history(&self, key: &ObjectKey) -> Result<(), StoreError> {
+    async fn delete_old_versions(&self, key: &ObjectKey) -> Result<(), StoreError> {
         for version in self.versions_of(key, false).await? {
             self.delete_version(key, Some(version)).await?;
         }

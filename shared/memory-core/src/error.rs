@@ -43,8 +43,10 @@ pub enum CoreError {
     NoTenant,
     #[error("not found")]
     NotFound,
-    #[error("token budget exceeded")]
-    TokenBudgetExceeded,
+    /// Counts only (RFC 0062 `token_budget_exceeded`): the smallest budget that would have fitted
+    /// and the budget asked for, so the caller can retry with a budget that works.
+    #[error("token budget exceeded: at least {needed} tokens needed, budget is {budget}")]
+    TokenBudgetExceeded { needed: u32, budget: u32 },
     /// A request with this idempotency key is still being processed.
     #[error("a request with this idempotency key is still in progress; retry after the delay")]
     IdempotencyInFlight,

@@ -324,7 +324,7 @@ pub trait ArchiveStore: Send + Sync {
 
     /// Removes every non-current version of the object (a no-op where the backend keeps
     /// none), so rewritten objects keep no history of what forget removed.
-    async fn purge_history(&self, key: &ObjectKey) -> Result<(), StoreError>;
+    async fn delete_old_versions(&self, key: &ObjectKey) -> Result<(), StoreError>;
 
     /// Keys under `tenant/prefix`, in key order.
     async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError>;

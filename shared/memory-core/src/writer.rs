@@ -14,6 +14,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
+use secrecy::{ExposeSecret, SecretString};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{CoreError, StoreError};
@@ -39,20 +40,13 @@ pub const MAX_ENTRIES_PER_REQUEST: usize = 25;
 pub const MAX_SUBJECT_BYTES: usize = 256;
 pub const MAX_SECRETS_PER_REQUEST: usize = 10_000;
 
-#[derive(Clone, Deserialize)]
+/// A resolved secret as the request carries it; the value is a `secrecy` string, so `{:?}`
+/// prints a placeholder and the bytes are wiped when the request is dropped.
+#[derive(Clone, Debug, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct SecretInput {
     pub secret_id: String,
-    pub value: String,
-}
-
-/// Only the id: a secret value must not reach a log line through `{:?}`.
-impl fmt::Debug for SecretInput {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("SecretInput")
-            .field("secret_id", &self.secret_id)
-            .finish_non_exhaustive()
-    }
+    pub value: SecretString,
 }
 
 #[derive(Clone, Deserialize)]
@@ -169,7 +163,7 @@ pub fn registry_from(secrets: &[SecretInput]) -> Result<SecretRegistry, CoreErro
     let mut registry = SecretRegistry::new();
     for (i, s) in secrets.iter().enumerate() {
         registry
-            .register(s.secret_id.clone(), s.value.clone())
+            .register(s.secret_id.clone(), s.value.expose_secret())
             .map_err(|e| match e {
                 memory_guard::GuardError::SecretTooLong => CoreError::invalid(
                     format!("secrets[{i}].value"),

@@ -72,6 +72,7 @@ use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 
+use secrecy::{ExposeSecret, SecretString};
 use unicode_normalization::UnicodeNormalization;
 
 use crate::GuardError;
@@ -119,14 +120,22 @@ fn reaches_floor(value: &str) -> bool {
         || (value.len() >= MIN_SECRET_CHARS && value.chars().count() >= MIN_SECRET_CHARS)
 }
 
-/// Plaintext that must never be printed; `Debug` shows a placeholder so a stray `{:?}` on a
-/// containing type cannot leak it.
-#[derive(PartialEq, Eq, Hash)]
-struct SecretValue(String);
+/// Plaintext that must never be printed: `secrecy` gives it a placeholder `Debug` and wipes it
+/// on drop; equality and hashing look at the value because the registry dedupes on it.
+#[derive(Debug)]
+struct SecretValue(SecretString);
 
-impl fmt::Debug for SecretValue {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("***")
+impl PartialEq for SecretValue {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.expose_secret() == other.0.expose_secret()
+    }
+}
+
+impl Eq for SecretValue {}
+
+impl std::hash::Hash for SecretValue {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.expose_secret().hash(state);
     }
 }
 
@@ -171,7 +180,7 @@ impl SecretRegistry {
         }
         let index = u32::try_from(self.ids.len()).map_err(|_| GuardError::TooManySecrets)?;
         if let std::collections::hash_map::Entry::Vacant(slot) =
-            self.values.entry(SecretValue(value))
+            self.values.entry(SecretValue(value.into()))
         {
             slot.insert(index);
             self.ids.push(id);
@@ -200,7 +209,7 @@ impl SecretRegistry {
     pub fn redactor(&self) -> Redactor {
         let mut ordered: Vec<&str> = vec![""; self.ids.len()];
         for (value, &index) in &self.values {
-            ordered[index as usize] = &value.0;
+            ordered[index as usize] = value.0.expose_secret();
         }
         Redactor::build(&self.ids, &ordered)
     }

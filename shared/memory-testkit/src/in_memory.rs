@@ -630,8 +630,8 @@ impl ArchiveStore for InMemoryArchiveStore {
         Ok(())
     }
 
-    async fn purge_history(&self, _key: &ObjectKey) -> Result<(), StoreError> {
-        self.calls.call("purge_history")
+    async fn delete_old_versions(&self, _key: &ObjectKey) -> Result<(), StoreError> {
+        self.calls.call("delete_old_versions")
     }
 
     async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
