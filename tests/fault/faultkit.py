@@ -14,7 +14,6 @@ import json
 import os
 import subprocess
 import sys
-import threading
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -22,6 +21,12 @@ from typing import Any
 
 import boto3
 from botocore.config import Config
+
+_WOPKIT = str(Path(__file__).resolve().parents[1] / "python")
+if _WOPKIT not in sys.path:
+    sys.path.insert(0, _WOPKIT)
+
+from wopkit import read_line_with_timeout, stop_process  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
@@ -37,14 +42,6 @@ _opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
 def python() -> str:
     venv = ROOT / ".venv" / "bin" / "python"
     return str(venv) if venv.exists() else sys.executable
-
-
-def _first_line(stream, timeout: float) -> str | None:
-    box: list[str] = []
-    reader = threading.Thread(target=lambda: box.append(stream.readline()), daemon=True)
-    reader.start()
-    reader.join(timeout)
-    return box[0] if box else None
 
 
 class FaultProxy:
@@ -73,7 +70,7 @@ class FaultProxy:
         with self.stderr_path.open("ab") as stderr:
             self.process = subprocess.Popen(args, cwd=ROOT, stdin=subprocess.DEVNULL,
                                             stdout=subprocess.PIPE, stderr=stderr, text=True)
-        line = _first_line(self.process.stdout, START_TIMEOUT)
+        line = read_line_with_timeout(self.process.stdout, START_TIMEOUT)
         if not line or not line.startswith("listening http://"):
             self.stop()
             raise RuntimeError(f"proxy.py did not start (first line {line!r}); see "
@@ -124,15 +121,7 @@ class FaultProxy:
     # -- lifetime --------------------------------------------------------------------------
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-        if self.process.stdout:
-            self.process.stdout.close()
+        stop_process(self.process)
 
     def __enter__(self) -> "FaultProxy":
         return self

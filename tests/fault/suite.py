@@ -74,7 +74,8 @@ import botocore.exceptions  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
 from faultkit import KINDS, REQUIRED_ENV, FaultProxy, aws_client  # noqa: E402
-from wopkit import BASE, EventTap, mint_jwt, query, read_line_with_timeout  # noqa: E402
+from wopkit import (  # noqa: E402
+    BASE, EventTap, mint_jwt, query, read_line_with_timeout, stop_process)
 
 # ---------------------------------------------------------------------------------------------
 # Names.
@@ -365,20 +366,7 @@ class Gateway:
         """Stops the gateway (end of stdin, then SIGTERM) and returns the function logs."""
         if self.logs is not None:
             return self.logs
-        if self.process.poll() is None:
-            try:
-                if self.process.stdin:
-                    self.process.stdin.close()
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.terminate()
-                try:
-                    self.process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
-        if self.process.stdout:
-            self.process.stdout.close()
+        stop_process(self.process, stdin_grace=30)
         self.logs = self.logs_path.read_text(encoding="utf-8", errors="replace") \
             if self.logs_path.exists() else ""
         return self.logs

@@ -115,18 +115,7 @@ class Gateway:
         logs it wrote on the way out. Idempotent."""
         if self.logs is not None:
             return self.logs
-        if self.process.poll() is None:
-            try:
-                if self.process.stdin:
-                    self.process.stdin.close()
-                self.process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.process.terminate()
-                try:
-                    self.process.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    self.process.kill()
-                    self.process.wait()
+        stop_process(self.process, stdin_grace=20)
         self.logs = self.logs_path.read_text(encoding="utf-8", errors="replace") \
             if self.logs_path.exists() else ""
         return self.logs
@@ -405,6 +394,27 @@ def of_type(kind: str, ref: str | None = None) -> Callable[[dict[str, Any]], boo
         return e.get("detail-type") == kind and (
             ref is None or (e.get("detail") or {}).get("memoryRef") == ref)
     return match
+
+
+def stop_process(process: subprocess.Popen, stdin_grace: float | None = None) -> None:
+    """Stops `process` politely: end of stdin (when `stdin_grace` is given, for processes that
+    shut down cleanly on it), then SIGTERM, then SIGKILL; closes its stdout pipe."""
+    if process.poll() is None and stdin_grace is not None:
+        if process.stdin:
+            process.stdin.close()
+        try:
+            process.wait(timeout=stdin_grace)
+        except subprocess.TimeoutExpired:
+            pass
+    if process.poll() is None:
+        process.terminate()
+        try:
+            process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+    if process.stdout:
+        process.stdout.close()
 
 
 def read_line_with_timeout(stream, timeout: float) -> str | None:

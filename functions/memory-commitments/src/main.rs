@@ -15,9 +15,11 @@ use lambda_runtime::Error;
 use memory_aws::AwsPorts;
 use memory_core::ports::SystemClock;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_adapter::init_logging();
+fn main() -> Result<(), Error> {
+    lambda_adapter::start(serve())
+}
+
+async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
     let tenants: BTreeMap<String, String> = match std::env::var("TENANT_TIME_ZONES") {
         Ok(raw) if !raw.is_empty() => serde_json::from_str(&raw).map_err(|_| {

@@ -9,9 +9,11 @@ use lambda_runtime::Error;
 use memory_aws::AwsPorts;
 use memory_core::ports::{JobQueue, SystemClock};
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_adapter::init_logging();
+fn main() -> Result<(), Error> {
+    lambda_adapter::start(serve())
+}
+
+async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
     let pass = ConsolidatePass(Consolidator::new(
         ports.entries.clone(),

@@ -10,9 +10,11 @@ use lambda_runtime::Error;
 use memory_aws::AwsPorts;
 use memory_core::ports::{JobQueue, SystemClock};
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_adapter::init_logging();
+fn main() -> Result<(), Error> {
+    lambda_adapter::start(serve())
+}
+
+async fn serve() -> Result<(), Error> {
     // The tokenizer (~40 ms to build) is built by the first dream that counts tokens, not at
     // start-up: dreams are background jobs, where a first run 40 ms slower costs nothing, while
     // every cold start (billed init included) would pay it (README §Figures).

@@ -15,9 +15,11 @@ use memory_core::forget::Forgetter;
 use memory_core::ports::SystemClock;
 use serde_json::Value;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_adapter::init_logging();
+fn main() -> Result<(), Error> {
+    lambda_adapter::start(serve())
+}
+
+async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
     let clock = Arc::new(SystemClock);
     let commitments = Arc::new(DynamoCommitmentStore::from_ports(&ports));

@@ -10,9 +10,11 @@ use memory_core::capabilities::HOST_MODEL;
 use memory_core::ports::SystemClock;
 use memory_core::reader::MemoryReader;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_adapter::init_logging();
+fn main() -> Result<(), Error> {
+    lambda_adapter::start(serve())
+}
+
+async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
     let api = ReadApi::new(
         MemoryReader::new(ports.entries, Arc::new(SystemClock)),

@@ -9,9 +9,11 @@ use memory_aws::AwsPorts;
 use memory_core::ports::{SystemClock, UlidIds};
 use memory_core::writer::MemoryWriter;
 
-#[tokio::main]
-async fn main() -> Result<(), Error> {
-    lambda_adapter::init_logging();
+fn main() -> Result<(), Error> {
+    lambda_adapter::start(serve())
+}
+
+async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
     // How long an idempotency key answers with its recorded result (README §Idempotent writes).
     let key_ttl_seconds: i64 = lambda_adapter::env_number(

@@ -77,7 +77,11 @@ pub fn tenant_prefix(tenant_id: &str) -> Result<String, DistillError> {
 /// `{tenantId}/agents/{agentId}/workspace/` — the agent workspace (RFC 0059) of a memoryRef.
 pub fn workspace_prefix(memory_ref: &str) -> Result<String, DistillError> {
     let parsed = parse_memory_ref(memory_ref)?;
-    Ok(format!("{}/agents/{}/workspace/", parsed.tenant(), parsed.agent()))
+    Ok(format!(
+        "{}/agents/{}/workspace/",
+        parsed.tenant(),
+        parsed.agent()
+    ))
 }
 
 /// `{tenantId}/agents/{agentId}/workspace/MEMORY-INDEX.json`.

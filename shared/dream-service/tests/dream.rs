@@ -231,7 +231,10 @@ async fn a_budget_too_small_fails_and_changes_nothing() {
     match err {
         Err(CoreError::TokenBudgetExceeded { needed, budget }) => {
             assert_eq!(budget, 100);
-            assert!(needed > budget, "needed {needed} is a budget that would fit");
+            assert!(
+                needed > budget,
+                "needed {needed} is a budget that would fit"
+            );
         }
         other => panic!("expected token_budget_exceeded, got {other:?}"),
     }

@@ -8,6 +8,10 @@
 //! layer in front of the runtime hands the handler the raw payload text, and [`run`] decodes it
 //! with `memory_api::decode`, so every failure is a documented `errorType`.
 
+mod startup;
+
+pub use startup::start;
+
 use std::collections::HashMap;
 use std::future::Future;
 

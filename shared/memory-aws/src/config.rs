@@ -128,8 +128,9 @@ impl AwsPorts {
     }
 }
 
-/// The HTTPS client every SDK client here uses: hyper with rustls over *ring*. Trust roots are
-/// loaded when the first request needs them, not at start-up.
+/// The HTTPS client every SDK client here uses: hyper with rustls over *ring*. The SDK loads the
+/// platform's trust roots when a client is built, at start-up (see `lambda_adapter::start` for
+/// how they are read only once).
 pub fn https_client() -> aws_smithy_runtime_api::client::http::SharedHttpClient {
     aws_smithy_http_client::Builder::new()
         .tls_provider(Provider::Rustls(CryptoMode::Ring))
