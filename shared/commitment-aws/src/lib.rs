@@ -19,7 +19,10 @@ use memory_core::model::SubjectKey;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
-use memory_aws::dynamo::{partition_key, query_all, SUBJECT_INDEX};
+use memory_aws::dynamo::{
+    get_n, get_s, n, partition_key, query_all, query_index, ref_from_pk, s, subject_attr,
+    SUBJECT_INDEX,
+};
 use memory_aws::error::{backend, service_code};
 
 pub const DUE_INDEX: &str = "byDue";
@@ -31,14 +34,6 @@ type Item = HashMap<String, AttributeValue>;
 pub struct DynamoCommitmentStore {
     client: Client,
     table: String,
-}
-
-fn s(v: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(v.into())
-}
-
-fn n(v: i64) -> AttributeValue {
-    AttributeValue::N(v.to_string())
 }
 
 fn due_key(at_ms: i64) -> String {
@@ -53,20 +48,9 @@ fn key_item(key: &CommitmentKey) -> Item {
 }
 
 fn key_of(item: &Item) -> Option<CommitmentKey> {
-    let pk = item.get("pk")?.as_s().ok()?;
-    let (tenant, agent) = pk.split_once('#')?;
-    let id = item
-        .get("sk")?
-        .as_s()
-        .ok()?
-        .strip_prefix(PREFIX)?
-        .to_owned();
     Some(CommitmentKey {
-        memory_ref: MemoryRef::new(
-            TenantId::parse(tenant).ok()?,
-            memory_guard::AgentId::parse(agent).ok()?,
-        ),
-        id,
+        memory_ref: ref_from_pk(get_s(item, "pk")?)?,
+        id: get_s(item, "sk")?.strip_prefix(PREFIX)?.to_owned(),
     })
 }
 
@@ -100,11 +84,7 @@ fn encode(c: &StoredCommitment) -> Result<Item, StoreError> {
     if let Some(subject) = &c.subject {
         item.insert(
             "subjectKey".into(),
-            s(format!(
-                "{}#{}",
-                memory_ref.tenant().as_str(),
-                subject.as_str()
-            )),
+            s(subject_attr(memory_ref.tenant(), subject)),
         );
     }
     if let Some(o) = c.outbox {
@@ -129,12 +109,8 @@ fn decode(item: &Item) -> Result<StoredCommitment, StoreError> {
             .map_or_else(|| "?".to_owned(), |k| k.id.clone()),
     };
     let key = key.clone().ok_or_else(corrupt)?;
-    let get_s = |name: &str| item.get(name).and_then(|v| v.as_s().ok()).cloned();
-    let get_n = |name: &str| {
-        item.get(name)
-            .and_then(|v| v.as_n().ok())
-            .and_then(|v| v.parse::<i64>().ok())
-    };
+    let get_s = |name: &str| get_s(item, name).map(str::to_owned);
+    let get_n = |name: &str| get_n(item, name);
     let list_s = |name: &str| -> Vec<String> {
         match item.get(name) {
             Some(AttributeValue::L(l)) => l.iter().filter_map(|v| v.as_s().ok().cloned()).collect(),
@@ -294,17 +270,14 @@ impl CommitmentStore for DynamoCommitmentStore {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<CommitmentKey>, StoreError> {
-        let request = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(SUBJECT_INDEX)
-            .key_condition_expression("subjectKey = :s")
-            .expression_attribute_values(
-                ":s",
-                s(format!("{}#{}", tenant.as_str(), subject.as_str())),
-            );
-        let (items, _) = query_all(request, "find_commitments_by_subject").await?;
+        let items = query_index(
+            &self.client,
+            &self.table,
+            (SUBJECT_INDEX, "subjectKey"),
+            subject_attr(tenant, subject),
+            "find_commitments_by_subject",
+        )
+        .await?;
         Ok(items
             .iter()
             .filter_map(key_of)

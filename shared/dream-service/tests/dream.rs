@@ -9,14 +9,13 @@ use dream_service::dream::{DerivedForgetHook, Dreamer, MAX_TOKEN_BUDGET};
 use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
 use memory_core::model::SubjectKey;
-use memory_core::ports::{
-    ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, PutOutcome, StoredObject,
-};
+use memory_core::ports::{ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind};
 use memory_core::{CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
 use memory_testkit::contract::{entry, memory_ref, T0};
 use memory_testkit::in_memory::{
     InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher,
 };
+use memory_testkit::intercept::{ArchiveCall, BeforeArchiveCall, InterceptedArchives};
 
 fn tenant() -> TenantId {
     TenantId::parse("t1").expect("tenant")
@@ -389,24 +388,11 @@ struct RacingIndex {
 }
 
 #[async_trait]
-impl ArchiveStore for RacingIndex {
-    async fn put_if_absent(
-        &self,
-        k: &ObjectKey,
-        b: Vec<u8>,
-        kind: ObjectKind,
-        ct: &str,
-    ) -> Result<PutOutcome, StoreError> {
-        self.inner.put_if_absent(k, b, kind, ct).await
-    }
-    async fn put_expecting(
-        &self,
-        k: &ObjectKey,
-        b: Vec<u8>,
-        kind: ObjectKind,
-        ct: &str,
-        e: Expect,
-    ) -> Result<String, StoreError> {
+impl BeforeArchiveCall for RacingIndex {
+    async fn before(&self, call: ArchiveCall<'_>) -> Result<(), StoreError> {
+        let ArchiveCall::PutExpecting(k) = call else {
+            return Ok(());
+        };
         let first = !std::mem::replace(
             &mut *self.raced.lock().unwrap_or_else(|p| p.into_inner()),
             true,
@@ -435,25 +421,13 @@ impl ArchiveStore for RacingIndex {
                 .put_expecting(
                     k,
                     distill::index::to_json_bytes(&other),
-                    kind,
-                    ct,
+                    ObjectKind::Index,
+                    "application/json",
                     Expect::Absent,
                 )
                 .await?;
         }
-        self.inner.put_expecting(k, b, kind, ct, e).await
-    }
-    async fn get(&self, k: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
-        self.inner.get(k).await
-    }
-    async fn delete(&self, k: &ObjectKey) -> Result<(), StoreError> {
-        self.inner.delete(k).await
-    }
-    async fn delete_old_versions(&self, k: &ObjectKey) -> Result<(), StoreError> {
-        self.inner.delete_old_versions(k).await
-    }
-    async fn list(&self, t: &TenantId, p: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        self.inner.list(t, p).await
+        Ok(())
     }
 }
 
@@ -461,9 +435,12 @@ impl ArchiveStore for RacingIndex {
 async fn racing_index_writers_lose_no_update() {
     let inner = Arc::new(InMemoryArchiveStore::new());
     let w = world_with(
-        Arc::new(RacingIndex {
+        Arc::new(InterceptedArchives {
             inner: inner.clone(),
-            raced: false.into(),
+            hook: RacingIndex {
+                inner: inner.clone(),
+                raced: false.into(),
+            },
         }),
         inner.clone(),
     );
@@ -641,7 +618,6 @@ enum During {
 }
 
 struct ForgetDuring {
-    inner: Arc<InMemoryArchiveStore>,
     at_call: usize,
     calls: std::sync::atomic::AtomicUsize,
     during: During,
@@ -678,44 +654,15 @@ impl ForgetDuring {
 }
 
 #[async_trait]
-impl ArchiveStore for ForgetDuring {
-    async fn put_if_absent(
-        &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        content_type: &str,
-    ) -> Result<PutOutcome, StoreError> {
-        self.tick().await;
-        self.inner
-            .put_if_absent(key, body, kind, content_type)
-            .await
-    }
-    async fn put_expecting(
-        &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        content_type: &str,
-        expect: Expect,
-    ) -> Result<String, StoreError> {
-        self.tick().await;
-        self.inner
-            .put_expecting(key, body, kind, content_type, expect)
-            .await
-    }
-    async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
-        self.tick().await;
-        self.inner.get(key).await
-    }
-    async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
-        self.inner.delete(key).await
-    }
-    async fn delete_old_versions(&self, key: &ObjectKey) -> Result<(), StoreError> {
-        self.inner.delete_old_versions(key).await
-    }
-    async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
-        self.inner.list(tenant, prefix).await
+impl BeforeArchiveCall for ForgetDuring {
+    async fn before(&self, call: ArchiveCall<'_>) -> Result<(), StoreError> {
+        if matches!(
+            call,
+            ArchiveCall::PutIfAbsent(_) | ArchiveCall::PutExpecting(_) | ArchiveCall::Get(_)
+        ) {
+            self.tick().await;
+        }
+        Ok(())
     }
 }
 
@@ -737,11 +684,13 @@ async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
                 clock: clock.clone(),
             }),
         );
-        let racing = Arc::new(ForgetDuring {
+        let racing = Arc::new(InterceptedArchives {
             inner: archives.clone(),
-            at_call,
-            calls: Default::default(),
-            during: During::Forget(forgetter),
+            hook: ForgetDuring {
+                at_call,
+                calls: Default::default(),
+                during: During::Forget(forgetter),
+            },
         });
         let dreamer = Dreamer::new(
             store.clone(),
@@ -760,10 +709,11 @@ async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
             .run("t1", &r().to_string(), None, &none())
             .await
             .expect("dream");
-        let forgot_during = racing.calls.load(std::sync::atomic::Ordering::SeqCst) >= at_call;
+        let forgot_during = racing.hook.calls.load(std::sync::atomic::Ordering::SeqCst) >= at_call;
         if !forgot_during {
             // The dream made fewer archive calls than `at_call`: forget after it instead.
             racing
+                .hook
                 .forgetter()
                 .forget("t1", "zelda")
                 .await
@@ -817,11 +767,13 @@ async fn a_concurrent_duplicate_dream_announces_once() {
                 Arc::new(DeterministicDistiller),
             )
         };
-        let racing = Arc::new(ForgetDuring {
+        let racing = Arc::new(InterceptedArchives {
             inner: archives.clone(),
-            at_call,
-            calls: Default::default(),
-            during: During::Dream(make(archives.clone()), Default::default()),
+            hook: ForgetDuring {
+                at_call,
+                calls: Default::default(),
+                during: During::Dream(make(archives.clone()), Default::default()),
+            },
         });
         let first = make(racing.clone());
         let entries: Vec<_> = (0..5)
@@ -829,7 +781,7 @@ async fn a_concurrent_duplicate_dream_announces_once() {
             .collect();
         store.put_entries(&entries).await.expect("put");
         let outcome = first.run("t1", &r().to_string(), None, &none()).await;
-        let During::Dream(_, second) = &racing.during else {
+        let During::Dream(_, second) = &racing.hook.during else {
             unreachable!()
         };
         let second = second.lock().expect("lock").take();

@@ -84,15 +84,19 @@ fn entry_sort_key(id: &str) -> String {
     format!("{ENTRY_PREFIX}{id}")
 }
 
-fn subject_attr(tenant: &TenantId, subject: &SubjectKey) -> String {
+/// `subjectKey` of an item: the tenant first, so one tenant's subject can never match another's.
+pub fn subject_attr(tenant: &TenantId, subject: &SubjectKey) -> String {
     format!("{}#{}", tenant.as_str(), subject.as_str())
 }
 
-fn s(v: impl Into<String>) -> AttributeValue {
+/// A string attribute. The item helpers below are the one attribute codec of the table, shared
+/// with `commitment-aws`.
+pub fn s(v: impl Into<String>) -> AttributeValue {
     AttributeValue::S(v.into())
 }
 
-fn n(v: i64) -> AttributeValue {
+/// A number attribute.
+pub fn n(v: i64) -> AttributeValue {
     AttributeValue::N(v.to_string())
 }
 
@@ -161,7 +165,8 @@ fn provenance_chunk_prefix(id: &str) -> String {
     format!("{PROVENANCE_PREFIX}{id}#")
 }
 
-fn ref_from_pk(pk: &str) -> Option<MemoryRef> {
+/// The memoryRef of a partition key written by [`partition_key`].
+pub fn ref_from_pk(pk: &str) -> Option<MemoryRef> {
     let (tenant, agent) = pk.split_once('#')?;
     Some(MemoryRef::new(
         TenantId::parse(tenant).ok()?,
@@ -169,13 +174,15 @@ fn ref_from_pk(pk: &str) -> Option<MemoryRef> {
     ))
 }
 
-fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
+/// A string attribute of `item`, if present and a string.
+pub fn get_s<'a>(item: &'a Item, name: &str) -> Option<&'a str> {
     item.get(name)
         .and_then(|v| v.as_s().ok())
         .map(String::as_str)
 }
 
-fn get_n(item: &Item, name: &str) -> Option<i64> {
+/// A number attribute of `item` that fits an `i64`.
+pub fn get_n(item: &Item, name: &str) -> Option<i64> {
     item.get(name)
         .and_then(|v| v.as_n().ok())
         .and_then(|v| v.parse().ok())
@@ -377,6 +384,23 @@ pub async fn query_all(
             _ => return Ok((items, scanned)),
         }
     }
+}
+
+/// Every item of the sparse index `index` whose partition attribute `attribute` is `value`.
+pub async fn query_index(
+    client: &Client,
+    table: &str,
+    (index, attribute): (&str, &str),
+    value: String,
+    op: &'static str,
+) -> Result<Vec<Item>, StoreError> {
+    let request = client
+        .query()
+        .table_name(table)
+        .index_name(index)
+        .key_condition_expression(format!("{attribute} = :v"))
+        .expression_attribute_values(":v", s(value));
+    Ok(query_all(request, op).await?.0)
 }
 
 fn build_error(op: &'static str) -> StoreError {
@@ -967,14 +991,14 @@ impl EntryStore for DynamoEntryStore {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<EntryKey>, StoreError> {
-        let request = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(SUBJECT_INDEX)
-            .key_condition_expression("subjectKey = :s")
-            .expression_attribute_values(":s", s(subject_attr(tenant, subject)));
-        let (items, _) = query_all(request, "find_by_subject").await?;
+        let items = query_index(
+            &self.client,
+            &self.table,
+            (SUBJECT_INDEX, "subjectKey"),
+            subject_attr(tenant, subject),
+            "find_by_subject",
+        )
+        .await?;
         Ok(items
             .iter()
             .filter_map(key_of)
@@ -1117,14 +1141,14 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
-        let request = self
-            .client
-            .query()
-            .table_name(&self.table)
-            .index_name(DIRTY_INDEX)
-            .key_condition_expression("dirtyPartition = :p")
-            .expression_attribute_values(":p", s(dirty_partition(kind, shard)));
-        let (items, _) = query_all(request, "pending_refs").await?;
+        let items = query_index(
+            &self.client,
+            &self.table,
+            (DIRTY_INDEX, "dirtyPartition"),
+            dirty_partition(kind, shard),
+            "pending_refs",
+        )
+        .await?;
         Ok(items
             .iter()
             .filter_map(|i| get_s(i, "pk"))

@@ -9,9 +9,9 @@ use aws_test_support::{emulator_config, required_env, EventTap, RequestCounter};
 use memory_aws::{DynamoEntryStore, EventBridgePublisher, S3ArchiveStore};
 use memory_core::events::DomainEvent;
 use memory_core::model::{Attribution, Tier};
-use memory_core::ports::{ArchiveStore, EntryStore, EventPublisher, PageQuery};
+use memory_core::ports::{ArchiveStore, EntryStore, EventPublisher};
 use memory_core::Timestamp;
-use memory_testkit::contract::{entry, fresh_tenant, memory_ref, T0};
+use memory_testkit::contract::{entry, first_page, fresh_tenant, memory_ref, T0};
 
 async fn dynamo(counter: Option<RequestCounter>) -> DynamoEntryStore {
     let sdk = emulator_config().await;
@@ -59,18 +59,7 @@ async fn round_trips_are_at_the_floor() {
     assert_eq!(counter.total(), 2, "{counter:?}");
 
     counter.reset();
-    let page = store
-        .list_page(
-            &r,
-            &PageQuery {
-                limit: 10,
-                tag: None,
-                after: None,
-                now: Timestamp::from_millis(T0),
-            },
-        )
-        .await
-        .expect("list");
+    let page = first_page(&store, &r, 10).await;
     assert_eq!(page.entries.len(), 10, "positive control: the page is full");
     assert_eq!(
         (counter.total(), counter.get("Query")),

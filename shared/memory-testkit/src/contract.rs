@@ -9,7 +9,7 @@ use crate::in_memory::ManualClock;
 use memory_core::listing::ListOptions;
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{
-    ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, PageQuery, PutOutcome,
+    ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome,
 };
 use memory_core::reader::MemoryReader;
 use memory_core::time::Timestamp;
@@ -29,6 +29,22 @@ pub fn memory_ref(tenant: &TenantId, agent: &str) -> MemoryRef {
 
 /// Base instant of the suite; entries are stamped relative to it.
 pub const T0: i64 = 1_800_000_000_000;
+
+/// The store's first page of `r` at `T0`, untagged: what most checks read back.
+pub async fn first_page(store: &dyn EntryStore, r: &MemoryRef, limit: u32) -> Page {
+    store
+        .list_page(
+            r,
+            &PageQuery {
+                limit,
+                tag: None,
+                after: None,
+                now: Timestamp::from_millis(T0),
+            },
+        )
+        .await
+        .expect("list page")
+}
 
 pub fn entry(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry {
     let at = Timestamp::from_millis(T0 + i64::try_from(n).unwrap_or(0));
@@ -320,18 +336,7 @@ pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
     assert_eq!(tagged.entries, want);
     assert_eq!(want.len(), 8);
     // A direct store page respects its item limit.
-    let page = store
-        .list_page(
-            &r,
-            &PageQuery {
-                limit: 4,
-                tag: None,
-                after: None,
-                now: Timestamp::from_millis(T0),
-            },
-        )
-        .await
-        .expect("page");
+    let page = first_page(store.as_ref(), &r, 4).await;
     assert_eq!(page.entries.len(), 4);
     assert_eq!(page.next_after.as_deref(), Some(expected[3].id.as_str()));
 }
@@ -955,18 +960,7 @@ pub async fn provenance_has_no_item_size_ceiling(store: Arc<dyn EntryStore>) {
         .expect("get")
         .expect("present");
     assert_eq!(back, derived, "read back whole, same revision");
-    let listed = store
-        .list_page(
-            &r,
-            &PageQuery {
-                limit: 10,
-                tag: None,
-                after: None,
-                now: Timestamp::from_millis(T0),
-            },
-        )
-        .await
-        .expect("list");
+    let listed = first_page(store.as_ref(), &r, 10).await;
     assert_eq!(
         listed.entries,
         vec![derived.clone()],
@@ -1026,18 +1020,7 @@ pub async fn tombstones_are_per_ref(store: Arc<dyn EntryStore>) {
         .collect();
     assert_eq!(got, vec!["a".to_owned(), "b".to_owned()]);
     // Tombstones are not entries: lists never show them.
-    let page = store
-        .list_page(
-            &r1,
-            &PageQuery {
-                limit: 10,
-                tag: None,
-                after: None,
-                now: Timestamp::from_millis(T0),
-            },
-        )
-        .await
-        .expect("list");
+    let page = first_page(store.as_ref(), &r1, 10).await;
     assert!(page.entries.is_empty() && page.next_after.is_none());
 }
 

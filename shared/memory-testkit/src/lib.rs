@@ -5,3 +5,4 @@
 
 pub mod contract;
 pub mod in_memory;
+pub mod intercept;
