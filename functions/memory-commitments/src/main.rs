@@ -13,7 +13,6 @@ use commitment_aws::DynamoCommitmentStore;
 use commitment_service::firing::{CommitmentService, ZoneConfig};
 use lambda_runtime::Error;
 use memory_aws::AwsPorts;
-use memory_core::ports::SystemClock;
 
 fn main() -> Result<(), Error> {
     lambda_adapter::start(serve())
@@ -33,10 +32,8 @@ async fn serve() -> Result<(), Error> {
     )
     .map_err(|e| Error::from(e.to_string()))?;
     let service = CommitmentService::new(
+        ports.core(),
         Arc::new(DynamoCommitmentStore::from_ports(&ports)),
-        ports.entries.clone(),
-        ports.events.clone(),
-        Arc::new(SystemClock),
         zones,
         std::env::var("ENQUEUE_RUNS").map_or(true, |v| v != "false"),
     );

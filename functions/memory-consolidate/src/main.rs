@@ -7,7 +7,7 @@ use consolidation_service::api::ConsolidatePass;
 use consolidation_service::pass::Consolidator;
 use lambda_runtime::Error;
 use memory_aws::AwsPorts;
-use memory_core::ports::{JobQueue, SystemClock};
+use memory_core::ports::JobQueue;
 
 fn main() -> Result<(), Error> {
     lambda_adapter::start(serve())
@@ -15,11 +15,7 @@ fn main() -> Result<(), Error> {
 
 async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
-    let pass = ConsolidatePass(Consolidator::new(
-        ports.entries.clone(),
-        ports.events.clone(),
-        Arc::new(SystemClock),
-    ));
+    let pass = ConsolidatePass(Consolidator::new(ports.core()));
     let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
     let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
     lambda_adapter::run_pass(pass, store, queue).await

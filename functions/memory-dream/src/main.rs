@@ -8,7 +8,7 @@ use dream_service::api::DreamPass;
 use dream_service::dream::Dreamer;
 use lambda_runtime::Error;
 use memory_aws::AwsPorts;
-use memory_core::ports::{JobQueue, SystemClock};
+use memory_core::ports::JobQueue;
 
 fn main() -> Result<(), Error> {
     lambda_adapter::start(serve())
@@ -25,10 +25,8 @@ async fn serve() -> Result<(), Error> {
     let settle_seconds: i64 = lambda_adapter::env_number("DREAM_SETTLE_SECONDS", 30)?;
     let pass = DreamPass(
         Dreamer::new(
-            ports.entries.clone(),
+            ports.core(),
             ports.archives.clone(),
-            ports.events.clone(),
-            Arc::new(SystemClock),
             Arc::new(DeterministicDistiller),
         )
         .with_settle_millis(settle_seconds * 1000),

@@ -23,7 +23,7 @@ async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
     let clock = Arc::new(SystemClock);
     let commitments = Arc::new(DynamoCommitmentStore::from_ports(&ports));
-    let forgetter = Forgetter::new(ports.entries.clone(), ports.events, clock.clone())
+    let forgetter = Forgetter::new(ports.core())
         .with_hook(Arc::new(DerivedForgetHook {
             store: ports.entries,
             archives: ports.archives,

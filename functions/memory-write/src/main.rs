@@ -6,7 +6,7 @@ use std::sync::Arc;
 use lambda_runtime::Error;
 use memory_api::write_api::WriteCommand;
 use memory_aws::AwsPorts;
-use memory_core::ports::{SystemClock, UlidIds};
+use memory_core::ports::UlidIds;
 use memory_core::writer::MemoryWriter;
 
 fn main() -> Result<(), Error> {
@@ -20,13 +20,8 @@ async fn serve() -> Result<(), Error> {
         "IDEMPOTENCY_TTL_SECONDS",
         memory_core::idempotency::DEFAULT_KEY_TTL_SECONDS,
     )?;
-    let writer = MemoryWriter::new(
-        ports.entries,
-        ports.events,
-        Arc::new(SystemClock),
-        Arc::new(UlidIds::default()),
-    )
-    .with_key_ttl_seconds(key_ttl_seconds);
+    let writer = MemoryWriter::new(ports.core(), Arc::new(UlidIds::default()))
+        .with_key_ttl_seconds(key_ttl_seconds);
     let writer = &writer;
     lambda_adapter::run(WriteCommand::decode, |command| async move {
         let result = memory_api::write_api::handle(writer, command).await?;

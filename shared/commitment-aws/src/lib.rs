@@ -20,8 +20,7 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
 use memory_aws::dynamo::{
-    get_n, get_s, n, partition_key, query_all, query_index, ref_from_pk, s, subject_attr,
-    SUBJECT_INDEX,
+    get_n, get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr, subject_items,
 };
 use memory_aws::error::{backend, service_code};
 
@@ -270,14 +269,8 @@ impl CommitmentStore for DynamoCommitmentStore {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<CommitmentKey>, StoreError> {
-        let items = query_index(
-            &self.client,
-            &self.table,
-            (SUBJECT_INDEX, "subjectKey"),
-            subject_attr(tenant, subject),
-            "find_commitments_by_subject",
-        )
-        .await?;
+        let op = "find_commitments_by_subject";
+        let items = subject_items(&self.client, &self.table, tenant, subject, op).await?;
         Ok(items
             .iter()
             .filter_map(key_of)

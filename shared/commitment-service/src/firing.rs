@@ -22,7 +22,7 @@ use memory_core::events::ForgetCounts;
 use memory_core::forget::{Fence, ForgetHook};
 use memory_core::listing::snapshot;
 use memory_core::model::{is_valid_entry_id, EntryKey, SubjectKey};
-use memory_core::ports::{Clock, EntryStore, EventPublisher};
+use memory_core::ports::CorePorts;
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 
@@ -79,28 +79,23 @@ pub struct CommitmentReport {
 
 #[derive(Clone)]
 pub struct CommitmentService {
+    /// `ports.store` holds the entries the commitments are inferred from.
+    ports: CorePorts,
     commitments: Arc<dyn CommitmentStore>,
-    entries: Arc<dyn EntryStore>,
-    publisher: Arc<dyn EventPublisher>,
-    clock: Arc<dyn Clock>,
     zones: ZoneConfig,
     enqueue_runs: bool,
 }
 
 impl CommitmentService {
     pub fn new(
+        ports: CorePorts,
         commitments: Arc<dyn CommitmentStore>,
-        entries: Arc<dyn EntryStore>,
-        publisher: Arc<dyn EventPublisher>,
-        clock: Arc<dyn Clock>,
         zones: ZoneConfig,
         enqueue_runs: bool,
     ) -> Self {
         CommitmentService {
+            ports,
             commitments,
-            entries,
-            publisher,
-            clock,
             zones,
             enqueue_runs,
         }
@@ -115,14 +110,14 @@ impl CommitmentService {
     ) -> Result<CommitmentReport, CoreError> {
         let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
         let mut report = CommitmentReport::default();
-        let now = self.clock.now();
+        let now = self.ports.clock.now();
         let mut observed_at = now;
         if is_valid_entry_id(entry_id) {
             let key = EntryKey {
                 memory_ref: memory_ref.clone(),
                 id: entry_id.to_owned(),
             };
-            if let Some(stored) = self.entries.get(&key).await? {
+            if let Some(stored) = self.ports.store.get(&key).await? {
                 if stored.entry.is_live_at(now) {
                     observed_at = stored.entry.created_at;
                     report.inferred = self
@@ -143,8 +138,8 @@ impl CommitmentService {
         raw_ref: &str,
     ) -> Result<CommitmentReport, CoreError> {
         let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
-        let now = self.clock.now();
-        let entries = snapshot(self.entries.as_ref(), &memory_ref, now).await?;
+        let now = self.ports.clock.now();
+        let entries = snapshot(self.ports.store.as_ref(), &memory_ref, now).await?;
         let mut report = CommitmentReport {
             inferred: self.infer_and_store(&memory_ref, &entries).await?,
             ..Default::default()
@@ -162,7 +157,10 @@ impl CommitmentService {
         fence: &Fence,
         memory_ref: &MemoryRef,
     ) -> Result<(), CoreError> {
-        if let Some(tombstoned) = fence.breached(self.entries.as_ref(), memory_ref).await? {
+        if let Some(tombstoned) = fence
+            .breached(self.ports.store.as_ref(), memory_ref)
+            .await?
+        {
             let removed =
                 delete_inferred_from(self.commitments.as_ref(), memory_ref, &tombstoned).await?;
             tracing::info!(
@@ -206,7 +204,7 @@ impl CommitmentService {
         }
         // Forget's fence (`forget.rs`), paid only when there is something to store: nothing is
         // stored from a tombstoned entry, and what was stored while a forget began goes again.
-        let fence = Fence::read(self.entries.as_ref(), memory_ref).await?;
+        let fence = Fence::read(self.ports.store.as_ref(), memory_ref).await?;
         found.retain(|c| {
             c.commitment
                 .source_entry_ids
@@ -236,7 +234,12 @@ impl CommitmentService {
         if watching.is_empty() {
             return Ok(());
         }
-        let live = snapshot(self.entries.as_ref(), memory_ref, self.clock.now()).await?;
+        let live = snapshot(
+            self.ports.store.as_ref(),
+            memory_ref,
+            self.ports.clock.now(),
+        )
+        .await?;
         for c in watching {
             let Some(tag) = c.commitment.condition.tag() else {
                 continue;
@@ -267,7 +270,7 @@ impl CommitmentService {
 
     /// The every-minute schedule: fire what is due, finish abandoned outboxes.
     pub async fn tick(&self) -> Result<CommitmentReport, CoreError> {
-        let now = self.clock.now();
+        let now = self.ports.clock.now();
         let mut report = CommitmentReport::default();
         // One failing commitment must not hold back the others: failures are counted, the rest
         // of the tick goes on, and the first failure is returned at the end (the schedule's
@@ -334,7 +337,7 @@ impl CommitmentService {
         let Transition::Fire { instant_ms } = t else {
             return Ok(());
         };
-        let now = self.clock.now().as_millis();
+        let now = self.ports.clock.now().as_millis();
         let recorded = StoredCommitment {
             commitment: c.commitment.apply(t).map_err(corrupt)?,
             version: c.version + 1,
@@ -365,7 +368,7 @@ impl CommitmentService {
             MemoryRef::parse(&c.commitment.memory_ref).map_err(|_| StoreError::Corrupt {
                 key: c.commitment.id.clone(),
             })?;
-        let fired_at = self.clock.now();
+        let fired_at = self.ports.clock.now();
         let run_id = self.enqueue_runs.then(|| c.commitment.run_id(instant_ms));
         let mut events = vec![crate::events::commitment_fired(
             &memory_ref,
@@ -381,7 +384,7 @@ impl CommitmentService {
                 run_id,
             ));
         }
-        self.publisher.publish(&events).await?;
+        self.ports.publisher.publish(&events).await?;
         let cleared = StoredCommitment {
             version: c.version + 1,
             outbox: None,

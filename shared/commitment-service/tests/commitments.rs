@@ -12,7 +12,7 @@ use memory_core::forget::Forgetter;
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::Timestamp;
 use memory_testkit::in_memory::{
-    InMemoryCommitmentStore, InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
+    InMemoryCommitmentStore, InMemoryEntryStore, ManualClock, RecordingPublisher, TestPorts,
 };
 use serde_json::json;
 
@@ -33,32 +33,17 @@ struct World {
 }
 
 fn world() -> World {
-    let entries = Arc::new(InMemoryEntryStore::new());
+    let p = TestPorts::at(CREATED);
     let commitments = Arc::new(InMemoryCommitmentStore::new());
-    let events = Arc::new(RecordingPublisher::new());
-    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(CREATED)));
-    let service = CommitmentService::new(
-        commitments.clone(),
-        entries.clone(),
-        events.clone(),
-        clock.clone(),
-        ZoneConfig::default(),
-        true,
-    );
     World {
-        entries: entries.clone(),
-        writer: MemoryWriter::new(
-            entries.clone(),
-            events.clone(),
-            clock.clone(),
-            Arc::new(SequentialIds::default()),
-        ),
-        forgetter: Forgetter::new(entries, events.clone(), clock.clone())
+        service: CommitmentService::new(p.core(), commitments.clone(), ZoneConfig::default(), true),
+        writer: p.writer(),
+        forgetter: Forgetter::new(p.core())
             .with_hook(Arc::new(CommitmentForgetHook(commitments.clone()))),
         commitments,
-        events,
-        clock,
-        service,
+        entries: p.store,
+        events: p.events,
+        clock: p.clock,
     }
 }
 
@@ -75,6 +60,16 @@ async fn write(w: &World, content: &str, tags: &[&str], subject: Option<&str>) -
         .await
         .expect("on_written");
     id
+}
+
+/// Event ids of every `commitment.fired` published (redeliveries keep theirs).
+fn fired_event_ids(w: &World) -> BTreeSet<String> {
+    w.events
+        .events()
+        .into_iter()
+        .filter(|e| e.event_type == EventType::CommitmentFired)
+        .map(|e| e.event_id)
+        .collect()
 }
 
 fn fired(w: &World) -> Vec<serde_json::Value> {
@@ -191,13 +186,7 @@ async fn predicates_fire_on_each_false_to_true_transition() {
     write(&w, "cleared again after a chargeback", &[&tag], None).await;
     let events = fired(&w);
     assert_eq!(events.len(), 2, "fires again after re-arming");
-    let ids: BTreeSet<String> = w
-        .events
-        .events()
-        .into_iter()
-        .filter(|e| e.event_type == EventType::CommitmentFired)
-        .map(|e| e.event_id)
-        .collect();
+    let ids = fired_event_ids(&w);
     assert_eq!(ids.len(), 2, "each transition has its own event id");
     assert!(
         !events[0].to_string().contains("invoice"),
@@ -258,13 +247,7 @@ async fn a_crash_at_any_step_never_double_fires_and_never_loses_the_fire() {
             "{label}: recorded exactly once"
         );
         assert!(c.outbox.is_none(), "{label}: outbox finished");
-        let ids: BTreeSet<String> = w
-            .events
-            .events()
-            .into_iter()
-            .filter(|e| e.event_type == EventType::CommitmentFired)
-            .map(|e| e.event_id)
-            .collect();
+        let ids = fired_event_ids(&w);
         assert_eq!(ids.len(), 1, "{label}: one fire, never lost");
         let deliveries = fired(&w).len();
         let max = if step == 3 { 2 } else { 1 };

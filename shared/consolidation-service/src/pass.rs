@@ -7,7 +7,6 @@
 //! carry-forward) and the pass ends with a content-free `agent.memory.consolidated`.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use consolidation::{Entry, Settings};
 use sha2::{Digest, Sha256};
@@ -17,7 +16,7 @@ use memory_core::events::DomainEvent;
 use memory_core::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
 use memory_core::listing::snapshot;
 use memory_core::model::{hex, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use memory_core::ports::{Clock, EntryStore, EventPublisher, WorkKind};
+use memory_core::ports::{CorePorts, WorkKind};
 use memory_core::time::Timestamp;
 use memory_guard::Redactor;
 
@@ -37,9 +36,7 @@ pub struct ConsolidationReport {
 
 #[derive(Clone)]
 pub struct Consolidator {
-    store: Arc<dyn EntryStore>,
-    publisher: Arc<dyn EventPublisher>,
-    clock: Arc<dyn Clock>,
+    ports: CorePorts,
     settings: Settings,
 }
 
@@ -56,15 +53,9 @@ fn to_input(e: &StoredEntry) -> Entry {
 }
 
 impl Consolidator {
-    pub fn new(
-        store: Arc<dyn EntryStore>,
-        publisher: Arc<dyn EventPublisher>,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
+    pub fn new(ports: CorePorts) -> Self {
         Consolidator {
-            store,
-            publisher,
-            clock,
+            ports,
             settings: Settings::default(),
         }
     }
@@ -79,15 +70,15 @@ impl Consolidator {
     ) -> Result<ConsolidationReport, CoreError> {
         let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
         let state = memory_core::background::begin_pass(
-            self.store.as_ref(),
+            self.ports.store.as_ref(),
             &memory_ref,
             WorkKind::Consolidate,
         )
         .await?;
         // Forget's fence (`forget.rs`): tombstoned entries are never merged.
-        let fence = Fence::read(self.store.as_ref(), &memory_ref).await?;
-        let now = self.clock.now();
-        let corpus: Vec<StoredEntry> = snapshot(self.store.as_ref(), &memory_ref, now)
+        let fence = Fence::read(self.ports.store.as_ref(), &memory_ref).await?;
+        let now = self.ports.clock.now();
+        let corpus: Vec<StoredEntry> = snapshot(self.ports.store.as_ref(), &memory_ref, now)
             .await?
             .into_iter()
             .filter(|e| e.tier == Tier::LongTerm && fence.admits(&e.entry.id))
@@ -149,6 +140,7 @@ impl Consolidator {
             let deletes: Vec<(EntryKey, String)> =
                 replaced.iter().map(|e| (e.key(), e.revision())).collect();
             match self
+                .ports
                 .store
                 .replace(std::slice::from_ref(&merged), &deletes)
                 .await
@@ -174,11 +166,18 @@ impl Consolidator {
         }
         // A forget began during the pass: what was merged from a forgotten entry goes (the
         // merged entry's provenance names it), and the work stays pending.
-        if let Some(mut tombstoned) = fence.breached(self.store.as_ref(), &memory_ref).await? {
+        if let Some(mut tombstoned) = fence
+            .breached(self.ports.store.as_ref(), &memory_ref)
+            .await?
+        {
             let until = now.plus_millis(TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
-            let swept =
-                forget_derived_entries(self.store.as_ref(), &memory_ref, &mut tombstoned, until)
-                    .await?;
+            let swept = forget_derived_entries(
+                self.ports.store.as_ref(),
+                &memory_ref,
+                &mut tombstoned,
+                until,
+            )
+            .await?;
             tracing::info!(
                 tenant = %memory_ref.tenant(),
                 deleted_entries = swept,
@@ -192,6 +191,7 @@ impl Consolidator {
         let finished = state.pending
             && report.merges_skipped == 0
             && self
+                .ports
                 .store
                 .finish_work(&memory_ref, WorkKind::Consolidate, state.version, None)
                 .await?;
@@ -203,7 +203,7 @@ impl Consolidator {
                 now,
                 &pass_identity(state.version, &applied),
             );
-            if let Err(e) = self.publisher.publish(&[event]).await {
+            if let Err(e) = self.ports.publisher.publish(&[event]).await {
                 tracing::error!(error = %e, "agent.memory.consolidated not published");
             }
         }

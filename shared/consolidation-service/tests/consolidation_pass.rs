@@ -9,7 +9,7 @@ use consolidation_service::pass::Consolidator;
 use memory_core::events::EventType;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
-use memory_core::ports::{EntryStore, Page, PageQuery, WorkKind, WorkState};
+use memory_core::ports::{CorePorts, EntryStore, Page, PageQuery, WorkKind, WorkState};
 use memory_core::{MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
 use memory_testkit::contract::{entry, memory_ref, T0};
 use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
@@ -34,7 +34,7 @@ fn world_with(store: Arc<dyn EntryStore>, raw: Arc<InMemoryEntryStore>) -> World
     let events = Arc::new(RecordingPublisher::new());
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 1_000_000)));
     World {
-        pass: Consolidator::new(store, events.clone(), clock),
+        pass: Consolidator::new(CorePorts::new(store, events.clone(), clock)),
         store: raw,
         events,
     }
@@ -453,11 +453,11 @@ async fn the_consolidated_event_id_names_the_outcome_not_the_clock() {
     for at in [T0 + 1_000_000, T0 + 9_000_000] {
         let store = Arc::new(InMemoryEntryStore::new());
         let events = Arc::new(RecordingPublisher::new());
-        let pass = Consolidator::new(
+        let pass = Consolidator::new(CorePorts::new(
             store.clone(),
             events.clone(),
             Arc::new(ManualClock::at(Timestamp::from_millis(at))),
-        );
+        ));
         let r = memory_ref(&tenant("t1"), "agent-1");
         store
             .put_entries(&[

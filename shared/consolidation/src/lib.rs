@@ -97,32 +97,9 @@ pub struct Entry {
     pub provenance: Vec<String>,
 }
 
-/// The entry a merge writes.
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
-pub struct Merged {
-    pub id: String,
-    pub content: String,
-    pub tags: Vec<String>,
-    pub created_at_ms: i64,
-    pub expires_at_ms: Option<i64>,
-    pub subject: Option<String>,
-    /// Sorted union of the replaced ids and their own provenance.
-    pub provenance: Vec<String>,
-}
-
-impl From<Merged> for Entry {
-    fn from(m: Merged) -> Entry {
-        Entry {
-            id: m.id,
-            content: m.content,
-            tags: m.tags,
-            created_at_ms: m.created_at_ms,
-            expires_at_ms: m.expires_at_ms,
-            subject: m.subject,
-            provenance: m.provenance,
-        }
-    }
-}
+/// The entry a merge writes: an [`Entry`] whose `provenance` is the sorted union of the replaced
+/// ids and their own provenance.
+pub type Merged = Entry;
 
 /// Entry text never reaches a log line through `{:?}`: only its length is printed.
 struct Redacted<'a>(&'a str);
@@ -136,20 +113,6 @@ impl fmt::Debug for Redacted<'_> {
 impl fmt::Debug for Entry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Entry")
-            .field("id", &self.id)
-            .field("content", &Redacted(&self.content))
-            .field("tags", &self.tags)
-            .field("created_at_ms", &self.created_at_ms)
-            .field("expires_at_ms", &self.expires_at_ms)
-            .field("subject", &self.subject)
-            .field("provenance", &self.provenance)
-            .finish()
-    }
-}
-
-impl fmt::Debug for Merged {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Merged")
             .field("id", &self.id)
             .field("content", &Redacted(&self.content))
             .field("tags", &self.tags)
@@ -273,7 +236,7 @@ pub fn apply(entries: &[Entry], plan: &Plan) -> Result<Vec<Entry>, Consolidation
             }
         }
         live.insert(merge.merged.id.clone(), vec![slots.len()]);
-        slots.push(Some(merge.merged.clone().into()));
+        slots.push(Some(merge.merged.clone()));
     }
     Ok(slots.into_iter().flatten().collect())
 }

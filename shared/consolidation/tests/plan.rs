@@ -577,7 +577,7 @@ fn a_group_larger_than_a_transaction_is_folded_as_a_tree() {
     assert_eq!(after.len(), 1);
     assert_eq!(p.output_count, 1);
     let survivor = &after[0];
-    assert_eq!(survivor, &Entry::from(p.merges[3].merged.clone()));
+    assert_eq!(survivor, &p.merges[3].merged.clone());
     assert_eq!(corroboration(&survivor.tags), Some(250));
     assert_eq!(survivor.created_at_ms, T0);
     assert_eq!(
@@ -744,7 +744,7 @@ fn apply_rejects_a_plan_for_another_corpus() {
         Err(ConsolidationError::AmbiguousReplaced { merge: 0 })
     );
     let mut with_merged = entries.clone();
-    with_merged.push(p.merges[0].merged.clone().into());
+    with_merged.push(p.merges[0].merged.clone());
     assert_eq!(
         apply(&with_merged, &p),
         Err(ConsolidationError::MergedIdExists { merge: 0 })

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use distill::DeterministicDistiller;
 use dream_service::dream::Dreamer;
 use memory_core::listing::ListOptions;
+use memory_core::ports::CorePorts;
 use memory_core::reader::MemoryReader;
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{SecretRegistry, TenantId, TenantScope, Timestamp};
@@ -63,17 +64,13 @@ async fn main() {
     let events = Arc::new(RecordingPublisher::new());
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(1_800_000_000_000)));
     let writer = MemoryWriter::new(
-        store.clone(),
-        events.clone(),
-        clock.clone(),
+        CorePorts::new(store.clone(), events.clone(), clock.clone()),
         Arc::new(SequentialIds::default()),
     );
     let reader = MemoryReader::new(store.clone(), clock.clone());
     let dreamer = Dreamer::new(
-        store.clone(),
+        CorePorts::new(store.clone(), events.clone(), clock.clone()),
         archives.clone(),
-        events.clone(),
-        clock.clone(),
         Arc::new(DeterministicDistiller),
     );
     let scope = TenantScope::new(TenantId::parse("t1").unwrap_or_else(|_| unreachable!()));

@@ -29,8 +29,7 @@ use memory_core::idempotency::{
 use memory_core::listing::snapshot;
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{
-    ArchiveStore, Clock, EntryStore, EventPublisher, Expect, ObjectKey, ObjectKind, PutOutcome,
-    WorkKind,
+    ArchiveStore, Clock, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind, PutOutcome, WorkKind,
 };
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId};
@@ -62,10 +61,8 @@ pub struct DreamReport {
 
 #[derive(Clone)]
 pub struct Dreamer {
-    store: Arc<dyn EntryStore>,
+    ports: CorePorts,
     archives: Arc<dyn ArchiveStore>,
-    publisher: Arc<dyn EventPublisher>,
-    clock: Arc<dyn Clock>,
     distiller: Arc<dyn Distiller + Send + Sync>,
     settle_ms: i64,
 }
@@ -127,17 +124,13 @@ pub fn dream_run_id(digest: &str) -> String {
 
 impl Dreamer {
     pub fn new(
-        store: Arc<dyn EntryStore>,
+        ports: CorePorts,
         archives: Arc<dyn ArchiveStore>,
-        publisher: Arc<dyn EventPublisher>,
-        clock: Arc<dyn Clock>,
         distiller: Arc<dyn Distiller + Send + Sync>,
     ) -> Self {
         Dreamer {
-            store,
+            ports,
             archives,
-            publisher,
-            clock,
             distiller,
             settle_ms: 0,
         }
@@ -169,17 +162,20 @@ impl Dreamer {
         let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
         let tenant = memory_ref.tenant().clone();
         let budget = Self::budget(token_budget);
-        let state =
-            memory_core::background::begin_pass(self.store.as_ref(), &memory_ref, WorkKind::Dream)
-                .await?;
+        let state = memory_core::background::begin_pass(
+            self.ports.store.as_ref(),
+            &memory_ref,
+            WorkKind::Dream,
+        )
+        .await?;
         // Forget's fence (`forget.rs`): tombstoned entries never enter the snapshot.
-        let fence = Fence::read(self.store.as_ref(), &memory_ref).await?;
-        let now = self.clock.now();
+        let fence = Fence::read(self.ports.store.as_ref(), &memory_ref).await?;
+        let now = self.ports.clock.now();
         // Entries younger than the settle time may still have writes in flight with an earlier
         // createdAt; they wait for the next run, and the ref stays pending for it.
         let cutoff = now.plus_millis(-self.settle_ms);
         let (snapshot, young): (Vec<StoredEntry>, Vec<StoredEntry>) =
-            snapshot(self.store.as_ref(), &memory_ref, now)
+            snapshot(self.ports.store.as_ref(), &memory_ref, now)
                 .await?
                 .into_iter()
                 .filter(|e| e.tier == Tier::Transactional && fence.admits(&e.entry.id))
@@ -199,11 +195,21 @@ impl Dreamer {
         };
         let Some(watermark) = snapshot.iter().map(|e| e.entry.created_at).max() else {
             if state.pending && young.is_empty() {
-                self.store
+                self.ports
+                    .store
                     .finish_work(&memory_ref, WorkKind::Dream, state.version, None)
                     .await?;
             }
             return Ok(report);
+        };
+
+        let move_watermark = || {
+            self.ports.store.finish_work(
+                &memory_ref,
+                WorkKind::Dream,
+                finish_version,
+                Some(watermark),
+            )
         };
 
         // SR-1: sources as the run's redactor sees them (a secret registered for this run is
@@ -229,14 +235,7 @@ impl Dreamer {
         ) {
             Ok(built) => built,
             Err(DistillError::NothingToDistill) => {
-                self.store
-                    .finish_work(
-                        &memory_ref,
-                        WorkKind::Dream,
-                        finish_version,
-                        Some(watermark),
-                    )
-                    .await?;
+                move_watermark().await?;
                 return Ok(report);
             }
             Err(e) => return Err(distill_error(e)),
@@ -271,7 +270,12 @@ impl Dreamer {
             },
             provenance: archive.source_ids.clone(),
         };
-        let entry_created = match self.store.put_entries(std::slice::from_ref(&output)).await {
+        let entry_created = match self
+            .ports
+            .store
+            .put_entries(std::slice::from_ref(&output))
+            .await
+        {
             Ok(()) => true,
             Err(StoreError::Conflict { .. }) => false,
             Err(e) => {
@@ -302,11 +306,14 @@ impl Dreamer {
         // After the last write: did a forget begin since the snapshot? Then this run removes
         // what it derived from a forgotten entry, announces nothing and leaves the watermark,
         // so the next run distils what is left.
-        if let Some(tombstoned) = fence.breached(self.store.as_ref(), &memory_ref).await? {
+        if let Some(tombstoned) = fence
+            .breached(self.ports.store.as_ref(), &memory_ref)
+            .await?
+        {
             let swept = DerivedForgetHook {
-                store: self.store.clone(),
+                store: self.ports.store.clone(),
                 archives: self.archives.clone(),
-                clock: self.clock.clone(),
+                clock: self.ports.clock.clone(),
             }
             .sweep(&memory_ref, &tombstoned, &archive, &archive_key)
             .await?;
@@ -337,14 +344,7 @@ impl Dreamer {
             .await?;
 
         // 5. Only now does the watermark move.
-        self.store
-            .finish_work(
-                &memory_ref,
-                WorkKind::Dream,
-                finish_version,
-                Some(watermark),
-            )
-            .await?;
+        move_watermark().await?;
         report.status = "distilled";
         report.tokens_used = distillation.tokens_used;
         report.source_count = archive.source_ids.len();
@@ -385,17 +385,18 @@ impl Dreamer {
             lease_until: now.plus_millis(ANNOUNCE_LEASE_MILLIS),
             expires_at: now.plus_millis(DEFAULT_KEY_TTL_SECONDS.saturating_mul(1000)),
         };
-        match self.store.claim_key(&claim).await? {
+        match self.ports.store.claim_key(&claim).await? {
             Claim::Acquired { .. } => {
-                if let Err(e) = self.publisher.publish(events).await {
+                if let Err(e) = self.ports.publisher.publish(events).await {
                     // Give the claim back so the retry announces at once; if this fails too,
                     // the retry waits for the lease.
-                    if let Err(release) = self.store.release_key(&key, &claim.attempt).await {
+                    if let Err(release) = self.ports.store.release_key(&key, &claim.attempt).await {
                         tracing::warn!(error = %release, "announcement claim kept until its lease");
                     }
                     return Err(e.into());
                 }
-                self.store
+                self.ports
+                    .store
                     .complete_key(&Completion {
                         key,
                         attempt: claim.attempt,
@@ -413,7 +414,7 @@ impl Dreamer {
     /// retried run still converges because every step is idempotent.
     async fn undo(&self, archive: Option<&ObjectKey>, entry: Option<EntryKey>) {
         if let Some(key) = entry {
-            if let Err(e) = self.store.delete(&key).await {
+            if let Err(e) = self.ports.store.delete(&key).await {
                 tracing::error!(error = %e, "could not remove the output entry of a failed dream");
             }
         }

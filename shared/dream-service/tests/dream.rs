@@ -9,7 +9,7 @@ use dream_service::dream::{DerivedForgetHook, Dreamer, MAX_TOKEN_BUDGET};
 use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
 use memory_core::model::SubjectKey;
-use memory_core::ports::{ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind};
+use memory_core::ports::{ArchiveStore, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind};
 use memory_core::{CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
 use memory_testkit::contract::{entry, memory_ref, T0};
 use memory_testkit::in_memory::{
@@ -29,16 +29,20 @@ struct World {
     dreamer: Dreamer,
 }
 
+impl World {
+    fn core(&self) -> CorePorts {
+        CorePorts::new(self.store.clone(), self.events.clone(), self.clock.clone())
+    }
+}
+
 fn world_with(archives_port: Arc<dyn ArchiveStore>, archives: Arc<InMemoryArchiveStore>) -> World {
     let store = Arc::new(InMemoryEntryStore::new());
     let events = Arc::new(RecordingPublisher::new());
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 10_000_000)));
     World {
         dreamer: Dreamer::new(
-            store.clone(),
+            CorePorts::new(store.clone(), events.clone(), clock.clone()),
             archives_port,
-            events.clone(),
-            clock.clone(),
             Arc::new(DeterministicDistiller),
         ),
         store,
@@ -493,13 +497,11 @@ async fn forget_after_a_dream_leaves_no_trace_of_the_subject() {
         text
     };
     assert!(everything(&w).contains("peanuts"), "positive control");
-    let forgetter = Forgetter::new(w.store.clone(), w.events.clone(), w.clock.clone()).with_hook(
-        Arc::new(DerivedForgetHook {
-            store: w.store.clone(),
-            archives: w.archives.clone(),
-            clock: w.clock.clone(),
-        }),
-    );
+    let forgetter = Forgetter::new(w.core()).with_hook(Arc::new(DerivedForgetHook {
+        store: w.store.clone(),
+        archives: w.archives.clone(),
+        clock: w.clock.clone(),
+    }));
     let counts = forgetter.forget("t1", "zelda").await.expect("forget");
     assert_eq!(
         (
@@ -521,10 +523,8 @@ async fn entries_younger_than_the_settle_time_wait_and_keep_the_ref_pending() {
     use memory_core::ports::{work_shard, WorkKind};
     let w = world();
     let dreamer = Dreamer::new(
-        w.store.clone(),
+        w.core(),
         w.archives.clone(),
-        w.events.clone(),
-        w.clock.clone(),
         Arc::new(DeterministicDistiller),
     )
     .with_settle_millis(60_000);
@@ -575,13 +575,11 @@ async fn a_forget_whose_hook_fails_is_finished_by_the_retry() {
         .run("t1", &r().to_string(), None, &none())
         .await
         .expect("dream");
-    let forgetter = Forgetter::new(w.store.clone(), w.events.clone(), w.clock.clone()).with_hook(
-        Arc::new(DerivedForgetHook {
-            store: w.store.clone(),
-            archives: w.archives.clone(),
-            clock: w.clock.clone(),
-        }),
-    );
+    let forgetter = Forgetter::new(w.core()).with_hook(Arc::new(DerivedForgetHook {
+        store: w.store.clone(),
+        archives: w.archives.clone(),
+        clock: w.clock.clone(),
+    }));
     w.archives.calls.fail_on("delete", 1);
     assert!(
         forgetter.forget("t1", "yara").await.is_err(),
@@ -677,13 +675,14 @@ async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
         let store = Arc::new(InMemoryEntryStore::new());
         let events = Arc::new(RecordingPublisher::new());
         let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 10_000_000)));
-        let forgetter = Forgetter::new(store.clone(), events.clone(), clock.clone()).with_hook(
-            Arc::new(DerivedForgetHook {
-                store: store.clone(),
-                archives: archives.clone(),
-                clock: clock.clone(),
-            }),
-        );
+        let forgetter =
+            Forgetter::new(CorePorts::new(store.clone(), events.clone(), clock.clone())).with_hook(
+                Arc::new(DerivedForgetHook {
+                    store: store.clone(),
+                    archives: archives.clone(),
+                    clock: clock.clone(),
+                }),
+            );
         let racing = Arc::new(InterceptedArchives {
             inner: archives.clone(),
             hook: ForgetDuring {
@@ -693,10 +692,8 @@ async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
             },
         });
         let dreamer = Dreamer::new(
-            store.clone(),
+            CorePorts::new(store.clone(), events.clone(), clock.clone()),
             racing.clone(),
-            events.clone(),
-            clock.clone(),
             Arc::new(DeterministicDistiller),
         );
         let mut entries = vec![
@@ -760,10 +757,8 @@ async fn a_concurrent_duplicate_dream_announces_once() {
         let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 10_000_000)));
         let make = |archives: Arc<dyn ArchiveStore>| {
             Dreamer::new(
-                store.clone(),
+                CorePorts::new(store.clone(), events.clone(), clock.clone()),
                 archives,
-                events.clone(),
-                clock.clone(),
                 Arc::new(DeterministicDistiller),
             )
         };

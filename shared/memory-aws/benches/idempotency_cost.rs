@@ -40,7 +40,7 @@ use aws_smithy_runtime_api::client::interceptors::context::{
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_test_support::RequestCounter;
-use memory_core::ports::{SystemClock, UlidIds};
+use memory_core::ports::{CorePorts, SystemClock, UlidIds};
 use memory_core::writer::{AttributionInput, EntryInput, MemoryWriter, PutRequest};
 use memory_testkit::in_memory::RecordingPublisher;
 use serde_json::{Map, Value};
@@ -462,12 +462,14 @@ impl Bench {
 
     fn writer(&self, table: &str) -> MemoryWriter {
         MemoryWriter::new(
-            Arc::new(memory_aws::DynamoEntryStore::new(
-                self.metered.clone(),
-                table.to_owned(),
-            )),
-            Arc::new(RecordingPublisher::new()),
-            Arc::new(SystemClock),
+            CorePorts::new(
+                Arc::new(memory_aws::DynamoEntryStore::new(
+                    self.metered.clone(),
+                    table.to_owned(),
+                )),
+                Arc::new(RecordingPublisher::new()),
+                Arc::new(SystemClock),
+            ),
             Arc::new(UlidIds::default()),
         )
     }

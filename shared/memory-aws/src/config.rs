@@ -78,6 +78,16 @@ impl AwsPorts {
         Ok(Self::from_sdk_config(&sdk, &settings))
     }
 
+    /// The ports every service writes through, on the system clock.
+    #[cfg(feature = "events")]
+    pub fn core(&self) -> memory_core::ports::CorePorts {
+        memory_core::ports::CorePorts::new(
+            self.entries.clone(),
+            self.events.clone(),
+            Arc::new(memory_core::ports::SystemClock),
+        )
+    }
+
     /// The SDK's own retries are off: `retry.rs` is the one retry policy (classification,
     /// backoff, the invocation's deadline), and two stacked layers would multiply attempts.
     pub fn from_sdk_config(sdk: &aws_config::SdkConfig, settings: &Settings) -> Self {

@@ -45,7 +45,7 @@ use aws_sdk_dynamodb::Client;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{
-    work_shard, EntryStore, Page, PageQuery, WorkKind, WorkState, MAX_ENTRIES_PER_PUT,
+    within, work_shard, EntryStore, Page, PageQuery, WorkKind, WorkState, MAX_ENTRIES_PER_PUT,
     MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::{StoreError, Timestamp};
@@ -403,6 +403,18 @@ pub async fn query_index(
     Ok(query_all(request, op).await?.0)
 }
 
+/// Every item of one tenant's subject (the subject index), entries and commitments alike.
+pub async fn subject_items(
+    client: &Client,
+    table: &str,
+    tenant: &TenantId,
+    subject: &SubjectKey,
+    op: &'static str,
+) -> Result<Vec<Item>, StoreError> {
+    let value = subject_attr(tenant, subject);
+    query_index(client, table, (SUBJECT_INDEX, "subjectKey"), value, op).await
+}
+
 fn build_error(op: &'static str) -> StoreError {
     StoreError::Backend {
         op,
@@ -616,22 +628,16 @@ impl EntryStore for DynamoEntryStore {
         if entries.is_empty() {
             return Ok(());
         }
-        if entries.len() > MAX_ENTRIES_PER_PUT {
-            return Err(StoreError::Backend {
-                op: OP,
-                code: "TooManyItems".into(),
-            });
-        }
+        within(OP, entries.len(), MAX_ENTRIES_PER_PUT)?;
         let mut items = Vec::with_capacity(entries.len() + 1);
         for e in entries {
             items.extend(self.put_if_absent(OP, e)?);
         }
-        if items.len() + usize::from(completion.is_some()) > MAX_ITEMS_PER_TRANSACTION {
-            return Err(StoreError::Backend {
-                op: OP,
-                code: "TooManyItems".into(),
-            });
-        }
+        within(
+            OP,
+            items.len() + usize::from(completion.is_some()),
+            MAX_ITEMS_PER_TRANSACTION,
+        )?;
         if let Some(c) = completion {
             items.push(self.complete_item(OP, c)?);
         }
@@ -991,11 +997,11 @@ impl EntryStore for DynamoEntryStore {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<EntryKey>, StoreError> {
-        let items = query_index(
+        let items = subject_items(
             &self.client,
             &self.table,
-            (SUBJECT_INDEX, "subjectKey"),
-            subject_attr(tenant, subject),
+            tenant,
+            subject,
             "find_by_subject",
         )
         .await?;
@@ -1012,22 +1018,12 @@ impl EntryStore for DynamoEntryStore {
         delete: &[(EntryKey, String)],
     ) -> Result<(), StoreError> {
         const OP: &str = "replace";
-        if put.len() + delete.len() > MAX_ITEMS_PER_TRANSACTION {
-            return Err(StoreError::Backend {
-                op: OP,
-                code: "TooManyItems".into(),
-            });
-        }
+        within(OP, put.len() + delete.len(), MAX_ITEMS_PER_TRANSACTION)?;
         let mut items = Vec::with_capacity(put.len() + delete.len());
         for e in put {
             items.extend(self.put_if_absent(OP, e)?);
         }
-        if items.len() + delete.len() > MAX_ITEMS_PER_TRANSACTION {
-            return Err(StoreError::Backend {
-                op: OP,
-                code: "TooManyItems".into(),
-            });
-        }
+        within(OP, items.len() + delete.len(), MAX_ITEMS_PER_TRANSACTION)?;
         for (key, rev) in delete {
             let delete = Delete::builder()
                 .table_name(&self.table)

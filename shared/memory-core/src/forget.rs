@@ -43,7 +43,7 @@ use crate::error::{CoreError, StoreError};
 use crate::events::{DomainEvent, ForgetCounts};
 use crate::listing::snapshot;
 use crate::model::{EntryKey, StoredEntry, SubjectKey};
-use crate::ports::{Clock, EntryStore, EventPublisher};
+use crate::ports::{CorePorts, EntryStore};
 use crate::time::Timestamp;
 use crate::writer::MAX_SUBJECT_BYTES;
 use memory_guard::{MemoryRef, TenantId};
@@ -125,22 +125,14 @@ pub trait ForgetHook: Send + Sync {
 
 #[derive(Clone)]
 pub struct Forgetter {
-    store: Arc<dyn EntryStore>,
-    publisher: Arc<dyn EventPublisher>,
-    clock: Arc<dyn Clock>,
+    ports: CorePorts,
     hooks: Vec<Arc<dyn ForgetHook>>,
 }
 
 impl Forgetter {
-    pub fn new(
-        store: Arc<dyn EntryStore>,
-        publisher: Arc<dyn EventPublisher>,
-        clock: Arc<dyn Clock>,
-    ) -> Self {
+    pub fn new(ports: CorePorts) -> Self {
         Forgetter {
-            store,
-            publisher,
-            clock,
+            ports,
             hooks: Vec::new(),
         }
     }
@@ -160,6 +152,7 @@ impl Forgetter {
         }
         let key = SubjectKey::derive(&tenant, subject);
         let entries: Vec<EntryKey> = self
+            .ports
             .store
             .find_by_subject(&tenant, &key)
             .await?
@@ -171,7 +164,7 @@ impl Forgetter {
         let mut lineage = entries.clone();
         if !self.hooks.is_empty() {
             for k in &entries {
-                if let Some(stored) = self.store.get(k).await? {
+                if let Some(stored) = self.ports.store.get(k).await? {
                     lineage.extend(stored.provenance.into_iter().map(|id| EntryKey {
                         memory_ref: k.memory_ref.clone(),
                         id,
@@ -181,19 +174,20 @@ impl Forgetter {
         }
         // The fence (module doc): tombstones before any look for derived data.
         let until = self
+            .ports
             .clock
             .now()
             .plus_millis(TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
-        self.store.tombstone(&entries, until).await?;
+        self.ports.store.tombstone(&entries, until).await?;
         // Hooks first: if one fails, the subject's entries are still there, so a retried
         // forget finds them (and their lineage) again and finishes the job.
         let mut counts = ForgetCounts::default();
         for hook in &self.hooks {
             counts += hook.forget(&tenant, &key, &lineage).await?;
         }
-        counts.deleted_entries += self.store.delete_many(&entries).await?;
-        let event = DomainEvent::memory_forgotten(&tenant, &key, &counts, self.clock.now());
-        if let Err(e) = self.publisher.publish(&[event]).await {
+        counts.deleted_entries += self.ports.store.delete_many(&entries).await?;
+        let event = DomainEvent::memory_forgotten(&tenant, &key, &counts, self.ports.clock.now());
+        if let Err(e) = self.ports.publisher.publish(&[event]).await {
             tracing::error!(error = %e, "memory.forgotten not published");
         }
         tracing::info!(tenant = %tenant, deleted_entries = counts.deleted_entries, "subject forgotten");

@@ -12,6 +12,7 @@ use crate::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
 /// Upper bound the store accepts in one `put_entries` call: it must be a single all-or-nothing
 /// write (one DynamoDB `TransactWriteItems`, whose ceiling is 100 items, leaving room for the
@@ -20,6 +21,18 @@ pub const MAX_ENTRIES_PER_PUT: usize = 90;
 
 /// Most items one all-or-nothing store write may touch (DynamoDB `TransactWriteItems`).
 pub const MAX_ITEMS_PER_TRANSACTION: usize = 100;
+
+/// `Backend { code: "TooManyItems" }` when `items` exceed `max`: the one answer every store
+/// gives to a write that cannot be a single all-or-nothing call.
+pub fn within(op: &'static str, items: usize, max: usize) -> Result<(), StoreError> {
+    if items > max {
+        return Err(StoreError::Backend {
+            op,
+            code: "TooManyItems".into(),
+        });
+    }
+    Ok(())
+}
 
 /// Background work a ref can be waiting for. Writes of transactional entries make a ref wait
 /// for a dream; writes of long-term entries (including a dream's output) for consolidation.
@@ -381,5 +394,28 @@ impl IdSource for UlidIds {
             .generate_from_datetime(at)
             .unwrap_or_else(|_| ulid::Ulid::from_datetime(at))
             .to_string()
+    }
+}
+
+/// The ports every service writes through: the entry store, the event bus and the clock. One
+/// value, so a service is wired with one argument and tests wire them all the same way.
+#[derive(Clone)]
+pub struct CorePorts {
+    pub store: Arc<dyn EntryStore>,
+    pub publisher: Arc<dyn EventPublisher>,
+    pub clock: Arc<dyn Clock>,
+}
+
+impl CorePorts {
+    pub fn new(
+        store: Arc<dyn EntryStore>,
+        publisher: Arc<dyn EventPublisher>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        CorePorts {
+            store,
+            publisher,
+            clock,
+        }
     }
 }

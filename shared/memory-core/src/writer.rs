@@ -26,7 +26,7 @@ use crate::idempotency::{
 use crate::model::{
     is_valid_entry_id, Attribution, EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier,
 };
-use crate::ports::{Clock, EntryStore, EventPublisher, IdSource, WorkKind};
+use crate::ports::{CorePorts, IdSource, WorkKind};
 use crate::time::Timestamp;
 use memory_guard::{Redactor, SecretRegistry, TenantId, TenantScope};
 
@@ -122,9 +122,7 @@ pub struct PutOutput {
 
 #[derive(Clone)]
 pub struct MemoryWriter {
-    store: Arc<dyn EntryStore>,
-    publisher: Arc<dyn EventPublisher>,
-    clock: Arc<dyn Clock>,
+    ports: CorePorts,
     ids: Arc<dyn IdSource>,
     key_ttl_seconds: i64,
 }
@@ -280,16 +278,9 @@ fn redact_entry(
 }
 
 impl MemoryWriter {
-    pub fn new(
-        store: Arc<dyn EntryStore>,
-        publisher: Arc<dyn EventPublisher>,
-        clock: Arc<dyn Clock>,
-        ids: Arc<dyn IdSource>,
-    ) -> Self {
+    pub fn new(ports: CorePorts, ids: Arc<dyn IdSource>) -> Self {
         MemoryWriter {
-            store,
-            publisher,
-            clock,
+            ports,
             ids,
             key_ttl_seconds: DEFAULT_KEY_TTL_SECONDS,
         }
@@ -335,7 +326,7 @@ impl MemoryWriter {
             lease_until,
             expires_at: now.plus_millis(self.key_ttl_seconds.saturating_mul(1000)),
         };
-        match self.store.claim_key(&claim).await? {
+        match self.ports.store.claim_key(&claim).await? {
             Claim::Acquired { first_attempt_at } => Ok(Begun::Proceed(Some(Held {
                 key,
                 attempt: claim.attempt,
@@ -353,7 +344,7 @@ impl MemoryWriter {
     /// at once. A write whose answer was lost may still have applied: then the record holds
     /// the result and stays (the release is conditional on no result).
     async fn release(&self, held: &Held) {
-        if let Err(e) = self.store.release_key(&held.key, &held.attempt).await {
+        if let Err(e) = self.ports.store.release_key(&held.key, &held.attempt).await {
             tracing::warn!(error = %e, "idempotency key kept until its lease");
         }
     }
@@ -388,7 +379,7 @@ impl MemoryWriter {
                 format!("1-{MAX_ENTRIES_PER_REQUEST} entries per request"),
             ));
         }
-        let now = self.clock.now();
+        let now = self.ports.clock.now();
         let redactor = registry_from(&request.secrets)?.redactor();
         let mut redactions = 0;
         let mut validated = Vec::with_capacity(request.entries.len());
@@ -441,7 +432,10 @@ impl MemoryWriter {
                         .map(|e| WorkKind::for_tier(e.tier))
                         .collect();
                     for kind in kinds {
-                        self.store.mark_pending(&memory_ref, kind, since).await;
+                        self.ports
+                            .store
+                            .mark_pending(&memory_ref, kind, since)
+                            .await;
                     }
                 }
                 return Ok(out);
@@ -493,7 +487,8 @@ impl MemoryWriter {
             None => None,
         };
         match (
-            self.store
+            self.ports
+                .store
                 .put_entries_completing(&stored, completion.as_ref())
                 .await,
             &held,
@@ -525,7 +520,7 @@ impl MemoryWriter {
             .collect();
         // The entries are durable at this point; failing the call now would invite a retry that
         // writes them twice. Publishing already retried inside the adapter, so report and go on.
-        if let Err(e) = self.publisher.publish(&events).await {
+        if let Err(e) = self.ports.publisher.publish(&events).await {
             tracing::error!(error = %e, events = events.len(), "memory.written not published");
         }
         tracing::info!(
@@ -576,10 +571,10 @@ impl MemoryWriter {
             d.field(&entry.memory_ref.to_string()).field(&entry.id);
             d.finish()
         };
-        let now = self.clock.now();
+        let now = self.ports.clock.now();
         let held = match self.begin(key, &payload, now).await? {
             Begun::Proceed(Some(held)) => held,
-            Begun::Proceed(None) => return Ok(self.store.delete(&entry).await?),
+            Begun::Proceed(None) => return Ok(self.ports.store.delete(&entry).await?),
             Begun::Replay(result) => return Self::replay_delete(&result),
         };
         let completion = |deleted: bool| Completion {
@@ -588,12 +583,14 @@ impl MemoryWriter {
             result: serde_json::json!({ "deleted": deleted }).to_string(),
         };
         let outcome = match self
+            .ports
             .store
             .delete_completing(&entry, &completion(true))
             .await
         {
             Ok(true) => Ok(true),
             Ok(false) => self
+                .ports
                 .store
                 .complete_key(&completion(false))
                 .await

@@ -8,9 +8,7 @@ use memory_core::idempotency::{new_attempt, Claim, IdempotencyKey, KeyClaim};
 use memory_core::ports::{EntryStore, WorkKind};
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
-use memory_testkit::in_memory::{
-    InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
-};
+use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher, TestPorts};
 use serde_json::{json, Value};
 
 const NOW: i64 = 1_800_000_000_000;
@@ -24,19 +22,12 @@ struct World {
 }
 
 fn world() -> World {
-    let store = Arc::new(InMemoryEntryStore::new());
-    let events = Arc::new(RecordingPublisher::new());
-    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(NOW)));
+    let p = TestPorts::at(NOW);
     World {
-        writer: MemoryWriter::new(
-            store.clone(),
-            events.clone(),
-            clock.clone(),
-            Arc::new(SequentialIds::default()),
-        ),
-        store,
-        events,
-        clock,
+        writer: p.writer(),
+        store: p.store,
+        events: p.events,
+        clock: p.clock,
     }
 }
 

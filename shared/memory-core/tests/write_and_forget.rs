@@ -8,9 +8,7 @@ use memory_core::listing::ListOptions;
 use memory_core::reader::MemoryReader;
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
-use memory_testkit::in_memory::{
-    InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
-};
+use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher, TestPorts};
 use serde_json::json;
 
 const NOW: i64 = 1_800_000_000_000;
@@ -25,21 +23,14 @@ struct World {
 }
 
 fn world() -> World {
-    let store = Arc::new(InMemoryEntryStore::new());
-    let events = Arc::new(RecordingPublisher::new());
-    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(NOW)));
+    let p = TestPorts::at(NOW);
     World {
-        writer: MemoryWriter::new(
-            store.clone(),
-            events.clone(),
-            clock.clone(),
-            Arc::new(SequentialIds::default()),
-        ),
-        reader: MemoryReader::new(store.clone(), clock.clone()),
-        forgetter: Forgetter::new(store.clone(), events.clone(), clock.clone()),
-        store,
-        events,
-        clock,
+        writer: p.writer(),
+        reader: MemoryReader::new(p.store.clone(), p.clock.clone()),
+        forgetter: Forgetter::new(p.core()),
+        store: p.store,
+        events: p.events,
+        clock: p.clock,
     }
 }
 

@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use async_trait::async_trait;
 use sha2::{Digest, Sha256};
@@ -15,9 +15,9 @@ use memory_core::events::DomainEvent;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
 use memory_core::model::{hex, EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{
-    work_shard, ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdSource, Job, JobQueue,
-    ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject, WorkKind, WorkState,
-    MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
+    within, work_shard, ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdSource, Job,
+    JobQueue, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject, WorkKind,
+    WorkState, MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
@@ -191,12 +191,7 @@ impl EntryStore for InMemoryEntryStore {
         completion: Option<&Completion>,
     ) -> Result<(), StoreError> {
         self.calls.call("put_entries")?;
-        if entries.len() > MAX_ENTRIES_PER_PUT {
-            return Err(StoreError::Backend {
-                op: "put_entries",
-                code: "TooManyItems".into(),
-            });
-        }
+        within("put_entries", entries.len(), MAX_ENTRIES_PER_PUT)?;
         let mut refs = lock(&self.refs);
         let mut keys = lock(&self.keys);
         let taken = entries.iter().any(|e| {
@@ -442,12 +437,11 @@ impl EntryStore for InMemoryEntryStore {
         delete: &[(EntryKey, String)],
     ) -> Result<(), StoreError> {
         self.calls.call("replace")?;
-        if put.len() + delete.len() > MAX_ITEMS_PER_TRANSACTION {
-            return Err(StoreError::Backend {
-                op: "replace",
-                code: "TooManyItems".into(),
-            });
-        }
+        within(
+            "replace",
+            put.len() + delete.len(),
+            MAX_ITEMS_PER_TRANSACTION,
+        )?;
         let mut refs = lock(&self.refs);
         let lookup = |refs: &BTreeMap<MemoryRef, BTreeMap<String, StoredEntry>>, k: &EntryKey| {
             refs.get(&k.memory_ref).and_then(|m| m.get(&k.id)).cloned()
@@ -875,5 +869,37 @@ impl CommitmentStore for InMemoryCommitmentStore {
         let mut state = lock(&self.state);
         state.unindex(key);
         Ok(state.items.remove(key).is_some())
+    }
+}
+
+/// The ports most service tests wire: one entry store, one event recorder, one manual clock.
+pub struct TestPorts {
+    pub store: Arc<InMemoryEntryStore>,
+    pub events: Arc<RecordingPublisher>,
+    pub clock: Arc<ManualClock>,
+}
+
+impl TestPorts {
+    /// Fresh ports with the clock at `ms`.
+    pub fn at(ms: i64) -> Self {
+        TestPorts {
+            store: Arc::new(InMemoryEntryStore::new()),
+            events: Arc::new(RecordingPublisher::new()),
+            clock: Arc::new(ManualClock::at(Timestamp::from_millis(ms))),
+        }
+    }
+
+    /// The same ports as a service takes them.
+    pub fn core(&self) -> memory_core::ports::CorePorts {
+        memory_core::ports::CorePorts::new(
+            self.store.clone(),
+            self.events.clone(),
+            self.clock.clone(),
+        )
+    }
+
+    /// A writer over these ports; ids are sequential, so results are exact.
+    pub fn writer(&self) -> memory_core::writer::MemoryWriter {
+        memory_core::writer::MemoryWriter::new(self.core(), Arc::new(SequentialIds::default()))
     }
 }
