@@ -75,7 +75,7 @@ from botocore.config import Config  # noqa: E402
 
 from faultkit import KINDS, REQUIRED_ENV, FaultProxy, aws_client  # noqa: E402
 from wopkit import (  # noqa: E402
-    BASE, EventTap, mint_jwt, query, read_line_with_timeout, stop_process)
+    BASE, EventTap, file_text, mint_jwt, query, read_line_with_timeout, stop_process)
 
 # ---------------------------------------------------------------------------------------------
 # Names.
@@ -364,11 +364,9 @@ class Gateway:
 
     def stop(self) -> str:
         """Stops the gateway (end of stdin, then SIGTERM) and returns the function logs."""
-        if self.logs is not None:
-            return self.logs
-        stop_process(self.process, stdin_grace=30)
-        self.logs = self.logs_path.read_text(encoding="utf-8", errors="replace") \
-            if self.logs_path.exists() else ""
+        if self.logs is None:
+            stop_process(self.process, stdin_grace=30)
+            self.logs = file_text(self.logs_path)
         return self.logs
 
 

@@ -113,11 +113,9 @@ class Gateway:
     def stop(self) -> str:
         """Stops the gateway (end of stdin, then SIGTERM, then SIGKILL) and returns the function
         logs it wrote on the way out. Idempotent."""
-        if self.logs is not None:
-            return self.logs
-        stop_process(self.process, stdin_grace=20)
-        self.logs = self.logs_path.read_text(encoding="utf-8", errors="replace") \
-            if self.logs_path.exists() else ""
+        if self.logs is None:
+            stop_process(self.process, stdin_grace=20)
+            self.logs = file_text(self.logs_path)
         return self.logs
 
     def access_log(self) -> list[tuple[str, str, int]]:
@@ -394,6 +392,11 @@ def of_type(kind: str, ref: str | None = None) -> Callable[[dict[str, Any]], boo
         return e.get("detail-type") == kind and (
             ref is None or (e.get("detail") or {}).get("memoryRef") == ref)
     return match
+
+
+def file_text(path: Path) -> str:
+    """The file's text ("" when it does not exist), undecodable bytes replaced."""
+    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
 
 
 def stop_process(process: subprocess.Popen, stdin_grace: float | None = None) -> None:

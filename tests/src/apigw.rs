@@ -282,6 +282,31 @@ pub fn event(e: &HttpEvent<'_>) -> Value {
     event
 }
 
+/// `GET /v1/host/wop-memory/entries?memoryRef=…` (plus `extra` parameters) as `tenant`'s
+/// authorizer would pass it.
+pub fn list_event(tenant: &str, memory_ref: &str, extra: &[(&str, &str)]) -> Value {
+    let mut query = vec![("memoryRef", memory_ref)];
+    query.extend_from_slice(extra);
+    event(&HttpEvent {
+        method: "GET",
+        path: "/v1/host/wop-memory/entries",
+        query: &query,
+        claims: Some(serde_json::json!({"tenant_id": tenant})),
+        body: None,
+    })
+}
+
+/// `GET /v1/host/wop-memory/entries/{id}?memoryRef=…` as `tenant`'s authorizer would pass it.
+pub fn get_event(tenant: &str, memory_ref: &str, id: &str) -> Value {
+    event(&HttpEvent {
+        method: "GET",
+        path: &format!("/v1/host/wop-memory/entries/{id}"),
+        query: &[("memoryRef", memory_ref)],
+        claims: Some(serde_json::json!({"tenant_id": tenant})),
+        body: None,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

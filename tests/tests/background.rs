@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use aws_test_support::{emulator_config, required_env, EventTap};
-use e2e::apigw::{event, HttpEvent};
+use e2e::apigw::list_event;
 use e2e::queue::drain_as_records;
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
@@ -14,13 +14,7 @@ fn tenant(label: &str) -> String {
 }
 
 async fn list(read: &LambdaProcess, tenant: &str, r: &str) -> Vec<Value> {
-    let e = event(&HttpEvent {
-        method: "GET",
-        path: "/v1/host/wop-memory/entries",
-        query: &[("memoryRef", r)],
-        claims: Some(json!({"tenant_id": tenant})),
-        body: None,
-    });
+    let e = list_event(tenant, r, &[]);
     let response = read.invoke(&e).await.response();
     let body: Value =
         serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap_or_default();

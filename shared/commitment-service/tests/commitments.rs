@@ -11,9 +11,7 @@ use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::Timestamp;
-use memory_testkit::in_memory::{
-    InMemoryCommitmentStore, InMemoryEntryStore, ManualClock, RecordingPublisher, TestPorts,
-};
+use memory_testkit::in_memory::{InMemoryCommitmentStore, TestPorts};
 use serde_json::json;
 
 /// 2026-11-20T15:00:00Z, a Friday.
@@ -23,27 +21,28 @@ const TOMORROW_9: i64 = 1_795_251_600_000;
 const REF: &str = "workspaces/t1/agents/agent-1/memories";
 
 struct World {
-    entries: Arc<InMemoryEntryStore>,
+    ports: TestPorts,
     commitments: Arc<InMemoryCommitmentStore>,
-    events: Arc<RecordingPublisher>,
-    clock: Arc<ManualClock>,
     writer: MemoryWriter,
     service: CommitmentService,
     forgetter: Forgetter,
 }
 
 fn world() -> World {
-    let p = TestPorts::at(CREATED);
+    let ports = TestPorts::at(CREATED);
     let commitments = Arc::new(InMemoryCommitmentStore::new());
     World {
-        service: CommitmentService::new(p.core(), commitments.clone(), ZoneConfig::default(), true),
-        writer: p.writer(),
-        forgetter: Forgetter::new(p.core())
+        service: CommitmentService::new(
+            ports.core(),
+            commitments.clone(),
+            ZoneConfig::default(),
+            true,
+        ),
+        writer: ports.writer(),
+        forgetter: Forgetter::new(ports.core())
             .with_hook(Arc::new(CommitmentForgetHook(commitments.clone()))),
         commitments,
-        entries: p.store,
-        events: p.events,
-        clock: p.clock,
+        ports,
     }
 }
 
@@ -64,7 +63,8 @@ async fn write(w: &World, content: &str, tags: &[&str], subject: Option<&str>) -
 
 /// Event ids of every `commitment.fired` published (redeliveries keep theirs).
 fn fired_event_ids(w: &World) -> BTreeSet<String> {
-    w.events
+    w.ports
+        .events
         .events()
         .into_iter()
         .filter(|e| e.event_type == EventType::CommitmentFired)
@@ -73,7 +73,8 @@ fn fired_event_ids(w: &World) -> BTreeSet<String> {
 }
 
 fn fired(w: &World) -> Vec<serde_json::Value> {
-    w.events
+    w.ports
+        .events
         .events()
         .into_iter()
         .filter(|e| e.event_type == EventType::CommitmentFired)
@@ -95,19 +96,19 @@ async fn a_time_commitment_fires_once_at_its_instant() {
     assert_eq!(stored.len(), 1);
     assert_eq!(stored[0].commitment.condition.due_ms(), Some(TOMORROW_9));
 
-    w.clock.set(Timestamp::from_millis(TOMORROW_9 - 1));
+    w.ports.clock.set(Timestamp::from_millis(TOMORROW_9 - 1));
     assert_eq!(
         w.service.tick().await.expect("tick").fired,
         0,
         "not before its instant"
     );
-    w.clock.set(Timestamp::from_millis(TOMORROW_9));
+    w.ports.clock.set(Timestamp::from_millis(TOMORROW_9));
     assert_eq!(w.service.tick().await.expect("tick").fired, 1);
     // Duplicate scheduler deliveries and later ticks.
     for _ in 0..3 {
         assert_eq!(w.service.tick().await.expect("tick").fired, 0);
     }
-    w.clock.advance_millis(OUTBOX_LEASE_MS * 10);
+    w.ports.clock.advance_millis(OUTBOX_LEASE_MS * 10);
     assert_eq!(w.service.tick().await.expect("tick").fired, 0);
     let events = fired(&w);
     assert_eq!(events.len(), 1);
@@ -120,6 +121,7 @@ async fn a_time_commitment_fires_once_at_its_instant() {
         "content-free: {text}"
     );
     let runs: Vec<_> = w
+        .ports
         .events
         .events()
         .into_iter()
@@ -139,7 +141,7 @@ async fn concurrent_ticks_fire_once() {
     for _ in 0..20 {
         let w = world();
         write(&w, "Remind me tomorrow at 9am", &[], None).await;
-        w.clock.set(Timestamp::from_millis(TOMORROW_9 + 5));
+        w.ports.clock.set(Timestamp::from_millis(TOMORROW_9 + 5));
         let (a, b, c) = tokio::join!(w.service.tick(), w.service.tick(), w.service.tick());
         let total = a.expect("a").fired + b.expect("b").fired + c.expect("c").fired;
         assert_eq!(total, 1);
@@ -166,10 +168,10 @@ async fn predicates_fire_on_each_false_to_true_transition() {
     assert_eq!(tag, "when:invoice-clears");
     assert!(fired(&w).is_empty(), "false at first");
 
-    w.clock.advance_millis(1_000);
+    w.ports.clock.advance_millis(1_000);
     let first = write(&w, "payment received", &[&tag], None).await;
     assert_eq!(fired(&w).len(), 1, "false -> true fires");
-    w.clock.advance_millis(1_000);
+    w.ports.clock.advance_millis(1_000);
     write(&w, "second confirmation", &[&tag], None).await;
     assert_eq!(fired(&w).len(), 1, "true -> true does not");
 
@@ -179,10 +181,10 @@ async fn predicates_fire_on_each_false_to_true_transition() {
     for id in &tagged {
         assert!(w.writer.delete("t1", REF, id, None).await.expect("delete"));
     }
-    w.clock.advance_millis(1_000);
+    w.ports.clock.advance_millis(1_000);
     write(&w, "unrelated note", &[], None).await;
     assert_eq!(fired(&w).len(), 1);
-    w.clock.advance_millis(1_000);
+    w.ports.clock.advance_millis(1_000);
     write(&w, "cleared again after a chargeback", &[&tag], None).await;
     let events = fired(&w);
     assert_eq!(events.len(), 2, "fires again after re-arming");
@@ -199,7 +201,7 @@ impl World {
         let scope =
             memory_core::TenantScope::new(memory_core::TenantId::parse("t1").expect("tenant"));
         let reader =
-            memory_core::reader::MemoryReader::new(self.writer_store(), self.clock.clone());
+            memory_core::reader::MemoryReader::new(self.writer_store(), self.ports.clock.clone());
         let page = reader
             .list(
                 &scope,
@@ -216,7 +218,7 @@ impl World {
     }
 
     fn writer_store(&self) -> Arc<dyn memory_core::ports::EntryStore> {
-        self.entries.clone()
+        self.ports.store.clone()
     }
 }
 
@@ -225,20 +227,20 @@ async fn a_crash_at_any_step_never_double_fires_and_never_loses_the_fire() {
     for (label, step) in [("get", 0), ("record", 1), ("publish", 2), ("clear", 3)] {
         let w = world();
         write(&w, "Remind me tomorrow at 9am", &[], None).await;
-        w.clock.set(Timestamp::from_millis(TOMORROW_9));
+        w.ports.clock.set(Timestamp::from_millis(TOMORROW_9));
         match step {
             0 => w.commitments.calls.fail_on("get", 1),
             1 => w.commitments.calls.fail_on("transition", 1),
-            2 => w.events.calls.fail_on("publish", 1),
+            2 => w.ports.events.calls.fail_on("publish", 1),
             _ => w.commitments.calls.fail_on("transition", 2),
         }
         let first = w.service.tick().await;
         assert!(first.is_err(), "{label}: the crash surfaces");
         // Retries: immediately (inside the lease), then after the lease.
         w.service.tick().await.expect("retry");
-        w.clock.advance_millis(OUTBOX_LEASE_MS + 1);
+        w.ports.clock.advance_millis(OUTBOX_LEASE_MS + 1);
         w.service.tick().await.expect("retry after lease");
-        w.clock.advance_millis(OUTBOX_LEASE_MS + 1);
+        w.ports.clock.advance_millis(OUTBOX_LEASE_MS + 1);
         w.service.tick().await.expect("later tick");
         let c = &w.commitments.dump()[0];
         assert_eq!(
@@ -280,7 +282,7 @@ async fn forget_removes_commitments_of_the_subject() {
         (1, 1)
     );
     assert_eq!(w.commitments.dump().len(), 1);
-    w.clock.set(Timestamp::from_millis(TOMORROW_9));
+    w.ports.clock.set(Timestamp::from_millis(TOMORROW_9));
     assert_eq!(
         w.service.tick().await.expect("tick").fired,
         1,

@@ -1,33 +1,27 @@
 //! Idempotency keys on put and delete (README §Idempotent writes) over the in-memory ports:
 //! replay, mismatch, in-flight, a crash mid-request, a slow attempt overtaken after its lease.
 
-use std::sync::Arc;
-
 use memory_core::events::EventType;
 use memory_core::idempotency::{new_attempt, Claim, IdempotencyKey, KeyClaim};
 use memory_core::ports::{EntryStore, WorkKind};
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
-use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher, TestPorts};
+use memory_testkit::in_memory::TestPorts;
 use serde_json::{json, Value};
 
 const NOW: i64 = 1_800_000_000_000;
 const REF: &str = "workspaces/tenant-a/agents/agent-1/memories";
 
 struct World {
-    store: Arc<InMemoryEntryStore>,
-    events: Arc<RecordingPublisher>,
-    clock: Arc<ManualClock>,
+    ports: TestPorts,
     writer: MemoryWriter,
 }
 
 fn world() -> World {
-    let p = TestPorts::at(NOW);
+    let ports = TestPorts::at(NOW);
     World {
-        writer: p.writer(),
-        store: p.store,
-        events: p.events,
-        clock: p.clock,
+        writer: ports.writer(),
+        ports,
     }
 }
 
@@ -44,7 +38,8 @@ fn put(key: Option<&str>, contents: &[&str]) -> PutRequest {
 }
 
 fn written_events(w: &World) -> usize {
-    w.events
+    w.ports
+        .events
         .events()
         .iter()
         .filter(|e| e.event_type == EventType::MemoryWritten)
@@ -60,7 +55,7 @@ async fn a_keyed_retry_stores_once_and_answers_the_same() {
         .await
         .expect("put");
     assert!(!first.replayed);
-    w.clock.advance_millis(5_000);
+    w.ports.clock.advance_millis(5_000);
     let again = w
         .writer
         .put(&put(Some("op-1"), &["alpha", "beta"]))
@@ -68,14 +63,14 @@ async fn a_keyed_retry_stores_once_and_answers_the_same() {
         .expect("retry");
     assert!(again.replayed);
     assert_eq!(again.written, first.written, "same ids and createdAt");
-    assert_eq!(w.store.dump().len(), 2, "stored once");
+    assert_eq!(w.ports.store.dump().len(), 2, "stored once");
     assert_eq!(written_events(&w), 2, "announced once");
     // Without a key, the same request is a new write (documented; the key is the cure).
     w.writer
         .put(&put(None, &["alpha", "beta"]))
         .await
         .expect("put");
-    assert_eq!(w.store.dump().len(), 4);
+    assert_eq!(w.ports.store.dump().len(), 4);
 }
 
 #[tokio::test]
@@ -95,7 +90,7 @@ async fn the_same_key_with_another_payload_is_refused() {
         !err.to_string().contains("something"),
         "no content in errors"
     );
-    assert_eq!(w.store.dump().len(), 1, "nothing written");
+    assert_eq!(w.ports.store.dump().len(), 1, "nothing written");
     let bad = w
         .writer
         .put(&put(Some("has space"), &["alpha"]))
@@ -119,6 +114,7 @@ async fn a_repeat_while_the_first_is_in_flight_is_refused_then_served() {
             .await
             .expect("put");
         let Claim::Held(rec) = scratch
+            .ports
             .store
             .claim_key(&KeyClaim {
                 key: IdempotencyKey::parse(&t, "probe").expect("key"),
@@ -145,7 +141,7 @@ async fn a_repeat_while_the_first_is_in_flight_is_refused_then_served() {
         expires_at: Timestamp::from_millis(NOW + 86_400_000),
     };
     assert!(matches!(
-        w.store.claim_key(&holder).await.expect("claim"),
+        w.ports.store.claim_key(&holder).await.expect("claim"),
         Claim::Acquired { .. }
     ));
     let err = w
@@ -154,10 +150,10 @@ async fn a_repeat_while_the_first_is_in_flight_is_refused_then_served() {
         .await
         .expect_err("in flight");
     assert_eq!(err, CoreError::IdempotencyInFlight);
-    assert!(w.store.dump().is_empty());
+    assert!(w.ports.store.dump().is_empty());
     // The holder died: after its lease, the retry proceeds, with the ids the holder would
     // have written (derived from the key and the first attempt's instant).
-    w.clock.advance_millis(31_000);
+    w.ports.clock.advance_millis(31_000);
     let out = w
         .writer
         .put(&put(Some("op-3"), &["alpha"]))
@@ -168,18 +164,18 @@ async fn a_repeat_while_the_first_is_in_flight_is_refused_then_served() {
         key.entry_id(Timestamp::from_millis(NOW), 0)
     );
     assert_eq!(out.written[0].created_at, Timestamp::from_millis(NOW));
-    assert_eq!(w.store.dump().len(), 1);
+    assert_eq!(w.ports.store.dump().len(), 1);
 }
 
 #[tokio::test]
 async fn a_crash_mid_request_leaves_nothing_and_the_retry_proceeds() {
     let w = world();
-    w.store.calls.fail_on("put_entries", 1);
+    w.ports.store.calls.fail_on("put_entries", 1);
     w.writer
         .put(&put(Some("op-4"), &["alpha"]))
         .await
         .expect_err("the store failed");
-    assert!(w.store.dump().is_empty());
+    assert!(w.ports.store.dump().is_empty());
     // The failed attempt gave its key back: the retry does not wait for the lease.
     let out = w
         .writer
@@ -187,10 +183,10 @@ async fn a_crash_mid_request_leaves_nothing_and_the_retry_proceeds() {
         .await
         .expect("retry");
     assert!(!out.replayed);
-    assert_eq!(w.store.dump().len(), 1);
+    assert_eq!(w.ports.store.dump().len(), 1);
     // When even the release failed (the process died), the retry waits for the lease.
-    w.store.calls.fail_on("put_entries", 1);
-    w.store.calls.fail_on("release_key", 1);
+    w.ports.store.calls.fail_on("put_entries", 1);
+    w.ports.store.calls.fail_on("release_key", 1);
     w.writer
         .put(&put(Some("op-5"), &["beta"]))
         .await
@@ -199,12 +195,12 @@ async fn a_crash_mid_request_leaves_nothing_and_the_retry_proceeds() {
         w.writer.put(&put(Some("op-5"), &["beta"])).await,
         Err(CoreError::IdempotencyInFlight)
     );
-    w.clock.advance_millis(61_000);
+    w.ports.clock.advance_millis(61_000);
     w.writer
         .put(&put(Some("op-5"), &["beta"]))
         .await
         .expect("after the lease");
-    assert_eq!(w.store.dump().len(), 2);
+    assert_eq!(w.ports.store.dump().len(), 2);
 }
 
 #[tokio::test]
@@ -255,13 +251,14 @@ async fn a_replay_marks_the_ref_its_lost_first_attempt_never_marked() {
         .expect("ref");
     // The transaction applies, then every answer is lost: the call fails and nothing after the
     // write ran, so the ref is not pending although its entry is stored.
-    w.store.calls.lose_answer_on("put_entries", 1);
+    w.ports.store.calls.lose_answer_on("put_entries", 1);
     w.writer
         .put(&put(Some("op-lost"), &["alpha"]))
         .await
         .expect_err("answer lost");
-    assert_eq!(w.store.dump().len(), 1, "the write applied");
+    assert_eq!(w.ports.store.dump().len(), 1, "the write applied");
     let before = w
+        .ports
         .store
         .work_state(&memory_ref, WorkKind::Dream)
         .await
@@ -274,18 +271,19 @@ async fn a_replay_marks_the_ref_its_lost_first_attempt_never_marked() {
         .await
         .expect("retry");
     assert!(again.replayed);
-    assert_eq!(w.store.dump().len(), 1, "still one copy");
+    assert_eq!(w.ports.store.dump().len(), 1, "still one copy");
     let after = w
+        .ports
         .store
         .work_state(&memory_ref, WorkKind::Dream)
         .await
         .expect("state");
     assert!(after.pending, "the replay marked the ref");
     // A further replay touches nothing: the ref is already pending.
-    let marks = w.store.calls.get("mark_work");
+    let marks = w.ports.store.calls.get("mark_work");
     w.writer
         .put(&put(Some("op-lost"), &["alpha"]))
         .await
         .expect("replay");
-    assert_eq!(w.store.calls.get("mark_work"), marks);
+    assert_eq!(w.ports.store.calls.get("mark_work"), marks);
 }

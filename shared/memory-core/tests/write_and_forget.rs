@@ -1,36 +1,30 @@
 //! The SR-1 chokepoint and forget over the in-memory ports: exact, clock-driven, fast.
 
-use std::sync::Arc;
-
 use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
 use memory_core::listing::ListOptions;
 use memory_core::reader::MemoryReader;
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
-use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher, TestPorts};
+use memory_testkit::in_memory::TestPorts;
 use serde_json::json;
 
 const NOW: i64 = 1_800_000_000_000;
 
 struct World {
-    store: Arc<InMemoryEntryStore>,
-    events: Arc<RecordingPublisher>,
-    clock: Arc<ManualClock>,
+    ports: TestPorts,
     writer: MemoryWriter,
     reader: MemoryReader,
     forgetter: Forgetter,
 }
 
 fn world() -> World {
-    let p = TestPorts::at(NOW);
+    let ports = TestPorts::at(NOW);
     World {
-        writer: p.writer(),
-        reader: MemoryReader::new(p.store.clone(), p.clock.clone()),
-        forgetter: Forgetter::new(p.core()),
-        store: p.store,
-        events: p.events,
-        clock: p.clock,
+        writer: ports.writer(),
+        reader: MemoryReader::new(ports.store.clone(), ports.clock.clone()),
+        forgetter: Forgetter::new(ports.core()),
+        ports,
     }
 }
 
@@ -54,7 +48,7 @@ async fn put_redacts_content_and_tags_and_announces_without_content() {
         .await
         .expect("put");
     assert_eq!(out.redactions, 2);
-    let stored = w.store.dump();
+    let stored = w.ports.store.dump();
     assert_eq!(stored.len(), 1);
     assert_eq!(
         stored[0].entry.content, "token [REDACTED:gh] and short 1234567",
@@ -62,7 +56,7 @@ async fn put_redacts_content_and_tags_and_announces_without_content() {
     );
     assert_eq!(stored[0].entry.tags, vec!["t:[REDACTED:gh]"]);
     assert_eq!(stored[0].entry.created_at, Timestamp::from_millis(NOW));
-    let events = w.events.events();
+    let events = w.ports.events.events();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].event_type, EventType::MemoryWritten);
     let detail = events[0].detail_json().to_string();
@@ -104,13 +98,13 @@ async fn rejected_requests_store_nothing() {
         ))
         .await;
     assert_eq!(foreign, Err(CoreError::RefNotAdmitted));
-    assert!(w.store.dump().is_empty());
+    assert!(w.ports.store.dump().is_empty());
     assert_eq!(
-        w.store.calls.get("put_entries"),
+        w.ports.store.calls.get("put_entries"),
         0,
         "validation happens before any store call"
     );
-    assert!(w.events.events().is_empty());
+    assert!(w.ports.events.events().is_empty());
 }
 
 #[tokio::test]
@@ -131,7 +125,7 @@ async fn a_secret_marker_that_grows_past_the_bound_is_rejected() {
         .expect_err("redaction makes it oversize");
     assert!(err.to_string().contains("after redaction"));
     assert!(!err.to_string().contains(secret));
-    assert!(w.store.dump().is_empty());
+    assert!(w.ports.store.dump().is_empty());
 }
 
 #[tokio::test]
@@ -146,14 +140,14 @@ async fn expiry_through_the_writer_and_reader() {
         .expect("put");
     let scope = TenantScope::new(TenantId::parse("tenant-a").expect("tenant"));
     let id = &out.written[0].id;
-    w.clock.set(Timestamp::from_millis(NOW + 9_999));
+    w.ports.clock.set(Timestamp::from_millis(NOW + 9_999));
     assert!(w
         .reader
         .get(&scope, REF_A, id)
         .await
         .expect("get")
         .is_some());
-    w.clock.set(Timestamp::from_millis(NOW + 10_001));
+    w.ports.clock.set(Timestamp::from_millis(NOW + 10_001));
     assert!(w
         .reader
         .get(&scope, REF_A, id)
@@ -185,10 +179,11 @@ async fn forget_is_tenant_scoped_and_content_free() {
             .await
             .expect("put");
     }
-    assert_eq!(w.store.dump().len(), 6);
+    assert_eq!(w.ports.store.dump().len(), 6);
     let counts = w.forgetter.forget("tenant-a", "bob").await.expect("forget");
     assert_eq!(counts.deleted_entries, 2);
     let left: Vec<String> = w
+        .ports
         .store
         .dump()
         .into_iter()
@@ -200,6 +195,7 @@ async fn forget_is_tenant_scoped_and_content_free() {
         .iter()
         .any(|c| c.contains("jazz") || c.contains("Oslo")));
     let forgotten = w
+        .ports
         .events
         .events()
         .into_iter()

@@ -2,7 +2,7 @@
 //! Lambda Runtime API and drives write -> list -> get -> cross-tenant probe -> forget against the
 //! emulator, printing what each step did.
 
-use e2e::apigw::{event, HttpEvent};
+use e2e::apigw::{get_event, list_event};
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
 
@@ -14,13 +14,7 @@ fn http_body(response: &Value) -> (u64, Value) {
 }
 
 async fn list(read: &LambdaProcess, tenant: &str, memory_ref: &str) -> (u64, Value) {
-    let e = event(&HttpEvent {
-        method: "GET",
-        path: "/v1/host/wop-memory/entries",
-        query: &[("memoryRef", memory_ref)],
-        claims: Some(json!({"tenant_id": tenant})),
-        body: None,
-    });
+    let e = list_event(tenant, memory_ref, &[]);
     http_body(&read.invoke(&e).await.response())
 }
 
@@ -85,13 +79,7 @@ async fn main() {
         .unwrap_or_default()
         .to_owned();
     println!("\n3. get {id} as {acme}:");
-    let e = event(&HttpEvent {
-        method: "GET",
-        path: &format!("/v1/host/wop-memory/entries/{id}"),
-        query: &[("memoryRef", &acme_ref)],
-        claims: Some(json!({"tenant_id": acme})),
-        body: None,
-    });
+    let e = get_event(&acme, &acme_ref, &id);
     let (status, body) = http_body(&read.invoke(&e).await.response());
     println!("   -> HTTP {status} {body}");
 
@@ -117,13 +105,7 @@ async fn main() {
         report["archiveKey"].as_str().unwrap_or("-")
     );
     if let Some(output) = report["outputId"].as_str() {
-        let e = event(&HttpEvent {
-            method: "GET",
-            path: &format!("/v1/host/wop-memory/entries/{output}"),
-            query: &[("memoryRef", &acme_ref)],
-            claims: Some(json!({"tenant_id": acme})),
-            body: None,
-        });
+        let e = get_event(&acme, &acme_ref, output);
         let (_, body) = http_body(&read.invoke(&e).await.response());
         println!("   long-term summary {output} (tags {}):", body["tags"]);
         for line in body["content"].as_str().unwrap_or_default().lines() {

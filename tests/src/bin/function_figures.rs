@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use e2e::apigw::{event, HttpEvent};
+use e2e::apigw::list_event;
 use e2e::runtime_api::binary_path;
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
@@ -31,13 +31,7 @@ async fn main() {
         .collect();
     let write_payload = json!({"op": "put", "tenantId": t, "memoryRef": r, "entries": entries,
         "secrets": [{"secretId": "k", "value": "sk-live-0123456789"}]});
-    let read_payload = event(&HttpEvent {
-        method: "GET",
-        path: "/v1/host/wop-memory/entries",
-        query: &[("memoryRef", &r), ("limit", "100")],
-        claims: Some(json!({"tenant_id": t})),
-        body: None,
-    });
+    let read_payload = list_event(&t, &r, &[("limit", "100")]);
     let payloads: Vec<(&str, Value)> = vec![
         ("memory-write", write_payload),
         ("memory-read", read_payload),
