@@ -5,7 +5,7 @@
 //! accepts nothing else on the way back (a parse is checked by formatting it again), so a
 //! document that round-trips is byte-identical. Instants are Unix milliseconds.
 
-use chrono::{DateTime, NaiveDate, SecondsFormat, Utc};
+use chrono::{DateTime, SecondsFormat, Utc};
 
 /// Instants come from a clock, never from input; chrono's range (about ±262,000 years) is
 /// clamped rather than failed so that rendering stays total.
@@ -17,9 +17,12 @@ fn instant(ms: i64) -> DateTime<Utc> {
     })
 }
 
-/// `YYYY-MM-DD` of the UTC day containing `ms`.
+/// `YYYY-MM-DD` of the UTC day containing `ms` (the date part of [`format_rfc3339_ms`]; chrono's
+/// strftime machinery is left out of the binary on purpose).
 pub(crate) fn format_date(ms: i64) -> String {
-    instant(ms).format("%Y-%m-%d").to_string()
+    let mut text = format_rfc3339_ms(ms);
+    text.truncate(text.find('T').unwrap_or(text.len()));
+    text
 }
 
 /// `YYYY-MM-DDTHH:MM:SS.mmmZ`.
@@ -29,8 +32,7 @@ pub(crate) fn format_rfc3339_ms(ms: i64) -> String {
 
 /// Parses exactly the `YYYY-MM-DD` form [`format_date`] writes, as the day's first millisecond.
 pub(crate) fn parse_date(s: &str) -> Option<i64> {
-    let day = NaiveDate::parse_from_str(s, "%Y-%m-%d").ok()?;
-    let ms = day.and_hms_opt(0, 0, 0)?.and_utc().timestamp_millis();
+    let ms = parse_rfc3339_ms(&format!("{s}T00:00:00.000Z"))?;
     (format_date(ms) == s).then_some(ms)
 }
 
