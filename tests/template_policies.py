@@ -69,7 +69,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "MemoryReadFunction": {
         "binary": "memory-read",
         "memory": 256,
-        "iam": pairs(["dynamodb:GetItem", "dynamodb:Query"], TABLE),
+        # BatchGetItem: a tag-filtered page fetches the entries its tag postings name.
+        "iam": pairs(["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"], TABLE),
         "routes": {
             ("GET", f"{API_PREFIX}/entries"),
             ("GET", f"{API_PREFIX}/entries/{{id}}"),
@@ -193,7 +194,7 @@ REQUIRED_ENV = {"MEMORY_TABLE", "ARCHIVE_BUCKET", "EVENT_BUS_NAME", "TENANT_CLAI
 
 # memory-read must not be able to change anything.
 WRITE_LIKE = re.compile(
-    r"(Put|Delete|Update|Write|Create|Batch|Transact|ConditionCheck|PartiQL|Restore|Import|Tag)",
+    r"(Put|Delete|Update|Write|Create|Transact|ConditionCheck|PartiQL|Restore|Import|Tag)",
     re.IGNORECASE,
 )
 # memory-write must not be able to touch tables as a whole or read in bulk.

@@ -69,8 +69,8 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
     );
     assert_eq!(
         table_before.len(),
-        14 + 1,
-        "positive control: 14 entries and the work marker"
+        14 + 14 + 1,
+        "positive control: 14 entries, their 14 tag postings (one tag each) and the work marker"
     );
     let err = dream
         .invoke(&json!({"tenantId": t, "memoryRef": r, "tokenBudget": 50}))

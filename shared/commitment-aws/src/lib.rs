@@ -11,6 +11,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
 use aws_sdk_dynamodb::Client;
 use commitments::{Commitment, Condition, State};
+use serde::{Deserialize, Serialize};
 
 use commitment_service::{
     due_shard, CommitmentKey, CommitmentStore, DueRead, Outbox, StoredCommitment,
@@ -20,7 +21,7 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
 use memory_aws::dynamo::{
-    get_n, get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr, subject_items,
+    get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr, subject_items,
 };
 use memory_aws::error::{backend, service_code};
 
@@ -53,50 +54,62 @@ fn key_of(item: &Item) -> Option<CommitmentKey> {
     })
 }
 
+/// A commitment's attributes as the table stores them, beside its `pk`/`sk`; `serde_dynamo`
+/// maps the struct to and from DynamoDB attributes. The due attributes exist only while the
+/// commitment is armed or its outbox is pending, which keeps the `byDue` index sparse.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct CommitmentItem {
+    tenant_id: String,
+    memory_ref: String,
+    #[serde(default)]
+    sources: Vec<String>,
+    condition: String,
+    state: String,
+    #[serde(default)]
+    fired: Vec<i64>,
+    created_at_ms: i64,
+    version: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subject_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    outbox_instant: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    outbox_lease: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    due_partition: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    due_at: Option<String>,
+}
+
 fn encode(c: &StoredCommitment) -> Result<Item, StoreError> {
-    let memory_ref =
-        MemoryRef::parse(&c.commitment.memory_ref).map_err(|_| StoreError::Corrupt {
-            key: c.commitment.id.clone(),
-        })?;
-    let mut item = key_item(&CommitmentKey {
-        memory_ref: memory_ref.clone(),
-        id: c.commitment.id.clone(),
-    });
     let k = &c.commitment;
-    item.insert("tenantId".into(), s(&k.tenant_id));
-    item.insert("memoryRef".into(), s(&k.memory_ref));
-    item.insert(
-        "sources".into(),
-        AttributeValue::L(k.source_entry_ids.iter().map(s).collect()),
-    );
-    item.insert("condition".into(), s(k.condition.encode()));
-    item.insert("state".into(), s(k.state.as_str()));
-    item.insert(
-        "fired".into(),
-        AttributeValue::L(k.fired.iter().map(|f| n(*f)).collect()),
-    );
-    item.insert("createdAtMs".into(), n(k.created_at_ms));
-    item.insert(
-        "version".into(),
-        n(i64::try_from(c.version).unwrap_or(i64::MAX)),
-    );
-    if let Some(subject) = &c.subject {
-        item.insert(
-            "subjectKey".into(),
-            s(subject_attr(memory_ref.tenant(), subject)),
-        );
-    }
-    if let Some(o) = c.outbox {
-        item.insert("outboxInstant".into(), n(o.instant_ms));
-        item.insert("outboxLease".into(), n(o.lease_until_ms));
-    }
-    if let Some(at) = c.due_at() {
-        item.insert(
-            "duePartition".into(),
-            s(format!("due#{:02}", due_shard(&k.id))),
-        );
-        item.insert("dueAt".into(), s(due_key(at)));
-    }
+    let corrupt = || StoreError::Corrupt { key: k.id.clone() };
+    let memory_ref = MemoryRef::parse(&k.memory_ref).map_err(|_| corrupt())?;
+    let due_at = c.due_at();
+    let attributes = CommitmentItem {
+        tenant_id: k.tenant_id.clone(),
+        memory_ref: k.memory_ref.clone(),
+        sources: k.source_entry_ids.clone(),
+        condition: k.condition.encode(),
+        state: k.state.as_str().to_owned(),
+        fired: k.fired.clone(),
+        created_at_ms: k.created_at_ms,
+        version: c.version,
+        subject_key: c
+            .subject
+            .as_ref()
+            .map(|subject| subject_attr(memory_ref.tenant(), subject)),
+        outbox_instant: c.outbox.map(|o| o.instant_ms),
+        outbox_lease: c.outbox.map(|o| o.lease_until_ms),
+        due_partition: due_at.map(|_| format!("due#{:02}", due_shard(&k.id))),
+        due_at: due_at.map(due_key),
+    };
+    let mut item: Item = serde_dynamo::to_item(attributes).map_err(|_| corrupt())?;
+    item.extend(key_item(&CommitmentKey {
+        memory_ref,
+        id: k.id.clone(),
+    }));
     Ok(item)
 }
 
@@ -108,30 +121,15 @@ fn decode(item: &Item) -> Result<StoredCommitment, StoreError> {
             .map_or_else(|| "?".to_owned(), |k| k.id.clone()),
     };
     let key = key.clone().ok_or_else(corrupt)?;
-    let get_s = |name: &str| get_s(item, name).map(str::to_owned);
-    let get_n = |name: &str| get_n(item, name);
-    let list_s = |name: &str| -> Vec<String> {
-        match item.get(name) {
-            Some(AttributeValue::L(l)) => l.iter().filter_map(|v| v.as_s().ok().cloned()).collect(),
-            _ => Vec::new(),
-        }
-    };
-    let fired = match item.get("fired") {
-        Some(AttributeValue::L(l)) => l
-            .iter()
-            .filter_map(|v| v.as_n().ok().and_then(|x| x.parse().ok()))
-            .collect(),
-        _ => Vec::new(),
-    };
-    let tenant = key.memory_ref.tenant().clone();
-    let subject = get_s("subjectKey")
-        .and_then(|raw| {
-            raw.strip_prefix(tenant.as_str())
-                .and_then(|r| r.strip_prefix('#'))
-                .map(str::to_owned)
-        })
-        .and_then(|h| SubjectKey::from_stored(&h));
-    let outbox = match (get_n("outboxInstant"), get_n("outboxLease")) {
+    let stored: CommitmentItem = serde_dynamo::from_item(item.clone()).map_err(|_| corrupt())?;
+    let tenant = key.memory_ref.tenant();
+    let subject = stored
+        .subject_key
+        .as_deref()
+        .and_then(|raw| raw.strip_prefix(tenant.as_str()))
+        .and_then(|r| r.strip_prefix('#'))
+        .and_then(SubjectKey::from_stored);
+    let outbox = match (stored.outbox_instant, stored.outbox_lease) {
         (Some(instant_ms), Some(lease_until_ms)) => Some(Outbox {
             instant_ms,
             lease_until_ms,
@@ -141,20 +139,15 @@ fn decode(item: &Item) -> Result<StoredCommitment, StoreError> {
     Ok(StoredCommitment {
         commitment: Commitment {
             id: key.id.clone(),
-            tenant_id: get_s("tenantId").ok_or_else(corrupt)?,
-            memory_ref: get_s("memoryRef").ok_or_else(corrupt)?,
-            source_entry_ids: list_s("sources"),
-            condition: Condition::decode(&get_s("condition").ok_or_else(corrupt)?)
-                .map_err(|_| corrupt())?,
-            state: get_s("state")
-                .and_then(|st| st.parse::<State>().ok())
-                .ok_or_else(corrupt)?,
-            fired,
-            created_at_ms: get_n("createdAtMs").ok_or_else(corrupt)?,
+            tenant_id: stored.tenant_id,
+            memory_ref: stored.memory_ref,
+            source_entry_ids: stored.sources,
+            condition: Condition::decode(&stored.condition).map_err(|_| corrupt())?,
+            state: stored.state.parse::<State>().map_err(|_| corrupt())?,
+            fired: stored.fired,
+            created_at_ms: stored.created_at_ms,
         },
-        version: get_n("version")
-            .and_then(|v| u64::try_from(v).ok())
-            .ok_or_else(corrupt)?,
+        version: stored.version,
         subject,
         outbox,
     })

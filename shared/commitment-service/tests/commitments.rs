@@ -208,7 +208,8 @@ impl World {
                 REF,
                 &memory_core::listing::ListOptions {
                     limit: Some(100),
-                    tag: Some(tag.to_owned()),
+                    tags: memory_core::tag_filter::TagFilter::new(vec![tag.to_owned()], vec![])
+                        .expect("tag"),
                     cursor: None,
                 },
             )

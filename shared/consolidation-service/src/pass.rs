@@ -15,7 +15,7 @@ use memory_core::error::{CoreError, StoreError};
 use memory_core::events::DomainEvent;
 use memory_core::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
 use memory_core::listing::snapshot;
-use memory_core::model::{hex, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use memory_core::model::{hex, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{CorePorts, WorkKind};
 use memory_core::time::Timestamp;
 use memory_guard::Redactor;
@@ -137,12 +137,10 @@ impl Consolidator {
                     .unwrap_or_default(),
                 provenance: m.provenance.clone(),
             };
-            let deletes: Vec<(EntryKey, String)> =
-                replaced.iter().map(|e| (e.key(), e.revision())).collect();
             match self
                 .ports
                 .store
-                .replace(std::slice::from_ref(&merged), &deletes)
+                .replace(std::slice::from_ref(&merged), &replaced)
                 .await
             {
                 Ok(()) => {

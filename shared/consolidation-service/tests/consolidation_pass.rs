@@ -9,7 +9,7 @@ use consolidation_service::pass::Consolidator;
 use memory_core::events::EventType;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
-use memory_core::ports::{CorePorts, EntryStore, Page, PageQuery, WorkKind, WorkState};
+use memory_core::ports::{CorePorts, EntryStore, IdBound, Page, PageQuery, WorkKind, WorkState};
 use memory_core::{MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
 use memory_testkit::contract::{entry, memory_ref, T0};
 use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
@@ -278,11 +278,19 @@ impl EntryStore for Racing {
     async fn delete_many(&self, k: &[EntryKey]) -> Result<usize, StoreError> {
         self.inner.delete_many(k).await
     }
-    async fn replace(
+    async fn tag_postings(
         &self,
-        put: &[StoredEntry],
-        delete: &[(EntryKey, String)],
-    ) -> Result<(), StoreError> {
+        r: &MemoryRef,
+        tag: &str,
+        b: Option<&IdBound>,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        self.inner.tag_postings(r, tag, b, limit).await
+    }
+    async fn get_many(&self, k: &[EntryKey]) -> Result<Vec<StoredEntry>, StoreError> {
+        self.inner.get_many(k).await
+    }
+    async fn replace(&self, put: &[StoredEntry], delete: &[StoredEntry]) -> Result<(), StoreError> {
         let first = {
             let mut raced = self.raced.lock().unwrap_or_else(|e| e.into_inner());
             !std::mem::replace(&mut *raced, true)

@@ -11,7 +11,7 @@ use memory_api::read_api::ReadApi;
 use memory_core::capabilities::HOST_MODEL;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use memory_core::ports::{EntryStore, Page, PageQuery, SystemClock, WorkKind, WorkState};
+use memory_core::ports::{EntryStore, IdBound, Page, PageQuery, SystemClock, WorkKind, WorkState};
 use memory_core::reader::MemoryReader;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
@@ -68,7 +68,19 @@ impl EntryStore for PrebuiltPage {
     async fn delete_many(&self, _: &[EntryKey]) -> Result<usize, StoreError> {
         Ok(0)
     }
-    async fn replace(&self, _: &[StoredEntry], _: &[(EntryKey, String)]) -> Result<(), StoreError> {
+    async fn tag_postings(
+        &self,
+        _: &MemoryRef,
+        _: &str,
+        _: Option<&IdBound>,
+        _: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn get_many(&self, _: &[EntryKey]) -> Result<Vec<StoredEntry>, StoreError> {
+        Ok(Vec::new())
+    }
+    async fn replace(&self, _: &[StoredEntry], _: &[StoredEntry]) -> Result<(), StoreError> {
         Ok(())
     }
     async fn work_state(&self, _: &MemoryRef, _: WorkKind) -> Result<WorkState, StoreError> {

@@ -12,7 +12,6 @@ mod startup;
 
 pub use startup::start;
 
-use std::collections::HashMap;
 use std::future::Future;
 
 use aws_lambda_events::apigw::{ApiGatewayV2httpRequest, ApiGatewayV2httpResponse};
@@ -22,7 +21,7 @@ use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::tower::util::MapRequestLayer;
 use lambda_runtime::{layers::TracingLayer, service_fn, Diagnostic, LambdaEvent, Runtime};
 use memory_api::background_api::{self, PassCommand, PassOutcome, QueuedJob, RefPass};
-use memory_api::read_api::ReadRequest;
+use memory_api::read_api::{Query, ReadRequest};
 use memory_api::{decode, HttpResponse, WireError};
 use memory_core::ports::{EntryStore, JobQueue};
 use serde::Serialize;
@@ -158,11 +157,18 @@ pub fn http_request(mut event: Value, claim: &str) -> HttpTrigger {
         .filter(|v| !v.is_empty())
         .map(str::to_owned);
     let typed: ApiGatewayV2httpRequest = decode::typed(event, "event")?;
-    let query: HashMap<String, String> = typed
-        .query_string_parameters
-        .iter()
-        .map(|(k, v)| (k.to_owned(), v.to_owned()))
-        .collect();
+    // The raw query string keeps repeated parameters apart (`tag=a&tag=b`); API Gateway's
+    // parsed map joins them with commas. The map is the fallback for events built without it.
+    let query: Query = match typed.raw_query_string.as_deref() {
+        Some(raw) if !raw.is_empty() => form_urlencoded::parse(raw.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect(),
+        _ => typed
+            .query_string_parameters
+            .iter()
+            .map(|(k, v)| (k.to_owned(), v.to_owned()))
+            .collect(),
+    };
     // Base64 bodies are not expected on these JSON routes and count as empty, which then fails
     // validation with a clear 400.
     let body = if typed.is_base64_encoded {

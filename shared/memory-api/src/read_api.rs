@@ -2,11 +2,10 @@
 //! RFC 0080 capability document), tenant taken from the JWT claim. Routing accepts any prefix
 //! before `/v1/host/wop-memory/` so a named API Gateway stage in the path changes nothing.
 
-use std::collections::HashMap;
-
 use memory_core::capabilities::HostMemoryModel;
 use memory_core::listing::{parse_limit, ListOptions};
 use memory_core::reader::MemoryReader;
+use memory_core::tag_filter::TagFilter;
 use memory_core::CoreError;
 use memory_guard::{TenantId, TenantScope};
 use serde_json::json;
@@ -15,12 +14,50 @@ use crate::{ref_hash, HttpResponse};
 
 const BASE: &str = "/v1/host/wop-memory/";
 
+/// The query string's parameters in request order, names and values percent-decoded. A name can
+/// repeat (`tag=a&tag=b`), which is why this is not a map: API Gateway's own
+/// `queryStringParameters` joins repeated values with commas, and a tag may contain a comma.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Query(pub Vec<(String, String)>);
+
+impl Query {
+    /// A parameter that means one value; given twice it is a client error, not a guess.
+    pub fn single(&self, name: &str) -> Result<Option<&str>, CoreError> {
+        let mut values = self.0.iter().filter(|(k, _)| k == name).map(|(_, v)| v);
+        match (values.next(), values.next()) {
+            (first, None) => Ok(first.map(String::as_str)),
+            (Some(_), Some(_)) => Err(CoreError::invalid(name, "give this parameter once")),
+            (None, Some(_)) => Ok(None),
+        }
+    }
+
+    /// Every value of a repeatable parameter, in request order.
+    pub fn all(&self, name: &str) -> Vec<String> {
+        self.0
+            .iter()
+            .filter(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+}
+
+impl<K: Into<String>, V: Into<String>> FromIterator<(K, V)> for Query {
+    fn from_iter<I: IntoIterator<Item = (K, V)>>(pairs: I) -> Self {
+        Query(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k.into(), v.into()))
+                .collect(),
+        )
+    }
+}
+
 /// What the handler extracted from the API Gateway event.
 #[derive(Clone, Debug, Default)]
 pub struct ReadRequest {
     pub method: String,
     pub path: String,
-    pub query: HashMap<String, String>,
+    pub query: Query,
     /// The tenant claim of the verified JWT, if present.
     pub tenant_claim: Option<String>,
 }
@@ -72,20 +109,16 @@ impl ReadApi {
             .and_then(|t| TenantId::parse(t).ok())
             .ok_or(CoreError::NoTenant)?;
         let scope = TenantScope::new(tenant);
-        let memory_ref = request
-            .query
-            .get("memoryRef")
+        let query = &request.query;
+        let memory_ref = query
+            .single("memoryRef")?
             .ok_or_else(|| CoreError::invalid("memoryRef", "query parameter is required"))?;
         match route {
             Route::List => {
                 let options = ListOptions {
-                    limit: request
-                        .query
-                        .get("limit")
-                        .map(|l| parse_limit(l))
-                        .transpose()?,
-                    tag: request.query.get("tag").cloned(),
-                    cursor: request.query.get("cursor").cloned(),
+                    limit: query.single("limit")?.map(parse_limit).transpose()?,
+                    tags: TagFilter::new(query.all("tag"), query.all("anyTag"))?,
+                    cursor: query.single("cursor")?.map(str::to_owned),
                 };
                 let page = self.reader.list(&scope, memory_ref, &options).await?;
                 tracing::info!(

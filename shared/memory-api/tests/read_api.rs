@@ -1,6 +1,5 @@
 //! The read API in process over the in-memory store: routing, statuses and envelopes.
 
-use std::collections::HashMap;
 use std::sync::Arc;
 
 use memory_api::read_api::{ReadApi, ReadRequest};
@@ -34,10 +33,7 @@ fn req(path: &str, query: &[(&str, &str)], tenant: Option<&str>) -> ReadRequest 
     ReadRequest {
         method: "GET".into(),
         path: path.into(),
-        query: query
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect::<HashMap<_, _>>(),
+        query: query.iter().copied().collect(),
         tenant_claim: tenant.map(str::to_owned),
     }
 }

@@ -25,6 +25,12 @@
 //! below DynamoDB's 400 KB item limit and forget still sees every source id. Deleting an entry
 //! deletes its overflow items.
 //!
+//! Tag postings (README "Tag lists"): sk `G#{tagKey}#{entryId}`, one per distinct tag of an entry,
+//! holding only keys and the entry's `ttl`, so a tag's entries are one newest-first key range.
+//! They are written before the entry (in transactions of their own: an entry's tags do not fit
+//! the entry's transaction beside 25 entries) and removed after it, so every live entry has its
+//! postings; one left behind by a crash proposes an id that the read then finds missing.
+//!
 //! Tombstones (forget's fence, `memory_core::forget`): sk `T#{entryId}` in the entry's
 //! partition, TTL'd. Idempotency records: pk `{tenantId}#K#{keyDigest}`, sk `K` (never a valid
 //! ref partition, still under the tenant's leading key), TTL'd after the key's window.
@@ -32,22 +38,26 @@
 //! Reads are strongly consistent (read-your-writes); the `bySubject` index can only be read
 //! eventually consistently, which forget accepts (see README).
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde::{Deserialize, Serialize};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{
-    AttributeValue, Delete, Put, ReturnValue, TransactWriteItem, Update,
+    AttributeValue, Delete, KeysAndAttributes, Put, ReturnValue, TransactWriteItem, Update,
 };
 use aws_sdk_dynamodb::Client;
 
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
+use memory_core::listing::MAX_LIST_LIMIT;
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{
-    within, work_shard, EntryStore, Page, PageQuery, WorkKind, WorkState, MAX_ENTRIES_PER_PUT,
-    MAX_ITEMS_PER_TRANSACTION,
+    within, work_shard, EntryStore, IdBound, Page, PageQuery, WorkKind, WorkState,
+    MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
+use memory_core::tag_filter::tag_key;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, MemoryRef, TenantId};
 
@@ -58,6 +68,7 @@ pub const DIRTY_INDEX: &str = "byDirtyRef";
 const ENTRY_PREFIX: &str = "E#";
 const TOMBSTONE_PREFIX: &str = "T#";
 const PROVENANCE_PREFIX: &str = "P#";
+const POSTING_PREFIX: &str = "G#";
 /// Provenance ids kept on the entry item itself.
 pub const INLINE_PROVENANCE: usize = 100;
 /// Provenance ids per overflow item: 8,000 ULIDs are about 220 KB, well under 400 KB.
@@ -68,7 +79,7 @@ const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
 const COMPLETE_UPDATE: &str = "SET #r = :r";
 const COMPLETE_CONDITION: &str = "attempt = :a AND attribute_not_exists(#r)";
 
-type Item = HashMap<String, AttributeValue>;
+pub type Item = HashMap<String, AttributeValue>;
 
 #[derive(Clone, Debug)]
 pub struct DynamoEntryStore {
@@ -107,50 +118,96 @@ fn key_item(key: &EntryKey) -> Item {
     ])
 }
 
-fn encode(e: &StoredEntry) -> Item {
-    let mut item = key_item(&e.key());
-    item.insert("id".into(), s(&e.entry.id));
-    item.insert("content".into(), s(&e.entry.content));
-    item.insert(
-        "tags".into(),
-        AttributeValue::L(e.entry.tags.iter().map(s).collect()),
-    );
-    item.insert("createdAt".into(), s(e.entry.created_at.to_rfc3339()));
-    item.insert("createdAtMs".into(), n(e.entry.created_at.as_millis()));
-    if let Some(exp) = e.entry.expires_at {
-        item.insert("expiresAtMs".into(), n(exp.as_millis()));
-        item.insert("ttl".into(), n(exp.epoch_seconds_ceil()));
-    }
-    item.insert("tier".into(), s(e.tier.as_str()));
-    item.insert("rev".into(), s(e.revision()));
-    if !e.provenance.is_empty() {
-        let inline = &e.provenance[..e.provenance.len().min(INLINE_PROVENANCE)];
-        item.insert(
-            "provenance".into(),
-            AttributeValue::L(inline.iter().map(s).collect()),
-        );
-        let chunks = overflow_chunks(e).count();
-        if chunks > 0 {
-            item.insert("provenanceChunks".into(), n(chunks as i64));
-        }
-    }
-    if let Some(subject) = &e.subject {
-        item.insert(
-            "subjectKey".into(),
-            s(subject_attr(e.memory_ref.tenant(), subject)),
-        );
-    }
-    let a = &e.attribution;
-    for (name, value) in [
-        ("runId", &a.run_id),
-        ("nodeId", &a.node_id),
-        ("agentId", &a.agent_id),
-    ] {
-        if let Some(v) = value {
-            item.insert(name.into(), s(v));
-        }
-    }
-    item
+/// An entry's attributes as the table stores them (README "Storage layout"), beside its `pk`/`sk`.
+/// `serde_dynamo` maps this struct to and from DynamoDB attributes, so the struct is the codec;
+/// absent optional attributes stay absent on the wire.
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct EntryItem {
+    #[serde(default)]
+    id: String,
+    content: String,
+    #[serde(default)]
+    tags: Vec<String>,
+    #[serde(default)]
+    created_at: String,
+    created_at_ms: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at_ms: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    ttl: Option<i64>,
+    #[serde(default)]
+    tier: String,
+    #[serde(default)]
+    rev: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    provenance: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    provenance_chunks: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    subject_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    node_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    agent_id: Option<String>,
+}
+
+/// An entry's item exactly as `put_entries` writes it (without its postings or overflow items);
+/// public so scale tests can bulk-load real entry items.
+pub fn entry_item(e: &StoredEntry) -> Result<Item, StoreError> {
+    let chunks = overflow_chunks(e).count();
+    let attributes = EntryItem {
+        id: e.entry.id.clone(),
+        content: e.entry.content.clone(),
+        tags: e.entry.tags.clone(),
+        created_at: e.entry.created_at.to_rfc3339(),
+        created_at_ms: e.entry.created_at.as_millis(),
+        expires_at_ms: e.entry.expires_at.map(Timestamp::as_millis),
+        ttl: e.entry.expires_at.map(Timestamp::epoch_seconds_ceil),
+        tier: e.tier.as_str().to_owned(),
+        rev: e.revision(),
+        provenance: e.provenance[..e.provenance.len().min(INLINE_PROVENANCE)].to_vec(),
+        provenance_chunks: (chunks > 0).then_some(chunks as i64),
+        subject_key: e
+            .subject
+            .as_ref()
+            .map(|subject| subject_attr(e.memory_ref.tenant(), subject)),
+        run_id: e.attribution.run_id.clone(),
+        node_id: e.attribution.node_id.clone(),
+        agent_id: e.attribution.agent_id.clone(),
+    };
+    let mut item: Item = serde_dynamo::to_item(attributes).map_err(|_| StoreError::Corrupt {
+        key: format!(
+            "{}/{}",
+            partition_key(&e.memory_ref),
+            entry_sort_key(&e.entry.id)
+        ),
+    })?;
+    item.extend(key_item(&e.key()));
+    Ok(item)
+}
+
+fn posting_prefix(tag: &str) -> String {
+    format!("{POSTING_PREFIX}{}#", tag_key(tag))
+}
+
+/// The keys of an entry's tag postings, one per distinct tag.
+fn posting_keys(e: &StoredEntry) -> Vec<Item> {
+    let pk = partition_key(&e.memory_ref);
+    let tags: BTreeSet<&String> = e.entry.tags.iter().collect();
+    tags.into_iter()
+        .map(|t| {
+            HashMap::from([
+                ("pk".to_owned(), s(&pk)),
+                (
+                    "sk".to_owned(),
+                    s(format!("{}{}", posting_prefix(t), e.entry.id)),
+                ),
+            ])
+        })
+        .collect()
 }
 
 /// The provenance ids past the inline bound, in overflow-item order.
@@ -203,49 +260,33 @@ fn decode(item: &Item) -> Result<StoredEntry, StoreError> {
         ),
     };
     let key = key_of(item).ok_or_else(corrupt)?;
-    let tags = match item.get("tags") {
-        Some(AttributeValue::L(list)) => list
-            .iter()
-            .map(|v| v.as_s().cloned().map_err(|_| corrupt()))
-            .collect::<Result<Vec<_>, _>>()?,
-        _ => Vec::new(),
-    };
-    let tenant = key.memory_ref.tenant().clone();
-    let subject = match get_s(item, "subjectKey") {
+    let stored: EntryItem = serde_dynamo::from_item(item.clone()).map_err(|_| corrupt())?;
+    let subject = match stored.subject_key {
         Some(raw) => Some(
-            raw.strip_prefix(tenant.as_str())
+            raw.strip_prefix(key.memory_ref.tenant().as_str())
                 .and_then(|r| r.strip_prefix('#'))
                 .and_then(SubjectKey::from_stored)
                 .ok_or_else(corrupt)?,
         ),
         None => None,
     };
-    let attr = |name| get_s(item, name).map(str::to_owned);
     Ok(StoredEntry {
         entry: MemoryEntry {
-            id: key.id.clone(),
-            content: get_s(item, "content").ok_or_else(corrupt)?.to_owned(),
-            tags,
-            created_at: Timestamp::from_millis(get_n(item, "createdAtMs").ok_or_else(corrupt)?),
-            expires_at: get_n(item, "expiresAtMs").map(Timestamp::from_millis),
+            id: key.id,
+            content: stored.content,
+            tags: stored.tags,
+            created_at: Timestamp::from_millis(stored.created_at_ms),
+            expires_at: stored.expires_at_ms.map(Timestamp::from_millis),
         },
         memory_ref: key.memory_ref,
-        tier: get_s(item, "tier")
-            .and_then(Tier::parse)
-            .unwrap_or_default(),
+        tier: Tier::parse(&stored.tier).unwrap_or_default(),
         subject,
         attribution: Attribution {
-            run_id: attr("runId"),
-            node_id: attr("nodeId"),
-            agent_id: attr("agentId"),
+            run_id: stored.run_id,
+            node_id: stored.node_id,
+            agent_id: stored.agent_id,
         },
-        provenance: match item.get("provenance") {
-            Some(AttributeValue::L(list)) => list
-                .iter()
-                .map(|v| v.as_s().cloned().map_err(|_| corrupt()))
-                .collect::<Result<Vec<_>, _>>()?,
-            _ => Vec::new(),
-        },
+        provenance: stored.provenance,
     })
 }
 
@@ -432,7 +473,7 @@ impl DynamoEntryStore {
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let put = Put::builder()
             .table_name(&self.table)
-            .set_item(Some(encode(e)))
+            .set_item(Some(entry_item(e)?))
             .condition_expression("attribute_not_exists(pk)")
             .build()
             .map_err(|_| build_error(op))?;
@@ -510,6 +551,63 @@ impl DynamoEntryStore {
 }
 
 impl DynamoEntryStore {
+    /// Writes the tag postings of `entries` (before the entries themselves): unconditional puts
+    /// in transactions of up to 100 items, so a usual write adds one round trip and the
+    /// function needs no bulk-write permission.
+    async fn put_postings(
+        &self,
+        op: &'static str,
+        entries: &[StoredEntry],
+    ) -> Result<(), StoreError> {
+        let mut items = Vec::new();
+        for e in entries {
+            let ttl = e.entry.expires_at.map(Timestamp::epoch_seconds_ceil);
+            for mut item in posting_keys(e) {
+                if let Some(ttl) = ttl {
+                    item.insert("ttl".to_owned(), n(ttl));
+                }
+                let put = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .build()
+                    .map_err(|_| build_error(op))?;
+                items.push(TransactWriteItem::builder().put(put).build());
+            }
+        }
+        for chunk in items.chunks(MAX_ITEMS_PER_TRANSACTION) {
+            self.transact(op, chunk.to_vec())
+                .await
+                .map_err(|e| e.into_store(op))?;
+        }
+        Ok(())
+    }
+
+    /// Removes the tag postings of entries that are gone. A failure is logged, not returned:
+    /// the entries are deleted either way, and a posting left behind only proposes an id that
+    /// reads then find missing.
+    async fn remove_postings(&self, op: &'static str, entries: &[StoredEntry]) {
+        let mut items = Vec::new();
+        for key in entries.iter().flat_map(posting_keys) {
+            match Delete::builder()
+                .table_name(&self.table)
+                .set_key(Some(key))
+                .build()
+            {
+                Ok(delete) => items.push(TransactWriteItem::builder().delete(delete).build()),
+                Err(_) => return,
+            }
+        }
+        for chunk in items.chunks(MAX_ITEMS_PER_TRANSACTION) {
+            if let Err(e) = self.transact(op, chunk.to_vec()).await {
+                tracing::warn!(
+                    error = %e.into_store(op),
+                    postings = chunk.len(),
+                    "tag postings of deleted entries left behind; reads skip them"
+                );
+            }
+        }
+    }
+
     pub fn new(client: Client, table: String) -> Self {
         DynamoEntryStore { client, table }
     }
@@ -641,6 +739,7 @@ impl EntryStore for DynamoEntryStore {
         if let Some(c) = completion {
             items.push(self.complete_item(OP, c)?);
         }
+        self.put_postings(OP, entries).await?;
         match self.transact(OP, items).await {
             Ok(()) => {}
             // New ids are never taken, so a failed "not exists" condition on every entry with
@@ -845,6 +944,11 @@ impl EntryStore for DynamoEntryStore {
         completion: &Completion,
     ) -> Result<bool, StoreError> {
         const OP: &str = "delete";
+        // Entries never change in place, so the tags read now are the tags deleted below.
+        let existing = match self.get_item(OP, key_item(key)).await? {
+            Some(item) => decode(&item).ok(),
+            None => None,
+        };
         let delete = Delete::builder()
             .table_name(&self.table)
             .set_key(Some(key_item(key)))
@@ -858,6 +962,9 @@ impl EntryStore for DynamoEntryStore {
         match self.transact(OP, items).await {
             Ok(()) => {
                 self.delete_overflow(key).await?;
+                if let Some(e) = existing {
+                    self.remove_postings(OP, &[e]).await;
+                }
                 Ok(true)
             }
             Err(TxError::Conditions(failed)) => {
@@ -926,7 +1033,7 @@ impl EntryStore for DynamoEntryStore {
     ) -> Result<Page, StoreError> {
         const OP: &str = "list_page";
         let pk = partition_key(memory_ref);
-        let mut filter = String::from("(attribute_not_exists(expiresAtMs) OR expiresAtMs > :now)");
+        let filter = "attribute_not_exists(expiresAtMs) OR expiresAtMs > :now";
         let mut request = self
             .client
             .query()
@@ -938,10 +1045,6 @@ impl EntryStore for DynamoEntryStore {
             .scan_index_forward(false)
             .consistent_read(true)
             .limit(i32::try_from(query.limit.max(1)).unwrap_or(i32::MAX));
-        if let Some(tag) = &query.tag {
-            filter.push_str(" AND contains(tags, :tag)");
-            request = request.expression_attribute_values(":tag", s(tag));
-        }
         if let Some(after) = &query.after {
             request = request
                 .exclusive_start_key("pk", s(&pk))
@@ -974,6 +1077,118 @@ impl EntryStore for DynamoEntryStore {
         }
     }
 
+    async fn tag_postings(
+        &self,
+        memory_ref: &MemoryRef,
+        tag: &str,
+        bound: Option<&IdBound>,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        const OP: &str = "tag_postings";
+        let pk = partition_key(memory_ref);
+        let prefix = posting_prefix(tag);
+        let limit = limit.max(1);
+        let request = self
+            .client
+            .query()
+            .table_name(&self.table)
+            .expression_attribute_values(":pk", s(&pk))
+            .projection_expression("sk")
+            .scan_index_forward(false)
+            .consistent_read(true)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+        // "At most" is an inclusive key range ending at the id; "below" starts after the id's
+        // posting key, which need not exist.
+        let mut request = match bound {
+            Some(IdBound::AtMost(id)) => request
+                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+                .expression_attribute_values(":lo", s(&prefix))
+                .expression_attribute_values(":hi", s(format!("{prefix}{id}"))),
+            Some(IdBound::Below(id)) => request
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":prefix", s(&prefix))
+                .exclusive_start_key("pk", s(&pk))
+                .exclusive_start_key("sk", s(format!("{prefix}{id}"))),
+            None => request
+                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+                .expression_attribute_values(":prefix", s(&prefix)),
+        };
+        let mut ids = Vec::new();
+        loop {
+            let out = crate::retry::send(OP, || request.clone().send())
+                .await
+                .map_err(|e| backend(OP, &e))?;
+            ids.extend(
+                out.items()
+                    .iter()
+                    .filter_map(|i| get_s(i, "sk"))
+                    .filter_map(|sk| sk.strip_prefix(prefix.as_str()))
+                    .map(str::to_owned),
+            );
+            // Fewer items than the limit with a next key: the 1 MB page cap, read on.
+            match out.last_evaluated_key() {
+                Some(next) if ids.len() < limit as usize => {
+                    let left = limit as usize - ids.len();
+                    request = request
+                        .set_exclusive_start_key(Some(next.clone()))
+                        .limit(i32::try_from(left).unwrap_or(i32::MAX));
+                }
+                _ => return Ok(ids),
+            }
+        }
+    }
+
+    async fn get_many(&self, keys: &[EntryKey]) -> Result<Vec<StoredEntry>, StoreError> {
+        const OP: &str = "get_many";
+        within(OP, keys.len(), MAX_LIST_LIMIT as usize)?;
+        // BatchGetItem rejects a request naming one key twice.
+        let unique: BTreeSet<&EntryKey> = keys.iter().collect();
+        if unique.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut pending = KeysAndAttributes::builder()
+            .set_keys(Some(unique.into_iter().map(key_item).collect()))
+            .consistent_read(true)
+            .build()
+            .map_err(|_| build_error(OP))?;
+        let budget = memory_core::deadline::retry_budget();
+        let started = std::time::Instant::now();
+        let mut found = Vec::new();
+        for round in 0u32.. {
+            let request = self
+                .client
+                .batch_get_item()
+                .request_items(&self.table, pending.clone());
+            let out = crate::retry::send(OP, || request.clone().send())
+                .await
+                .map_err(|e| backend(OP, &e))?;
+            for item in out
+                .responses()
+                .and_then(|r| r.get(&self.table))
+                .into_iter()
+                .flatten()
+            {
+                found.push(self.decode_full(item).await?);
+            }
+            // Keys DynamoDB did not get to (throughput): ask again after a backoff.
+            match out.unprocessed_keys().and_then(|u| u.get(&self.table)) {
+                Some(rest) if !rest.keys().is_empty() => {
+                    let delay = crate::retry::backoff(round);
+                    if started.elapsed() + delay > budget {
+                        return Err(StoreError::Unavailable {
+                            op: OP,
+                            code: "UnprocessedKeys".into(),
+                        });
+                    }
+                    tokio::time::sleep(delay).await;
+                    pending = rest.clone();
+                }
+                _ => break,
+            }
+        }
+        Ok(found)
+    }
+
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
         let out = crate::retry::send("delete", || {
             self.client
@@ -985,11 +1200,14 @@ impl EntryStore for DynamoEntryStore {
         })
         .await
         .map_err(|e| backend("delete", &e))?;
-        let old = out.attributes();
+        let old = out.attributes().filter(|a| !a.is_empty());
         if old.is_some_and(|a| get_n(a, "provenanceChunks").unwrap_or(0) > 0) {
             self.delete_overflow(key).await?;
         }
-        Ok(old.is_some_and(|a| !a.is_empty()))
+        if let Some(e) = old.and_then(|a| decode(a).ok()) {
+            self.remove_postings("delete", &[e]).await;
+        }
+        Ok(old.is_some())
     }
 
     async fn find_by_subject(
@@ -1012,11 +1230,7 @@ impl EntryStore for DynamoEntryStore {
             .collect())
     }
 
-    async fn replace(
-        &self,
-        put: &[StoredEntry],
-        delete: &[(EntryKey, String)],
-    ) -> Result<(), StoreError> {
+    async fn replace(&self, put: &[StoredEntry], delete: &[StoredEntry]) -> Result<(), StoreError> {
         const OP: &str = "replace";
         within(OP, put.len() + delete.len(), MAX_ITEMS_PER_TRANSACTION)?;
         let mut items = Vec::with_capacity(put.len() + delete.len());
@@ -1024,12 +1238,12 @@ impl EntryStore for DynamoEntryStore {
             items.extend(self.put_if_absent(OP, e)?);
         }
         within(OP, items.len() + delete.len(), MAX_ITEMS_PER_TRANSACTION)?;
-        for (key, rev) in delete {
+        for e in delete {
             let delete = Delete::builder()
                 .table_name(&self.table)
-                .set_key(Some(key_item(key)))
+                .set_key(Some(key_item(&e.key())))
                 .condition_expression("rev = :rev")
-                .expression_attribute_values(":rev", s(rev))
+                .expression_attribute_values(":rev", s(e.revision()))
                 .build()
                 .map_err(|_| build_error(OP))?;
             items.push(TransactWriteItem::builder().delete(delete).build());
@@ -1037,13 +1251,15 @@ impl EntryStore for DynamoEntryStore {
         if items.is_empty() {
             return Ok(());
         }
+        self.put_postings(OP, put).await?;
         self.transact(OP, items)
             .await
             .map_err(|e| e.into_store(OP))?;
-        // The replaced entries' overflow items (ids only) go after the rewrite.
-        for (key, _) in delete {
-            self.delete_overflow(key).await?;
+        // The replaced entries' overflow items (ids only) and postings go after the rewrite.
+        for e in delete {
+            self.delete_overflow(&e.key()).await?;
         }
+        self.remove_postings(OP, delete).await;
         Ok(())
     }
 
@@ -1162,5 +1378,81 @@ impl EntryStore for DynamoEntryStore {
             }
         }
         Ok(deleted)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn stored(expires: bool, subject: bool) -> StoredEntry {
+        let tenant = TenantId::parse("t-1").expect("tenant");
+        let memory_ref = MemoryRef::new(tenant.clone(), AgentId::parse("a-1").expect("agent"));
+        StoredEntry {
+            memory_ref,
+            entry: MemoryEntry {
+                id: "01JD0000000000000000000001".into(),
+                content: "Customer prefers email".into(),
+                tags: vec!["preference".into(), "fact:contact".into()],
+                created_at: Timestamp::from_millis(1_795_132_800_123),
+                expires_at: expires.then(|| Timestamp::from_millis(1_795_132_900_001)),
+            },
+            tier: Tier::LongTerm,
+            subject: subject.then(|| SubjectKey::derive(&tenant, "alice")),
+            attribution: Attribution {
+                run_id: Some("run-1".into()),
+                node_id: None,
+                agent_id: Some("agent-7".into()),
+            },
+            provenance: vec!["01JD0000000000000000000000".into()],
+        }
+    }
+
+    /// The attributes other code and the README rely on keep their names and types, absent
+    /// options stay absent, and an item reads back as the entry it was written from.
+    #[test]
+    fn entry_items_keep_their_shape_and_round_trip() {
+        let e = stored(true, true);
+        let item = entry_item(&e).expect("encode");
+        let text = |name: &str| get_s(&item, name).map(str::to_owned);
+        assert_eq!(text("pk").as_deref(), Some("t-1#a-1"));
+        assert_eq!(text("sk").as_deref(), Some("E#01JD0000000000000000000001"));
+        assert_eq!(
+            text("createdAt").as_deref(),
+            Some("2026-11-20T00:00:00.123Z")
+        );
+        assert_eq!(get_n(&item, "createdAtMs"), Some(1_795_132_800_123));
+        assert_eq!(get_n(&item, "expiresAtMs"), Some(1_795_132_900_001));
+        assert_eq!(get_n(&item, "ttl"), Some(1_795_132_901));
+        assert_eq!(text("tier").as_deref(), Some("long-term"));
+        assert_eq!(text("rev"), Some(e.revision()));
+        assert!(text("subjectKey").is_some_and(|s| s.starts_with("t-1#")));
+        assert_eq!(
+            item.get("tags"),
+            Some(&AttributeValue::L(vec![s("preference"), s("fact:contact")]))
+        );
+        assert_eq!(
+            item.get("provenance"),
+            Some(&AttributeValue::L(vec![s("01JD0000000000000000000000")]))
+        );
+        assert!(!item.contains_key("nodeId") && !item.contains_key("provenanceChunks"));
+        assert_eq!(decode(&item), Ok(e));
+
+        let plain = stored(false, false);
+        let item = entry_item(&plain).expect("encode");
+        for absent in ["expiresAtMs", "ttl", "subjectKey"] {
+            assert!(!item.contains_key(absent), "{absent}");
+        }
+        assert_eq!(decode(&item), Ok(plain));
+    }
+
+    #[test]
+    fn a_damaged_item_is_corrupt_never_a_guess() {
+        let mut item = entry_item(&stored(false, false)).expect("encode");
+        item.insert("tags".into(), AttributeValue::L(vec![n(7)]));
+        assert!(matches!(decode(&item), Err(StoreError::Corrupt { .. })));
+        item.remove("tags");
+        item.remove("createdAtMs");
+        assert!(matches!(decode(&item), Err(StoreError::Corrupt { .. })));
     }
 }

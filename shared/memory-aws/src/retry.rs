@@ -62,7 +62,7 @@ pub fn is_retryable<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) ->
 }
 
 /// Full jitter: uniform in `[0, min(MAX, BASE * 2^attempt)]`.
-fn backoff(attempt: u32) -> Duration {
+pub(crate) fn backoff(attempt: u32) -> Duration {
     let ceiling = BASE_BACKOFF
         .saturating_mul(1u32 << attempt.min(10))
         .min(MAX_BACKOFF);

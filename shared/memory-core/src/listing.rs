@@ -1,5 +1,5 @@
-//! `MemoryListOptions` of the spec (limit, tag) plus the host's cursor, and the page shape of the
-//! read API. The host bounds `limit` ("host MAY further bound"): absent means the default, larger
+//! `MemoryListOptions` of the spec (limit, tag; the tag filter widened to `tag`/`anyTag` sets,
+//! `tag_filter`) plus the host's cursor, and the page shape of the read API. The host bounds `limit` ("host MAY further bound"): absent means the default, larger
 //! values are clamped to `MAX_LIST_LIMIT`, which the capability document advertises.
 
 use serde::Serialize;
@@ -7,6 +7,7 @@ use serde::Serialize;
 use crate::error::{CoreError, StoreError};
 use crate::model::{MemoryEntry, StoredEntry};
 use crate::ports::{EntryStore, PageQuery};
+use crate::tag_filter::TagFilter;
 use crate::time::Timestamp;
 use memory_guard::MemoryRef;
 
@@ -16,7 +17,7 @@ pub const MAX_LIST_LIMIT: u32 = 100;
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ListOptions {
     pub limit: Option<u32>,
-    pub tag: Option<String>,
+    pub tags: TagFilter,
     pub cursor: Option<String>,
 }
 
@@ -67,7 +68,6 @@ pub async fn snapshot(
                 memory_ref,
                 &PageQuery {
                     limit: SNAPSHOT_PAGE,
-                    tag: None,
                     after: after.take(),
                     now,
                 },

@@ -122,6 +122,15 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// Longest tag a write accepts; a list filter names tags under the same rule.
+pub const MAX_TAG_BYTES: usize = 128;
+
+/// A tag as a write stores it: 1-128 bytes, no control characters (which also keeps the
+/// separators of a tag filter's canonical text unforgeable).
+pub fn is_valid_tag(tag: &str) -> bool {
+    !tag.is_empty() && tag.len() <= MAX_TAG_BYTES && !tag.chars().any(char::is_control)
+}
+
 /// Entry ids share the id alphabet of memoryRef segments, so they can be embedded in keys and
 /// cursors without escaping.
 pub fn is_valid_entry_id(id: &str) -> bool {

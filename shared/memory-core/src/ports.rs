@@ -87,13 +87,46 @@ pub struct WorkState {
 /// One page request against one memoryRef, newest first.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct PageQuery {
-    /// Items the store examines for this page (before TTL and tag filtering), at least 1.
+    /// Items the store examines for this page (before TTL filtering), at least 1.
     pub limit: u32,
-    pub tag: Option<String>,
     /// Exclusive start: the id of the last entry examined by the previous page.
     pub after: Option<String>,
     /// Entries expiring at or before this instant are filtered out.
     pub now: Timestamp,
+}
+
+/// Where a walk down one tag's postings continues. Entry ids sort like their time, so "below"
+/// is "older".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum IdBound {
+    /// Ids strictly below this one.
+    Below(String),
+    /// This id and those below it.
+    AtMost(String),
+}
+
+impl IdBound {
+    pub fn admits(&self, id: &str) -> bool {
+        match self {
+            IdBound::Below(b) => id < b.as_str(),
+            IdBound::AtMost(b) => id <= b.as_str(),
+        }
+    }
+
+    /// The lower of two bounds (the one admitting fewer ids).
+    pub fn tighter(a: IdBound, b: IdBound) -> IdBound {
+        fn rank(x: &IdBound) -> (&str, u8) {
+            match x {
+                IdBound::Below(s) => (s, 0),
+                IdBound::AtMost(s) => (s, 1),
+            }
+        }
+        if rank(&a) <= rank(&b) {
+            a
+        } else {
+            b
+        }
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -172,6 +205,23 @@ pub trait EntryStore: Send + Sync {
     /// One entry, read-your-writes consistent. Expiry is the caller's rule to apply.
     async fn get(&self, key: &EntryKey) -> Result<Option<StoredEntry>, StoreError>;
 
+    /// The ids of one ref's entries that carry `tag`, by the store's tag postings: newest first,
+    /// within `bound`, at most `limit`; fewer than `limit` only when no more lie within the
+    /// bound. Every write stores an entry's postings before the entry and removes them after
+    /// it, so a live entry is always found; a posting can outlive its entry (a crash between
+    /// the two), so postings only propose ids (`tag_filter` fetches and checks each).
+    async fn tag_postings(
+        &self,
+        memory_ref: &MemoryRef,
+        tag: &str,
+        bound: Option<&IdBound>,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError>;
+
+    /// The entries among `keys` that exist (at most `MAX_LIST_LIMIT` keys), read-your-writes
+    /// consistent, in any order. Expiry is the caller's rule to apply.
+    async fn get_many(&self, keys: &[EntryKey]) -> Result<Vec<StoredEntry>, StoreError>;
+
     /// Deletes one entry; `true` when it existed.
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError>;
 
@@ -186,14 +236,11 @@ pub trait EntryStore: Send + Sync {
     async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError>;
 
     /// One all-or-nothing rewrite: puts `put` (each only if its id is free) and deletes each of
-    /// `delete` only if its revision is still the given one. `StoreError::Conflict` when any
-    /// condition fails, and then nothing changed. At most `MAX_ITEMS_PER_TRANSACTION` items.
-    /// Background rewrites do not mark work pending: they add no new information.
-    async fn replace(
-        &self,
-        put: &[StoredEntry],
-        delete: &[(EntryKey, String)],
-    ) -> Result<(), StoreError>;
+    /// `delete` (the entries as the caller read them) only if its revision is still the one
+    /// read. `StoreError::Conflict` when any condition fails, and then nothing changed. At most
+    /// `MAX_ITEMS_PER_TRANSACTION` items. Background rewrites do not mark work pending: they
+    /// add no new information.
+    async fn replace(&self, put: &[StoredEntry], delete: &[StoredEntry]) -> Result<(), StoreError>;
 
     async fn work_state(
         &self,

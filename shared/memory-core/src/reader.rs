@@ -1,7 +1,8 @@
 //! The read side of `MemoryAdapter` (list/get) with CTI-1 enforced here, in the core, by
 //! inspecting the ref's shape against the caller's tenant before any store call (CTI-1 §1-2),
 //! and the TTL rule applied to whatever the store returns (spec §TTL semantics). The store is
-//! trusted for nothing: results are re-checked for ref, tag and expiry.
+//! trusted for nothing: results are re-checked for ref, tags and expiry. Tag-filtered pages
+//! walk the store's tag postings (`tag_filter`).
 
 use std::sync::Arc;
 
@@ -10,6 +11,7 @@ use crate::error::CoreError;
 use crate::listing::{ListOptions, ListPage};
 use crate::model::{is_valid_entry_id, EntryKey, MemoryEntry};
 use crate::ports::{Clock, EntryStore, PageQuery};
+use crate::tag_filter::tagged_page;
 use memory_guard::TenantScope;
 
 #[derive(Clone)]
@@ -34,31 +36,32 @@ impl MemoryReader {
         let Some(memory_ref) = scope.admit(raw_ref) else {
             return Ok(ListPage::default());
         };
+        let filter = &options.tags;
         let after = match &options.cursor {
-            Some(token) => Some(cursor::decode(&memory_ref, token)?),
+            Some(token) => Some(cursor::decode(&memory_ref, filter, token)?),
             None => None,
         };
         let now = self.clock.now();
-        let query = PageQuery {
-            limit: options.effective_limit(),
-            tag: options.tag.clone(),
-            after,
-            now,
+        let limit = options.effective_limit();
+        let page = if filter.is_empty() {
+            let query = PageQuery { limit, after, now };
+            self.store.list_page(&memory_ref, &query).await?
+        } else {
+            tagged_page(&*self.store, &memory_ref, filter, after, limit, now).await?
         };
-        let page = self.store.list_page(&memory_ref, &query).await?;
         let entries = page
             .entries
             .into_iter()
             .filter(|s| s.memory_ref == memory_ref)
             .filter(|s| s.entry.is_live_at(now))
-            .filter(|s| query.tag.as_ref().is_none_or(|t| s.entry.tags.contains(t)))
+            .filter(|s| filter.matches(&s.entry.tags))
             .map(|s| s.entry)
             .collect();
         Ok(ListPage {
             entries,
             next_cursor: page
                 .next_after
-                .map(|position| cursor::encode(&memory_ref, &position)),
+                .map(|position| cursor::encode(&memory_ref, filter, &position)),
         })
     }
 

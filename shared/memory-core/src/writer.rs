@@ -35,7 +35,7 @@ use memory_guard::{Redactor, SecretRegistry, TenantId, TenantScope};
 /// 400 KB with tags and attributes included.
 pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
 pub const MAX_TAGS: usize = 32;
-pub const MAX_TAG_BYTES: usize = 128;
+pub use crate::model::MAX_TAG_BYTES;
 pub const MAX_ENTRIES_PER_REQUEST: usize = 25;
 pub const MAX_SUBJECT_BYTES: usize = 256;
 pub const MAX_SECRETS_PER_REQUEST: usize = 10_000;
@@ -200,7 +200,7 @@ fn validate_entry(index: usize, input: &EntryInput, now: Timestamp) -> Result<Ne
         ));
     }
     for tag in &input.tags {
-        if tag.is_empty() || tag.len() > MAX_TAG_BYTES || tag.chars().any(char::is_control) {
+        if !crate::model::is_valid_tag(tag) {
             return Err(CoreError::invalid(
                 field("tags"),
                 format!("each tag 1-{MAX_TAG_BYTES} bytes without control characters"),

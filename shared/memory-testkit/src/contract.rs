@@ -12,6 +12,7 @@ use memory_core::ports::{
     ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome,
 };
 use memory_core::reader::MemoryReader;
+use memory_core::tag_filter::TagFilter;
 use memory_core::time::Timestamp;
 use memory_core::StoreError;
 use memory_guard::{AgentId, MemoryRef, TenantId, TenantScope};
@@ -37,7 +38,6 @@ pub async fn first_page(store: &dyn EntryStore, r: &MemoryRef, limit: u32) -> Pa
             r,
             &PageQuery {
                 limit,
-                tag: None,
                 after: None,
                 now: Timestamp::from_millis(T0),
             },
@@ -80,6 +80,17 @@ async fn list_all(
     r: &str,
     limit: u32,
 ) -> Vec<MemoryEntry> {
+    list_filtered(reader, scope, r, limit, &TagFilter::default()).await
+}
+
+/// Every page of a list; a tag-filtered page that has a next page must be full.
+async fn list_filtered(
+    reader: &MemoryReader,
+    scope: &TenantScope,
+    r: &str,
+    limit: u32,
+    filter: &TagFilter,
+) -> Vec<MemoryEntry> {
     let mut out = Vec::new();
     let mut cursor = None;
     for _ in 0..1000 {
@@ -89,12 +100,15 @@ async fn list_all(
                 r,
                 &ListOptions {
                     limit: Some(limit),
-                    tag: None,
+                    tags: filter.clone(),
                     cursor: cursor.clone(),
                 },
             )
             .await
             .unwrap_or_else(|e| panic!("list failed: {e}"));
+        if !filter.is_empty() && page.next_cursor.is_some() {
+            assert_eq!(page.entries.len() as u32, limit, "a tag page is full");
+        }
         out.extend(page.entries);
         match page.next_cursor {
             Some(c) => cursor = Some(c),
@@ -322,7 +336,7 @@ pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
             &r.to_string(),
             &ListOptions {
                 limit: Some(100),
-                tag: Some("three".into()),
+                tags: tags(&["three"], &[]),
                 cursor: None,
             },
         )
@@ -339,6 +353,146 @@ pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
     let page = first_page(store.as_ref(), &r, 4).await;
     assert_eq!(page.entries.len(), 4);
     assert_eq!(page.next_after.as_deref(), Some(expected[3].id.as_str()));
+}
+
+pub fn tags(all: &[&str], any: &[&str]) -> TagFilter {
+    let owned = |t: &[&str]| t.iter().map(|s| (*s).to_owned()).collect();
+    TagFilter::new(owned(all), owned(any)).unwrap_or_else(|e| panic!("test filter: {e}"))
+}
+
+/// The entries of `all` (oldest first, as written) that `filter` selects, newest first.
+fn selected(all: &[StoredEntry], filter: &TagFilter) -> Vec<MemoryEntry> {
+    all.iter()
+        .rev()
+        .filter(|e| filter.matches(&e.entry.tags))
+        .map(|e| e.entry.clone())
+        .collect()
+}
+
+pub async fn tag_lists_fill_pages_and_combine_filters(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("tags");
+    let r = memory_ref(&t, "agent-1");
+    // 60 entries: `a` on multiples of 2, `b` of 3, `c` of 5, `rare` on two, the rest untagged;
+    // one `a,b` entry expired.
+    let entries: Vec<StoredEntry> = (1..=60u64)
+        .map(|n| {
+            let mut tags = Vec::new();
+            for (k, tag) in [(2, "a"), (3, "b"), (5, "c")] {
+                if n % k == 0 {
+                    tags.push(tag);
+                }
+            }
+            if n == 7 || n == 59 {
+                tags.push("rare");
+            }
+            let mut e = entry(&r, n, &format!("fact {n}"), &tags);
+            if n == 42 {
+                e.entry.expires_at = Some(Timestamp::from_millis(T0 + 500));
+            }
+            e
+        })
+        .collect();
+    for chunk in entries.chunks(20) {
+        store.put_entries(chunk).await.expect("put");
+    }
+    let live: Vec<StoredEntry> = entries
+        .iter()
+        .filter(|e| e.entry.id != entries[41].entry.id)
+        .cloned()
+        .collect();
+    let (reader, _) = reader(store.clone(), T0 + 1_000);
+    let scope = TenantScope::new(t);
+    let raw = r.to_string();
+    for (filter, limit) in [
+        (tags(&["a"], &[]), 4),
+        (tags(&["rare"], &[]), 1),
+        (tags(&["rare"], &[]), 50),
+        (tags(&["a", "b"], &[]), 2),
+        (tags(&["a", "b", "c"], &[]), 1),
+        (tags(&[], &["b", "c"]), 7),
+        (tags(&[], &["rare", "c"]), 3),
+        (tags(&["a"], &["b", "c"]), 5),
+        (tags(&["nobody"], &[]), 10),
+        (tags(&["a", "nobody"], &[]), 10),
+    ] {
+        let want = selected(&live, &filter);
+        let got = list_filtered(&reader, &scope, &raw, limit, &filter).await;
+        assert_eq!(got, want, "{filter:?} in pages of {limit}");
+    }
+    // One full page, exactly `limit` entries, when more match than fit.
+    let page = reader
+        .list(
+            &scope,
+            &raw,
+            &ListOptions {
+                limit: Some(7),
+                tags: tags(&["a"], &[]),
+                cursor: None,
+            },
+        )
+        .await
+        .expect("list");
+    assert_eq!(page.entries.len(), 7);
+    assert!(page.next_cursor.is_some());
+    // The cursor is bound to the filter it was minted for.
+    let other = reader
+        .list(
+            &scope,
+            &raw,
+            &ListOptions {
+                limit: Some(7),
+                tags: tags(&["b"], &[]),
+                cursor: page.next_cursor.clone(),
+            },
+        )
+        .await;
+    assert_eq!(other, Err(memory_core::CoreError::BadCursor));
+}
+
+pub async fn tag_lists_follow_every_delete_path(store: Arc<dyn EntryStore>) {
+    let t = fresh_tenant("tagdel");
+    let r = memory_ref(&t, "agent-1");
+    let entries: Vec<StoredEntry> = (1..=6u64)
+        .map(|n| entry(&r, n, &format!("fact {n}"), &["x", "y"]))
+        .collect();
+    store.put_entries(&entries).await.expect("put");
+    let (reader, _) = reader(store.clone(), T0 + 1_000);
+    let scope = TenantScope::new(t);
+    let raw = r.to_string();
+    // delete, delete_many, and a rewrite that replaces two entries with one merged entry.
+    assert!(store.delete(&entries[5].key()).await.expect("delete"));
+    assert_eq!(
+        store
+            .delete_many(&[entries[4].key()])
+            .await
+            .expect("delete many"),
+        1
+    );
+    let mut merged = entry(&r, 7, "merged", &["x", "z"]);
+    merged.tier = Tier::LongTerm;
+    merged.provenance = vec![entries[0].entry.id.clone(), entries[1].entry.id.clone()];
+    store
+        .replace(
+            std::slice::from_ref(&merged),
+            &[entries[0].clone(), entries[1].clone()],
+        )
+        .await
+        .expect("replace");
+    let ids = |list: Vec<MemoryEntry>| list.into_iter().map(|e| e.id).collect::<Vec<_>>();
+    for (filter, want) in [
+        (tags(&["x"], &[]), vec![&merged, &entries[3], &entries[2]]),
+        (tags(&["y"], &[]), vec![&entries[3], &entries[2]]),
+        (tags(&["x", "y"], &[]), vec![&entries[3], &entries[2]]),
+        (
+            tags(&[], &["y", "z"]),
+            vec![&merged, &entries[3], &entries[2]],
+        ),
+        (tags(&["z"], &[]), vec![&merged]),
+    ] {
+        let got = ids(list_filtered(&reader, &scope, &raw, 2, &filter).await);
+        let want: Vec<String> = want.iter().map(|e| e.entry.id.clone()).collect();
+        assert_eq!(got, want, "{filter:?}");
+    }
 }
 
 pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
@@ -492,12 +646,12 @@ pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
     let mut merged = entry(&r, 3, "dup", &["corroborated:2"]);
     merged.tier = Tier::LongTerm;
     merged.provenance = vec![a.entry.id.clone(), b.entry.id.clone()];
-    // A stale revision for b: the whole rewrite must fail and change nothing.
+    // A stale revision for b (the caller read it with other tags): the whole rewrite must fail
+    // and change nothing.
+    let mut b_as_read = b.clone();
+    b_as_read.entry.tags.push("edited-since".into());
     let stale = store
-        .replace(
-            std::slice::from_ref(&merged),
-            &[(a.key(), a.revision()), (b.key(), "0".repeat(24))],
-        )
+        .replace(std::slice::from_ref(&merged), &[a.clone(), b_as_read])
         .await;
     assert!(
         matches!(stale, Err(StoreError::Conflict { .. })),
@@ -507,10 +661,7 @@ pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
     assert_eq!(store.get(&merged.key()).await.expect("get"), None);
     // Current revisions: merged in, both sources out, in one step.
     store
-        .replace(
-            std::slice::from_ref(&merged),
-            &[(a.key(), a.revision()), (b.key(), b.revision())],
-        )
+        .replace(std::slice::from_ref(&merged), &[a.clone(), b.clone()])
         .await
         .expect("replace");
     assert_eq!(
@@ -521,7 +672,7 @@ pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
     assert_eq!(store.get(&b.key()).await.expect("get"), None);
     // A retry of the same rewrite conflicts instead of duplicating.
     let again = store
-        .replace(std::slice::from_ref(&merged), &[(a.key(), a.revision())])
+        .replace(std::slice::from_ref(&merged), std::slice::from_ref(&a))
         .await;
     assert!(
         matches!(again, Err(StoreError::Conflict { .. })),
@@ -1033,7 +1184,8 @@ macro_rules! port_suite {
             puts_are_all_or_nothing, delete_and_forget_by_subject,
             replace_is_conditional_and_atomic, work_markers_track_pending_refs,
             marker_is_written_once_per_dirty_period, idempotency_records,
-            tombstones_are_per_ref, provenance_has_no_item_size_ceiling);
+            tombstones_are_per_ref, provenance_has_no_item_size_ceiling,
+            tag_lists_fill_pages_and_combine_filters, tag_lists_follow_every_delete_path);
         $crate::port_suite!(@archive $archive; archive_put_if_absent_is_immutable,
             archive_compare_and_swap, archive_listing_is_tenant_scoped);
     };

@@ -15,8 +15,8 @@ use memory_core::events::DomainEvent;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
 use memory_core::model::{hex, EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{
-    within, work_shard, ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdSource, Job,
-    JobQueue, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject, WorkKind,
+    within, work_shard, ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdBound, IdSource,
+    Job, JobQueue, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject, WorkKind,
     WorkState, MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::time::Timestamp;
@@ -33,11 +33,22 @@ pub struct CallCounter(
     Mutex<HashMap<&'static str, u64>>,
     Mutex<Vec<(&'static str, u64)>>,
     Mutex<Vec<(&'static str, u64)>>,
+    Mutex<HashMap<&'static str, u64>>,
 );
 
 impl CallCounter {
     fn hit(&self, op: &'static str) {
         *lock(&self.0).entry(op).or_default() += 1;
+    }
+
+    /// Items a read returned (`<op>_items`), kept apart from the call counts: what a page costs.
+    fn add(&self, what: &'static str, items: u64) {
+        *lock(&self.3).entry(what).or_default() += items;
+    }
+
+    /// Items read by `what` (`tag_postings_items`, `get_many_items`) since the last reset.
+    pub fn items(&self, what: &str) -> u64 {
+        lock(&self.3).get(what).copied().unwrap_or(0)
     }
 
     /// Counts the call and fails it if a fault was armed for it.
@@ -120,6 +131,7 @@ impl CallCounter {
 
     pub fn reset(&self) {
         lock(&self.0).clear();
+        lock(&self.3).clear();
     }
 }
 
@@ -376,8 +388,7 @@ impl EntryStore for InMemoryEntryStore {
         let mut last = None;
         for (id, e) in examined.by_ref().take(limit) {
             last = Some(id.clone());
-            let tag_ok = query.tag.as_ref().is_none_or(|t| e.entry.tags.contains(t));
-            if tag_ok && e.entry.is_live_at(query.now) {
+            if e.entry.is_live_at(query.now) {
                 page.entries.push(e.clone());
             }
         }
@@ -393,6 +404,43 @@ impl EntryStore for InMemoryEntryStore {
             .get(&key.memory_ref)
             .and_then(|m| m.get(&key.id))
             .cloned())
+    }
+
+    /// Postings derived from the entries themselves, so they are exact (the DynamoDB adapter's
+    /// can outlive an entry; its suite covers that).
+    async fn tag_postings(
+        &self,
+        memory_ref: &MemoryRef,
+        tag: &str,
+        bound: Option<&IdBound>,
+        limit: u32,
+    ) -> Result<Vec<String>, StoreError> {
+        self.calls.call("tag_postings")?;
+        let refs = lock(&self.refs);
+        let Some(entries) = refs.get(memory_ref) else {
+            return Ok(Vec::new());
+        };
+        let ids: Vec<String> = entries
+            .iter()
+            .rev()
+            .filter(|(id, _)| bound.is_none_or(|b| b.admits(id)))
+            .filter(|(_, e)| e.entry.tags.iter().any(|t| t == tag))
+            .map(|(id, _)| id.clone())
+            .take(usize::try_from(limit).unwrap_or(usize::MAX))
+            .collect();
+        self.calls.add("tag_postings_items", ids.len() as u64);
+        Ok(ids)
+    }
+
+    async fn get_many(&self, keys: &[EntryKey]) -> Result<Vec<StoredEntry>, StoreError> {
+        self.calls.call("get_many")?;
+        self.calls.add("get_many_items", keys.len() as u64);
+        let refs = lock(&self.refs);
+        Ok(keys
+            .iter()
+            .filter_map(|k| refs.get(&k.memory_ref).and_then(|m| m.get(&k.id)))
+            .cloned()
+            .collect())
     }
 
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
@@ -431,11 +479,7 @@ impl EntryStore for InMemoryEntryStore {
             .count())
     }
 
-    async fn replace(
-        &self,
-        put: &[StoredEntry],
-        delete: &[(EntryKey, String)],
-    ) -> Result<(), StoreError> {
+    async fn replace(&self, put: &[StoredEntry], delete: &[StoredEntry]) -> Result<(), StoreError> {
         self.calls.call("replace")?;
         within(
             "replace",
@@ -449,13 +493,13 @@ impl EntryStore for InMemoryEntryStore {
         let puts_free = put.iter().all(|e| lookup(&refs, &e.key()).is_none());
         let deletes_unchanged = delete
             .iter()
-            .all(|(k, rev)| lookup(&refs, k).is_some_and(|e| &e.revision() == rev));
+            .all(|d| lookup(&refs, &d.key()).is_some_and(|e| e.revision() == d.revision()));
         if !puts_free || !deletes_unchanged {
             return Err(StoreError::Conflict { op: "replace" });
         }
-        for (k, _) in delete {
-            if let Some(m) = refs.get_mut(&k.memory_ref) {
-                m.remove(&k.id);
+        for d in delete {
+            if let Some(m) = refs.get_mut(&d.memory_ref) {
+                m.remove(&d.entry.id);
             }
         }
         for e in put {
