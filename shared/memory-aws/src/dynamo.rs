@@ -464,6 +464,20 @@ fn build_error(op: &'static str) -> StoreError {
 }
 
 impl DynamoEntryStore {
+    /// A transaction item that writes `item` as it is (side items: overflow, postings).
+    fn unconditional_put(
+        &self,
+        op: &'static str,
+        item: Item,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .build()
+            .map_err(|_| build_error(op))?;
+        Ok(TransactWriteItem::builder().put(put).build())
+    }
+
     /// The transaction items that write `e` only if its id is free: the entry, then its
     /// provenance overflow items (if any).
     fn put_if_absent(
@@ -491,12 +505,7 @@ impl DynamoEntryStore {
                     AttributeValue::L(chunk.iter().map(s).collect()),
                 ),
             ]);
-            let put = Put::builder()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .build()
-                .map_err(|_| build_error(op))?;
-            items.push(TransactWriteItem::builder().put(put).build());
+            items.push(self.unconditional_put(op, item)?);
         }
         Ok(items)
     }
@@ -566,12 +575,7 @@ impl DynamoEntryStore {
                 if let Some(ttl) = ttl {
                     item.insert("ttl".to_owned(), n(ttl));
                 }
-                let put = Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(item))
-                    .build()
-                    .map_err(|_| build_error(op))?;
-                items.push(TransactWriteItem::builder().put(put).build());
+                items.push(self.unconditional_put(op, item)?);
             }
         }
         for chunk in items.chunks(MAX_ITEMS_PER_TRANSACTION) {

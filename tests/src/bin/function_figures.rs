@@ -1,6 +1,7 @@
-//! Prints per-function figures for the closing notes and the README: start-up (process start to
-//! the first poll of the Runtime API, median of 15), binary size, and peak RSS (VmHWM) after a
-//! representative invoke. Run against release binaries:
+//! Prints per-function figures for the closing notes and the README: binary size, peak RSS
+//! (VmHWM) after a representative invoke, and start-up through this harness (median of 15; the
+//! harness is a debug build and adds about 3 ms: the README's start-up figure comes from
+//! `tests/startup_figures.py`, which polls with a bare socket). Run against release binaries:
 //! `cargo build --release --bins && FUNCTION_BIN_DIR=target/release cargo run -p e2e --bin function_figures`
 //! with the emulator settings loaded (`eval "$(infra/local/up)"`).
 
