@@ -282,6 +282,11 @@ CAPS_DOC = {
         "distillation": {"supported": True, "maxTokenBudget": 128000, "tokenizerName": "cl100k_base",
                          "archiveRetention": "P90D", "indexEmitted": True},
         "list": {"maxLimit": 100},
+        "x-wop-memory-search": {
+            "route": "/v1/host/wop-memory/search", "ranking": "bm25", "k1": 1.2, "b": 0.75,
+            "analyzer": "uax29-words+casefold+accentfold+cjk-bigrams",
+            "stemming": "english-snowball (default on; stem=false turns it off)", "maxLimit": 100,
+        },
     },
     "agents": {
         "memoryBackends": ["long-term"],
@@ -498,7 +503,7 @@ BAD = [  # (name, expected fragment of the rejection, exchange)
      _x("POST", FORGET, 200, dict(COUNTS, deletedEntries=1.5))),
     # Operation / status lookup must fail, not skip.
     ("unknown path", 'no path in the spec matches',
-     _x("GET", "/v1/host/wop-memory/search", 200, {})),
+     _x("GET", "/v1/host/wop-memory/recall", 200, {})),
     ("nested id path", 'no path in the spec matches', _x("GET", LIST + "/a/b", 200, E1)),
     ("method without operation", 'the spec has no POST operation',
      _x("POST", LIST, 200, {"entries": [], "nextCursor": None})),

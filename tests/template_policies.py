@@ -74,6 +74,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "routes": {
             ("GET", f"{API_PREFIX}/entries"),
             ("GET", f"{API_PREFIX}/entries/{{id}}"),
+            ("GET", f"{API_PREFIX}/search"),
             ("GET", f"{API_PREFIX}/capabilities"),
         },
     },

@@ -26,6 +26,7 @@ from wopkit import (
     new_id,
     new_tenant,
     of_type,
+    query,
     rfc3339_in,
     run_event,
     sensitive,
@@ -148,6 +149,20 @@ class Scenario:
                     "all": self.api.list(ref)["entries"]}
         return self.once("tag_filter", build)
 
+    # -- ranked search (host extension) --------------------------------------------------------
+    def ranked(self) -> dict[str, Any]:
+        def build():
+            ref = self.ref("agent-ranked")
+            texts = ["the refund was approved", "refunds take five days", "Café à Montréal",
+                     "会议在东京举行", "nothing related here", "customer called"]
+            ids = self.invoker.put(self.tenant, ref, [
+                {"content": self.content(t), "tags": ["note"]} for t in texts])
+            def search(q: str, *extra: tuple[str, Any]) -> list[dict[str, Any]]:
+                path = f"/v1/host/wop-memory/search?{query([('memoryRef', ref), ('q', q), *extra])}"
+                return self.api.request("GET", path)["results"]
+            return {"ids": ids, "search": search}
+        return self.once("ranked", build)
+
     # -- forget -------------------------------------------------------------------------------
     def forget(self) -> dict[str, Any]:
         def build():
@@ -261,6 +276,47 @@ def check_search_modes(s: Scenario, value: Any) -> None:
     ids = tf["ids"]
     assert sorted(e["id"] for e in tf["drink"]) == sorted([ids[0], ids[2]])
     assert all("drink" in e["tags"] for e in tf["drink"])
+
+
+@claim("memory.x-wop-memory-search.route", "memory.x-wop-memory-search.maxLimit")
+def check_ranked_route(s: Scenario, value: Any) -> None:
+    r = s.ranked()
+    if isinstance(value, str):
+        assert value == "/v1/host/wop-memory/search"
+        assert [h["entry"]["id"] for h in r["search"]("customer")] == [r["ids"][5]]
+    else:
+        assert value == 100
+        assert len(r["search"]("note", ("limit", "1000"))) == 6, "clamped, not rejected"
+
+
+@claim("memory.x-wop-memory-search.ranking", "memory.x-wop-memory-search.k1",
+       "memory.x-wop-memory-search.b")
+def check_ranked_bm25(s: Scenario, value: Any) -> None:
+    import math
+    assert value in ("bm25", 1.2, 0.75)
+    hits = s.ranked()["search"]("approved", ("stem", "false"))
+    assert len(hits) == 1
+    # One matching document among six: idf = ln(1 + (6 - 1 + 0.5) / (1 + 0.5)); the document's
+    # length (4 terms + its unique suffix + tag) against the average decides the rest, so check
+    # the score lies where BM25 with k1 1.2 puts it for any length: idf * 2.2 / (1 + 1.2 * norm).
+    idf = math.log(1 + 5.5 / 1.5)
+    assert 0 < hits[0]["score"] <= idf * 2.2 / (1 + 1.2 * 0.25) + 1e-9
+
+
+@claim("memory.x-wop-memory-search.analyzer")
+def check_ranked_analyzer(s: Scenario, value: Any) -> None:
+    assert "cjk-bigrams" in value and "accentfold" in value
+    r = s.ranked()
+    assert [h["entry"]["id"] for h in r["search"]("cafe montreal")] == [r["ids"][2]]
+    assert [h["entry"]["id"] for h in r["search"]("东京")] == [r["ids"][3]]
+
+
+@claim("memory.x-wop-memory-search.stemming")
+def check_ranked_stemming(s: Scenario, value: Any) -> None:
+    assert value.startswith("english-snowball")
+    r = s.ranked()
+    assert sorted(h["entry"]["id"] for h in r["search"]("refund")) == sorted(r["ids"][:2])
+    assert [h["entry"]["id"] for h in r["search"]("refund", ("stem", "false"))] == [r["ids"][0]]
 
 
 @claim("memory.retention.forget")

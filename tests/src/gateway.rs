@@ -153,6 +153,12 @@ pub fn match_route(method: &str, raw_path: &str) -> Option<Route> {
             true,
             vec![],
         )),
+        ("GET", ["search"]) => Some(route(
+            "memory-read",
+            "GET /v1/host/wop-memory/search",
+            true,
+            vec![],
+        )),
         ("GET", ["entries", id]) if !id.is_empty() => Some(route(
             "memory-read",
             "GET /v1/host/wop-memory/entries/{id}",

@@ -5,6 +5,7 @@
 use memory_core::capabilities::HostMemoryModel;
 use memory_core::listing::{parse_limit, ListOptions};
 use memory_core::reader::MemoryReader;
+use memory_core::search::SearchOptions;
 use memory_core::tag_filter::TagFilter;
 use memory_core::CoreError;
 use memory_guard::{TenantId, TenantScope};
@@ -70,6 +71,7 @@ pub struct ReadApi {
 
 enum Route<'a> {
     List,
+    Search,
     Get(&'a str),
     Capabilities,
 }
@@ -78,6 +80,7 @@ fn route(path: &str) -> Option<Route<'_>> {
     let rest = &path[path.find(BASE)? + BASE.len()..];
     match rest.split_once('/') {
         None if rest == "entries" => Some(Route::List),
+        None if rest == "search" => Some(Route::Search),
         None if rest == "capabilities" => Some(Route::Capabilities),
         Some(("entries", id)) if !id.is_empty() && !id.contains('/') => Some(Route::Get(id)),
         _ => None,
@@ -129,6 +132,25 @@ impl ReadApi {
                     "list"
                 );
                 Ok(HttpResponse::ok(json!(page)))
+            }
+            Route::Search => {
+                let stem = match query.single("stem")? {
+                    None | Some("true") => true,
+                    Some("false") => false,
+                    Some(_) => return Err(CoreError::invalid("stem", "true or false")),
+                };
+                let tags = TagFilter::new(query.all("tag"), query.all("anyTag"))?;
+                let limit = query.single("limit")?.map(parse_limit).transpose()?;
+                let q = query.single("q")?.unwrap_or_default();
+                let options = SearchOptions::new(q, tags, limit, stem)?;
+                let results = self.reader.search(&scope, memory_ref, &options).await?;
+                tracing::info!(
+                    tenant = %scope.tenant(),
+                    memory_ref = %ref_hash(memory_ref),
+                    results = results.results.len(),
+                    "search"
+                );
+                Ok(HttpResponse::ok(json!(results)))
             }
             Route::Get(id) => {
                 let entry = self.reader.get(&scope, memory_ref, id).await?;

@@ -112,6 +112,17 @@ impl HostMemoryModel {
                 "compaction": if self.compaction { json!({"supported": true, "trigger": "host-managed"}) } else { json!({"supported": false}) },
                 "distillation": distillation,
                 "list": {"maxLimit": MAX_LIST_LIMIT},
+                // Host extension (not an RFC 0080 field): the ranked text route beside the
+                // advertised `filter` search; README "Search".
+                "x-wop-memory-search": {
+                    "route": "/v1/host/wop-memory/search",
+                    "ranking": "bm25",
+                    "k1": text_search::K1,
+                    "b": text_search::B,
+                    "analyzer": "uax29-words+casefold+accentfold+cjk-bigrams",
+                    "stemming": "english-snowball (default on; stem=false turns it off)",
+                    "maxLimit": MAX_LIST_LIMIT,
+                },
             },
             "agents": {
                 "memoryBackends": if self.long_term { json!(["long-term"]) } else { json!([]) },

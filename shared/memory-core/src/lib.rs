@@ -16,6 +16,7 @@ pub mod listing;
 pub mod model;
 pub mod ports;
 pub mod reader;
+pub mod search;
 pub mod tag_filter;
 pub mod time;
 pub mod writer;

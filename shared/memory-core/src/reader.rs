@@ -25,6 +25,14 @@ impl MemoryReader {
         MemoryReader { store, clock }
     }
 
+    pub(crate) fn store(&self) -> &dyn EntryStore {
+        &*self.store
+    }
+
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        &*self.clock
+    }
+
     /// `[]` for a malformed or foreign ref, whatever the store holds. A cursor that was not
     /// minted for this tenant and ref is a client error (400), not an empty page.
     pub async fn list(

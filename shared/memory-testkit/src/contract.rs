@@ -495,6 +495,92 @@ pub async fn tag_lists_follow_every_delete_path(store: Arc<dyn EntryStore>) {
     }
 }
 
+pub async fn search_ranks_live_entries_of_the_callers_ref(store: Arc<dyn EntryStore>) {
+    use memory_core::search::SearchOptions;
+    let t = fresh_tenant("search");
+    let r = memory_ref(&t, "agent-1");
+    let texts = [
+        (
+            "Customer asked about a refund for order 1042",
+            &["billing"][..],
+        ),
+        ("Customer prefers email follow-up", &["preference"][..]),
+        ("The zephyr contract renews in March", &["contract"][..]),
+        ("Rendez-vous au café à Montréal", &[][..]),
+        ("会议在东京举行", &["travel"][..]),
+        (
+            "Refunds are processed within 5 days",
+            &["billing", "policy"][..],
+        ),
+    ];
+    let mut entries: Vec<StoredEntry> = texts
+        .iter()
+        .enumerate()
+        .map(|(n, (text, tags))| entry(&r, n as u64 + 1, text, tags))
+        .collect();
+    // One expired entry that would be the best match.
+    let mut expired = entry(&r, 7, "zephyr zephyr zephyr", &[]);
+    expired.entry.expires_at = Some(Timestamp::from_millis(T0 + 500));
+    entries.push(expired);
+    store.put_entries(&entries).await.expect("put");
+    let (reader, _) = reader(store.clone(), T0 + 1_000);
+    let scope = TenantScope::new(t.clone());
+    let raw = r.to_string();
+    let search = |q: &str, tags: TagFilter| {
+        let reader = reader.clone();
+        let scope = scope.clone();
+        let raw = raw.clone();
+        let options = SearchOptions::new(q, tags, Some(10), true).expect("options");
+        async move {
+            reader
+                .search(&scope, &raw, &options)
+                .await
+                .expect("search")
+                .results
+        }
+    };
+    let ids = |hits: &[memory_core::search::SearchHit]| {
+        hits.iter().map(|h| h.entry.id.clone()).collect::<Vec<_>>()
+    };
+    // A rare term, and never the expired entry.
+    let zephyr = search("zephyr renewal", TagFilter::default()).await;
+    assert_eq!(ids(&zephyr), [entries[2].entry.id.clone()]);
+    // Stemming joins "refunds" and "refund"; scores are positive and ordered.
+    let refund = search("refunds", TagFilter::default()).await;
+    assert_eq!(refund.len(), 2, "{:?}", ids(&refund));
+    assert!(refund[0].score >= refund[1].score && refund[1].score > 0.0);
+    // Accents and CJK.
+    assert_eq!(
+        ids(&search("cafe montreal", TagFilter::default()).await),
+        [entries[3].entry.id.clone()]
+    );
+    assert_eq!(
+        ids(&search("东京", TagFilter::default()).await),
+        [entries[4].entry.id.clone()]
+    );
+    // Tags restrict what is ranked.
+    let policy = search("refund", tags(&["policy"], &[])).await;
+    assert_eq!(ids(&policy), [entries[5].entry.id.clone()]);
+    // Deterministic: the same query twice gives the same order and scores.
+    assert_eq!(
+        search("customer refund", TagFilter::default()).await,
+        search("customer refund", TagFilter::default()).await
+    );
+    // A deleted entry is gone from the next search.
+    assert!(store.delete(&entries[2].key()).await.expect("delete"));
+    assert!(search("zephyr", TagFilter::default()).await.is_empty());
+    // Another tenant, or a malformed ref, finds nothing.
+    let other = TenantScope::new(fresh_tenant("intruder"));
+    let options =
+        SearchOptions::new("customer", TagFilter::default(), None, true).expect("options");
+    for (scope, raw) in [(&other, raw.as_str()), (&scope, "workspaces/../memories")] {
+        let got = reader.search(scope, raw, &options).await.expect("search");
+        assert!(got.results.is_empty());
+    }
+    assert!(SearchOptions::new("  ", TagFilter::default(), None, true).is_err());
+    assert!(SearchOptions::new(&"x".repeat(1025), TagFilter::default(), None, true).is_err());
+}
+
 pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
     let t = fresh_tenant("cur");
     let r = memory_ref(&t, "agent-1");
@@ -1185,7 +1271,8 @@ macro_rules! port_suite {
             replace_is_conditional_and_atomic, work_markers_track_pending_refs,
             marker_is_written_once_per_dirty_period, idempotency_records,
             tombstones_are_per_ref, provenance_has_no_item_size_ceiling,
-            tag_lists_fill_pages_and_combine_filters, tag_lists_follow_every_delete_path);
+            tag_lists_fill_pages_and_combine_filters, tag_lists_follow_every_delete_path,
+            search_ranks_live_entries_of_the_callers_ref);
         $crate::port_suite!(@archive $archive; archive_put_if_absent_is_immutable,
             archive_compare_and_swap, archive_listing_is_tenant_scoped);
     };

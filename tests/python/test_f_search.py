@@ -1,0 +1,75 @@
+"""Ranked text search through the real functions and the official client (README "Search"):
+rare terms first, tags respected, deterministic, read-your-writes, and never an expired, deleted,
+forgotten or other tenant's entry."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from wopkit import BASE, Api, Invoker, memory_ref, new_id, query, rfc3339_in, sensitive
+
+
+def search(api: Api, ref: str, q: str, *extra: tuple[str, Any]) -> list[dict[str, Any]]:
+    body = api.request("GET", f"{BASE}/search?{query([('memoryRef', ref), ('q', q), *extra])}")
+    assert set(body) == {"results"}, body
+    return body["results"]
+
+
+def ids(results: list[dict[str, Any]]) -> list[str]:
+    return [r["entry"]["id"] for r in results]
+
+
+def test_search_ranks_filters_and_is_deterministic(api: Api, invoker: Invoker, tenant: str):
+    ref = memory_ref(tenant, f"search-{new_id()}")
+    rare = f"zephyr{new_id()[-6:].lower()}"
+    texts = [
+        ("Customer asked about a refund for order 1042", ["billing"]),
+        (f"The {rare} contract renews in March", ["contract"]),
+        ("Customer prefers email follow-up", ["preference"]),
+        ("Rendez-vous au café à Montréal", []),
+        ("会议在东京举行", ["travel"]),
+        ("Refunds are processed within 5 days", ["billing", "policy"]),
+    ]
+    written = invoker.put(tenant, ref, [{"content": sensitive(t), "tags": tags} for t, tags in texts])
+    # Read-your-writes: the entries just written are found by the next search.
+    assert ids(search(api, ref, rare)) == [written[1]]
+    assert ids(search(api, ref, "cafe montreal")) == [written[3]]
+    assert ids(search(api, ref, "东京")) == [written[4]]
+    refunds = search(api, ref, "refunds")
+    assert sorted(ids(refunds)) == sorted([written[0], written[5]])
+    assert refunds[0]["score"] >= refunds[1]["score"] > 0
+    # Without stemming only the literal word matches.
+    assert ids(search(api, ref, "refunds", ("stem", "false"))) == [written[5]]
+    assert ids(search(api, ref, "refund", ("tag", "policy"))) == [written[5]]
+    assert ids(search(api, ref, "customer", ("limit", "1"))) in ([written[0]], [written[2]])
+    assert search(api, ref, "customer refund") == search(api, ref, "customer refund")
+    # A delete takes effect on the next query.
+    assert invoker.ok("memory-write", {"op": "delete", "tenantId": tenant, "memoryRef": ref,
+                                       "id": written[1]}) == {"deleted": True}
+    assert search(api, ref, rare) == []
+
+
+def test_search_never_shows_expired_forgotten_or_foreign_entries(api: Api, invoker: Invoker,
+                                                                 tenant: str, base_url: str):
+    ref = memory_ref(tenant, f"searchx-{new_id()}")
+    word = f"quokka{new_id()[-6:].lower()}"
+    subject = sensitive(f"subject-{new_id()}")
+    [short] = invoker.put(tenant, ref, [{"content": f"{word} short-lived",
+                                          "expiresAt": rfc3339_in(2)}])
+    [kept, forgotten] = invoker.put(tenant, ref, [
+        {"content": f"{word} kept"}, {"content": f"{word} about the subject", "subject": subject}])
+    assert set(ids(search(api, ref, word))) == {short, kept, forgotten}, "positive control"
+    time.sleep(2.5)
+    assert set(ids(search(api, ref, word))) == {kept, forgotten}
+    api.forget(subject)
+    assert ids(search(api, ref, word)) == [kept]
+    intruder = Api(base_url, tenant=f"intruder-{new_id()}")
+    assert search(intruder, ref, word) == []
+    assert search(api, "workspaces/../memories", word) == []
+    for params, field in (([("memoryRef", ref)], "q"), ([("memoryRef", ref), ("q", " ")], "q"),
+                          ([("memoryRef", ref), ("q", "x" * 1025)], "q"),
+                          ([("memoryRef", ref), ("q", word), ("stem", "yes")], "stem")):
+        err = api.error("GET", f"{BASE}/search?{query(params)}", status=400,
+                        code="validation_error")
+        assert (err.envelope.details or {}).get("field") == field, err.raw_text
