@@ -91,7 +91,8 @@ impl MemoryReader {
         };
         let now = self.clock().now();
         let store = self.store();
-        let candidates: Vec<StoredEntry> = if options.tags.is_empty() {
+        // Both reads already keep only live entries of this ref carrying the tags.
+        let live: Vec<StoredEntry> = if options.tags.is_empty() {
             snapshot(store, &memory_ref, now).await?
         } else {
             // The tag postings bound the read to the entries carrying the tags.
@@ -114,11 +115,6 @@ impl MemoryReader {
                 }
             }
         };
-        let live: Vec<StoredEntry> = candidates
-            .into_iter()
-            .filter(|e| e.memory_ref == memory_ref && e.entry.is_live_at(now))
-            .filter(|e| options.tags.matches(&e.entry.tags))
-            .collect();
         let texts: Vec<String> = live.iter().map(searchable).collect();
         let documents: Vec<Document<'_>> = live
             .iter()
