@@ -87,6 +87,18 @@ S3_SUBRESOURCES = {
 }
 
 
+# Object operations a query parameter selects, per method, first match wins.
+OBJECT_BY_QUERY = {
+    "PUT": (("tagging", "PutObjectTagging"), ("acl", "PutObjectAcl")),
+    "GET": (("uploadId", "ListParts"), ("tagging", "GetObjectTagging"), ("acl", "GetObjectAcl"),
+            ("attributes", "GetObjectAttributes")),
+    "DELETE": (("uploadId", "AbortMultipartUpload"), ("tagging", "DeleteObjectTagging")),
+    "POST": (("uploads", "CreateMultipartUpload"), ("uploadId", "CompleteMultipartUpload"),
+             ("restore", "RestoreObject")),
+}
+OBJECT_DEFAULT = {"GET": "GetObject", "HEAD": "HeadObject", "DELETE": "DeleteObject"}
+
+
 def s3_operation(method: str, path: str, query: dict[str, str], headers: dict[str, str]) -> str:
     """The S3 operation of a path-style request (the Rust SDK also names it in `x-id`)."""
     if query.get("x-id"):
@@ -113,38 +125,15 @@ def s3_operation(method: str, path: str, query: dict[str, str], headers: dict[st
         if method == "POST" and "delete" in query:
             return "DeleteObjects"
         return f"{method}Bucket"
+    copy = "x-amz-copy-source" in headers
+    if method == "PUT" and "uploadId" in query:
+        return "UploadPartCopy" if copy else "UploadPart"
+    for marker, operation in OBJECT_BY_QUERY.get(method, ()):
+        if marker in query:
+            return operation
     if method == "PUT":
-        if "uploadId" in query:
-            return "UploadPartCopy" if "x-amz-copy-source" in headers else "UploadPart"
-        if "tagging" in query:
-            return "PutObjectTagging"
-        if "acl" in query:
-            return "PutObjectAcl"
-        return "CopyObject" if "x-amz-copy-source" in headers else "PutObject"
-    if method == "GET":
-        if "uploadId" in query:
-            return "ListParts"
-        if "tagging" in query:
-            return "GetObjectTagging"
-        if "acl" in query:
-            return "GetObjectAcl"
-        if "attributes" in query:
-            return "GetObjectAttributes"
-        return "GetObject"
-    if method == "HEAD":
-        return "HeadObject"
-    if method == "DELETE":
-        if "uploadId" in query:
-            return "AbortMultipartUpload"
-        return "DeleteObjectTagging" if "tagging" in query else "DeleteObject"
-    if method == "POST":
-        if "uploads" in query:
-            return "CreateMultipartUpload"
-        if "uploadId" in query:
-            return "CompleteMultipartUpload"
-        if "restore" in query:
-            return "RestoreObject"
-    return f"{method}Object"
+        return "CopyObject" if copy else "PutObject"
+    return OBJECT_DEFAULT.get(method, f"{method}Object")
 
 
 def scope_service(headers: dict[str, str], query: dict[str, str]) -> str | None:

@@ -1785,9 +1785,7 @@ def run_suite(seeds: int | list[int], *, profile: str = "small", which: str = "a
     phase the workloads run one after the other unless `together` (each is concurrent in
     itself; f runs beside them all)."""
     seeds = [seeds] if isinstance(seeds, int) else list(seeds)
-    run = Run(seeds[0], profile=profile, out_dir=out_dir, label="suite")
-    try:
-        run.start()
+    with Run(seeds[0], profile=profile, out_dir=out_dir, label="suite") as run:
         run.faults_on()
         commitments = None
         if "f" in which and run.profile.f_enabled:
@@ -1799,10 +1797,7 @@ def run_suite(seeds: int | list[int], *, profile: str = "small", which: str = "a
             run.run_workloads(which.replace("f", ""), together=together)
         if commitments is not None:
             commitments.join()
-        run.faults_off()
         return run.finish()
-    finally:
-        run.stop()
 
 
 def run_races(seed: int, *, trials: int = 50, out_dir: Path | None = None,
@@ -1811,17 +1806,12 @@ def run_races(seed: int, *, trials: int = 50, out_dir: Path | None = None,
     faults (milder than a full run's unless `rates` says otherwise)."""
     mild = rates if rates is not None else {k: round(v / 2, 3) for k, v in
                                             rates_for(seed).items()}
-    run = Run(seed, rates=mild, out_dir=out_dir, label="races")
-    try:
-        run.start()
+    with Run(seed, rates=mild, out_dir=out_dir, label="races") as run:
         run.faults_on()
         run.run_workloads("c", c_trials=trials)
-        run.faults_off()
         result = run.finish()
         result["trials"] = trials
         return result
-    finally:
-        run.stop()
 
 
 def first_drop_only_seed(rate: float = 0.01, horizon: int = 200) -> int:
@@ -1846,11 +1836,9 @@ def run_lost_response(seed: int = 5, *, out_dir: Path | None = None) -> dict[str
        after its retry budget (the write did apply); the faults stop; the client's retries
        with the same key must answer one `written` list, twice the same, naming the stored
        entry."""
-    run = Run(seed, gateways=1, rates={k: 0.0 for k in KINDS}, out_dir=out_dir,
-              label="lost-response")
     details: dict[str, Any] = {}
-    try:
-        run.start()
+    with Run(seed, gateways=1, rates={k: 0.0 for k in KINDS}, out_dir=out_dir,
+             label="lost-response") as run:
         assert run.proxy is not None
         t = run.tenant("lost")
         ref = memory_ref(t, "agent-lost")
@@ -1912,31 +1900,23 @@ def run_lost_response(seed: int = 5, *, out_dir: Path | None = None) -> dict[str
                                   "call lost every transaction answer answered different "
                                   "written lists", "lost B")
             run.acknowledge("lost", ref_b, second, [mb], keyed=True)
-        run.faults_off()
         result = run.finish()
         result["lostResponse"] = details
         return result
-    finally:
-        run.stop()
 
 
 def run_selftest(seed: int = 1, *, out_dir: Path | None = None) -> dict[str, Any]:
     """The checker's own test: workloads a, b, c and e without faults, then `Run.corrupt`, then
     the checks. `expectedViolations` lists what must be reported; nothing else may be."""
-    run = Run(seed, rates={k: 0.0 for k in KINDS}, out_dir=out_dir, label="selftest")
-    try:
-        run.start()
+    with Run(seed, rates={k: 0.0 for k in KINDS}, out_dir=out_dir, label="selftest") as run:
         run.faults_on()
         run.run_workloads("abce")
         clean = dict(run.rec.violation_counts)
         expected = run.corrupt()
-        run.faults_off()
         result = run.finish()
         result["expectedViolations"] = sorted(expected)
         result["violationsBeforeCorruption"] = {k: v for k, v in clean.items() if v}
         return result
-    finally:
-        run.stop()
 
 
 def merge_stats(parts: list[dict[str, Any]]) -> dict[str, Any]:

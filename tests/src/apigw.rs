@@ -150,18 +150,14 @@ pub fn http_api_event(r: &GatewayRequest<'_>) -> Value {
         .iter()
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
-    let user_agent = r
-        .headers
-        .iter()
-        .find(|(k, _)| k == "user-agent")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("");
-    let domain = r
-        .headers
-        .iter()
-        .find(|(k, _)| k == "host")
-        .map(|(_, v)| v.as_str())
-        .unwrap_or("abc123.execute-api.us-east-1.amazonaws.com");
+    let header = |name: &str| {
+        r.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    };
+    let user_agent = header("user-agent").unwrap_or("");
+    let domain = header("host").unwrap_or("abc123.execute-api.us-east-1.amazonaws.com");
     let mut event = json!({
         "version": "2.0",
         "routeKey": r.route_key,

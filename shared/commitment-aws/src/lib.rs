@@ -8,7 +8,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, ReturnValue};
+use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
 use commitments::{Commitment, Condition, State};
 use serde::{Deserialize, Serialize};
@@ -21,7 +21,8 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
 use memory_aws::dynamo::{
-    get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr, subject_items,
+    delete_returning_old, get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr,
+    subject_items,
 };
 use memory_aws::error::{backend, service_code};
 
@@ -271,16 +272,12 @@ impl CommitmentStore for DynamoCommitmentStore {
             .collect())
     }
     async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {
-        let out = memory_aws::retry::send("delete_commitment", || {
-            self.client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(key_item(key)))
-                .return_values(ReturnValue::AllOld)
-                .send()
-        })
-        .await
-        .map_err(|e| backend("delete_commitment", &e))?;
-        Ok(out.attributes().is_some_and(|a| !a.is_empty()))
+        let old = delete_returning_old(
+            &self.client,
+            &self.table,
+            key_item(key),
+            "delete_commitment",
+        );
+        Ok(old.await?.is_some())
     }
 }

@@ -13,7 +13,7 @@ use memory_core::ports::{ArchiveStore, CorePorts, EntryStore, Expect, ObjectKey,
 use memory_core::{CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
 use memory_testkit::contract::{entry, memory_ref, T0};
 use memory_testkit::in_memory::{
-    InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher,
+    CallCounter, InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher,
 };
 use memory_testkit::intercept::{ArchiveCall, BeforeArchiveCall, InterceptedArchives};
 
@@ -29,7 +29,35 @@ struct World {
     dreamer: Dreamer,
 }
 
+/// The test double a fault is armed on.
+#[derive(Clone, Copy)]
+enum Port {
+    Archives,
+    Store,
+    Events,
+}
+
+impl Port {
+    fn calls(self, w: &World) -> &CallCounter {
+        match self {
+            Port::Archives => &w.archives.calls,
+            Port::Store => &w.store.calls,
+            Port::Events => &w.events.calls,
+        }
+    }
+}
+
 impl World {
+    /// A dream of tenant t1's ref `r()` with no secrets registered.
+    async fn dream(
+        &self,
+        budget: Option<u64>,
+    ) -> Result<dream_service::dream::DreamReport, CoreError> {
+        self.dreamer
+            .run("t1", &r().to_string(), budget, &none())
+            .await
+    }
+
     fn core(&self) -> CorePorts {
         CorePorts::new(self.store.clone(), self.events.clone(), self.clock.clone())
     }
@@ -82,11 +110,51 @@ fn none() -> memory_core::Redactor {
 }
 
 fn archives_of(w: &World) -> Vec<(ObjectKey, Vec<u8>)> {
-    w.archives
+    archive_objects(&w.archives)
+}
+
+fn archive_objects(archives: &InMemoryArchiveStore) -> Vec<(ObjectKey, Vec<u8>)> {
+    let is_archive = |(k, _): &(ObjectKey, Vec<u8>)| k.as_str().contains("/archives/");
+    archives.dump().into_iter().filter(is_archive).collect()
+}
+
+/// Every entry's content and every object's bytes: where a forgotten fact must not survive.
+fn everything(w: &World) -> String {
+    let mut text: String = w
+        .store
         .dump()
         .into_iter()
-        .filter(|(k, _)| k.as_str().contains("/archives/"))
-        .collect()
+        .map(|e| e.entry.content)
+        .collect();
+    for (_, body) in w.archives.dump() {
+        text.push_str(&String::from_utf8_lossy(&body));
+    }
+    text
+}
+
+/// The dream's output entry (the one long-term entry).
+fn output_of(w: &World) -> memory_core::model::StoredEntry {
+    let output = w
+        .store
+        .dump()
+        .into_iter()
+        .find(|e| e.tier == Tier::LongTerm);
+    output.expect("a dream output")
+}
+
+/// Dream outputs (long-term entries) in the store.
+fn outputs_in(store: &InMemoryEntryStore) -> usize {
+    let dump = store.dump();
+    dump.iter().filter(|e| e.tier == Tier::LongTerm).count()
+}
+
+/// `memory.compacted` announcements published.
+fn compacted_in(events: &RecordingPublisher) -> usize {
+    let published = events.events();
+    let compacted = published.iter().map(|e| e.event_type);
+    compacted
+        .filter(|t| *t == EventType::MemoryCompacted)
+        .count()
 }
 
 #[tokio::test]
@@ -94,16 +162,8 @@ async fn same_sources_and_budget_give_the_same_bytes_at_the_same_key() {
     let (a, b) = (world(), world());
     seed(&a, 30).await;
     seed(&b, 30).await;
-    let ra = a
-        .dreamer
-        .run("t1", &r().to_string(), Some(50_000), &none())
-        .await
-        .expect("dream a");
-    let rb = b
-        .dreamer
-        .run("t1", &r().to_string(), Some(50_000), &none())
-        .await
-        .expect("dream b");
+    let ra = a.dream(Some(50_000)).await.expect("dream a");
+    let rb = b.dream(Some(50_000)).await.expect("dream b");
     assert_eq!(ra.status, "distilled");
     assert_eq!(ra.archive_key, rb.archive_key);
     assert!(
@@ -125,11 +185,7 @@ async fn same_sources_and_budget_give_the_same_bytes_at_the_same_key() {
     assert_eq!(out.provenance.len(), 30);
     // Nothing new: a second run distils nothing and writes nothing.
     a.store.calls.reset();
-    let again = a
-        .dreamer
-        .run("t1", &r().to_string(), Some(50_000), &none())
-        .await
-        .expect("again");
+    let again = a.dream(Some(50_000)).await.expect("again");
     assert_eq!(again.status, "nothing-to-distill");
     assert_eq!(a.store.calls.writes(), 0);
     // One new entry: a new archive at a new key.
@@ -137,11 +193,7 @@ async fn same_sources_and_budget_give_the_same_bytes_at_the_same_key() {
         .put_entries(&[entry(&r(), 500, "Customer moved to Oslo", &["address"])])
         .await
         .expect("put");
-    let third = a
-        .dreamer
-        .run("t1", &r().to_string(), Some(50_000), &none())
-        .await
-        .expect("third");
+    let third = a.dream(Some(50_000)).await.expect("third");
     assert_eq!(third.status, "distilled");
     assert_ne!(third.archive_key, ra.archive_key);
     assert_eq!(archives_of(&a).len(), 2);
@@ -179,21 +231,12 @@ async fn budget_is_clamped_defaulted_and_counted_honestly() {
     assert_eq!(Dreamer::budget(Some(2_000)), 2_000);
     let w = world();
     seed(&w, 200).await;
-    let report = w
-        .dreamer
-        .run("t1", &r().to_string(), Some(3_000), &none())
-        .await
-        .expect("dream");
+    let report = w.dream(Some(3_000)).await.expect("dream");
     assert!(report.tokens_used <= 3_000);
     assert!(report.source_count < 200, "not all fit: newest first");
     // Independent count with the tokenizer itself over what the run says it used.
     let bpe = tiktoken_rs::cl100k_base().expect("tokenizer");
-    let summary = w
-        .store
-        .dump()
-        .into_iter()
-        .find(|e| e.tier == Tier::LongTerm)
-        .expect("output");
+    let summary = output_of(&w);
     let used: Vec<String> = summary.provenance.clone();
     let inputs: usize = w
         .store
@@ -212,12 +255,7 @@ async fn budget_is_clamped_defaulted_and_counted_honestly() {
     let default = world();
     seed(&default, 5).await;
     assert_eq!(
-        default
-            .dreamer
-            .run("t1", &r().to_string(), None, &none())
-            .await
-            .expect("dream")
-            .token_budget,
+        default.dream(None).await.expect("dream").token_budget,
         MAX_TOKEN_BUDGET
     );
 }
@@ -227,10 +265,7 @@ async fn a_budget_too_small_fails_and_changes_nothing() {
     let w = world();
     seed(&w, 10).await;
     let (entries, objects, calls) = (w.store.dump(), w.archives.dump(), w.store.calls.writes());
-    let err = w
-        .dreamer
-        .run("t1", &r().to_string(), Some(100), &none())
-        .await;
+    let err = w.dream(Some(100)).await;
     match err {
         Err(CoreError::TokenBudgetExceeded { needed, budget }) => {
             assert_eq!(budget, 100);
@@ -246,71 +281,34 @@ async fn a_budget_too_small_fails_and_changes_nothing() {
     assert_eq!(w.store.calls.writes(), calls);
     assert!(w.events.events().is_empty());
     // The watermark did not move: a run with a fitting budget still sees all ten.
-    assert_eq!(
-        w.dreamer
-            .run("t1", &r().to_string(), None, &none())
-            .await
-            .expect("dream")
-            .source_count,
-        10
-    );
+    assert_eq!(w.dream(None).await.expect("dream").source_count, 10);
 }
 
 #[tokio::test]
 async fn a_failure_at_any_step_leaves_nothing_partial_and_the_next_run_completes() {
     let reference = world();
     seed(&reference, 12).await;
-    reference
-        .dreamer
-        .run("t1", &r().to_string(), None, &none())
-        .await
-        .expect("reference");
+    reference.dream(None).await.expect("reference");
     let want_objects = reference.archives.dump();
     let want_entries = reference.store.dump();
-    type Arm = Box<dyn Fn(&World)>;
-    let faults: Vec<(&str, Arm)> = vec![
-        (
-            "archive put",
-            Box::new(|w: &World| w.archives.calls.fail_on("put_if_absent", 1)),
-        ),
-        (
-            "entry put",
-            Box::new(|w: &World| w.store.calls.fail_on("put_entries", 1)),
-        ),
-        (
-            "index read",
-            Box::new(|w: &World| w.archives.calls.fail_on("get", 1)),
-        ),
-        (
-            "index write",
-            Box::new(|w: &World| w.archives.calls.fail_on("put_expecting", 1)),
-        ),
-        (
-            "markdown write",
-            Box::new(|w: &World| w.archives.calls.fail_on("put_expecting", 2)),
-        ),
-        (
-            "publish",
-            Box::new(|w: &World| w.events.calls.fail_on("publish", 1)),
-        ),
-        (
-            "watermark",
-            Box::new(|w: &World| w.store.calls.fail_on("finish_work", 1)),
-        ),
+    // (label, which double fails, the call, its nth occurrence)
+    let faults = [
+        ("archive put", Port::Archives, "put_if_absent", 1),
+        ("entry put", Port::Store, "put_entries", 1),
+        ("index read", Port::Archives, "get", 1),
+        ("index write", Port::Archives, "put_expecting", 1),
+        ("markdown write", Port::Archives, "put_expecting", 2),
+        ("publish", Port::Events, "publish", 1),
+        ("watermark", Port::Store, "finish_work", 1),
     ];
-    for (label, arm) in faults {
+    for (label, port, call, nth) in faults {
         let w = world();
         seed(&w, 12).await;
-        arm(&w);
-        let failed = w.dreamer.run("t1", &r().to_string(), None, &none()).await;
+        port.calls(&w).fail_on(call, nth);
+        let failed = w.dream(None).await;
         assert!(failed.is_err(), "{label}: the failure surfaces");
         let archives = archives_of(&w).len();
-        let outputs = w
-            .store
-            .dump()
-            .iter()
-            .filter(|e| e.tier == Tier::LongTerm)
-            .count();
+        let outputs = outputs_in(&w.store);
         if !matches!(label, "publish" | "watermark" | "markdown write") {
             assert_eq!(
                 (archives, outputs),
@@ -318,11 +316,7 @@ async fn a_failure_at_any_step_leaves_nothing_partial_and_the_next_run_completes
                 "{label}: no partial archive, no orphan entry"
             );
         }
-        let done = w
-            .dreamer
-            .run("t1", &r().to_string(), None, &none())
-            .await
-            .expect("the next run completes");
+        let done = w.dream(None).await.expect("the next run completes");
         assert_eq!(done.status, "distilled", "{label}");
         assert!(
             w.archives.dump() == want_objects,
@@ -366,12 +360,7 @@ async fn secrets_never_reach_archive_entry_or_index() {
         .run("t1", &r().to_string(), None, &secrets.redactor())
         .await
         .expect("dream");
-    let output = w
-        .store
-        .dump()
-        .into_iter()
-        .find(|e| e.tier == Tier::LongTerm)
-        .expect("output");
+    let output = output_of(&w);
     assert!(output.entry.content.contains("[REDACTED:stripe]"));
     assert!(
         output.entry.content.contains("[REDACTED:gh]"),
@@ -449,10 +438,7 @@ async fn racing_index_writers_lose_no_update() {
         inner.clone(),
     );
     seed(&w, 5).await;
-    w.dreamer
-        .run("t1", &r().to_string(), None, &none())
-        .await
-        .expect("dream");
+    w.dream(None).await.expect("dream");
     let index = inner
         .dump()
         .into_iter()
@@ -480,22 +466,7 @@ async fn forget_after_a_dream_leaves_no_trace_of_the_subject() {
     ];
     entries[0].subject = Some(SubjectKey::derive(&t, "zelda"));
     w.store.put_entries(&entries).await.expect("put");
-    w.dreamer
-        .run("t1", &r().to_string(), None, &none())
-        .await
-        .expect("dream");
-    let everything = |w: &World| {
-        let mut text: String = w
-            .store
-            .dump()
-            .into_iter()
-            .map(|e| e.entry.content)
-            .collect();
-        for (_, body) in w.archives.dump() {
-            text.push_str(&String::from_utf8_lossy(&body));
-        }
-        text
-    };
+    w.dream(None).await.expect("dream");
     assert!(everything(&w).contains("peanuts"), "positive control");
     let forgetter = Forgetter::new(w.core()).with_hook(Arc::new(DerivedForgetHook {
         store: w.store.clone(),
@@ -571,10 +542,7 @@ async fn a_forget_whose_hook_fails_is_finished_by_the_retry() {
         .put_entries(&[secret, entry(&r(), 2, "unrelated", &[])])
         .await
         .expect("put");
-    w.dreamer
-        .run("t1", &r().to_string(), None, &none())
-        .await
-        .expect("dream");
+    w.dream(None).await.expect("dream");
     let forgetter = Forgetter::new(w.core()).with_hook(Arc::new(DerivedForgetHook {
         store: w.store.clone(),
         archives: w.archives.clone(),
@@ -589,20 +557,11 @@ async fn a_forget_whose_hook_fails_is_finished_by_the_retry() {
         forgetter.forget("t1", "yara").await.is_ok(),
         "the retry runs"
     );
-    let mut text: String = w
-        .store
-        .dump()
-        .into_iter()
-        .map(|e| e.entry.content)
-        .collect();
-    for (_, body) in w.archives.dump() {
-        text.push_str(&String::from_utf8_lossy(&body));
-    }
     assert!(
-        !text.contains("4711"),
+        !everything(&w).contains("4711"),
         "nothing of the subject survives the retried forget"
     );
-    assert!(text.contains("unrelated"));
+    assert!(everything(&w).contains("unrelated"));
 }
 
 /// What runs inside the dream's `n`-th archive call (so at every point between the dream's
@@ -795,24 +754,14 @@ async fn a_concurrent_duplicate_dream_announces_once() {
                 "at call {at_call}: {s:?}"
             );
         }
-        let compacted = events
-            .events()
-            .iter()
-            .filter(|e| e.event_type == EventType::MemoryCompacted)
-            .count();
-        assert_eq!(compacted, 1, "at call {at_call}: one announcement");
-        let outputs = store
-            .dump()
-            .iter()
-            .filter(|e| e.tier == Tier::LongTerm)
-            .count();
-        assert_eq!(outputs, 1, "at call {at_call}: one output entry");
-        let archive_objects = archives
-            .dump()
-            .iter()
-            .filter(|(k, _)| k.as_str().contains("/archives/"))
-            .count();
-        assert_eq!(archive_objects, 1, "at call {at_call}: one archive");
+        assert_eq!(
+            compacted_in(&events),
+            1,
+            "at call {at_call}: one announcement"
+        );
+        assert_eq!(outputs_in(&store), 1, "at call {at_call}: one output entry");
+        let archived = archive_objects(&archives).len();
+        assert_eq!(archived, 1, "at call {at_call}: one archive");
     }
 }
 

@@ -456,6 +456,27 @@ pub async fn subject_items(
     query_index(client, table, (SUBJECT_INDEX, "subjectKey"), value, op).await
 }
 
+/// Deletes the item at `key` and answers what was there (`None`: nothing was), so the caller
+/// can clean up what hung off it without a read first.
+pub async fn delete_returning_old(
+    client: &Client,
+    table: &str,
+    key: Item,
+    op: &'static str,
+) -> Result<Option<Item>, StoreError> {
+    let out = crate::retry::send(op, || {
+        client
+            .delete_item()
+            .table_name(table)
+            .set_key(Some(key.clone()))
+            .return_values(ReturnValue::AllOld)
+            .send()
+    })
+    .await
+    .map_err(|e| backend(op, &e))?;
+    Ok(out.attributes.filter(|a| !a.is_empty()))
+}
+
 fn build_error(op: &'static str) -> StoreError {
     StoreError::Backend {
         op,
@@ -1194,17 +1215,8 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
-        let out = crate::retry::send("delete", || {
-            self.client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(key_item(key)))
-                .return_values(ReturnValue::AllOld)
-                .send()
-        })
-        .await
-        .map_err(|e| backend("delete", &e))?;
-        let old = out.attributes().filter(|a| !a.is_empty());
+        let old = delete_returning_old(&self.client, &self.table, key_item(key), "delete").await?;
+        let old = old.as_ref();
         if old.is_some_and(|a| get_n(a, "provenanceChunks").unwrap_or(0) > 0) {
             self.delete_overflow(key).await?;
         }

@@ -140,20 +140,12 @@ async fn expiry_through_the_writer_and_reader() {
         .expect("put");
     let scope = TenantScope::new(TenantId::parse("tenant-a").expect("tenant"));
     let id = &out.written[0].id;
-    w.ports.clock.set(Timestamp::from_millis(NOW + 9_999));
-    assert!(w
-        .reader
-        .get(&scope, REF_A, id)
-        .await
-        .expect("get")
-        .is_some());
-    w.ports.clock.set(Timestamp::from_millis(NOW + 10_001));
-    assert!(w
-        .reader
-        .get(&scope, REF_A, id)
-        .await
-        .expect("get")
-        .is_none());
+    // (ms after NOW, visible): a millisecond before expiry, and one after.
+    for (at, visible) in [(9_999, true), (10_001, false)] {
+        w.ports.clock.set(Timestamp::from_millis(NOW + at));
+        let got = w.reader.get(&scope, REF_A, id).await.expect("get");
+        assert_eq!(got.is_some(), visible, "at +{at} ms");
+    }
     assert!(w
         .reader
         .list(&scope, REF_A, &ListOptions::default())

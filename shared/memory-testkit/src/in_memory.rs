@@ -36,6 +36,30 @@ pub struct CallCounter(
     Mutex<HashMap<&'static str, u64>>,
 );
 
+/// Counts `op` down on every armed `(op, remaining)` and fails with `code` when one reaches
+/// zero (that call is the armed nth); spent entries are dropped.
+fn fire(
+    armed: &mut Vec<(&'static str, u64)>,
+    op: &'static str,
+    code: &str,
+) -> Result<(), StoreError> {
+    let mut fired = false;
+    for (armed_op, remaining) in armed.iter_mut() {
+        if *armed_op == op && *remaining > 0 {
+            *remaining -= 1;
+            fired |= *remaining == 0;
+        }
+    }
+    armed.retain(|(_, r)| *r > 0);
+    if fired {
+        return Err(StoreError::Backend {
+            op,
+            code: code.into(),
+        });
+    }
+    Ok(())
+}
+
 impl CallCounter {
     fn hit(&self, op: &'static str) {
         *lock(&self.0).entry(op).or_default() += 1;
@@ -54,22 +78,7 @@ impl CallCounter {
     /// Counts the call and fails it if a fault was armed for it.
     fn call(&self, op: &'static str) -> Result<(), StoreError> {
         self.hit(op);
-        let mut faults = lock(&self.1);
-        let mut fail = false;
-        for (fop, remaining) in faults.iter_mut() {
-            if *fop == op && *remaining > 0 {
-                *remaining -= 1;
-                fail |= *remaining == 0;
-            }
-        }
-        faults.retain(|(_, r)| *r > 0);
-        if fail {
-            return Err(StoreError::Backend {
-                op,
-                code: "InjectedFault".into(),
-            });
-        }
-        Ok(())
+        fire(&mut lock(&self.1), op, "InjectedFault")
     }
 
     /// Makes the `nth` next call (1 = the very next) of `op` fail.
@@ -85,22 +94,7 @@ impl CallCounter {
 
     /// The answer side of a call that was applied: fails it if a lost answer was armed.
     fn answer(&self, op: &'static str) -> Result<(), StoreError> {
-        let mut armed = lock(&self.2);
-        let mut lost = false;
-        for (aop, remaining) in armed.iter_mut() {
-            if *aop == op && *remaining > 0 {
-                *remaining -= 1;
-                lost |= *remaining == 0;
-            }
-        }
-        armed.retain(|(_, r)| *r > 0);
-        if lost {
-            return Err(StoreError::Backend {
-                op,
-                code: "AnswerLost".into(),
-            });
-        }
-        Ok(())
+        fire(&mut lock(&self.2), op, "AnswerLost")
     }
 
     /// Calls of the write operations: what a no-op pass must leave at zero.

@@ -41,7 +41,8 @@ impl Rng {
     }
 }
 
-const WORDS: &[&str] = &[
+/// The vocabulary of the seeded corpus (the benchmark adds function words to it).
+pub const WORDS: &[&str] = &[
     "customer",
     "prefers",
     "email",
@@ -68,7 +69,7 @@ const WORDS: &[&str] = &[
     "renewal",
     "contract",
 ];
-const TAGS: &[&str] = &["preference", "billing", "shipping", "support", "contract"];
+pub const TAGS: &[&str] = &["preference", "billing", "shipping", "support", "contract"];
 
 /// `n` entries of roughly `bytes` bytes each: a pool of recurring facts (so folding has work to
 /// do) plus per-entry detail, a tag on most, and the odd `[REDACTED:…]` marker.

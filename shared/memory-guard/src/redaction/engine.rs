@@ -289,28 +289,43 @@ impl Fast {
         budget: &mut Budget,
     ) -> Result<Option<Found>, Bail> {
         match self {
-            Fast::One(finder) => Ok(finder.find(&hay[from..to]).map(|at| Found {
-                start: from + at,
-                end: from + at + finder.needle().len(),
-                pattern: 0,
-            })),
-            Fast::Packed(searcher) => Ok(searcher
-                .find_in(
-                    hay,
-                    aho_corasick::Span {
-                        start: from,
-                        end: to,
-                    },
-                )
-                .map(|m| Found {
-                    start: m.start(),
-                    end: m.end(),
-                    pattern: m.pattern().as_u32(),
-                })),
+            Fast::One(finder) => Ok(find_one(finder, finder.needle().len(), hay, from, to)),
+            Fast::Packed(searcher) => Ok(find_packed(searcher, hay, from, to)),
             Fast::Skip(index) => index.find(hay, &engine.bytes, &engine.patterns, from, to, budget),
             Fast::None => Err(Bail),
         }
     }
+}
+
+/// The one secret's leftmost occurrence in `from..to` (`len`: the needle's length, read once
+/// per text by the caller on the hot path).
+#[inline(always)]
+fn find_one(
+    finder: &memmem::Finder<'static>,
+    len: usize,
+    hay: &[u8],
+    from: usize,
+    to: usize,
+) -> Option<Found> {
+    finder.find(&hay[from..to]).map(|at| Found {
+        start: from + at,
+        end: from + at + len,
+        pattern: 0,
+    })
+}
+
+/// The leftmost-longest match of the packed searcher in `from..to`.
+#[inline(always)]
+fn find_packed(searcher: &packed::Searcher, hay: &[u8], from: usize, to: usize) -> Option<Found> {
+    let span = aho_corasick::Span {
+        start: from,
+        end: to,
+    };
+    searcher.find_in(hay, span).map(|m| Found {
+        start: m.start(),
+        end: m.end(),
+        pattern: m.pattern().as_u32(),
+    })
 }
 
 impl Engine {
@@ -347,27 +362,11 @@ impl Engine {
             Fast::One(finder) => {
                 let len = finder.needle().len();
                 self.scan(text, |hay, from, to, _| {
-                    Ok(finder.find(&hay[from..to]).map(|at| Found {
-                        start: from + at,
-                        end: from + at + len,
-                        pattern: 0,
-                    }))
+                    Ok(find_one(finder, len, hay, from, to))
                 })
             }
             Fast::Packed(searcher) => self.scan(text, |hay, from, to, _| {
-                Ok(searcher
-                    .find_in(
-                        hay,
-                        aho_corasick::Span {
-                            start: from,
-                            end: to,
-                        },
-                    )
-                    .map(|m| Found {
-                        start: m.start(),
-                        end: m.end(),
-                        pattern: m.pattern().as_u32(),
-                    }))
+                Ok(find_packed(searcher, hay, from, to))
             }),
             Fast::Skip(index) => self.scan(text, |hay, from, to, budget| {
                 index.find(hay, &self.bytes, &self.patterns, from, to, budget)
