@@ -1,4 +1,4 @@
-//! `memory-read`: the read API behind API Gateway (list, get, capabilities). Its one trigger
+//! `memory-read`: the read API behind API Gateway (list, get, search, capabilities). Its one trigger
 //! is an API Gateway HTTP API request.
 
 use std::sync::Arc;
@@ -16,9 +16,11 @@ fn main() -> Result<(), Error> {
 
 async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
+    let embedder = ports.embedder();
+    let model = embedder.as_ref().map(|e| e.model().to_owned());
     let api = ReadApi::new(
-        MemoryReader::new(ports.entries, Arc::new(SystemClock)),
-        HOST_MODEL,
+        MemoryReader::new(ports.entries, Arc::new(SystemClock)).with_embedder(embedder),
+        HOST_MODEL.with_embedding_model(model),
     );
     let claim = lambda_adapter::tenant_claim_name();
     let (api, claim) = (&api, claim.as_str());

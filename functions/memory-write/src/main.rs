@@ -21,7 +21,8 @@ async fn serve() -> Result<(), Error> {
         memory_core::idempotency::DEFAULT_KEY_TTL_SECONDS,
     )?;
     let writer = MemoryWriter::new(ports.core(), Arc::new(UlidIds::default()))
-        .with_key_ttl_seconds(key_ttl_seconds);
+        .with_key_ttl_seconds(key_ttl_seconds)
+        .with_embedder(ports.embedder());
     let writer = &writer;
     lambda_adapter::run(WriteCommand::decode, |command| async move {
         let result = memory_api::write_api::handle(writer, command).await?;

@@ -115,11 +115,18 @@ impl Consolidator {
                 continue;
             };
             let m = &merge.merged;
+            let content = redactor.redact(&m.content).into_owned();
+            // A merge that keeps one source's words keeps its vector too (semantic search);
+            // rewritten text has none until it is written again.
+            let embedding = replaced
+                .iter()
+                .find(|e| e.entry.content == content)
+                .and_then(|e| e.embedding.clone());
             let merged = StoredEntry {
                 memory_ref: memory_ref.clone(),
                 entry: MemoryEntry {
                     id: m.id.clone(),
-                    content: redactor.redact(&m.content).into_owned(),
+                    content,
                     tags: {
                         let mut tags = redactor.redact_tags(&m.tags);
                         tags.truncate(MAX_MERGED_TAGS);
@@ -136,6 +143,7 @@ impl Consolidator {
                     .map(|e| e.attribution.clone())
                     .unwrap_or_default(),
                 provenance: m.provenance.clone(),
+                embedding,
             };
             match self
                 .ports

@@ -269,6 +269,7 @@ impl Dreamer {
                 agent_id: None,
             },
             provenance: archive.source_ids.clone(),
+            embedding: None,
         };
         let entry_created = match self
             .ports

@@ -121,6 +121,7 @@ fn page() -> Page {
             subject: None,
             attribution: Attribution::default(),
             provenance: Vec::new(),
+            embedding: None,
         })
         .rev()
         .collect();

@@ -5,7 +5,7 @@
 use memory_core::capabilities::HostMemoryModel;
 use memory_core::listing::{parse_limit, ListOptions};
 use memory_core::reader::MemoryReader;
-use memory_core::search::SearchOptions;
+use memory_core::search::{SearchMode, SearchOptions};
 use memory_core::tag_filter::TagFilter;
 use memory_core::CoreError;
 use memory_guard::{TenantId, TenantScope};
@@ -142,12 +142,15 @@ impl ReadApi {
                 let tags = TagFilter::new(query.all("tag"), query.all("anyTag"))?;
                 let limit = query.single("limit")?.map(parse_limit).transpose()?;
                 let q = query.single("q")?.unwrap_or_default();
-                let options = SearchOptions::new(q, tags, limit, stem)?;
+                let mode = query.single("mode")?.map(SearchMode::parse).transpose()?;
+                let options =
+                    SearchOptions::new(q, tags, limit, stem)?.with_mode(mode.unwrap_or_default());
                 let results = self.reader.search(&scope, memory_ref, &options).await?;
                 tracing::info!(
                     tenant = %scope.tenant(),
                     memory_ref = %ref_hash(memory_ref),
                     results = results.results.len(),
+                    mode = ?options.mode,
                     "search"
                 );
                 Ok(HttpResponse::ok(json!(results)))

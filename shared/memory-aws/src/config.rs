@@ -1,5 +1,6 @@
 //! Configuration from the environment (README §Configuration): `MEMORY_TABLE`, `ARCHIVE_BUCKET`,
-//! `EVENT_BUS_NAME`, plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
+//! `EVENT_BUS_NAME`, optionally `EMBEDDING_MODEL_ID` / `EMBEDDING_DIMENSIONS` (semantic search),
+//! plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
 //! emulator (LocalStack or compatible), S3 switches to path-style addressing, which emulators on
 //! one host:port need.
 
@@ -25,11 +26,19 @@ pub struct Settings {
     pub bus: String,
     pub endpoint_override: bool,
     pub work_queue_url: Option<String>,
+    /// The Bedrock embedding model; `None` (unset or empty): no embeddings, text search only.
+    pub embedding_model: Option<String>,
+    /// Vector size asked of the model (Titan V2: 256, 512 or 1024; its default when unset).
+    pub embedding_dimensions: Option<u32>,
 }
 
 #[derive(Debug, thiserror::Error)]
-#[error("missing environment variable {0}")]
-pub struct MissingSetting(pub &'static str);
+pub enum MissingSetting {
+    #[error("missing environment variable {0}")]
+    Missing(&'static str),
+    #[error("environment variable {0} is not {1}")]
+    Invalid(&'static str, &'static str),
+}
 
 impl Settings {
     pub fn from_env() -> Result<Self, MissingSetting> {
@@ -37,16 +46,23 @@ impl Settings {
             std::env::var(name)
                 .ok()
                 .filter(|v| !v.is_empty())
-                .ok_or(MissingSetting(name))
+                .ok_or(MissingSetting::Missing(name))
+        };
+        let optional = |name: &'static str| std::env::var(name).ok().filter(|v| !v.is_empty());
+        let embedding_dimensions = match optional("EMBEDDING_DIMENSIONS") {
+            None => None,
+            Some(raw) => Some(raw.parse::<u32>().ok().filter(|d| *d > 0).ok_or(
+                MissingSetting::Invalid("EMBEDDING_DIMENSIONS", "a positive integer"),
+            )?),
         };
         Ok(Settings {
             table: var("MEMORY_TABLE")?,
             bucket: var("ARCHIVE_BUCKET")?,
             bus: var("EVENT_BUS_NAME")?,
             endpoint_override: std::env::var("AWS_ENDPOINT_URL").is_ok_and(|v| !v.is_empty()),
-            work_queue_url: std::env::var("WORK_QUEUE_URL")
-                .ok()
-                .filter(|v| !v.is_empty()),
+            work_queue_url: optional("WORK_QUEUE_URL"),
+            embedding_model: optional("EMBEDDING_MODEL_ID"),
+            embedding_dimensions,
         })
     }
 }
@@ -66,6 +82,9 @@ pub struct AwsPorts {
     /// The function's own work queue (`WORK_QUEUE_URL`), for the scheduled passes.
     #[cfg(feature = "jobs")]
     pub jobs: Option<Arc<SqsJobQueue>>,
+    /// The embedder, when `EMBEDDING_MODEL_ID` is set.
+    #[cfg(feature = "embeddings")]
+    pub embedder: Option<Arc<crate::bedrock::BedrockEmbedder>>,
 }
 
 impl AwsPorts {
@@ -134,7 +153,26 @@ impl AwsPorts {
                     url,
                 ))
             }),
+            #[cfg(feature = "embeddings")]
+            embedder: settings.embedding_model.clone().map(|model| {
+                Arc::new(crate::bedrock::BedrockEmbedder::new(
+                    aws_sdk_bedrockruntime::Client::from_conf(
+                        aws_sdk_bedrockruntime::config::Builder::from(sdk)
+                            .retry_config(no_retries.clone())
+                            .build(),
+                    ),
+                    model,
+                    settings.embedding_dimensions,
+                ))
+            }),
         }
+    }
+
+    /// The embedder as the core's port, if one is configured.
+    #[cfg(feature = "embeddings")]
+    pub fn embedder(&self) -> Option<Arc<dyn memory_core::ports::Embedder>> {
+        let embedder = self.embedder.clone()?;
+        Some(embedder)
     }
 }
 

@@ -45,6 +45,7 @@ use serde::{Deserialize, Serialize};
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Delete, KeysAndAttributes, Put, ReturnValue, TransactWriteItem, Update,
 };
@@ -52,7 +53,9 @@ use aws_sdk_dynamodb::Client;
 
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
 use memory_core::listing::MAX_LIST_LIMIT;
-use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use memory_core::model::{
+    Attribution, Embedding, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier,
+};
 use memory_core::ports::{
     within, work_shard, EntryStore, IdBound, Page, PageQuery, WorkKind, WorkState,
     MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
@@ -152,6 +155,29 @@ struct EntryItem {
     node_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     agent_id: Option<String>,
+    /// The model of the `embedding` attribute (a binary attribute written beside the struct:
+    /// little-endian f32s, 4 bytes a dimension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    embedding_model: Option<String>,
+}
+
+/// The binary attribute holding an entry's embedding vector.
+const EMBEDDING_ATTRIBUTE: &str = "embedding";
+
+fn vector_bytes(vector: &[f32]) -> Vec<u8> {
+    vector.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn vector_of(bytes: &[u8]) -> Option<Vec<f32>> {
+    if bytes.is_empty() || !bytes.len().is_multiple_of(4) {
+        return None;
+    }
+    let floats = bytes.chunks_exact(4);
+    Some(
+        floats
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect(),
+    )
 }
 
 /// An entry's item exactly as `put_entries` writes it (without its postings or overflow items);
@@ -177,6 +203,7 @@ pub fn entry_item(e: &StoredEntry) -> Result<Item, StoreError> {
         run_id: e.attribution.run_id.clone(),
         node_id: e.attribution.node_id.clone(),
         agent_id: e.attribution.agent_id.clone(),
+        embedding_model: e.embedding.as_ref().map(|v| v.model.clone()),
     };
     let mut item: Item = serde_dynamo::to_item(attributes).map_err(|_| StoreError::Corrupt {
         key: format!(
@@ -186,6 +213,10 @@ pub fn entry_item(e: &StoredEntry) -> Result<Item, StoreError> {
         ),
     })?;
     item.extend(key_item(&e.key()));
+    if let Some(embedding) = &e.embedding {
+        let bytes = Blob::new(vector_bytes(&embedding.vector));
+        item.insert(EMBEDDING_ATTRIBUTE.to_owned(), AttributeValue::B(bytes));
+    }
     Ok(item)
 }
 
@@ -287,6 +318,14 @@ fn decode(item: &Item) -> Result<StoredEntry, StoreError> {
             agent_id: stored.agent_id,
         },
         provenance: stored.provenance,
+        embedding: match (stored.embedding_model, item.get(EMBEDDING_ATTRIBUTE)) {
+            (Some(model), Some(AttributeValue::B(bytes))) => Some(Embedding {
+                model,
+                vector: vector_of(bytes.as_ref()).ok_or_else(corrupt)?,
+            }),
+            (None, None) => None,
+            _ => return Err(corrupt()),
+        },
     })
 }
 
@@ -1421,6 +1460,7 @@ mod tests {
                 agent_id: Some("agent-7".into()),
             },
             provenance: vec!["01JD0000000000000000000000".into()],
+            embedding: None,
         }
     }
 

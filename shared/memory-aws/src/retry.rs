@@ -28,6 +28,7 @@ const MAX_BACKOFF: Duration = Duration::from_millis(1_000);
 /// Service error codes a later attempt can succeed on.
 const RETRYABLE_CODES: &[&str] = &[
     "ThrottlingException",
+    "ModelNotReadyException",
     "Throttling",
     "ThrottledException",
     "ProvisionedThroughputExceededException",

@@ -22,6 +22,9 @@ pub struct HostMemoryModel {
     pub distillation: Option<DistillationModel>,
     pub consolidation: bool,
     pub commitments: bool,
+    /// The embedding model semantic search runs on; `None`: no embedder is configured, and
+    /// only `filter` (plus the ranked text route) is advertised.
+    pub embedding_model: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,6 +63,7 @@ pub const HOST_MODEL: HostMemoryModel = HostMemoryModel {
     }),
     consolidation: true,
     commitments: true,
+    embedding_model: None,
 };
 
 /// The §A dimension names, the closed enum `degradedMemoryDimensions` draws from.
@@ -75,6 +79,12 @@ pub const DIMENSIONS: [&str; 8] = [
 ];
 
 impl HostMemoryModel {
+    /// This host as deployed: semantic search when an embedding model is configured.
+    pub fn with_embedding_model(mut self, model: Option<String>) -> Self {
+        self.embedding_model = model;
+        self
+    }
+
     fn satisfies(&self, dimension: &str) -> bool {
         match dimension {
             "read" => self.read,
@@ -101,12 +111,21 @@ impl HostMemoryModel {
             }),
             None => json!({"supported": false}),
         };
+        let mut search_modes = Vec::new();
+        if self.search_filter {
+            search_modes.push("filter");
+        }
+        let mut ranked_modes = vec!["text"];
+        if self.embedding_model.is_some() {
+            search_modes.push("semantic");
+            ranked_modes.extend(["semantic", "hybrid"]);
+        }
         json!({
             "memory": {
                 "supported": self.read,
                 "writable": self.write,
                 "ttlSupported": self.ttl,
-                "search": {"supported": self.search_filter, "modes": if self.search_filter { json!(["filter"]) } else { json!([]) }},
+                "search": {"supported": self.search_filter, "modes": search_modes},
                 "retention": {"ttl": self.ttl, "forget": self.forget},
                 "attribution": {"supported": self.attribution, "emitsWriteEvents": self.attribution},
                 "compaction": if self.compaction { json!({"supported": true, "trigger": "host-managed"}) } else { json!({"supported": false}) },
@@ -122,6 +141,9 @@ impl HostMemoryModel {
                     "analyzer": "uax29-words+casefold+accentfold+cjk-bigrams",
                     "stemming": "english-snowball (default on; stem=false turns it off)",
                     "maxLimit": MAX_LIST_LIMIT,
+                    "modes": ranked_modes,
+                    "embeddingModel": self.embedding_model,
+                    "fusion": {"method": "reciprocal-rank", "k": text_search::similarity::RRF_K},
                 },
             },
             "agents": {
@@ -167,6 +189,19 @@ mod tests {
         assert_eq!(doc["memory"]["supported"], true);
         assert_eq!(doc["memory"]["writable"], true);
         assert_eq!(doc["memory"]["search"]["modes"], json!(["filter"]));
+        let x = &doc["memory"]["x-wop-memory-search"];
+        assert_eq!(x["modes"], json!(["text"]));
+        assert_eq!(x["embeddingModel"], json!(null));
+        let semantic = HOST_MODEL
+            .with_embedding_model(Some("amazon.titan-embed-text-v2:0".into()))
+            .document();
+        assert_eq!(
+            semantic["memory"]["search"]["modes"],
+            json!(["filter", "semantic"])
+        );
+        let x = &semantic["memory"]["x-wop-memory-search"];
+        assert_eq!(x["modes"], json!(["text", "semantic", "hybrid"]));
+        assert_eq!(x["embeddingModel"], "amazon.titan-embed-text-v2:0");
         assert_eq!(
             doc["memory"]["retention"],
             json!({"ttl": true, "forget": true})

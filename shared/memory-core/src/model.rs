@@ -151,7 +151,35 @@ pub struct StoredEntry {
     /// Ids of the entries this one was derived from (consolidation, distillation); empty for
     /// entries written directly. Host-internal: never on the read API.
     pub provenance: Vec<String>,
+    /// The content's embedding when an embedder was configured at write time (README
+    /// "Semantic search"). Host-internal, and outside [`StoredEntry::revision`]: it is derived
+    /// from the content, and a retried write may get a vector that differs in the last bits.
+    pub embedding: Option<Embedding>,
 }
+
+/// An embedding vector and the model that made it: vectors of different models are never
+/// compared, so changing the configured model degrades semantic search to "not yet embedded"
+/// instead of to nonsense.
+#[derive(Clone, Debug)]
+pub struct Embedding {
+    pub model: String,
+    pub vector: Vec<f32>,
+}
+
+/// Bitwise equality (so `StoredEntry` keeps `Eq`): a stored vector round-trips exactly.
+impl PartialEq for Embedding {
+    fn eq(&self, other: &Self) -> bool {
+        self.model == other.model
+            && self.vector.len() == other.vector.len()
+            && self
+                .vector
+                .iter()
+                .zip(&other.vector)
+                .all(|(a, b)| a.to_bits() == b.to_bits())
+    }
+}
+
+impl Eq for Embedding {}
 
 impl StoredEntry {
     /// A digest of everything that makes up the entry. Background passes delete an entry only

@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use crate::error::StoreError;
 use crate::events::DomainEvent;
 use crate::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
-use crate::model::{EntryKey, StoredEntry, SubjectKey, Tier};
+use crate::model::{Embedding, EntryKey, StoredEntry, SubjectKey, Tier};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 use serde::{Deserialize, Serialize};
@@ -446,6 +446,15 @@ impl IdSource for UlidIds {
 
 /// The ports every service writes through: the entry store, the event bus and the clock. One
 /// value, so a service is wired with one argument and tests wire them all the same way.
+/// Turns text into an embedding (README "Semantic search"). Only SR-1-redacted content and
+/// search queries are ever sent: a secret never leaves for the model provider.
+#[async_trait]
+pub trait Embedder: Send + Sync {
+    /// The model id stored beside every vector it makes.
+    fn model(&self) -> &str;
+    async fn embed(&self, text: &str) -> Result<Embedding, StoreError>;
+}
+
 #[derive(Clone)]
 pub struct CorePorts {
     pub store: Arc<dyn EntryStore>,

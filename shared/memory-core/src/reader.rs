@@ -10,7 +10,7 @@ use crate::cursor;
 use crate::error::CoreError;
 use crate::listing::{ListOptions, ListPage};
 use crate::model::{is_valid_entry_id, EntryKey, MemoryEntry};
-use crate::ports::{Clock, EntryStore, PageQuery};
+use crate::ports::{Clock, Embedder, EntryStore, PageQuery};
 use crate::tag_filter::tagged_page;
 use memory_guard::TenantScope;
 
@@ -18,11 +18,26 @@ use memory_guard::TenantScope;
 pub struct MemoryReader {
     store: Arc<dyn EntryStore>,
     clock: Arc<dyn Clock>,
+    embedder: Option<Arc<dyn Embedder>>,
 }
 
 impl MemoryReader {
     pub fn new(store: Arc<dyn EntryStore>, clock: Arc<dyn Clock>) -> Self {
-        MemoryReader { store, clock }
+        MemoryReader {
+            store,
+            clock,
+            embedder: None,
+        }
+    }
+
+    /// Semantic and hybrid search embed the query with `embedder` (the writer's model).
+    pub fn with_embedder(mut self, embedder: Option<Arc<dyn Embedder>>) -> Self {
+        self.embedder = embedder;
+        self
+    }
+
+    pub(crate) fn embedder(&self) -> Option<&dyn Embedder> {
+        self.embedder.as_deref()
     }
 
     pub(crate) fn store(&self) -> &dyn EntryStore {

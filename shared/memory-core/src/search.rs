@@ -2,7 +2,9 @@
 //! §A, advertises `filter`; this host adds a ranked route as a host extension). CTI-1 exactly as
 //! list: a malformed or foreign ref has no results. Every query reads the ref's live entries
 //! (strongly consistent, so a write is found by the next search, and a deleted, forgotten or
-//! expired entry never is) and ranks them with BM25 in process (`text_search`).
+//! expired entry never is) and ranks them with BM25 in process (`text_search`). With an
+//! embedder configured, `semantic` ranks by cosine similarity of the stored vectors to the
+//! query's, and `hybrid` fuses the BM25 and cosine rankings (reciprocal rank fusion).
 
 use serde::Serialize;
 
@@ -12,12 +14,36 @@ use crate::model::{MemoryEntry, StoredEntry};
 use crate::reader::MemoryReader;
 use crate::tag_filter::{tagged_page, TagFilter};
 use memory_guard::TenantScope;
-use text_search::{rank, Analyzer, Document};
+use text_search::similarity::{fuse, nearest};
+use text_search::{rank, Analyzer, Document, Hit};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 1024;
 /// Results when the request names no limit.
 pub const DEFAULT_SEARCH_LIMIT: u32 = 10;
+
+/// How results are ranked.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SearchMode {
+    /// BM25 over the analyzer's terms.
+    #[default]
+    Text,
+    /// Cosine similarity of embeddings (needs an embedder).
+    Semantic,
+    /// Reciprocal rank fusion of `Text` and `Semantic` (needs an embedder).
+    Hybrid,
+}
+
+impl SearchMode {
+    pub fn parse(raw: &str) -> Result<Self, CoreError> {
+        match raw {
+            "text" => Ok(SearchMode::Text),
+            "semantic" => Ok(SearchMode::Semantic),
+            "hybrid" => Ok(SearchMode::Hybrid),
+            _ => Err(CoreError::invalid("mode", "one of text, semantic, hybrid")),
+        }
+    }
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct SearchOptions {
@@ -26,6 +52,7 @@ pub struct SearchOptions {
     pub limit: Option<u32>,
     /// English stemming of query and entries (default on).
     pub stem: bool,
+    pub mode: SearchMode,
 }
 
 impl SearchOptions {
@@ -53,7 +80,13 @@ impl SearchOptions {
             tags,
             limit,
             stem,
+            mode: SearchMode::Text,
         })
+    }
+
+    pub fn with_mode(mut self, mode: SearchMode) -> Self {
+        self.mode = mode;
+        self
     }
 }
 
@@ -89,6 +122,18 @@ impl MemoryReader {
         let Some(memory_ref) = scope.admit(raw_ref) else {
             return Ok(SearchResults::default());
         };
+        // Refused before any read: a mode this host cannot serve is the caller's error.
+        let embedder = match (options.mode, self.embedder()) {
+            (SearchMode::Text, _) => None,
+            (_, Some(embedder)) => Some(embedder),
+            (_, None) => {
+                return Err(CoreError::invalid(
+                    "mode",
+                    "semantic and hybrid search need an embedder; this host has none \
+                     (capabilities: memory.search.modes)",
+                ))
+            }
+        };
         let now = self.clock().now();
         let store = self.store();
         // Both reads already keep only live entries of this ref carrying the tags.
@@ -115,25 +160,47 @@ impl MemoryReader {
                 }
             }
         };
-        let texts: Vec<String> = live.iter().map(searchable).collect();
-        let documents: Vec<Document<'_>> = live
-            .iter()
-            .zip(&texts)
-            .map(|(e, text)| Document {
-                id: &e.entry.id,
-                text,
-            })
-            .collect();
         let limit = options
             .limit
             .unwrap_or(DEFAULT_SEARCH_LIMIT)
             .clamp(1, MAX_LIST_LIMIT) as usize;
-        let hits = rank(
-            &Analyzer::new(options.stem),
-            &documents,
-            &options.query,
-            limit,
-        );
+        let ids: Vec<&str> = live.iter().map(|e| e.entry.id.as_str()).collect();
+        let by_text = || {
+            let texts: Vec<String> = live.iter().map(searchable).collect();
+            let documents: Vec<Document<'_>> = ids
+                .iter()
+                .zip(&texts)
+                .map(|(id, text)| Document { id, text })
+                .collect();
+            let analyzer = Analyzer::new(options.stem);
+            rank(&analyzer, &documents, &options.query, documents.len())
+        };
+        let hits: Vec<Hit> = match embedder {
+            None => {
+                let mut hits = by_text();
+                hits.truncate(limit);
+                hits
+            }
+            Some(embedder) => {
+                let query = embedder.embed(&options.query).await?;
+                // Only vectors of the configured model are compared.
+                let vectors: Vec<Option<&[f32]>> = live
+                    .iter()
+                    .map(|e| {
+                        e.embedding
+                            .as_ref()
+                            .filter(|v| v.model == query.model)
+                            .map(|v| v.vector.as_slice())
+                    })
+                    .collect();
+                let by_vector = nearest(&ids, &vectors, &query.vector, ids.len());
+                if options.mode == SearchMode::Semantic {
+                    by_vector.into_iter().take(limit).collect()
+                } else {
+                    fuse(&ids, &[&by_text(), &by_vector], limit)
+                }
+            }
+        };
         Ok(SearchResults {
             results: hits
                 .into_iter()

@@ -26,7 +26,7 @@ use crate::idempotency::{
 use crate::model::{
     is_valid_entry_id, Attribution, EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier,
 };
-use crate::ports::{CorePorts, IdSource, WorkKind};
+use crate::ports::{CorePorts, Embedder, IdSource, WorkKind};
 use crate::time::Timestamp;
 use memory_guard::{Redactor, SecretRegistry, TenantId, TenantScope};
 
@@ -125,7 +125,12 @@ pub struct MemoryWriter {
     ports: CorePorts,
     ids: Arc<dyn IdSource>,
     key_ttl_seconds: i64,
+    embedder: Option<Arc<dyn Embedder>>,
 }
+
+/// Embedding calls one write makes at a time (a put holds up to 90 entries; Bedrock throttles
+/// bursts per account).
+pub const EMBED_CONCURRENCY: usize = 8;
 
 /// A claimed key: what the completing write must carry.
 struct Held {
@@ -283,6 +288,44 @@ impl MemoryWriter {
             ports,
             ids,
             key_ttl_seconds: DEFAULT_KEY_TTL_SECONDS,
+            embedder: None,
+        }
+    }
+
+    /// Stores each new entry's embedding beside it (README "Semantic search").
+    pub fn with_embedder(mut self, embedder: Option<Arc<dyn Embedder>>) -> Self {
+        self.embedder = embedder;
+        self
+    }
+
+    /// Embeds each entry's content (already SR-1-redacted), [`EMBED_CONCURRENCY`] calls at a
+    /// time. An entry whose embedding fails is stored without a vector: the write is not lost to
+    /// an outage of the model, text search still finds the entry, and the log says how many
+    /// (ids and counts only).
+    async fn embed(&self, entries: &mut [StoredEntry]) {
+        let Some(embedder) = &self.embedder else {
+            return;
+        };
+        let mut failed = 0usize;
+        for chunk in entries.chunks_mut(EMBED_CONCURRENCY) {
+            let mut calls = tokio::task::JoinSet::new();
+            for (index, e) in chunk.iter().enumerate() {
+                let (embedder, text) = (embedder.clone(), e.entry.content.clone());
+                calls.spawn(async move { (index, embedder.embed(&text).await) });
+            }
+            while let Some(done) = calls.join_next().await {
+                match done {
+                    Ok((index, Ok(embedding))) => chunk[index].embedding = Some(embedding),
+                    Ok((index, Err(e))) => {
+                        failed += 1;
+                        tracing::warn!(entry = %chunk[index].entry.id, error = %e, "stored without an embedding");
+                    }
+                    Err(_) => failed += 1,
+                }
+            }
+        }
+        if failed > 0 {
+            tracing::warn!(failed, entries = entries.len(), "embeddings missing");
         }
     }
 
@@ -442,7 +485,7 @@ impl MemoryWriter {
             }
         };
         let created_at = held.as_ref().map_or(now, |h| h.first_attempt_at);
-        let stored: Vec<StoredEntry> = validated
+        let mut stored: Vec<StoredEntry> = validated
             .into_iter()
             .enumerate()
             .map(|(index, e)| StoredEntry {
@@ -461,8 +504,10 @@ impl MemoryWriter {
                 subject: e.subject.as_deref().map(|s| SubjectKey::derive(&tenant, s)),
                 attribution: attribution.clone(),
                 provenance: Vec::new(),
+                embedding: None,
             })
             .collect();
+        self.embed(&mut stored).await;
         let output = PutOutput {
             written: stored
                 .iter()

@@ -208,3 +208,75 @@ async fn forget_is_tenant_scoped_and_content_free() {
     );
     assert!(w.forgetter.forget("tenant-a", "").await.is_err());
 }
+
+/// Records what it was asked to embed, so a test can prove no secret left for the model.
+struct Recording {
+    inner: memory_testkit::in_memory::WordHashEmbedder,
+    seen: std::sync::Mutex<Vec<String>>,
+}
+
+#[async_trait::async_trait]
+impl memory_core::ports::Embedder for Recording {
+    fn model(&self) -> &str {
+        self.inner.model()
+    }
+
+    async fn embed(
+        &self,
+        text: &str,
+    ) -> Result<memory_core::model::Embedding, memory_core::StoreError> {
+        self.seen.lock().expect("lock").push(text.to_owned());
+        self.inner.embed(text).await
+    }
+}
+
+#[tokio::test]
+async fn writes_embed_redacted_content_and_survive_a_failed_embedding() {
+    use memory_core::ports::Embedder;
+    let w = world();
+    let embedder = std::sync::Arc::new(Recording {
+        inner: Default::default(),
+        seen: Default::default(),
+    });
+    let writer = w.ports.writer().with_embedder(Some(embedder.clone()));
+    let secret = "sk_live_0123456789abcdef";
+    // The second of three embeddings fails: that entry is stored without a vector.
+    embedder.inner.calls.fail_on("embed", 2);
+    let out = writer
+        .put(&request(json!({
+            "tenantId": "tenant-a", "memoryRef": REF_A,
+            "entries": [{"content": format!("stripe key {secret} rotated")},
+                        {"content": "second entry"}, {"content": "third entry"}],
+            "secrets": [{"secretId": "stripe", "value": secret}]
+        })))
+        .await
+        .expect("the write does not fail with the embedding");
+    assert_eq!(out.written.len(), 3);
+    let seen = embedder.seen.lock().expect("lock").clone();
+    assert_eq!(seen.len(), 3);
+    assert!(seen.iter().all(|t| !t.contains(secret)), "{seen:?}");
+    assert!(seen.iter().any(|t| t.contains("[REDACTED:stripe]")));
+    let stored = w.ports.store.dump();
+    let with_vector = stored.iter().filter(|e| e.embedding.is_some()).count();
+    assert_eq!(with_vector, 2, "one embedding failed, two stored");
+    for e in stored.iter().filter(|e| e.embedding.is_some()) {
+        let v = e.embedding.as_ref().expect("vector");
+        assert_eq!(v.model, embedder.model());
+        assert_eq!(
+            v,
+            &embedder.inner.embed(&e.entry.content).await.expect("embed"),
+            "the vector of the stored (redacted) content"
+        );
+    }
+    // Without an embedder nothing is embedded.
+    writer
+        .clone()
+        .with_embedder(None)
+        .put(&request(json!({"tenantId": "tenant-a", "memoryRef": REF_A,
+            "entries": [{"content": "plain"}]})))
+        .await
+        .expect("put");
+    let plain = w.ports.store.dump();
+    let plain = plain.iter().find(|e| e.entry.content == "plain");
+    assert!(plain.expect("stored").embedding.is_none());
+}

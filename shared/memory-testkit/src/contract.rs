@@ -66,6 +66,7 @@ pub fn entry(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry
             agent_id: None,
         },
         provenance: Vec::new(),
+        embedding: None,
     }
 }
 
@@ -579,6 +580,116 @@ pub async fn search_ranks_live_entries_of_the_callers_ref(store: Arc<dyn EntrySt
     }
     assert!(SearchOptions::new("  ", TagFilter::default(), None, true).is_err());
     assert!(SearchOptions::new(&"x".repeat(1025), TagFilter::default(), None, true).is_err());
+}
+
+/// Vectors round-trip bit for bit through the store, and semantic / hybrid search rank by them:
+/// only vectors of the configured model are compared, an entry without one is still found by
+/// hybrid (through its words), and a host without an embedder refuses the modes.
+pub async fn semantic_search_ranks_by_stored_vectors(store: Arc<dyn EntryStore>) {
+    use crate::in_memory::{WordHashEmbedder, WORD_HASH_MODEL};
+    use memory_core::model::Embedding;
+    use memory_core::ports::Embedder;
+    use memory_core::search::{SearchMode, SearchOptions};
+    let t = fresh_tenant("semantic");
+    let r = memory_ref(&t, "agent-1");
+    let embedder = Arc::new(WordHashEmbedder::default());
+    let texts = [
+        "invoice overdue payment reminder",
+        "the cat sleeps on the sofa",
+        "payment of the invoice arrived",
+        "invoice",
+    ];
+    let mut entries = Vec::new();
+    for (n, text) in texts.iter().enumerate() {
+        let mut e = entry(&r, n as u64 + 1, text, &[]);
+        e.embedding = Some(embedder.embed(text).await.expect("embed"));
+        entries.push(e);
+    }
+    // The last entry's vector is of another model: never compared.
+    entries[3].embedding = Some(Embedding {
+        model: "another-model".into(),
+        vector: vec![1.0; 64],
+    });
+    // An entry without a vector (written before the embedder was configured).
+    entries.push(entry(&r, 5, "invoice copy requested", &[]));
+    // An exact vector with awkward bits (subnormal, negative zero) round-trips as stored.
+    entries[1].embedding = Some(Embedding {
+        model: WORD_HASH_MODEL.into(),
+        vector: vec![f32::MIN_POSITIVE / 2.0, -0.0, 1.5e-7, 3.25],
+    });
+    store.put_entries(&entries).await.expect("put");
+    for e in &entries {
+        let got = store.get(&e.key()).await.expect("get").expect("stored");
+        assert_eq!(
+            got.embedding, e.embedding,
+            "vector of {} round-trips",
+            e.entry.id
+        );
+        assert_eq!(got.revision(), e.revision());
+    }
+    let (plain, _) = reader(store.clone(), T0 + 1_000);
+    let scope = TenantScope::new(t.clone());
+    let raw = r.to_string();
+    let options = |mode| {
+        SearchOptions::new("invoice payment", TagFilter::default(), Some(10), true)
+            .expect("options")
+            .with_mode(mode)
+    };
+    let refused = plain
+        .search(&scope, &raw, &options(SearchMode::Semantic))
+        .await
+        .expect_err("no embedder, no semantic search");
+    assert!(refused.to_string().contains("mode"), "{refused}");
+    let with = plain.clone().with_embedder(Some(embedder.clone()));
+    let ids = |hits: &[memory_core::search::SearchHit]| {
+        hits.iter().map(|h| h.entry.id.clone()).collect::<Vec<_>>()
+    };
+    let semantic = with
+        .search(&scope, &raw, &options(SearchMode::Semantic))
+        .await
+        .expect("semantic")
+        .results;
+    let semantic_ids = ids(&semantic);
+    // Two of four words match against two of five: the shorter entry is closer.
+    assert_eq!(semantic_ids[0], entries[0].entry.id, "{semantic_ids:?}");
+    assert_eq!(semantic_ids[1], entries[2].entry.id, "{semantic_ids:?}");
+    assert!(
+        !semantic_ids.contains(&entries[3].entry.id),
+        "another model's vector"
+    );
+    assert!(!semantic_ids.contains(&entries[4].entry.id), "no vector");
+    assert!(semantic.windows(2).all(|w| w[0].score >= w[1].score));
+    let hybrid = with
+        .search(&scope, &raw, &options(SearchMode::Hybrid))
+        .await
+        .expect("hybrid")
+        .results;
+    let hybrid_ids = ids(&hybrid);
+    assert!(
+        hybrid_ids.contains(&entries[4].entry.id),
+        "found by its words"
+    );
+    assert!(
+        hybrid_ids.contains(&entries[3].entry.id),
+        "found by its words"
+    );
+    assert_eq!(
+        hybrid_ids[..2],
+        semantic_ids[..2],
+        "both rankings agree on the top two"
+    );
+    // Deterministic, and CTI-1 holds for the new modes too.
+    let again = with
+        .search(&scope, &raw, &options(SearchMode::Hybrid))
+        .await;
+    assert_eq!(again.expect("hybrid").results, hybrid);
+    let other = TenantScope::new(fresh_tenant("intruder"));
+    let foreign = with
+        .search(&other, &raw, &options(SearchMode::Hybrid))
+        .await;
+    assert!(foreign.expect("foreign").results.is_empty());
+    // The query was embedded once per semantic/hybrid search (and never for a refused one).
+    assert_eq!(embedder.calls.get("embed"), texts.len() as u64 + 3);
 }
 
 pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
@@ -1272,7 +1383,8 @@ macro_rules! port_suite {
             marker_is_written_once_per_dirty_period, idempotency_records,
             tombstones_are_per_ref, provenance_has_no_item_size_ceiling,
             tag_lists_fill_pages_and_combine_filters, tag_lists_follow_every_delete_path,
-            search_ranks_live_entries_of_the_callers_ref);
+            search_ranks_live_entries_of_the_callers_ref,
+            semantic_search_ranks_by_stored_vectors);
         $crate::port_suite!(@archive $archive; archive_put_if_absent_is_immutable,
             archive_compare_and_swap, archive_listing_is_tenant_scoped);
     };

@@ -13,11 +13,11 @@ use commitment_service::{due_shard, CommitmentKey, CommitmentStore, DueRead, Sto
 use memory_core::error::StoreError;
 use memory_core::events::DomainEvent;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
-use memory_core::model::{hex, EntryKey, StoredEntry, SubjectKey};
+use memory_core::model::{hex, Embedding, EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{
-    within, work_shard, ArchiveStore, Clock, EntryStore, EventPublisher, Expect, IdBound, IdSource,
-    Job, JobQueue, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject, WorkKind,
-    WorkState, MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
+    within, work_shard, ArchiveStore, Clock, Embedder, EntryStore, EventPublisher, Expect, IdBound,
+    IdSource, Job, JobQueue, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject,
+    WorkKind, WorkState, MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
@@ -726,6 +726,41 @@ impl JobQueue for RecordingQueue {
         self.calls.call("enqueue")?;
         lock(&self.jobs).extend_from_slice(jobs);
         Ok(())
+    }
+}
+
+/// A deterministic stand-in for an embedding model, for unit tests only (the emulator tests use
+/// real MiniLM embeddings): each lowercase word is hashed into one of 64 dimensions, so texts
+/// sharing words are similar and texts sharing none are orthogonal. Counts `embed` calls and
+/// takes armed faults like the other doubles.
+#[derive(Default)]
+pub struct WordHashEmbedder {
+    pub calls: CallCounter,
+}
+
+/// The model id [`WordHashEmbedder`] stamps on its vectors.
+pub const WORD_HASH_MODEL: &str = "test.word-hash-64";
+
+#[async_trait]
+impl Embedder for WordHashEmbedder {
+    fn model(&self) -> &str {
+        WORD_HASH_MODEL
+    }
+
+    async fn embed(&self, text: &str) -> Result<Embedding, StoreError> {
+        self.calls.call("embed")?;
+        let mut vector = vec![0f32; 64];
+        for word in text
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+        {
+            let digest = Sha256::digest(word.to_lowercase().as_bytes());
+            vector[usize::from(digest[0]) % 64] += 1.0;
+        }
+        Ok(Embedding {
+            model: WORD_HASH_MODEL.to_owned(),
+            vector,
+        })
     }
 }
 

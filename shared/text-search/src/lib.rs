@@ -5,6 +5,7 @@
 //! broken by id, newest first for time-ordered ids).
 
 pub mod analyzer;
+pub mod similarity;
 
 use std::collections::HashMap;
 
@@ -22,7 +23,7 @@ pub struct Document<'a> {
     pub text: &'a str,
 }
 
-/// A ranked hit: the document's index in the input and its score.
+/// A ranked hit: the document's index in the input and its score (BM25, cosine or fused).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct Hit {
     pub index: usize,
