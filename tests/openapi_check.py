@@ -286,6 +286,8 @@ CAPS_DOC = {
             "route": "/v1/host/wop-memory/search", "ranking": "bm25", "k1": 1.2, "b": 0.75,
             "analyzer": "uax29-words+casefold+accentfold+cjk-bigrams",
             "stemming": "english-snowball (default on; stem=false turns it off)", "maxLimit": 100,
+            "modes": ["text"], "embeddingModel": None,
+            "fusion": {"method": "reciprocal-rank", "k": 60.0},
         },
     },
     "agents": {
@@ -379,6 +381,11 @@ GOOD = [
     ("capabilities (HOST_MODEL)", _x("GET", CAPS, 200, CAPS_DOC)),
     ("capabilities, distillation off", _x("GET", CAPS, 200, _with(CAPS_DOC, ["memory", "distillation"],
                                                                    {"supported": False}))),
+    ("capabilities, semantic search on", _x("GET", CAPS, 200, _with(
+        _with(CAPS_DOC, ["memory", "search", "modes"], ["filter", "semantic"]),
+        ["memory", "x-wop-memory-search"],
+        dict(CAPS_DOC["memory"]["x-wop-memory-search"], modes=["text", "semantic", "hybrid"],
+             embeddingModel="amazon.titan-embed-text-v2:0")))),
     ("capabilities, unknown key allowed", _x("GET", CAPS, 200, _with(CAPS_DOC, ["memory", "future"], {"x": 1}))),
     ("capabilities 500 internal_error", _x("GET", CAPS, 500, INTERNAL)),
     ("capabilities 429 gateway throttling", _x("GET", CAPS, 429, {"message": "Too Many Requests"})),

@@ -42,6 +42,10 @@ BACKGROUND_DLQ_ARN = "${BackgroundDLQ.Arn}"
 DREAM_JOBS = "${DreamJobsQueue.Arn}"
 CONSOLIDATE_JOBS = "${ConsolidateJobsQueue.Arn}"
 SCHEDULER_ROLE = "SchedulerRole"
+# The embedding model, granted only when one is configured: a statement under `!If [Cond, ...]`
+# is compared as "<resource> if <Cond>", so both the resource and the condition are pinned.
+EMBED_MODEL = ("arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${EmbeddingModelId}"
+               " if HasEmbeddingModel")
 
 EVENT_SOURCE = "wop-memory"
 API = "MemoryHttpApi"
@@ -70,7 +74,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "binary": "memory-read",
         "memory": 256,
         # BatchGetItem: a tag-filtered page fetches the entries its tag postings name.
-        "iam": pairs(["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"], TABLE),
+        "iam": pairs(["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"], TABLE)
+        # Semantic / hybrid search embed the query.
+        | pairs(["bedrock:InvokeModel"], EMBED_MODEL),
         "routes": {
             ("GET", f"{API_PREFIX}/entries"),
             ("GET", f"{API_PREFIX}/entries/{{id}}"),
@@ -87,7 +93,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
              "dynamodb:ConditionCheckItem"],
             TABLE,
         )
-        | pairs(["events:PutEvents"], BUS),
+        | pairs(["events:PutEvents"], BUS)
+        # Each new entry's (redacted) content is embedded when a model is configured.
+        | pairs(["bedrock:InvokeModel"], EMBED_MODEL),
         "routes": set(),
     },
     "MemoryForgetFunction": {
@@ -308,6 +316,16 @@ def allowed_pairs(name: str, props: dict[str, Any], rep: Report) -> set[tuple[st
             continue
         for j, st in enumerate(as_list(pol["Statement"])):
             where = f"Policies[{i}].Statement[{j}]"
+            condition = ""
+            if isinstance(st, dict) and set(st) == {"Fn::If"}:
+                branches = st["Fn::If"]
+                if not (isinstance(branches, list) and len(branches) == 3
+                        and isinstance(branches[0], str)
+                        and branches[2] == {"Ref": "AWS::NoValue"}):
+                    problems.append(f"{where}: a conditional statement must be "
+                                    "!If [Condition, statement, !Ref AWS::NoValue]")
+                    continue
+                condition, st = f" if {branches[0]}", branches[1]
             if not isinstance(st, dict):
                 problems.append(f"{where} is not a mapping")
                 continue
@@ -326,7 +344,7 @@ def allowed_pairs(name: str, props: dict[str, Any], rep: Report) -> set[tuple[st
                     problems.append(f"{where}: non-string Action {action!r}")
                     continue
                 for res in resources:
-                    got.add((action, res))
+                    got.add((action, res + condition))
     rep.check(not problems, f"{name}: IAM is inline statements only", "; ".join(problems))
     return None if problems else got
 
@@ -455,9 +473,11 @@ def check_function(
 
     actions = {a for a, _ in got}
     if name == "MemoryReadFunction":
-        bad = sorted(a for a in actions if WRITE_LIKE.search(a.split(":", 1)[-1]) or
-                     not a.startswith("dynamodb:"))
-        rep.check(not bad, f"{name}: no write, delete or non-DynamoDB action", f"found {bad}")
+        # Reads of the table, and (only with a model configured) embedding the search query.
+        bad = sorted(a for a, r in got if WRITE_LIKE.search(a.split(":", 1)[-1]) or
+                     not (a.startswith("dynamodb:") or (a, r) == ("bedrock:InvokeModel", EMBED_MODEL)))
+        rep.check(not bad, f"{name}: no write, delete or action beyond DynamoDB reads and the "
+                  "configured embedding model", f"found {bad}")
         idx = sorted(r for _, r in got if "/index/" in r)
         rep.check(not idx, f"{name}: no index access (base-table reads only)", f"found {idx}")
     if name == "MemoryWriteFunction":
