@@ -287,7 +287,7 @@ CAPS_DOC = {
             "analyzer": "uax29-words+casefold+accentfold+cjk-bigrams",
             "stemming": "english-snowball (default on; stem=false turns it off)", "maxLimit": 100,
             "modes": ["text"], "embeddingModel": None,
-            "fusion": {"method": "reciprocal-rank", "k": 60.0},
+            "fusion": {"method": "reciprocal-rank", "k": 60.0}, "recencyWeight": 0.2,
         },
     },
     "agents": {

@@ -36,8 +36,10 @@ def _target_dir() -> Path:
     return Path(target) if target else ROOT / "target"
 
 
-@pytest.fixture(scope="session")
-def gateway() -> Gateway:
+def start_gateway(label: str, extra_env: dict[str, str] | None = None) -> Gateway:
+    """`local_gateway` with the six functions, the environment plus `extra_env`; its exchanges
+    join target/e2e-exchanges (the OpenAPI step checks them), its logs go to
+    target/<label>-logs.txt. Fails the test run loudly when it cannot start."""
     missing = [name for name in REQUIRED_ENV if not os.environ.get(name)]
     if missing:
         pytest.fail(
@@ -50,12 +52,12 @@ def gateway() -> Gateway:
         pytest.fail(f"{binary} is missing: build it with `cargo build --bins` (tests/run does)",
                     pytrace=False)
     target.mkdir(parents=True, exist_ok=True)
-    stderr_path = target / "python-e2e-gateway.log"
-    logs_path = target / "python-e2e-logs.txt"
+    stderr_path = target / f"{label}-gateway.log"
+    logs_path = target / f"{label}-logs.txt"
     if logs_path.exists():
         logs_path.unlink()
     # Dreams distil what the tests just wrote (production waits out in-flight writes).
-    env = dict(os.environ, DREAM_SETTLE_SECONDS="0")
+    env = dict(os.environ, DREAM_SETTLE_SECONDS="0", **(extra_env or {}))
     with stderr_path.open("wb") as stderr:
         process = subprocess.Popen(
             [str(binary), "--exchanges", str(target / "e2e-exchanges"), "--logs",
@@ -69,6 +71,12 @@ def gateway() -> Gateway:
         pytest.fail(f"local_gateway did not start (first line {line!r}); its stderr:\n"
                     f"{gw.stderr_tail()}", pytrace=False)
     gw.base_url = line.split(" ", 1)[1].strip()
+    return gw
+
+
+@pytest.fixture(scope="session")
+def gateway() -> Gateway:
+    gw = start_gateway("python-e2e")
     yield gw
     gw.stop()
 

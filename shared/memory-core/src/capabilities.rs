@@ -144,6 +144,7 @@ impl HostMemoryModel {
                     "modes": ranked_modes,
                     "embeddingModel": self.embedding_model,
                     "fusion": {"method": "reciprocal-rank", "k": text_search::similarity::RRF_K},
+                    "recencyWeight": text_search::recency::RECENCY_WEIGHT,
                 },
             },
             "agents": {

@@ -4,7 +4,9 @@
 //! (strongly consistent, so a write is found by the next search, and a deleted, forgotten or
 //! expired entry never is) and ranks them with BM25 in process (`text_search`). With an
 //! embedder configured, `semantic` ranks by cosine similarity of the stored vectors to the
-//! query's, and `hybrid` fuses the BM25 and cosine rankings (reciprocal rank fusion).
+//! query's, and `hybrid` fuses the BM25 and cosine rankings (reciprocal rank fusion). Text and
+//! semantic scores carry the recency prior (`text_search::recency`): of two entries that answer
+//! alike, the newer ranks first.
 
 use serde::Serialize;
 
@@ -14,6 +16,7 @@ use crate::model::{MemoryEntry, StoredEntry};
 use crate::reader::MemoryReader;
 use crate::tag_filter::{tagged_page, TagFilter};
 use memory_guard::TenantScope;
+use text_search::recency::prefer_recent;
 use text_search::similarity::{fuse, nearest};
 use text_search::{rank, Analyzer, Document, Hit};
 
@@ -173,7 +176,9 @@ impl MemoryReader {
                 .map(|(id, text)| Document { id, text })
                 .collect();
             let analyzer = Analyzer::new(options.stem);
-            rank(&analyzer, &documents, &options.query, documents.len())
+            let mut hits = rank(&analyzer, &documents, &options.query, documents.len());
+            prefer_recent(&mut hits, &ids);
+            hits
         };
         let hits: Vec<Hit> = match embedder {
             None => {
@@ -193,7 +198,8 @@ impl MemoryReader {
                             .map(|v| v.vector.as_slice())
                     })
                     .collect();
-                let by_vector = nearest(&ids, &vectors, &query.vector, ids.len());
+                let mut by_vector = nearest(&ids, &vectors, &query.vector, ids.len());
+                prefer_recent(&mut by_vector, &ids);
                 if options.mode == SearchMode::Semantic {
                     by_vector.into_iter().take(limit).collect()
                 } else {

@@ -4,12 +4,14 @@
 //! "queries": [{"id", "q", "tags", "embedding"?}]}`), one on stdout (`{"text": {query id: [entry
 //! ids best first]}, "semantic": …, "hybrid": …}`; the last two only when embeddings came in).
 //! Each query sees the entries carrying all its tags, and an entry's searchable text is its
-//! content and its tags, exactly as the search route builds them.
+//! content and its tags, and text and semantic rankings get the recency prior, exactly as the
+//! search route does.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 
 use serde::Deserialize;
+use text_search::recency::prefer_recent;
 use text_search::similarity::{fuse, nearest};
 use text_search::{rank, Analyzer, Document, Hit};
 
@@ -69,7 +71,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let named = |hits: &[Hit]| -> Vec<String> {
             hits.iter().map(|h| ids[h.index].to_owned()).collect()
         };
-        let by_text = rank(&analyzer, &documents, &q.content, documents.len());
+        let mut by_text = rank(&analyzer, &documents, &q.content, documents.len());
+        prefer_recent(&mut by_text, &ids);
         text.insert(
             q.id.clone(),
             named(&by_text[..by_text.len().min(input.limit)]),
@@ -77,7 +80,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         if let (true, Some(query)) = (with_vectors, &q.embedding) {
             let vectors: Vec<Option<&[f32]>> =
                 candidates.iter().map(|e| e.embedding.as_deref()).collect();
-            let by_vector = nearest(&ids, &vectors, query, ids.len());
+            let mut by_vector = nearest(&ids, &vectors, query, ids.len());
+            prefer_recent(&mut by_vector, &ids);
             semantic.insert(
                 q.id.clone(),
                 named(&by_vector[..by_vector.len().min(input.limit)]),

@@ -5,6 +5,7 @@
 //! broken by id, newest first for time-ordered ids).
 
 pub mod analyzer;
+pub mod recency;
 pub mod similarity;
 
 use std::collections::HashMap;
