@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import hashlib
 import importlib.resources
 import json
 import os
@@ -341,6 +342,7 @@ class _Handler(BaseHTTPRequestHandler):
     server_version = "bedrock-runtime-standin"
     fail_every = 0
     invocations = 0
+    digests: str | None = None
     counter_lock = threading.Lock()
 
     def log_message(self, format, *args):  # noqa: A002  (http.server's own lines: silenced)
@@ -372,6 +374,13 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(_ApiError(404, "UnknownOperationException", "Unknown operation"))
             self._log("-", 404, None)
 
+    def _record_digest(self, body: bytes) -> None:
+        """sha256 of the text embedded, one hex line each: tests prove what was (and was not)
+        sent without the stand-in ever keeping a text."""
+        digest = hashlib.sha256(json.loads(body)["inputText"].encode()).hexdigest()
+        with self.counter_lock, open(self.digests, "a", encoding="ascii") as f:
+            f.write(digest + "\n")
+
     def do_POST(self):  # noqa: N802
         if hasattr(socket, "TCP_QUICKACK"):  # ACK the headers now: botocore leaves Nagle on and
             # sends the body in a second write, which would otherwise wait for a delayed ACK
@@ -400,6 +409,8 @@ class _Handler(BaseHTTPRequestHandler):
                 raise _ApiError(503, "ServiceUnavailableException",
                                 "Injected fault (EMBEDDER_FAIL_EVERY).")
             answer, tokens = _invoke(model_id, body)
+            if self.digests is not None:
+                self._record_digest(body)
         except _ApiError as err:
             self._send_error(err)
             self._log(logged_model, err.status, tokens)
@@ -413,9 +424,10 @@ class _Handler(BaseHTTPRequestHandler):
         self._log(logged_model, 200, tokens)
 
 
-def serve(port: int, port_file: str | None) -> None:
+def serve(port: int, port_file: str | None, digests: str | None = None) -> None:
     _load()  # before listening: the port file means "ready", and no first request waits
     _Handler.fail_every = int(os.environ.get("EMBEDDER_FAIL_EVERY") or 0)
+    _Handler.digests = digests
     server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
     server.daemon_threads = True
     bound = server.server_address[1]
@@ -438,8 +450,9 @@ def main() -> None:
     run = commands.add_parser("serve", help="serve the Bedrock Runtime InvokeModel stand-in")
     run.add_argument("--port", type=int, default=4599, help="0 picks a free port (default 4599)")
     run.add_argument("--port-file", help="write the bound port here once listening")
+    run.add_argument("--digests", help="append the sha256 of every embedded text to this file")
     args = parser.parse_args()
-    serve(args.port, args.port_file)
+    serve(args.port, args.port_file, args.digests)
 
 
 if __name__ == "__main__":

@@ -319,6 +319,39 @@ def check_ranked_stemming(s: Scenario, value: Any) -> None:
     assert [h["entry"]["id"] for h in r["search"]("refund", ("stem", "false"))] == [r["ids"][0]]
 
 
+@claim("memory.x-wop-memory-search.recencyWeight")
+def check_ranked_recency(s: Scenario, value: Any) -> None:
+    import math
+    assert value == 0.2
+    ref = s.ref(f"agent-recency-{new_id()}")
+    [old] = s.invoker.put(s.tenant, ref, [{"content": sensitive("kiwi note")}])
+    [new] = s.invoker.put(s.tenant, ref, [{"content": sensitive("kiwi note extra")}])
+    path = f"/v1/host/wop-memory/search?{query([('memoryRef', ref), ('q', 'kiwi')])}"
+    hits = s.api.request("GET", path)["results"]
+    # BM25 alone ranks the shorter, older entry first (2 vs 3 terms, both hold "kiwi"); the
+    # newest candidate's score is raised by the full weight and overtakes it.
+    idf = math.log(1 + 0.5 / 2.5)
+    bm25 = {n: idf * 2.2 / (1 + 1.2 * (0.25 + 0.75 * n / 2.5)) for n in (2, 3)}
+    assert bm25[2] > bm25[3]
+    assert [h["entry"]["id"] for h in hits] == [new, old]
+    assert math.isclose(hits[0]["score"], bm25[3] * (1 + value), rel_tol=1e-9)
+    assert math.isclose(hits[1]["score"], bm25[2], rel_tol=1e-9)
+
+
+@claim("memory.x-wop-memory-search.modes", "memory.x-wop-memory-search.embeddingModel",
+       "memory.x-wop-memory-search.fusion.method", "memory.x-wop-memory-search.fusion.k")
+def check_ranked_modes(s: Scenario, value: Any) -> None:
+    # This gateway runs without an embedder (test_g_semantic runs one with): text only, and the
+    # fused mode the `fusion` field describes is refused, as are semantic searches.
+    assert value in (["text"], None, "reciprocal-rank", 60.0)
+    ref = s.ranked()
+    assert ref["search"]("refund"), "text mode is served"
+    for mode in ("semantic", "hybrid"):
+        path = (f"/v1/host/wop-memory/search?"
+                f"{query([('memoryRef', s.ref('agent-ranked')), ('q', 'refund'), ('mode', mode)])}")
+        s.api.error("GET", path, status=400, code="validation_error")
+
+
 @claim("memory.retention.forget")
 def check_forget(s: Scenario, value: Any) -> None:
     assert value is True
