@@ -13,12 +13,15 @@ use crate::model::{is_valid_entry_id, EntryKey, MemoryEntry};
 use crate::ports::{Clock, Embedder, EntryStore, PageQuery};
 use crate::tag_filter::tagged_page;
 use memory_guard::TenantScope;
+use text_search::TermCache;
 
 #[derive(Clone)]
 pub struct MemoryReader {
     store: Arc<dyn EntryStore>,
     clock: Arc<dyn Clock>,
     embedder: Option<Arc<dyn Embedder>>,
+    /// Entries' analyses kept across searches of a warm function (`text_search::cache`).
+    terms: Arc<TermCache>,
 }
 
 impl MemoryReader {
@@ -27,7 +30,12 @@ impl MemoryReader {
             store,
             clock,
             embedder: None,
+            terms: Arc::default(),
         }
+    }
+
+    pub(crate) fn term_cache(&self) -> &TermCache {
+        &self.terms
     }
 
     /// Semantic and hybrid search embed the query with `embedder` (the writer's model).

@@ -18,7 +18,7 @@ use crate::tag_filter::{tagged_page, TagFilter};
 use memory_guard::TenantScope;
 use text_search::recency::prefer_recent;
 use text_search::similarity::{fuse, nearest};
-use text_search::{rank, Analyzer, Document, Hit};
+use text_search::{rank_cached, Analyzer, Document, Hit};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 1024;
@@ -176,7 +176,9 @@ impl MemoryReader {
                 .map(|(id, text)| Document { id, text })
                 .collect();
             let analyzer = Analyzer::new(options.stem);
-            let mut hits = rank(&analyzer, &documents, &options.query, documents.len());
+            let cache = self.term_cache();
+            let query = &options.query;
+            let mut hits = rank_cached(&analyzer, cache, &documents, query, documents.len());
             prefer_recent(&mut hits, &ids);
             hits
         };

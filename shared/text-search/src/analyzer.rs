@@ -59,6 +59,11 @@ impl Analyzer {
         }
     }
 
+    /// Whether English stemming is on (part of a cached analysis's key).
+    pub fn stems(&self) -> bool {
+        self.stemmer.is_some()
+    }
+
     /// The terms of `text`, in text order (repeats kept: term frequency counts them).
     pub fn terms(&self, text: &str) -> Vec<String> {
         let mut text = text;

@@ -5,12 +5,12 @@
 //! broken by id, newest first for time-ordered ids).
 
 pub mod analyzer;
+pub mod cache;
 pub mod recency;
 pub mod similarity;
 
-use std::collections::HashMap;
-
 pub use analyzer::Analyzer;
+pub use cache::TermCache;
 
 /// BM25 term-frequency saturation.
 pub const K1: f64 = 1.2;
@@ -39,35 +39,43 @@ pub fn rank(
     query: &str,
     limit: usize,
 ) -> Vec<Hit> {
+    rank_cached(
+        analyzer,
+        &TermCache::with_budget(0),
+        documents,
+        query,
+        limit,
+    )
+}
+
+/// [`rank`], with documents' analyses taken from (and kept in) `cache`: the same hits and
+/// scores, bit for bit.
+pub fn rank_cached(
+    analyzer: &Analyzer,
+    cache: &TermCache,
+    documents: &[Document<'_>],
+    query: &str,
+    limit: usize,
+) -> Vec<Hit> {
     let mut query_terms = analyzer.terms(query);
     query_terms.sort();
     query_terms.dedup();
     if query_terms.is_empty() || documents.is_empty() || limit == 0 {
         return Vec::new();
     }
-    let wanted: HashMap<&str, usize> = query_terms
-        .iter()
-        .enumerate()
-        .map(|(i, t)| (t.as_str(), i))
-        .collect();
     // Per document: its length in terms and the frequency of each query term.
     let mut lengths = Vec::with_capacity(documents.len());
     let mut frequencies: Vec<Vec<u32>> = Vec::with_capacity(documents.len());
     let mut document_frequency = vec![0u32; query_terms.len()];
     for d in documents {
-        let terms = analyzer.terms(d.text);
-        let mut tf = vec![0u32; query_terms.len()];
-        for t in &terms {
-            if let Some(&i) = wanted.get(t.as_str()) {
-                tf[i] += 1;
-            }
-        }
+        let analysed = cache.analysed(analyzer, d.text);
+        let tf: Vec<u32> = query_terms.iter().map(|t| analysed.frequency(t)).collect();
         for (i, f) in tf.iter().enumerate() {
             if *f > 0 {
                 document_frequency[i] += 1;
             }
         }
-        lengths.push(terms.len() as f64);
+        lengths.push(f64::from(analysed.length));
         frequencies.push(tf);
     }
     let n = documents.len() as f64;
@@ -140,6 +148,24 @@ mod tests {
         assert!(hits[0].score > hits[1].score);
         assert!(rank(&a, &d, "nothing matches", 10).is_empty());
         assert!(rank(&a, &d, "  ,. ", 10).is_empty());
+    }
+
+    #[test]
+    fn the_cache_changes_nothing_but_the_work() {
+        let corpus = [
+            ("01", "Customer asked about refunds twice"),
+            ("02", "refund approved; the customer was happy"),
+            ("03", "会议在东京举行"),
+        ];
+        let d = docs(&corpus);
+        let a = Analyzer::new(true);
+        let cache = TermCache::default();
+        for q in ["refund customer", "东京", "happy"] {
+            let plain = rank(&a, &d, q, 10);
+            assert_eq!(rank_cached(&a, &cache, &d, q, 10), plain, "{q}: cold");
+            assert_eq!(rank_cached(&a, &cache, &d, q, 10), plain, "{q}: warm");
+        }
+        assert_eq!(cache.len(), 3);
     }
 
     #[test]
