@@ -44,10 +44,12 @@ NOT_RUN = {
     "memory-read": DISTILLER | COMMITMENTS | CONSOLIDATION
     | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-eventbridge"},
     "memory-write": DISTILLER | COMMITMENTS | CONSOLIDATION | {"aws-sdk-s3", "aws-sdk-sqs"},
-    "memory-forget": CONSOLIDATION | {"aws-sdk-sqs"},
-    "memory-dream": COMMITMENTS | CONSOLIDATION,
-    "memory-consolidate": DISTILLER | COMMITMENTS | {"aws-sdk-s3"},
-    "memory-commitments": DISTILLER | CONSOLIDATION | {"aws-sdk-s3", "aws-sdk-sqs"},
+    # Only memory-read and memory-write embed (semantic search).
+    "memory-forget": CONSOLIDATION | {"aws-sdk-sqs", "aws-sdk-bedrockruntime"},
+    "memory-dream": COMMITMENTS | CONSOLIDATION | {"aws-sdk-bedrockruntime"},
+    "memory-consolidate": DISTILLER | COMMITMENTS | {"aws-sdk-s3", "aws-sdk-bedrockruntime"},
+    "memory-commitments": DISTILLER | CONSOLIDATION
+    | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-bedrockruntime"},
 }
 
 

@@ -7,17 +7,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from wopkit import BASE, Api, Invoker, memory_ref, new_id, query, rfc3339_in, sensitive
+from wopkit import BASE, Api, Invoker, ids, memory_ref, new_id, query, rfc3339_in, search, sensitive
 
-
-def search(api: Api, ref: str, q: str, *extra: tuple[str, Any]) -> list[dict[str, Any]]:
-    body = api.request("GET", f"{BASE}/search?{query([('memoryRef', ref), ('q', q), *extra])}")
-    assert set(body) == {"results"}, body
-    return body["results"]
-
-
-def ids(results: list[dict[str, Any]]) -> list[str]:
-    return [r["entry"]["id"] for r in results]
 
 
 def test_search_ranks_filters_and_is_deterministic(api: Api, invoker: Invoker, tenant: str):

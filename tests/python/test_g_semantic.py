@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from conftest import start_gateway
-from wopkit import (BASE, ROOT, Api, Invoker, aws_client, memory_ref, new_id, new_tenant, query,
-                    secret_value, sensitive, stop_process)
+from wopkit import (BASE, ROOT, Api, Invoker, aws_client, ids, memory_ref, new_id, new_tenant,
+                    query, search, secret_value, sensitive, stop_process)
 
 MODEL = "amazon.titan-embed-text-v2:0"
 
@@ -54,15 +54,6 @@ def semantic_url(standin) -> str:
     yield gw.base_url
     gw.stop()
 
-
-def search(api: Api, ref: str, q: str, *extra: tuple[str, Any]) -> list[dict[str, Any]]:
-    body = api.request("GET", f"{BASE}/search?{query([('memoryRef', ref), ('q', q), *extra])}")
-    assert set(body) == {"results"}, body
-    return body["results"]
-
-
-def ids(results: list[dict[str, Any]]) -> list[str]:
-    return [r["entry"]["id"] for r in results]
 
 
 TEXTS = [

@@ -93,6 +93,18 @@ def query(params: dict[str, Any] | list[tuple[str, Any]]) -> str:
     """A query string with every reserved character percent-encoded (`/` too)."""
     return urlencode(params, quote_via=quote, safe="")
 
+def search(api: "Api", ref: str, q: str, *extra: tuple[str, Any]) -> list[dict[str, Any]]:
+    """GET .../search with the official client; the body must be exactly `{"results": [...]}`."""
+    body = api.request("GET", f"{BASE}/search?{query([('memoryRef', ref), ('q', q), *extra])}")
+    assert set(body) == {"results"}, body
+    return body["results"]
+
+
+def ids(results: list[dict[str, Any]]) -> list[str]:
+    """The entry ids of search results, in rank order."""
+    return [r["entry"]["id"] for r in results]
+
+
 
 # ---------------------------------------------------------------------------------------------
 # The gateway process.

@@ -90,6 +90,17 @@ def _created(value: object) -> dt.datetime | None:
         return None
 
 
+def _objects(kind: str, items: list, problems: list[str]) -> list[tuple[str, dict]]:
+    """The items that are objects, each with how a problem names it; the others are problems."""
+    out = []
+    for n, item in enumerate(items):
+        if isinstance(item, dict):
+            out.append((f"{kind} #{n + 1} ({item.get('id', '?')})", item))
+        else:
+            problems.append(f"{kind} #{n + 1}: not an object")
+    return out
+
+
 def validate(corpus: dict) -> None:
     """Raises CorpusError listing every broken rule (see the corpus's "about")."""
     problems: list[str] = []
@@ -107,11 +118,7 @@ def validate(corpus: dict) -> None:
 
     by_id: dict[str, dict] = {}
     previous: tuple[str, dt.datetime] | None = None
-    for n, e in enumerate(entries):
-        where = f"entry #{n + 1} ({e.get('id', '?') if isinstance(e, dict) else '?'})"
-        if not isinstance(e, dict):
-            problems.append(f"{where}: not an object")
-            continue
+    for where, e in _objects("entry", entries, problems):
         eid = e.get("id")
         if not isinstance(eid, str) or not ENTRY_ID.match(eid):
             problems.append(f"{where}: id must look like e0001")
@@ -137,11 +144,7 @@ def validate(corpus: dict) -> None:
             previous = (eid, created)
 
     seen_q: set[str] = set()
-    for n, q in enumerate(queries):
-        where = f"query #{n + 1} ({q.get('id', '?') if isinstance(q, dict) else '?'})"
-        if not isinstance(q, dict):
-            problems.append(f"{where}: not an object")
-            continue
+    for where, q in _objects("query", queries, problems):
         qid = q.get("id")
         if not isinstance(qid, str) or not QUERY_ID.match(qid):
             problems.append(f"{where}: id must look like q001")

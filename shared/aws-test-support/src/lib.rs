@@ -222,20 +222,19 @@ impl EventTap {
         events
     }
 
+    /// Best effort: a tap left behind only costs the emulator a rule and a queue.
     pub async fn remove(self) {
-        let _ = self
-            .events
+        let (events, rule, bus) = (&self.events, &self.rule, &self.bus);
+        let targets = events
             .remove_targets()
-            .rule(&self.rule)
-            .event_bus_name(&self.bus)
-            .ids("tap")
-            .send()
-            .await;
-        let _ = self
-            .events
+            .rule(rule)
+            .event_bus_name(bus)
+            .ids("tap");
+        let _ = targets.send().await;
+        let _ = events
             .delete_rule()
-            .name(&self.rule)
-            .event_bus_name(&self.bus)
+            .name(rule)
+            .event_bus_name(bus)
             .send()
             .await;
         let _ = self

@@ -155,6 +155,32 @@ fn decode(item: &Item) -> Result<StoredCommitment, StoreError> {
 }
 
 impl DynamoCommitmentStore {
+    /// Puts `item` if `condition` holds (`:v` bound to `value`); `Ok(false)` when it does not.
+    async fn put_if(
+        &self,
+        op: &'static str,
+        item: Item,
+        condition: &str,
+        value: Option<AttributeValue>,
+    ) -> Result<bool, StoreError> {
+        let values = value.map(|v| HashMap::from([(":v".to_owned(), v)]));
+        let out = memory_aws::retry::send(op, || {
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item.clone()))
+                .condition_expression(condition)
+                .set_expression_attribute_values(values.clone())
+                .send()
+        })
+        .await;
+        match out {
+            Ok(_) => Ok(true),
+            Err(e) if service_code(&e) == Some("ConditionalCheckFailedException") => Ok(false),
+            Err(e) => Err(backend(op, &e)),
+        }
+    }
+
     /// The store in the table the function's other adapters use.
     pub fn from_ports(ports: &memory_aws::AwsPorts) -> Self {
         Self::new(ports.dynamo.clone(), ports.table.clone())
@@ -170,21 +196,8 @@ impl CommitmentStore for DynamoCommitmentStore {
     async fn put_new(&self, commitments: &[StoredCommitment]) -> Result<usize, StoreError> {
         let mut added = 0;
         for c in commitments {
-            let item = encode(c)?;
-            match memory_aws::retry::send("put_new", || {
-                self.client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(item.clone()))
-                    .condition_expression("attribute_not_exists(pk)")
-                    .send()
-            })
-            .await
-            {
-                Ok(_) => added += 1,
-                Err(e) if service_code(&e) == Some("ConditionalCheckFailedException") => {}
-                Err(e) => return Err(backend("put_new", &e)),
-            }
+            let new = self.put_if("put_new", encode(c)?, "attribute_not_exists(pk)", None);
+            added += usize::from(new.await?);
         }
         Ok(added)
     }
@@ -208,26 +221,12 @@ impl CommitmentStore for DynamoCommitmentStore {
         expected_version: u64,
         next: &StoredCommitment,
     ) -> Result<(), StoreError> {
-        let item = encode(next)?;
-        match memory_aws::retry::send("transition", || {
-            self.client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item.clone()))
-                .condition_expression("version = :v")
-                .expression_attribute_values(
-                    ":v",
-                    n(i64::try_from(expected_version).unwrap_or(i64::MAX)),
-                )
-                .send()
-        })
-        .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if service_code(&e) == Some("ConditionalCheckFailedException") => {
-                Err(StoreError::Conflict { op: "transition" })
-            }
-            Err(e) => Err(backend("transition", &e)),
+        let version = n(i64::try_from(expected_version).unwrap_or(i64::MAX));
+        let put = self.put_if("transition", encode(next)?, "version = :v", Some(version));
+        if put.await? {
+            Ok(())
+        } else {
+            Err(StoreError::Conflict { op: "transition" })
         }
     }
 

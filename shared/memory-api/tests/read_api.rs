@@ -41,23 +41,16 @@ fn req(path: &str, query: &[(&str, &str)], tenant: Option<&str>) -> ReadRequest 
 #[tokio::test]
 async fn routes_and_statuses() {
     let (api, r, id) = api().await;
-    let list = api
-        .handle(&req(
-            "/v1/host/wop-memory/entries",
-            &[("memoryRef", &r)],
-            Some(TENANT),
-        ))
-        .await;
+    let list_at = |path: &'static str| {
+        let request = req(path, &[("memoryRef", &r)], Some(TENANT));
+        let api = &api;
+        async move { api.handle(&request).await }
+    };
+    let list = list_at("/v1/host/wop-memory/entries").await;
     assert_eq!(list.status, 200);
     assert_eq!(list.body["entries"][0]["content"], "hello");
     assert_eq!(list.body["nextCursor"], json!(null));
-    let staged = api
-        .handle(&req(
-            "/prod/v1/host/wop-memory/entries",
-            &[("memoryRef", &r)],
-            Some(TENANT),
-        ))
-        .await;
+    let staged = list_at("/prod/v1/host/wop-memory/entries").await;
     assert_eq!(
         staged.body, list.body,
         "a stage prefix in the path changes nothing"

@@ -676,13 +676,14 @@ impl DynamoEntryStore {
         DynamoEntryStore { client, table }
     }
 
-    /// The conditional update that records `completion` on its key inside a transaction.
-    fn complete_item(
+    /// The conditional update that records `completion` on its key: one transaction item of a
+    /// completing write, or sent alone by `complete_key`.
+    fn complete_update(
         &self,
         op: &'static str,
         completion: &Completion,
-    ) -> Result<TransactWriteItem, StoreError> {
-        let update = Update::builder()
+    ) -> Result<Update, StoreError> {
+        Update::builder()
             .table_name(&self.table)
             .set_key(Some(key_record_key(&completion.key)))
             .update_expression(COMPLETE_UPDATE)
@@ -691,7 +692,15 @@ impl DynamoEntryStore {
             .expression_attribute_values(":r", s(&completion.result))
             .expression_attribute_values(":a", s(&completion.attempt))
             .build()
-            .map_err(|_| build_error(op))?;
+            .map_err(|_| build_error(op))
+    }
+
+    fn complete_item(
+        &self,
+        op: &'static str,
+        completion: &Completion,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let update = self.complete_update(op, completion)?;
         Ok(TransactWriteItem::builder().update(update).build())
     }
 
@@ -956,16 +965,17 @@ impl EntryStore for DynamoEntryStore {
 
     async fn complete_key(&self, completion: &Completion) -> Result<(), StoreError> {
         const OP: &str = "complete_key";
+        let update = self.complete_update(OP, completion)?;
         let out = crate::retry::send(OP, || {
+            let u = update.clone();
             self.client
                 .update_item()
-                .table_name(&self.table)
-                .set_key(Some(key_record_key(&completion.key)))
-                .update_expression(COMPLETE_UPDATE)
-                .condition_expression(COMPLETE_CONDITION)
-                .expression_attribute_names("#r", "result")
-                .expression_attribute_values(":r", s(&completion.result))
-                .expression_attribute_values(":a", s(&completion.attempt))
+                .table_name(u.table_name)
+                .set_key(Some(u.key))
+                .update_expression(u.update_expression)
+                .set_condition_expression(u.condition_expression)
+                .set_expression_attribute_names(u.expression_attribute_names)
+                .set_expression_attribute_values(u.expression_attribute_values)
                 .send()
         })
         .await;

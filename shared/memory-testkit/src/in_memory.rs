@@ -677,55 +677,68 @@ impl ArchiveStore for InMemoryArchiveStore {
     }
 }
 
-/// Keeps every published event, in order.
-#[derive(Debug, Default)]
-pub struct RecordingPublisher {
-    events: Mutex<Vec<DomainEvent>>,
+/// Keeps everything sent to it, in order, and counts the calls: the event publisher and the
+/// job queue are the same double.
+#[derive(Debug)]
+pub struct Recording<T> {
+    sent: Mutex<Vec<T>>,
     pub calls: CallCounter,
 }
 
-impl RecordingPublisher {
+impl<T> Default for Recording<T> {
+    fn default() -> Self {
+        Recording {
+            sent: Mutex::new(Vec::new()),
+            calls: CallCounter::default(),
+        }
+    }
+}
+
+impl<T: Clone> Recording<T> {
     pub fn new() -> Self {
         Self::default()
     }
 
+    fn record(&self, op: &'static str, items: &[T]) -> Result<(), StoreError> {
+        self.calls.call(op)?;
+        lock(&self.sent).extend_from_slice(items);
+        Ok(())
+    }
+
+    fn sent(&self) -> Vec<T> {
+        lock(&self.sent).clone()
+    }
+}
+
+/// Keeps every published event, in order.
+pub type RecordingPublisher = Recording<DomainEvent>;
+
+impl RecordingPublisher {
     pub fn events(&self) -> Vec<DomainEvent> {
-        lock(&self.events).clone()
+        self.sent()
     }
 }
 
 #[async_trait]
 impl EventPublisher for RecordingPublisher {
     async fn publish(&self, events: &[DomainEvent]) -> Result<(), StoreError> {
-        self.calls.call("publish")?;
-        lock(&self.events).extend_from_slice(events);
-        Ok(())
+        self.record("publish", events)
     }
 }
 
 /// Keeps every queued job, in order.
-#[derive(Debug, Default)]
-pub struct RecordingQueue {
-    jobs: Mutex<Vec<Job>>,
-    pub calls: CallCounter,
-}
+pub type RecordingQueue = Recording<Job>;
 
 impl RecordingQueue {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
     pub fn jobs(&self) -> Vec<Job> {
-        lock(&self.jobs).clone()
+        self.sent()
     }
 }
 
 #[async_trait]
 impl JobQueue for RecordingQueue {
     async fn enqueue(&self, jobs: &[Job]) -> Result<(), StoreError> {
-        self.calls.call("enqueue")?;
-        lock(&self.jobs).extend_from_slice(jobs);
-        Ok(())
+        self.record("enqueue", jobs)
     }
 }
 

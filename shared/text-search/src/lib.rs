@@ -152,14 +152,12 @@ mod tests {
 
     #[test]
     fn the_cache_changes_nothing_but_the_work() {
-        let corpus = [
+        let (a, cache) = (Analyzer::new(true), TermCache::default());
+        let d = docs(&[
             ("01", "Customer asked about refunds twice"),
             ("02", "refund approved; the customer was happy"),
             ("03", "会议在东京举行"),
-        ];
-        let d = docs(&corpus);
-        let a = Analyzer::new(true);
-        let cache = TermCache::default();
+        ]);
         for q in ["refund customer", "东京", "happy"] {
             let plain = rank(&a, &d, q, 10);
             assert_eq!(rank_cached(&a, &cache, &d, q, 10), plain, "{q}: cold");

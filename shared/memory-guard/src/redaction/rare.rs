@@ -133,34 +133,16 @@ impl Rare {
             return Ok(None);
         }
         let haystack = &hay[scan_from..to];
+        // One monomorphised `confirm` per needle count: the hot loop stays free of dispatch.
+        macro_rules! confirm_hits {
+            ($hits:expr) => {
+                self.confirm($hits, hay, bytes, patterns, from, to, budget)
+            };
+        }
         match *self.needles.as_slice() {
-            [a] => self.confirm(
-                memchr::memchr_iter(a, haystack),
-                hay,
-                bytes,
-                patterns,
-                from,
-                to,
-                budget,
-            ),
-            [a, b] => self.confirm(
-                memchr::memchr2_iter(a, b, haystack),
-                hay,
-                bytes,
-                patterns,
-                from,
-                to,
-                budget,
-            ),
-            [a, b, c] => self.confirm(
-                memchr::memchr3_iter(a, b, c, haystack),
-                hay,
-                bytes,
-                patterns,
-                from,
-                to,
-                budget,
-            ),
+            [a] => confirm_hits!(memchr::memchr_iter(a, haystack)),
+            [a, b] => confirm_hits!(memchr::memchr2_iter(a, b, haystack)),
+            [a, b, c] => confirm_hits!(memchr::memchr3_iter(a, b, c, haystack)),
             _ => Err(Miss::Dense),
         }
     }
