@@ -41,14 +41,15 @@ fn best_first(hits: &mut Vec<Hit>, ids: &[&str], limit: usize) {
 }
 
 /// The `limit` documents whose vectors are most similar to `query`, best first. Documents
-/// without a comparable vector are not hits.
+/// without a comparable vector, or whose similarity is not positive (nothing in common with the
+/// query, as a document sharing no term is no BM25 hit), are not hits.
 pub fn nearest(ids: &[&str], vectors: &[Option<&[f32]>], query: &[f32], limit: usize) -> Vec<Hit> {
     let mut hits: Vec<Hit> = vectors
         .iter()
         .enumerate()
         .filter_map(|(index, v)| {
             let score = cosine((*v)?, query)?;
-            Some(Hit { index, score })
+            (score > 0.0).then_some(Hit { index, score })
         })
         .collect();
     best_first(&mut hits, ids, limit);
@@ -105,6 +106,11 @@ mod tests {
         );
         assert!((hits[2].score - 0.6).abs() < 1e-6);
         assert_eq!(nearest(&ids, &vectors, &[1.0, 0.0], 1).len(), 1);
+        let opposite = nearest(&ids, &vectors, &[-1.0, 0.0], 10);
+        assert!(
+            opposite.is_empty(),
+            "no positive similarity, no hit: {opposite:?}"
+        );
     }
 
     #[test]
