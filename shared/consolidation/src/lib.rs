@@ -50,6 +50,7 @@
 //!
 //! Property tests in `tests/` check this over generated corpora.
 
+mod canonical;
 mod cluster;
 mod error;
 pub mod merge;

@@ -26,6 +26,12 @@
 //!    selectors stay attached to the token they follow (or vanish after a symbol), so `❤️` and
 //!    `❤` are equal.
 //!
+//! 7. One notation per value (`crate::canonical`): times ("3 pm" = "15:00"), numbers ("1,000" =
+//!    "1000", "12.5k" = "12500", "fifteen" = "15"), percentages, money, temperatures, dates
+//!    ("1 March 2026" = "2026-03-01") and a curated list of abbreviations ("appt" =
+//!    "appointment"). Only notations of the same value meet; a slash date or a bare hour keeps
+//!    its form, because it has more than one reading.
+//!
 //! No NFC/NFKC normalisation is applied (that would need a Unicode-tables dependency): two
 //! canonically equivalent spellings in different forms stay different words, which can only keep
 //! entries apart, never merge different ones.
@@ -120,6 +126,10 @@ pub(crate) fn analyse_into(text: &str, norm: &mut String) -> u64 {
             guard = fold(guard, hash_bytes(token.as_bytes()));
         }
     });
+    if crate::canonical::may_rewrite(norm) {
+        *norm = crate::canonical::rewrite(norm);
+        guard = content_words(norm).fold(GUARD_SEED, |h, w| fold(h, hash_bytes(w.as_bytes())));
+    }
     guard
 }
 
@@ -129,8 +139,19 @@ fn fold(acc: u64, token_hash: u64) -> u64 {
     fmix64(acc ^ token_hash).wrapping_add(0x9e37_79b9_7f4a_7c15)
 }
 
-/// The canonical form used for exact-duplicate detection; see the module documentation.
+/// The canonical form used for exact-duplicate detection: the [`tokenised`] text with one
+/// notation per value (`crate::canonical`); see the module documentation.
 pub fn normalise(text: &str) -> String {
+    let out = tokenised(text);
+    if crate::canonical::may_rewrite(&out) {
+        crate::canonical::rewrite(&out)
+    } else {
+        out
+    }
+}
+
+/// Steps 1-6 of the module documentation: the tokens of `text` joined by single spaces.
+pub fn tokenised(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     for_each_token(text, |token| {
         if !out.is_empty() {
@@ -521,7 +542,7 @@ mod tests {
             ("!!!", ""),
         ];
         for (input, want) in cases {
-            assert_eq!(normalise(input), *want, "input {input:?}");
+            assert_eq!(tokenised(input), *want, "input {input:?}");
         }
     }
 

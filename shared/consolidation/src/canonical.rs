@@ -1,0 +1,418 @@
+//! One spelling per value (README "Consolidation"; RFC 0068 "merge duplicates"): after
+//! [`normalise`](crate::normalise) has tokenised a text, numbers, times, percentages, money,
+//! temperatures, dates and common abbreviations are rewritten to one notation, so "3 pm" /
+//! "15:00", "1,000" / "1000", "$5" / "5 dollars", "1 March 2026" / "2026-03-01" and "appt" /
+//! "appointment" are the same words. Every rule maps notations *of the same value* to one
+//! another and never rounds or picks between two readings: a slash date ("01/03/2026") is
+//! day-first in some countries and month-first in others, so it stays as written, and a bare
+//! hour ("at 10") is not given a half of the day. Different values therefore stay different
+//! words, and the distinct-fact guard keeps their entries apart as before.
+//!
+//! The abbreviation list is the project's own (written for this repo, Apache-2.0): expansions
+//! that are unambiguous in notes about customers, people, offices and operations.
+
+/// Whether `norm` may hold anything [`rewrite`] changes: a digit or a word it knows. Checked
+/// first so that most texts of a pass skip the rewrite entirely.
+pub(crate) fn may_rewrite(norm: &str) -> bool {
+    norm.split(' ').any(|t| {
+        t.bytes().next().is_some_and(|b| b.is_ascii_digit())
+            || number_word(t).is_some()
+            || month(t).is_some()
+            || abbreviation(t, None, None).is_some()
+            || matches!(t, "e" | "#")
+    })
+}
+
+/// The canonical token sequence of a normalised text (tokens joined by single spaces).
+pub(crate) fn rewrite(norm: &str) -> String {
+    let words: Vec<String> = norm
+        .split(' ')
+        .filter(|t| !t.is_empty())
+        .map(|t| number_word(t).map_or_else(|| t.to_owned(), str::to_owned))
+        .collect();
+    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut i = 0;
+    while i < words.len() {
+        let (replacement, used) = rule_at(&words, i);
+        out.extend(replacement);
+        i += used.max(1);
+    }
+    out.join(" ")
+}
+
+/// The tokens that replace `words[i..i + used]`.
+fn rule_at(words: &[String], i: usize) -> (Vec<String>, usize) {
+    let w = |k: usize| words.get(i + k).map(String::as_str);
+    let one = |s: String| (vec![s], 1);
+    let cur = words[i].as_str();
+    // Dates: ISO, "1 march 2026", "march 1st 2026", and the same without a year.
+    if let Some(date) = date_at(words, i) {
+        return date;
+    }
+    // "#4471" is "4471": the sign only says that a number follows.
+    if cur == "#" && w(1).is_some_and(is_plain_number) {
+        return (Vec::new(), 1);
+    }
+    // "e-mail" tokenises as "e mail".
+    if cur == "e" && w(1) == Some("mail") {
+        return (vec!["email".to_owned()], 2);
+    }
+    if let Some(n) = number(cur) {
+        // Times: "3 pm", "3:00 p.m.", "7:45 am", "15:00", "07:45".
+        let meridiem = match (w(1), w(2)) {
+            (Some("am"), _) => Some((false, 2)),
+            (Some("pm"), _) => Some((true, 2)),
+            (Some("a"), Some("m")) => Some((false, 3)),
+            (Some("p"), Some("m")) => Some((true, 3)),
+            _ => None,
+        };
+        if let Some((pm, used)) = meridiem {
+            if let Some(time) = clock(&n, Some(pm)) {
+                return (vec![time], used);
+            }
+        }
+        if n.contains(':') {
+            if let Some(time) = clock(&n, None) {
+                return one(time);
+            }
+        }
+        // Units written out: "15 percent", "15 per cent", "5 dollars", "18 degrees celsius".
+        match (w(1), w(2)) {
+            (Some("percent"), _) => return (vec![n, "%".into()], 2),
+            (Some("per"), Some("cent")) => return (vec![n, "%".into()], 3),
+            (Some("dollars" | "dollar" | "usd"), _) => return (vec!["$".into(), n], 2),
+            (Some("euros" | "euro" | "eur"), _) => return (vec!["€".into(), n], 2),
+            (Some("degrees"), Some("celsius" | "c")) => {
+                return (vec![n, "°".into(), "c".into()], 3)
+            }
+            (Some("degrees"), Some("fahrenheit" | "f")) => {
+                return (vec![n, "°".into(), "f".into()], 3)
+            }
+            _ => {}
+        }
+        // Units abbreviated after a number: "2 hrs", "30 mins".
+        if let Some(unit) = w(1).and_then(|u| abbreviation(u, Some(cur), w(2))) {
+            let mut v = vec![n];
+            v.extend(unit.split(' ').map(str::to_owned));
+            return (v, 2);
+        }
+        return one(n);
+    }
+    if matches!(cur, "usd") && w(1).and_then(number).is_some() {
+        return (vec!["$".into()], 1);
+    }
+    if matches!(cur, "eur") && w(1).and_then(number).is_some() {
+        return (vec!["€".into()], 1);
+    }
+    let prev = i.checked_sub(1).map(|p| words[p].as_str());
+    if let Some(expanded) = abbreviation(cur, prev, w(1)) {
+        return (expanded.split(' ').map(str::to_owned).collect(), 1);
+    }
+    one(cur.to_owned())
+}
+
+fn is_plain_number(t: &str) -> bool {
+    !t.is_empty() && t.bytes().all(|b| b.is_ascii_digit())
+}
+
+/// A number token in one notation: thousands separators dropped ("12,500"), "12.5k" written
+/// out, leading zeros of an hour kept for [`clock`]. `None` for anything else.
+fn number(t: &str) -> Option<String> {
+    let first = t.bytes().next()?;
+    if !first.is_ascii_digit() {
+        return None;
+    }
+    // "12,500" / "1,000,000": groups of exactly three digits after the first.
+    if t.contains(',') {
+        let mut groups = t.split(',');
+        let head = groups.next()?;
+        let rest: Vec<&str> = groups.collect();
+        let well_formed = (1..=3).contains(&head.len())
+            && is_plain_number(head)
+            && rest.iter().all(|g| g.len() == 3 && is_plain_number(g));
+        return well_formed.then(|| t.replace(',', ""));
+    }
+    if let Some(k) = t.strip_suffix('k') {
+        return thousands(k);
+    }
+    t.bytes()
+        .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b':' | b'-' | b'/'))
+        .then(|| t.to_owned())
+}
+
+/// "12.5" thousands as a whole number ("12500"); `None` when it would not be whole.
+fn thousands(k: &str) -> Option<String> {
+    let (whole, fraction) = k.split_once('.').unwrap_or((k, ""));
+    if !is_plain_number(whole) || (!fraction.is_empty() && !is_plain_number(fraction)) {
+        return None;
+    }
+    if fraction.len() > 3 || whole.len() > 12 {
+        return None;
+    }
+    let scaled = format!("{fraction:0<3}");
+    let value = format!("{whole}{scaled}");
+    Some(value.trim_start_matches('0').to_owned()).filter(|v| !v.is_empty())
+}
+
+/// "HH:MM" (24 h) for an hour or hour:minute, with the half of the day when one is given.
+fn clock(n: &str, pm: Option<bool>) -> Option<String> {
+    let (h, m) = match n.split_once(':') {
+        Some((h, m)) => (h, m),
+        None => (n, "00"),
+    };
+    if !is_plain_number(h) || !is_plain_number(m) || h.len() > 2 || m.len() != 2 {
+        return None;
+    }
+    let (mut hour, minute): (u32, u32) = (h.parse().ok()?, m.parse().ok()?);
+    if minute > 59 {
+        return None;
+    }
+    match pm {
+        Some(pm) => {
+            if !(1..=12).contains(&hour) {
+                return None;
+            }
+            hour = match (pm, hour) {
+                (false, 12) => 0,
+                (true, 12) => 12,
+                (true, h) => h + 12,
+                (false, h) => h,
+            };
+        }
+        None if hour > 23 => return None,
+        None => {}
+    }
+    Some(format!("{hour:02}:{minute:02}"))
+}
+
+fn month(t: &str) -> Option<u32> {
+    Some(match t {
+        "january" | "jan" => 1,
+        "february" | "feb" => 2,
+        "march" | "mar" => 3,
+        "april" | "apr" => 4,
+        // "may" is also a verb: only a month beside a day number (see `date_at`).
+        "may" => 5,
+        "june" | "jun" => 6,
+        "july" | "jul" => 7,
+        "august" | "aug" => 8,
+        "september" | "sep" | "sept" => 9,
+        "october" | "oct" => 10,
+        "november" | "nov" => 11,
+        "december" | "dec" => 12,
+        _ => return None,
+    })
+}
+
+/// A day of the month, plain ("1") or ordinal ("1st", "22nd").
+fn day(t: &str) -> Option<u32> {
+    let digits = t
+        .strip_suffix("st")
+        .or_else(|| t.strip_suffix("nd"))
+        .or_else(|| t.strip_suffix("rd"))
+        .or_else(|| t.strip_suffix("th"))
+        .unwrap_or(t);
+    if !is_plain_number(digits) || digits.len() > 2 {
+        return None;
+    }
+    digits.parse().ok().filter(|d| (1..=31).contains(d))
+}
+
+fn year(t: &str) -> Option<u32> {
+    (t.len() == 4 && is_plain_number(t))
+        .then(|| t.parse().ok())
+        .flatten()
+}
+
+/// "YYYY-MM-DD" for "2026-03-01", "1 march 2026", "march 1st 2026"; "MM-DD" when no year
+/// follows ("1 march", "march 1st").
+fn date_at(words: &[String], i: usize) -> Option<(Vec<String>, usize)> {
+    let w = |k: usize| words.get(i + k).map(String::as_str);
+    let cur = w(0)?;
+    if let [y, m, d] = cur.split('-').collect::<Vec<_>>()[..] {
+        if year(y).is_some() && m.len() == 2 && d.len() == 2 {
+            let (month, day) = (m.parse::<u32>().ok()?, day(d)?);
+            if (1..=12).contains(&month) {
+                return Some((vec![format!("{y}-{month:02}-{day:02}")], 1));
+            }
+        }
+        return None;
+    }
+    let (d, m, used) = if let (Some(d), Some(m)) = (day(cur), w(1).and_then(month)) {
+        (d, m, 2)
+    } else if let (Some(m), Some(d)) = (month(cur), w(1).and_then(day)) {
+        // "may 5" is as often "may" the verb: a month only with an ordinal day or a year.
+        let ordinal = w(1).is_some_and(|t| !is_plain_number(t));
+        if cur == "may" && !ordinal && w(2).and_then(year).is_none() {
+            return None;
+        }
+        (d, m, 2)
+    } else {
+        return None;
+    };
+    Some(match w(used).and_then(year) {
+        Some(y) => (vec![format!("{y}-{m:02}-{d:02}")], used + 1),
+        None => (vec![format!("{m:02}-{d:02}")], used),
+    })
+}
+
+/// Number words to digits ("fifteen" -> "15"): only whole words with one meaning.
+fn number_word(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "zero" => "0",
+        "two" => "2",
+        "three" => "3",
+        "four" => "4",
+        "five" => "5",
+        "six" => "6",
+        "seven" => "7",
+        "eight" => "8",
+        "nine" => "9",
+        "ten" => "10",
+        "eleven" => "11",
+        "twelve" => "12",
+        "thirteen" => "13",
+        "fourteen" => "14",
+        "fifteen" => "15",
+        "sixteen" => "16",
+        "seventeen" => "17",
+        "eighteen" => "18",
+        "nineteen" => "19",
+        "twenty" => "20",
+        "thirty" => "30",
+        "forty" => "40",
+        "fifty" => "50",
+        "hundred" => "100",
+        _ => return None,
+    })
+}
+
+/// The expansion of an abbreviation, given its neighbours (some are abbreviations only in
+/// one position: "st" is "street" after a name and at the end, "hr" is "hours" after a number).
+fn abbreviation(t: &str, prev: Option<&str>, next: Option<&str>) -> Option<&'static str> {
+    let after_number = prev.is_some_and(|p| p.bytes().next().is_some_and(|b| b.is_ascii_digit()));
+    Some(match t {
+        "appt" => "appointment",
+        "appts" => "appointments",
+        "mgr" => "manager",
+        "mgmt" => "management",
+        "dept" => "department",
+        "approx" => "approximately",
+        "ops" => "operations",
+        "eta" => "estimated time of arrival",
+        "ceo" => "chief executive officer",
+        "cfo" => "chief financial officer",
+        "cto" => "chief technology officer",
+        "nyc" => "new york city",
+        "ny" => "new york",
+        "q1" => "first quarter",
+        "q2" => "second quarter",
+        "q3" => "third quarter",
+        "q4" => "fourth quarter",
+        "info" => "information",
+        "govt" => "government",
+        "intl" => "international",
+        "asap" => "as soon as possible",
+        "mtg" => "meeting",
+        "msg" => "message",
+        "tmrw" => "tomorrow",
+        "hq" => "headquarters",
+        "id" => "identification",
+        "apt" => "apartment",
+        "acct" => "account",
+        "dr" => "doctor",
+        "mr" => "mister",
+        "sla" => "service level agreement",
+        "fyi" => "for your information",
+        "p1" => "priority 1",
+        "p2" => "priority 2",
+        "p3" => "priority 3",
+        // Weekdays ("sat" and "sun" are also words: left alone).
+        "mon" => "monday",
+        "tue" | "tues" => "tuesday",
+        "wed" => "wednesday",
+        "thu" | "thur" | "thurs" => "thursday",
+        "fri" => "friday",
+        "km" if after_number => "kilometres",
+        "sec" | "secs" if after_number => "seconds",
+        "hr" | "hrs" if after_number => "hours",
+        "hr" => "human resources",
+        "min" | "mins" if after_number => "minutes",
+        "wk" | "wks" if after_number => "weeks",
+        "yr" | "yrs" if after_number => "years",
+        "st" if next.is_none_or(|n| n.bytes().all(|b| b.is_ascii_digit())) => "street",
+        "ave" if next.is_none_or(|n| n.bytes().all(|b| b.is_ascii_digit())) => "avenue",
+        "rd" if next.is_none_or(|n| n.bytes().all(|b| b.is_ascii_digit())) => "road",
+        _ => return None,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn canon(norm: &str) -> String {
+        assert!(may_rewrite(norm) || rewrite(norm) == norm, "{norm}");
+        rewrite(norm)
+    }
+
+    #[test]
+    fn notations_of_one_value_meet() {
+        for (a, b) in [
+            ("sync at 3 pm", "sync at 15:00"),
+            ("sync at 3:00 p m", "sync at 15:00"),
+            ("leaves at 7:45 am", "leaves at 07:45"),
+            ("leaves at 12 am", "leaves at 00:00"),
+            ("for 1,000 flyers", "for 1000 flyers"),
+            ("holds 12.5k units", "holds 12500 units"),
+            ("holds 12,500 units", "holds 12500 units"),
+            ("costs 5 dollars", "costs $ 5"),
+            ("costs usd 5", "costs $ 5"),
+            ("is 15 percent", "is 15 %"),
+            ("is fifteen per cent", "is 15 %"),
+            ("at 18 degrees celsius", "at 18 ° c"),
+            ("due on 1 march 2026", "due on 2026-03-01"),
+            ("due on march 1st 2026", "due on 2026-03-01"),
+            ("due on march 1st", "due on 1 march"),
+            ("dentist appt", "dentist appointment"),
+            ("lives in nyc", "lives in new york city"),
+            ("shop at 42 harbour st", "shop at 42 harbour street"),
+            ("order # 4471 shipped", "order 4471 shipped"),
+            ("prefers e mail", "prefers email"),
+            ("takes 2 hrs", "takes 2 hours"),
+            ("ask hr", "ask human resources"),
+            ("starts on mon", "starts on monday"),
+            ("dr lindqvist", "doctor lindqvist"),
+            ("3 km away", "3 kilometres away"),
+        ] {
+            assert_eq!(canon(a), canon(b), "{a} / {b}");
+        }
+    }
+
+    #[test]
+    fn different_values_stay_different() {
+        for (a, b) in [
+            ("sync at 3 pm", "sync at 3 am"),
+            ("sync at 3 pm", "sync at 3"),
+            ("due on 01/03/2026", "due on 2026-03-01"),
+            ("due on 1 march 2026", "due on 1 march 2027"),
+            ("for 1,000 flyers", "for 100 flyers"),
+            ("for 1,00 flyers", "for 100 flyers"),
+            ("costs $ 5", "costs € 5"),
+            ("holds 12.5 units", "holds 12500 units"),
+            ("st mary church", "street mary church"),
+            ("at 25:00", "at 01:00"),
+            ("it may 5 times", "it 05-05 times"),
+        ] {
+            assert_ne!(canon(a), canon(b), "{a} / {b}");
+        }
+    }
+
+    #[test]
+    fn text_without_numbers_or_known_words_is_untouched() {
+        let norm = "lena okafor prefers email over phone calls";
+        assert!(!may_rewrite(norm));
+        assert_eq!(rewrite(norm), norm);
+        assert_eq!(rewrite(""), "");
+    }
+}
