@@ -343,7 +343,10 @@ def check_ranked_recency(s: Scenario, value: Any) -> None:
 def check_ranked_modes(s: Scenario, value: Any) -> None:
     # This gateway runs without an embedder (test_g_semantic runs one with): text only, and the
     # fused mode the `fusion` field describes is refused, as are semantic searches.
-    assert value in (["text"], None, "reciprocal-rank", 60.0)
+    served = s.api.capabilities()["memory"]["x-wop-memory-search"]
+    assert (served["modes"], served["embeddingModel"]) == (["text"], None)
+    assert served["fusion"] == {"method": "reciprocal-rank", "k": 60.0}
+    assert value in (served["modes"], None, "reciprocal-rank", 60.0)
     ref = s.ranked()
     assert ref["search"]("refund"), "text mode is served"
     for mode in ("semantic", "hybrid"):

@@ -17,9 +17,10 @@ use crate::error::backend;
 /// The model used when `EMBEDDING_MODEL_ID` is set to `default`.
 pub const DEFAULT_MODEL_ID: &str = "amazon.titan-embed-text-v2:0";
 
-/// Titan V2 takes at most 50,000 characters; longer text is cut at a character boundary (an
-/// entry is at most 64 KiB, so this only bites on very long entries: their head is embedded).
-pub const MAX_INPUT_CHARS: usize = 50_000;
+/// Titan V2 takes at most 8,192 tokens (and 50,000 characters); text is cut to its first 8,000
+/// characters, which stays within the token limit for every script whose characters take at
+/// most one token each, so a long entry has its head embedded instead of no vector at all.
+pub const MAX_INPUT_CHARS: usize = 8_000;
 
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]

@@ -164,6 +164,11 @@ struct EntryItem {
 /// The binary attribute holding an entry's embedding vector.
 const EMBEDDING_ATTRIBUTE: &str = "embedding";
 
+/// The embedding an item carries: none for an empty vector, which would not read back.
+fn stored_embedding(e: &StoredEntry) -> Option<&Embedding> {
+    e.embedding.as_ref().filter(|v| !v.vector.is_empty())
+}
+
 fn vector_bytes(vector: &[f32]) -> Vec<u8> {
     vector.iter().flat_map(|x| x.to_le_bytes()).collect()
 }
@@ -203,7 +208,7 @@ pub fn entry_item(e: &StoredEntry) -> Result<Item, StoreError> {
         run_id: e.attribution.run_id.clone(),
         node_id: e.attribution.node_id.clone(),
         agent_id: e.attribution.agent_id.clone(),
-        embedding_model: e.embedding.as_ref().map(|v| v.model.clone()),
+        embedding_model: stored_embedding(e).map(|v| v.model.clone()),
     };
     let mut item: Item = serde_dynamo::to_item(attributes).map_err(|_| StoreError::Corrupt {
         key: format!(
@@ -213,7 +218,7 @@ pub fn entry_item(e: &StoredEntry) -> Result<Item, StoreError> {
         ),
     })?;
     item.extend(key_item(&e.key()));
-    if let Some(embedding) = &e.embedding {
+    if let Some(embedding) = stored_embedding(e) {
         let bytes = Blob::new(vector_bytes(&embedding.vector));
         item.insert(EMBEDDING_ATTRIBUTE.to_owned(), AttributeValue::B(bytes));
     }

@@ -29,6 +29,7 @@ const MAX_BACKOFF: Duration = Duration::from_millis(1_000);
 const RETRYABLE_CODES: &[&str] = &[
     "ThrottlingException",
     "ModelNotReadyException",
+    "ModelTimeoutException",
     "Throttling",
     "ThrottledException",
     "ProvisionedThroughputExceededException",

@@ -117,7 +117,9 @@ impl HostMemoryModel {
         }
         let mut ranked_modes = vec!["text"];
         if self.embedding_model.is_some() {
-            search_modes.push("semantic");
+            if self.search_filter {
+                search_modes.push("semantic");
+            }
             ranked_modes.extend(["semantic", "hybrid"]);
         }
         json!({

@@ -444,10 +444,9 @@ impl IdSource for UlidIds {
     }
 }
 
-/// The ports every service writes through: the entry store, the event bus and the clock. One
-/// value, so a service is wired with one argument and tests wire them all the same way.
-/// Turns text into an embedding (README "Semantic search"). Only SR-1-redacted content and
-/// search queries are ever sent: a secret never leaves for the model provider.
+/// Turns text into an embedding (README "Semantic search"). Entries are sent after SR-1
+/// redaction, so no registered secret of a write leaves for the model provider; a search query
+/// is sent as the caller typed it (queries carry no secrets registry).
 #[async_trait]
 pub trait Embedder: Send + Sync {
     /// The model id stored beside every vector it makes.
@@ -455,6 +454,8 @@ pub trait Embedder: Send + Sync {
     async fn embed(&self, text: &str) -> Result<Embedding, StoreError>;
 }
 
+/// The ports every service writes through: the entry store, the event bus and the clock. One
+/// value, so a service is wired with one argument and tests wire them all the same way.
 #[derive(Clone)]
 pub struct CorePorts {
     pub store: Arc<dyn EntryStore>,

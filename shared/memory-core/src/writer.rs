@@ -128,9 +128,14 @@ pub struct MemoryWriter {
     embedder: Option<Arc<dyn Embedder>>,
 }
 
-/// Embedding calls one write makes at a time (a put holds up to 90 entries; Bedrock throttles
+/// Embedding calls one write makes at a time (a put holds up to 25 entries; Bedrock throttles
 /// bursts per account).
 pub const EMBED_CONCURRENCY: usize = 8;
+
+/// The most time a write spends embedding, all calls together: what is not embedded by then is
+/// stored without a vector, so a slow or throttling model never takes the time the store write
+/// needs (memory-write has 15 s in all).
+pub const EMBED_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// A claimed key: what the completing write must carry.
 struct Held {
@@ -299,13 +304,14 @@ impl MemoryWriter {
     }
 
     /// Embeds each entry's content (already SR-1-redacted), [`EMBED_CONCURRENCY`] calls at a
-    /// time. An entry whose embedding fails is stored without a vector: the write is not lost to
-    /// an outage of the model, text search still finds the entry, and the log says how many
-    /// (ids and counts only).
+    /// time, within [`EMBED_BUDGET`]. An entry whose embedding fails or runs out of time is
+    /// stored without a vector: the write is not lost to an outage of the model, text search
+    /// still finds the entry, and the log says how many (ids and counts only).
     async fn embed(&self, entries: &mut [StoredEntry]) {
         let Some(embedder) = &self.embedder else {
             return;
         };
+        let deadline = tokio::time::Instant::now() + EMBED_BUDGET;
         let mut failed = 0usize;
         for chunk in entries.chunks_mut(EMBED_CONCURRENCY) {
             let mut calls = tokio::task::JoinSet::new();
@@ -313,7 +319,8 @@ impl MemoryWriter {
                 let (embedder, text) = (embedder.clone(), e.entry.content.clone());
                 calls.spawn(async move { (index, embedder.embed(&text).await) });
             }
-            while let Some(done) = calls.join_next().await {
+            // Past the deadline the calls still running are dropped (the set aborts them).
+            while let Ok(Some(done)) = tokio::time::timeout_at(deadline, calls.join_next()).await {
                 match done {
                     Ok((index, Ok(embedding))) => chunk[index].embedding = Some(embedding),
                     Ok((index, Err(e))) => {
@@ -324,8 +331,14 @@ impl MemoryWriter {
                 }
             }
         }
-        if failed > 0 {
-            tracing::warn!(failed, entries = entries.len(), "embeddings missing");
+        let missing = entries.iter().filter(|e| e.embedding.is_none()).count();
+        if missing > 0 {
+            tracing::warn!(
+                failed,
+                missing,
+                entries = entries.len(),
+                "embeddings missing"
+            );
         }
     }
 

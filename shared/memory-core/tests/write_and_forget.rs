@@ -280,3 +280,48 @@ async fn writes_embed_redacted_content_and_survive_a_failed_embedding() {
     let plain = plain.iter().find(|e| e.entry.content == "plain");
     assert!(plain.expect("stored").embedding.is_none());
 }
+
+/// A model that never answers in time.
+struct Stalled;
+
+#[async_trait::async_trait]
+impl memory_core::ports::Embedder for Stalled {
+    fn model(&self) -> &str {
+        "stalled"
+    }
+
+    async fn embed(
+        &self,
+        _text: &str,
+    ) -> Result<memory_core::model::Embedding, memory_core::StoreError> {
+        tokio::time::sleep(std::time::Duration::from_secs(600)).await;
+        Err(memory_core::StoreError::Unavailable {
+            op: "embed",
+            code: "Timeout".into(),
+        })
+    }
+}
+
+#[tokio::test]
+async fn a_stalled_model_costs_a_write_its_embedding_budget_not_the_write() {
+    let w = world();
+    let writer = w
+        .ports
+        .writer()
+        .with_embedder(Some(std::sync::Arc::new(Stalled)));
+    let started = std::time::Instant::now();
+    let out = writer
+        .put(&request(json!({"tenantId": "tenant-a", "memoryRef": REF_A,
+            "entries": [{"content": "one"}, {"content": "two"}]})))
+        .await
+        .expect("stored without vectors");
+    let took = started.elapsed();
+    assert_eq!(out.written.len(), 2);
+    assert!(w.ports.store.dump().iter().all(|e| e.embedding.is_none()));
+    // Bounded by the budget, not by the model: a correctness bound with wide slack, not a
+    // performance target.
+    assert!(
+        took >= memory_core::writer::EMBED_BUDGET && took < std::time::Duration::from_secs(60),
+        "{took:?}"
+    );
+}
