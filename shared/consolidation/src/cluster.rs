@@ -38,8 +38,12 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use sha2::{Digest, Sha256};
 
 use crate::merge::display_len;
+use crate::minhash::hash_bytes;
 use crate::minhash::{band_key, signature, Signature, BANDS};
-use crate::normalise::{analyse_into, jaccard, normalise, same_content_words, shingles};
+use crate::normalise::{
+    analyse_into, content_words, jaccard, normalise, same_content_words, shingles,
+};
+use crate::supersession;
 use crate::tags::fact_keys;
 use crate::{Entry, MergeKind};
 
@@ -110,6 +114,7 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
     let mut keyed: Vec<(u128, usize, usize)> = Vec::with_capacity(entries.len());
     let mut texts: Vec<MemberText> = Vec::with_capacity(entries.len());
     let mut guards: Vec<u64> = Vec::with_capacity(entries.len());
+    let mut plain: Vec<Plain> = Vec::with_capacity(entries.len());
     let mut norm = String::new();
     for (i, e) in entries.iter().enumerate() {
         let keys = fact_keys(&e.tags);
@@ -125,6 +130,15 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
         let (text, guard) = analyse(&e.content, &mut norm);
         texts.push(text);
         guards.push(guard);
+        let words: Vec<&str> = content_words(&norm).collect();
+        plain.push(Plain {
+            update: supersession::has_update_language(&words),
+            lead: {
+                let lead = supersession::lead(&words);
+                let key = |w: &str| hash_bytes(w.as_bytes());
+                [lead.map(key), lead.and_then(supersession::owner).map(key)]
+            },
+        });
     }
     drop(partition_of);
     drop(norm);
@@ -156,11 +170,16 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
             continue;
         }
         if slotless[p] {
+            let found = Analysed {
+                texts: &texts,
+                guards: &guards,
+                plain: &plain,
+            };
             groups.extend(
-                duplicate_components(entries, &texts, &guards, &members, threshold)
+                components(entries, &found, &members, threshold)
                     .into_iter()
-                    .map(|(members, texts)| Group {
-                        kind: MergeKind::Duplicate,
+                    .map(|(kind, members, texts)| Group {
+                        kind,
                         members,
                         texts,
                     }),
@@ -190,13 +209,38 @@ fn id_prefix(id: &str) -> u128 {
 /// nodes that share a guard fingerprint with another node are normalised again, once each and
 /// in input order; their normalised texts are the only text a pass holds besides the input,
 /// each dropped once its guard bucket has been searched.
-fn duplicate_components(
+/// What the sweep learnt of each entry's text for plain-language supersession.
+#[derive(Clone, Copy)]
+struct Plain {
+    /// Whether the text holds update language (`supersession::has_update_language`).
+    update: bool,
+    /// Fingerprints of its lead word and, for a possessive one, of its owner: the keys older
+    /// statements are found by.
+    lead: [Option<u64>; 2],
+}
+
+/// The sweep's per-entry results, indexed like the input.
+struct Analysed<'a> {
+    texts: &'a [MemberText],
+    guards: &'a [u64],
+    plain: &'a [Plain],
+}
+
+/// Largest number of distinct content-word sequences under one lead word that supersession
+/// searches (an update is compared with each): a bound on a pass's work. Counted in guard
+/// classes, which duplicate folding never changes, so a lead over the limit stays over it on
+/// the next pass and the pass stays idempotent.
+pub(crate) const MAX_SUPERSESSION_LEAD: usize = 512;
+
+/// The groups of one slot-less partition: connected components of the duplicate relation and
+/// of plain-language supersession; a component with a supersession in it is a supersede group.
+fn components(
     entries: &[Entry],
-    texts: &[MemberText],
-    guards: &[u64],
+    found: &Analysed<'_>,
     members: &[usize],
     threshold: f64,
-) -> Vec<(Vec<usize>, Vec<MemberText>)> {
+) -> Vec<(MergeKind, Vec<usize>, Vec<MemberText>)> {
+    let (texts, guards) = (found.texts, found.guards);
     // Exact duplicates: one node per distinct digest.
     let mut node_by_digest: HashMap<Digest256, usize, BuildHasherDefault<PassThrough>> =
         HashMap::with_capacity_and_hasher(members.len(), BuildHasherDefault::default());
@@ -246,14 +290,20 @@ fn duplicate_components(
         }
     }
 
+    let superseding = link_supersessions(entries, found, members, &node_of, &first_member, &mut uf);
+
     // Components of two or more entries, in the id order of their first member; singletons
     // (the vast majority) never get a vector.
     let mut size_of_root = vec![0usize; nodes];
     for &node in &node_of {
         size_of_root[uf.find(node)] += 1;
     }
+    let mut superseded_root = vec![false; nodes];
+    for node in superseding {
+        superseded_root[uf.find(node)] = true;
+    }
     let mut slot_of_root = vec![NONE; nodes];
-    let mut components: Vec<(Vec<usize>, Vec<MemberText>)> = Vec::new();
+    let mut components: Vec<(MergeKind, Vec<usize>, Vec<MemberText>)> = Vec::new();
     for (local, &node) in node_of.iter().enumerate() {
         let root = uf.find(node);
         if size_of_root[root] < 2 {
@@ -262,13 +312,88 @@ fn duplicate_components(
         if slot_of_root[root] == NONE {
             slot_of_root[root] = components.len();
             let size = size_of_root[root];
-            components.push((Vec::with_capacity(size), Vec::with_capacity(size)));
+            let kind = if superseded_root[root] {
+                MergeKind::Supersede
+            } else {
+                MergeKind::Duplicate
+            };
+            components.push((kind, Vec::with_capacity(size), Vec::with_capacity(size)));
         }
-        let (ms, member_texts) = &mut components[slot_of_root[root]];
+        let (_, ms, member_texts) = &mut components[slot_of_root[root]];
         ms.push(members[local]);
         member_texts.push(texts[members[local]]);
     }
     components
+}
+
+/// Joins each text with update language to the older statements it supersedes
+/// (`supersession`); returns the nodes of every link. Nodes are distinct normalised texts; a
+/// node is newer than another when its newest member is newer than the other's oldest.
+fn link_supersessions(
+    entries: &[Entry],
+    found: &Analysed<'_>,
+    members: &[usize],
+    node_of: &[usize],
+    first_member: &[usize],
+    uf: &mut UnionFind,
+) -> Vec<usize> {
+    let nodes = first_member.len();
+    let updates: Vec<usize> = (0..nodes)
+        .filter(|&n| found.plain[first_member[n]].update)
+        .collect();
+    if updates.is_empty() {
+        return Vec::new();
+    }
+    let age = |m: usize| (entries[m].created_at_ms, entries[m].id.as_str());
+    let mut oldest: Vec<(i64, &str)> = vec![(i64::MAX, ""); nodes];
+    let mut newest: Vec<(i64, &str)> = vec![(i64::MIN, ""); nodes];
+    for (local, &node) in node_of.iter().enumerate() {
+        let a = age(members[local]);
+        oldest[node] = oldest[node].min(a);
+        newest[node] = newest[node].max(a);
+    }
+    // Older statements by lead word, in node order; a lead with too many distinct
+    // content-word sequences is not searched (see MAX_SUPERSESSION_LEAD).
+    let mut by_lead: HashMap<u64, Vec<usize>> = HashMap::new();
+    for (node, &first) in first_member.iter().enumerate() {
+        for lead in found.plain[first].lead.into_iter().flatten() {
+            by_lead.entry(lead).or_default().push(node);
+        }
+    }
+    by_lead.retain(|_, list| {
+        let mut classes: Vec<u64> = list
+            .iter()
+            .map(|&n| found.guards[first_member[n]])
+            .collect();
+        classes.sort_unstable();
+        classes.dedup();
+        classes.len() <= MAX_SUPERSESSION_LEAD
+    });
+    let mut norms: HashMap<usize, String> = HashMap::new();
+    let mut linked = Vec::new();
+    for u in updates {
+        let u_norm = normalise(&entries[first_member[u]].content);
+        let u_words: Vec<&str> = content_words(&u_norm).collect();
+        for lead in supersession::leads_of(&u_words) {
+            let Some(candidates) = by_lead.get(&hash_bytes(lead.as_bytes())) else {
+                continue;
+            };
+            for &o in candidates {
+                if o == u || newest[u] <= oldest[o] {
+                    continue;
+                }
+                let o_norm = norms
+                    .entry(o)
+                    .or_insert_with(|| normalise(&entries[first_member[o]].content));
+                let o_words: Vec<&str> = content_words(o_norm).collect();
+                if supersession::supersedes(&o_words, &u_words) {
+                    uf.union(o, u);
+                    linked.extend([o, u]);
+                }
+            }
+        }
+    }
+    linked
 }
 
 const NONE: usize = usize::MAX;

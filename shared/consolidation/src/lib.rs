@@ -56,6 +56,7 @@ mod error;
 pub mod merge;
 pub mod minhash;
 pub mod normalise;
+mod supersession;
 pub mod tags;
 
 use std::collections::HashMap;

@@ -168,7 +168,7 @@ pub(crate) fn tokens(norm: &str) -> impl Iterator<Item = &str> {
 }
 
 /// The guard's content-word sequence of a normalised text, as an iterator (no allocation).
-fn content_words(norm: &str) -> impl Iterator<Item = &str> {
+pub(crate) fn content_words(norm: &str) -> impl Iterator<Item = &str> {
     tokens(norm).filter(|t| !is_filler(t))
 }
 

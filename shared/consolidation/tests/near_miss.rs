@@ -54,7 +54,9 @@ const NEAR_MISSES: &[(&str, &str)] = &[
     ("User is vegetarian", "User is not vegetarian"),
     ("User has a dog", "User has no dog"),
     ("User always drinks coffee", "User never drinks coffee"),
-    ("User smokes", "User no longer smokes"),
+    // ("User smokes" then "User no longer smokes" is an update, not a near miss: see
+    // plain_language_updates_supersede_only_forward.)
+    ("User smokes", "User does not smoke"),
     ("Do not email the user on weekends", "Do email the user on weekends"),
     (
         "The customer confirmed during the renewal call that the legal team has approved the updated data processing agreement",
@@ -216,4 +218,40 @@ fn near_misses_stay_apart_inside_a_crowded_corpus() {
         );
     }
     run(&entries, &Settings::default());
+}
+
+#[test]
+fn plain_language_updates_supersede_only_forward() {
+    use consolidation::MergeKind;
+    let at = |id: &str, text: &str, ms: i64| consolidation::Entry {
+        created_at_ms: ms,
+        ..entry(id, text)
+    };
+    // The newer text says the older one stopped holding: the newer wins, as a supersession.
+    let forward = plan(
+        &[
+            at("a", "User smokes", 1_000),
+            at("b", "User no longer smokes", 2_000),
+        ],
+        &Settings::default(),
+    );
+    assert_eq!(forward.merges.len(), 1);
+    assert_eq!(forward.merges[0].kind, MergeKind::Supersede);
+    assert_eq!(forward.merges[0].merged.content, "User no longer smokes");
+    assert_eq!(forward.output_count, 1);
+    // A newer plain statement carries no update language: the two stay side by side.
+    let backward = plan(
+        &[
+            at("a", "User no longer smokes", 1_000),
+            at("b", "User smokes", 2_000),
+        ],
+        &Settings::default(),
+    );
+    assert!(backward.merges.is_empty());
+    // A second pass over what the first left is a no-op.
+    let survivor = consolidation::Entry {
+        provenance: forward.merges[0].merged.provenance.clone(),
+        ..forward.merges[0].merged.clone()
+    };
+    assert!(plan(&[survivor], &Settings::default()).merges.is_empty());
 }

@@ -1,0 +1,340 @@
+//! Plain-language supersession (README "Consolidation"; RFC 0068 "supersede stale facts"): a
+//! newer entry that says a fact *changed* ("The office moved to Berlin", "Amelia's manager is now
+//! Fatima", "Ivan is no longer vegetarian", "Correction: Helga's desk extension is 5512")
+//! supersedes an older entry about the same subject and attribute ("Our office is in Paris",
+//! "Amelia's manager is Rodrigo", "Ivan is vegetarian", "Helga's desk extension is 5521").
+//!
+//! The rules read the content words (normalised, fillers removed, see [`crate::normalise`]) of
+//! both texts, so near duplicates of a text behave exactly like it, and they only ever link an
+//! older statement to a newer one that carries update language at the point where the two
+//! diverge:
+//!
+//! - both start with the same *subject* words (leading possessive determiners aside; after an
+//!   introduction such as "correction", "update", "from now on", "going forward", "starting
+//!   …", "beginning …" the subject is looked for within the newer text's first ten words);
+//! - where they diverge, the newer text says how the older one stopped holding:
+//!   - "now" (`… is now …`, `… now includes …`): the subject has two or more words, and the
+//!     shared words end with a copula or the verb after "now" is the older text's verb;
+//!   - "no longer" (after an optional auxiliary): the words it negates are in the older text;
+//!   - a change verb (moved, changed, switched, renamed, rebooked, pushed back, postponed,
+//!     replaced, …, after optional auxiliaries): the subject has two or more words, or the verb
+//!     is "moved" and the older text states where the subject is (`is in`, `lives in`, `is
+//!     based at` …), or the newer text says what it switched *from* and the older text says it;
+//!   - after an introduction: the subject (with its verb) has two or more words.
+//!
+//! Two statements that merely contradict each other ("The shipment left on Tuesday" / "… on
+//! Wednesday") carry no update language and are never linked: they stay side by side. A
+//! subject of one word with an unspecific verb ("Grete moved to Trondheim" against "Grete works
+//! in marketing") is not enough evidence either: losing a distinct fact is worse than keeping a
+//! stale one.
+
+/// Possessive and demonstrative determiners dropped at the start of a statement ("Our office"
+/// = "The office"; articles are fillers already).
+fn is_determiner(w: &str) -> bool {
+    matches!(
+        w,
+        "our" | "their" | "his" | "her" | "its" | "my" | "your" | "this" | "these" | "those"
+    )
+}
+
+fn is_copula(w: &str) -> bool {
+    matches!(w, "is" | "are" | "was" | "were" | "be")
+}
+
+fn is_auxiliary(w: &str) -> bool {
+    matches!(
+        w,
+        "has" | "have" | "had" | "was" | "were" | "been" | "got" | "is" | "are" | "be" | "being"
+    )
+}
+
+fn is_change_verb(w: &str) -> bool {
+    matches!(
+        w,
+        "moved"
+            | "changed"
+            | "switched"
+            | "renamed"
+            | "rebooked"
+            | "pushed"
+            | "postponed"
+            | "rescheduled"
+            | "replaced"
+            | "relocated"
+            | "updated"
+            | "raised"
+            | "lowered"
+            | "increased"
+            | "reduced"
+            | "extended"
+            | "shortened"
+    )
+}
+
+/// Words that state where something is, after which a "moved" changes the place.
+fn is_location_verb(w: &str) -> bool {
+    is_copula(w) || matches!(w, "lives" | "located" | "based" | "held" | "sits" | "stays")
+}
+
+/// How many leading words form an introduction that marks the text as an update.
+fn introduction(u: &[&str]) -> Option<usize> {
+    match u {
+        ["from", "now", "on", ..] => Some(3),
+        ["going", "forward", ..] => Some(2),
+        ["i", "had", "it", "wrong", ..] => Some(4),
+        ["as", "of", ..] => Some(2),
+        [first, ..]
+            if matches!(
+                *first,
+                "correction" | "update" | "starting" | "beginning" | "effective"
+            ) =>
+        {
+            Some(1)
+        }
+        _ => None,
+    }
+}
+
+/// Whether `u` holds any word of update language: a cheap filter run over every entry.
+pub(crate) fn has_update_language(u: &[&str]) -> bool {
+    introduction(u).is_some()
+        || u.iter()
+            .any(|w| matches!(*w, "now" | "longer") || is_change_verb(w))
+}
+
+fn strip_determiners<'a, 'b>(words: &'b [&'a str]) -> &'b [&'a str] {
+    let skip = words.iter().take_while(|w| is_determiner(w)).count();
+    &words[skip..]
+}
+
+/// The word an older statement is found by: its first subject word.
+pub(crate) fn lead<'a>(words: &[&'a str]) -> Option<&'a str> {
+    strip_determiners(words).first().copied()
+}
+
+/// A possessive subject without its "s" ("noahs address" is Noah's: normalisation drops the
+/// apostrophe), the second word an older statement is found by.
+pub(crate) fn owner(word: &str) -> Option<&str> {
+    word.strip_suffix('s').filter(|w| w.chars().count() >= 3)
+}
+
+/// One word in two inflections ("work" / "works").
+fn same_word(a: &str, b: &str) -> bool {
+    a == b || a.strip_suffix('s') == Some(b) || b.strip_suffix('s') == Some(a)
+}
+
+/// The lead words under which to look for the older statements `newer` may supersede.
+pub(crate) fn leads_of<'a>(newer: &[&'a str]) -> Vec<&'a str> {
+    let mut out: Vec<&str> = lead(newer).into_iter().collect();
+    if let Some(intro) = introduction(newer) {
+        out.extend(newer.iter().skip(intro).take(10).copied());
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Whether the newer statement `u` supersedes the older statement `o` (content words of both);
+/// an older statement with a possessive subject ("Femi's surname is …") is also read with the
+/// owner as its subject ("Femi changed her surname …").
+pub(crate) fn supersedes(o: &[&str], u: &[&str]) -> bool {
+    let o = strip_determiners(o);
+    if supersedes_as_said(o, u) {
+        return true;
+    }
+    match o.split_first() {
+        Some((first, rest)) => owner(first).is_some_and(|owner| {
+            let read: Vec<&str> = std::iter::once(owner).chain(rest.iter().copied()).collect();
+            supersedes_as_said(&read, u)
+        }),
+        None => false,
+    }
+}
+
+fn supersedes_as_said(o: &[&str], u: &[&str]) -> bool {
+    let Some(&first) = o.first() else {
+        return false;
+    };
+    let intro = introduction(u);
+    let starts: Vec<usize> = match intro {
+        Some(n) => (n..u.len().min(n + 10))
+            .filter(|&j| u[j] == first)
+            .collect(),
+        None => vec![0],
+    };
+    starts.into_iter().any(|start| {
+        let u = strip_determiners(&u[start..]);
+        let shared = o.iter().zip(u).take_while(|(a, b)| a == b).count();
+        if shared == 0 || shared >= o.len() || shared >= u.len() {
+            return false;
+        }
+        let subject = o[..shared].iter().filter(|w| !is_copula(w)).count();
+        let (rest_o, rest_u) = (&o[shared..], &u[shared..]);
+        if intro.is_some() {
+            return subject >= 2;
+        }
+        if rest_u[0] == "now" {
+            let same_verb = rest_u.get(1) == Some(&rest_o[0]);
+            return subject >= 2 && rest_u.len() > 1 && (is_copula(o[shared - 1]) || same_verb);
+        }
+        let after_aux = rest_u
+            .iter()
+            .take(3)
+            .take_while(|w| is_auxiliary(w))
+            .count();
+        let r = &rest_u[after_aux..];
+        let negates = |negated: &[&str]| {
+            let said: Vec<&&str> = negated.iter().filter(|w| !is_copula(w)).take(2).collect();
+            !said.is_empty() && said.iter().all(|w| rest_o.iter().any(|o| same_word(o, w)))
+        };
+        match r {
+            ["no", "longer", negated @ ..] => negates(negated),
+            // "… does not work at Helios anymore"
+            ["does" | "do" | "did", "not", negated @ ..] if negated.contains(&"anymore") => {
+                negates(negated)
+            }
+            [verb, tail @ ..] if is_change_verb(verb) => {
+                let in_or_at = rest_o
+                    .iter()
+                    .skip(1)
+                    .take(2)
+                    .any(|w| matches!(*w, "in" | "at"));
+                let states_place = (is_location_verb(rest_o[0]) && in_or_at)
+                    || (rest_o[0] == "address" && rest_o.get(1).is_some_and(|w| is_copula(w)));
+                let moved_place = matches!(*verb, "moved" | "relocated") && states_place;
+                let switched_from = matches!(tail, ["from", old, ..] if rest_o.contains(old));
+                // "changed her surname to …" names the attribute the older text states.
+                let names_attribute = match tail {
+                    [owner, attribute, ..] if is_determiner(owner) => *attribute == rest_o[0],
+                    _ => false,
+                };
+                subject >= 2 || moved_place || switched_from || names_attribute
+            }
+            _ => false,
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(text: &str) -> Vec<String> {
+        crate::normalise::normalise(text)
+            .split(' ')
+            .filter(|w| !w.is_empty() && !crate::normalise::is_filler(w))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    fn rule(older: &str, newer: &str) -> bool {
+        let (o, u) = (words(older), words(newer));
+        let o: Vec<&str> = o.iter().map(String::as_str).collect();
+        let u: Vec<&str> = u.iter().map(String::as_str).collect();
+        supersedes(&o, &u)
+    }
+
+    #[test]
+    fn updates_supersede_what_they_update() {
+        for (older, newer) in [
+            ("Our office is in Paris.", "The office moved to Berlin."),
+            (
+                "Sam Whitaker's phone extension is 214.",
+                "Sam Whitaker's phone extension is now 388.",
+            ),
+            (
+                "The free tier includes 3 projects.",
+                "The free tier now includes 5 projects.",
+            ),
+            ("Ivan is vegetarian.", "Ivan is no longer vegetarian."),
+            (
+                "We use Jira for bug tracking.",
+                "We no longer use Jira; bugs are tracked in Linear.",
+            ),
+            (
+                "The weekly planning meeting is held in room 4.12.",
+                "The weekly planning meeting moved to room 2.03.",
+            ),
+            (
+                "Hamid takes his morning coffee black.",
+                "Hamid has switched from coffee to tea.",
+            ),
+            (
+                "Timesheets are due on Fridays.",
+                "From now on, timesheets are due on Mondays.",
+            ),
+            (
+                "Helga's desk extension is 5521.",
+                "Correction - Helga's desk extension is 5512, not 5521.",
+            ),
+            (
+                "The default branch of the web repo is master.",
+                "The default branch of the web repo has been renamed to main.",
+            ),
+        ] {
+            assert!(rule(older, newer), "{older} / {newer}");
+        }
+    }
+
+    #[test]
+    fn contradictions_and_thin_evidence_stay_apart() {
+        for (older, newer) in [
+            (
+                "The Lagos shipment left port on Tuesday.",
+                "The Lagos shipment left port on Wednesday.",
+            ),
+            (
+                "Chen's favourite colour is green.",
+                "Chen's favourite colour is blue.",
+            ),
+            ("Grete works in marketing.", "Grete has moved to Trondheim."),
+            ("Ivan is a designer.", "Ivan is now vegetarian."),
+            (
+                "The office printer is broken.",
+                "The office moved to Berlin.",
+            ),
+            ("Olu works at Helios.", "Olu now works full-time."),
+            ("We use Slack for chat.", "We no longer use Jira."),
+            (
+                "Hamid lives in Leeds.",
+                "Hamid has switched from coffee to tea.",
+            ),
+            (
+                "Timesheets are due on Fridays.",
+                "Timesheets are due on Mondays.",
+            ),
+        ] {
+            assert!(!rule(older, newer), "{older} / {newer}");
+        }
+    }
+
+    #[test]
+    fn possessives_and_anymore_are_read_but_need_the_same_attribute() {
+        for (older, newer) in [
+            (
+                "Noah's address is 8 Linden Close.",
+                "Noah moved to 22 Harrow Lane.",
+            ),
+            (
+                "Femi's surname is Adeyemi.",
+                "Femi changed her surname to Clarke.",
+            ),
+            (
+                "Marisol works at Helios Energy.",
+                "Marisol doesn't work at Helios Energy anymore.",
+            ),
+        ] {
+            assert!(rule(older, newer), "{older} / {newer}");
+        }
+        for (older, newer) in [
+            ("Noah's cat is called Tom.", "Noah moved to Bath."),
+            ("Femi's surname is Adeyemi.", "Femi changed her job."),
+            (
+                "Marisol works at Helios Energy.",
+                "Marisol does not work on Fridays.",
+            ),
+        ] {
+            assert!(!rule(older, newer), "{older} / {newer}");
+        }
+    }
+}
