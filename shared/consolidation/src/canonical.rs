@@ -11,51 +11,229 @@
 //! The abbreviation list is the project's own (written for this repo, Apache-2.0): expansions
 //! that are unambiguous in notes about customers, people, offices and operations.
 
-/// Whether `norm` may hold anything [`rewrite`] changes: a digit or a word it knows. Checked
-/// first so that most texts of a pass skip the rewrite entirely.
-pub(crate) fn may_rewrite(norm: &str) -> bool {
-    norm.split(' ').any(|t| {
-        t.bytes().next().is_some_and(|b| b.is_ascii_digit())
-            || number_word(t).is_some()
-            || month(t).is_some()
-            || abbreviation(t, None, None).is_some()
-            || matches!(t, "e" | "#")
-    })
+use std::borrow::Cow;
+
+use crate::word_set::WordSet;
+
+/// Every word that can make a rule change a text, besides some numbers: the keys of
+/// [`number_word`], [`month`] and [`abbreviation`], "#", "e", the currency codes, and the
+/// [`FOLLOWERS`] that give a number before them a unit or a half of the day (a unit test keeps
+/// the list complete).
+const TRIGGERS: &[&str] = &[
+    "#",
+    "acct",
+    "am",
+    "approx",
+    "appt",
+    "appts",
+    "apr",
+    "april",
+    "apt",
+    "asap",
+    "aug",
+    "august",
+    "ave",
+    "ceo",
+    "cfo",
+    "cto",
+    "dec",
+    "december",
+    "degrees",
+    "dept",
+    "dollar",
+    "dollars",
+    "dr",
+    "e",
+    "eight",
+    "eighteen",
+    "eleven",
+    "eta",
+    "eur",
+    "euro",
+    "euros",
+    "feb",
+    "february",
+    "fifteen",
+    "fifty",
+    "five",
+    "forty",
+    "four",
+    "fourteen",
+    "fri",
+    "fyi",
+    "govt",
+    "hq",
+    "hr",
+    "hrs",
+    "hundred",
+    "id",
+    "info",
+    "intl",
+    "jan",
+    "january",
+    "jul",
+    "july",
+    "jun",
+    "june",
+    "km",
+    "m",
+    "mar",
+    "march",
+    "may",
+    "mgmt",
+    "mgr",
+    "min",
+    "mins",
+    "mon",
+    "mr",
+    "msg",
+    "mtg",
+    "nine",
+    "nineteen",
+    "nov",
+    "november",
+    "ny",
+    "nyc",
+    "oct",
+    "october",
+    "ops",
+    "p1",
+    "p2",
+    "p3",
+    "per",
+    "percent",
+    "pm",
+    "q1",
+    "q2",
+    "q3",
+    "q4",
+    "rd",
+    "sec",
+    "secs",
+    "sep",
+    "sept",
+    "september",
+    "seven",
+    "seventeen",
+    "six",
+    "sixteen",
+    "sla",
+    "st",
+    "ten",
+    "thirteen",
+    "thirty",
+    "three",
+    "thu",
+    "thur",
+    "thurs",
+    "tmrw",
+    "tue",
+    "tues",
+    "twelve",
+    "twenty",
+    "two",
+    "usd",
+    "wed",
+    "wk",
+    "wks",
+    "yr",
+    "yrs",
+    "zero",
+];
+
+static TRIGGER_SET: WordSet = WordSet::new(TRIGGERS);
+
+/// Words that only matter after a number ("3 pm", "3:00 p.m.", "15 percent", "5 dollars"); the
+/// unit test that keeps [`TRIGGERS`] complete reads it.
+#[cfg(test)]
+const FOLLOWERS: &[&str] = &[
+    "am", "degrees", "dollar", "dollars", "euro", "euros", "m", "per", "percent", "pm",
+];
+
+/// Whether token `t` can make [`rewrite`] change a text: a trigger word, or a number not
+/// already in its one notation (thousands separators, "k", an hour with a leading zero, an
+/// ordinal day). A plain number ("4471", "9:00", "2026-03-01") changes only with a trigger
+/// beside it, so most texts of a pass skip the rewrite.
+pub(crate) fn needs_rewrite(t: &str) -> bool {
+    let b = t.as_bytes();
+    match b.first() {
+        Some(d) if d.is_ascii_digit() => {
+            t.contains(',')
+                || t.ends_with('k')
+                || (b[0] == b'0' && b.len() > 1 && b[1].is_ascii_digit() && t.contains(':'))
+                || day(t).is_some_and(|_| !is_plain_number(t))
+        }
+        Some(_) => TRIGGER_SET.contains(t),
+        None => false,
+    }
 }
 
-/// The canonical token sequence of a normalised text (tokens joined by single spaces).
+/// Whether a rule may start at token `t`: a number, or one of the [`TRIGGERS`].
+pub(crate) fn may_start_rule(t: &str) -> bool {
+    t.as_bytes().first().is_some_and(u8::is_ascii_digit) || TRIGGER_SET.contains(t)
+}
+
+/// Whether `norm` may hold anything [`rewrite`] changes (tests use it; a pass checks each token
+/// with [`may_start_rule`] while tokenising).
+#[cfg(test)]
+pub(crate) fn may_rewrite(norm: &str) -> bool {
+    norm.split(' ').any(may_start_rule)
+}
+
+/// The canonical token sequence of a normalised text (tokens joined by single spaces). A pass
+/// runs this on most texts, so a token no rule touches is copied, never allocated.
 pub(crate) fn rewrite(norm: &str) -> String {
-    let words: Vec<String> = norm
+    let words: Vec<&str> = norm
         .split(' ')
         .filter(|t| !t.is_empty())
-        .map(|t| number_word(t).map_or_else(|| t.to_owned(), str::to_owned))
+        .map(|t| number_word(t).unwrap_or(t))
         .collect();
-    let mut out: Vec<String> = Vec::with_capacity(words.len());
+    let mut out = String::with_capacity(norm.len() + 16);
+    let mut push = |token: &str| {
+        if !token.is_empty() {
+            if !out.is_empty() {
+                out.push(' ');
+            }
+            out.push_str(token);
+        }
+    };
     let mut i = 0;
     while i < words.len() {
-        let (replacement, used) = rule_at(&words, i);
-        out.extend(replacement);
-        i += used.max(1);
+        match rewritten_at(&words, i) {
+            None => {
+                push(words[i]);
+                i += 1;
+            }
+            Some((tokens, used)) => {
+                for t in &tokens {
+                    push(t);
+                }
+                i += used.max(1);
+            }
+        }
     }
-    out.join(" ")
+    out
 }
 
-/// The tokens that replace `words[i..i + used]`.
-fn rule_at(words: &[String], i: usize) -> (Vec<String>, usize) {
-    let w = |k: usize| words.get(i + k).map(String::as_str);
-    let one = |s: String| (vec![s], 1);
-    let cur = words[i].as_str();
+/// The tokens that replace `words[i..i + used]`, or `None` when `words[i]` stays as it is.
+fn rewritten_at(words: &[&str], i: usize) -> Option<(Vec<String>, usize)> {
+    let w = |k: usize| words.get(i + k).copied();
+    let one = |s: String| Some((vec![s], 1));
+    let cur = words[i];
+    if !may_start_rule(cur) {
+        return None; // the common case: a word no rule is about
+    }
     // Dates: ISO, "1 march 2026", "march 1st 2026", and the same without a year.
     if let Some(date) = date_at(words, i) {
-        return date;
+        return Some(date);
     }
     // "#4471" is "4471": the sign only says that a number follows.
     if cur == "#" && w(1).is_some_and(is_plain_number) {
-        return (Vec::new(), 1);
+        return Some((Vec::new(), 1));
     }
     // "e-mail" tokenises as "e mail".
     if cur == "e" && w(1) == Some("mail") {
-        return (vec!["email".to_owned()], 2);
+        return Some((vec!["email".to_owned()], 2));
     }
     if let Some(n) = number(cur) {
         // Times: "3 pm", "3:00 p.m.", "7:45 am", "15:00", "07:45".
@@ -68,7 +246,7 @@ fn rule_at(words: &[String], i: usize) -> (Vec<String>, usize) {
         };
         if let Some((pm, used)) = meridiem {
             if let Some(time) = clock(&n, Some(pm)) {
-                return (vec![time], used);
+                return Some((vec![time], used));
             }
         }
         if n.contains(':') {
@@ -78,37 +256,39 @@ fn rule_at(words: &[String], i: usize) -> (Vec<String>, usize) {
         }
         // Units written out: "15 percent", "15 per cent", "5 dollars", "18 degrees celsius".
         match (w(1), w(2)) {
-            (Some("percent"), _) => return (vec![n, "%".into()], 2),
-            (Some("per"), Some("cent")) => return (vec![n, "%".into()], 3),
-            (Some("dollars" | "dollar" | "usd"), _) => return (vec!["$".into(), n], 2),
-            (Some("euros" | "euro" | "eur"), _) => return (vec!["€".into(), n], 2),
+            (Some("percent"), _) => return Some((vec![n.into_owned(), "%".into()], 2)),
+            (Some("per"), Some("cent")) => return Some((vec![n.into_owned(), "%".into()], 3)),
+            (Some("dollars" | "dollar" | "usd"), _) => {
+                return Some((vec!["$".into(), n.into_owned()], 2))
+            }
+            (Some("euros" | "euro" | "eur"), _) => {
+                return Some((vec!["€".into(), n.into_owned()], 2))
+            }
             (Some("degrees"), Some("celsius" | "c")) => {
-                return (vec![n, "°".into(), "c".into()], 3)
+                return Some((vec![n.into_owned(), "°".into(), "c".into()], 3))
             }
             (Some("degrees"), Some("fahrenheit" | "f")) => {
-                return (vec![n, "°".into(), "f".into()], 3)
+                return Some((vec![n.into_owned(), "°".into(), "f".into()], 3))
             }
             _ => {}
         }
         // Units abbreviated after a number: "2 hrs", "30 mins".
         if let Some(unit) = w(1).and_then(|u| abbreviation(u, Some(cur), w(2))) {
-            let mut v = vec![n];
+            let mut v = vec![n.into_owned()];
             v.extend(unit.split(' ').map(str::to_owned));
-            return (v, 2);
+            return Some((v, 2));
         }
-        return one(n);
+        return matches!(n, Cow::Owned(_)).then(|| (vec![n.into_owned()], 1));
     }
     if matches!(cur, "usd") && w(1).and_then(number).is_some() {
-        return (vec!["$".into()], 1);
+        return Some((vec!["$".into()], 1));
     }
     if matches!(cur, "eur") && w(1).and_then(number).is_some() {
-        return (vec!["€".into()], 1);
+        return Some((vec!["€".into()], 1));
     }
-    let prev = i.checked_sub(1).map(|p| words[p].as_str());
-    if let Some(expanded) = abbreviation(cur, prev, w(1)) {
-        return (expanded.split(' ').map(str::to_owned).collect(), 1);
-    }
-    one(cur.to_owned())
+    let prev = i.checked_sub(1).map(|p| words[p]);
+    let expanded = abbreviation(cur, prev, w(1))?;
+    Some((expanded.split(' ').map(str::to_owned).collect(), 1))
 }
 
 fn is_plain_number(t: &str) -> bool {
@@ -116,8 +296,8 @@ fn is_plain_number(t: &str) -> bool {
 }
 
 /// A number token in one notation: thousands separators dropped ("12,500"), "12.5k" written
-/// out, leading zeros of an hour kept for [`clock`]. `None` for anything else.
-fn number(t: &str) -> Option<String> {
+/// out; borrowed when it already is. `None` for anything else.
+fn number(t: &str) -> Option<Cow<'_, str>> {
     let first = t.bytes().next()?;
     if !first.is_ascii_digit() {
         return None;
@@ -126,18 +306,17 @@ fn number(t: &str) -> Option<String> {
     if t.contains(',') {
         let mut groups = t.split(',');
         let head = groups.next()?;
-        let rest: Vec<&str> = groups.collect();
         let well_formed = (1..=3).contains(&head.len())
             && is_plain_number(head)
-            && rest.iter().all(|g| g.len() == 3 && is_plain_number(g));
-        return well_formed.then(|| t.replace(',', ""));
+            && groups.all(|g| g.len() == 3 && is_plain_number(g));
+        return well_formed.then(|| Cow::Owned(t.replace(',', "")));
     }
     if let Some(k) = t.strip_suffix('k') {
-        return thousands(k);
+        return thousands(k).map(Cow::Owned);
     }
     t.bytes()
         .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b':' | b'-' | b'/'))
-        .then(|| t.to_owned())
+        .then_some(Cow::Borrowed(t))
 }
 
 /// "12.5" thousands as a whole number ("12500"); `None` when it would not be whole.
@@ -182,7 +361,7 @@ fn clock(n: &str, pm: Option<bool>) -> Option<String> {
         None if hour > 23 => return None,
         None => {}
     }
-    Some(format!("{hour:02}:{minute:02}"))
+    Some(format!("{hour}:{minute:02}"))
 }
 
 fn month(t: &str) -> Option<u32> {
@@ -226,10 +405,12 @@ fn year(t: &str) -> Option<u32> {
 
 /// "YYYY-MM-DD" for "2026-03-01", "1 march 2026", "march 1st 2026"; "MM-DD" when no year
 /// follows ("1 march", "march 1st").
-fn date_at(words: &[String], i: usize) -> Option<(Vec<String>, usize)> {
-    let w = |k: usize| words.get(i + k).map(String::as_str);
+fn date_at(words: &[&str], i: usize) -> Option<(Vec<String>, usize)> {
+    let w = |k: usize| words.get(i + k).copied();
     let cur = w(0)?;
-    if let [y, m, d] = cur.split('-').collect::<Vec<_>>()[..] {
+    let b = cur.as_bytes();
+    if b.len() == 10 && b[4] == b'-' && b[7] == b'-' {
+        let (y, m, d) = (&cur[..4], &cur[5..7], &cur[8..]);
         if year(y).is_some() && m.len() == 2 && d.len() == 2 {
             let (month, day) = (m.parse::<u32>().ok()?, day(d)?);
             if (1..=12).contains(&month) {
@@ -258,6 +439,9 @@ fn date_at(words: &[String], i: usize) -> Option<(Vec<String>, usize)> {
 
 /// Number words to digits ("fifteen" -> "15"): only whole words with one meaning.
 fn number_word(t: &str) -> Option<&'static str> {
+    if !may_start_rule(t) || t.as_bytes()[0].is_ascii_digit() {
+        return None;
+    }
     Some(match t {
         "zero" => "0",
         "two" => "2",
@@ -362,6 +546,7 @@ mod tests {
             ("sync at 3 pm", "sync at 15:00"),
             ("sync at 3:00 p m", "sync at 15:00"),
             ("leaves at 7:45 am", "leaves at 07:45"),
+            ("leaves at 7:45", "leaves at 07:45"),
             ("leaves at 12 am", "leaves at 00:00"),
             ("for 1,000 flyers", "for 1000 flyers"),
             ("holds 12.5k units", "holds 12500 units"),
@@ -405,6 +590,47 @@ mod tests {
             ("it may 5 times", "it 05-05 times"),
         ] {
             assert_ne!(canon(a), canon(b), "{a} / {b}");
+        }
+    }
+
+    #[test]
+    fn every_word_a_rule_knows_is_a_trigger_and_every_trigger_is_known() {
+        for t in TRIGGERS {
+            let known = number_word(t).is_some()
+                || month(t).is_some()
+                || abbreviation(t, None, None).is_some()
+                || abbreviation(t, Some("1"), None).is_some()
+                || matches!(*t, "#" | "e" | "usd" | "eur")
+                || FOLLOWERS.contains(t);
+            assert!(known, "{t} triggers no rule");
+            assert!(may_start_rule(t), "{t}");
+        }
+        assert!(
+            TRIGGERS.windows(2).all(|w| w[0] < w[1]),
+            "sorted, no repeats"
+        );
+        // Each rule's words, spelled here once more, are triggers.
+        for word in [
+            "appt", "mgr", "dept", "hq", "dr", "nyc", "mon", "thurs", "fifteen", "march", "sept",
+            "hrs", "km", "q3", "p1",
+        ] {
+            assert!(TRIGGERS.contains(&word), "{word}");
+        }
+        assert!(!may_start_rule("customer") && !may_start_rule("") && may_start_rule("12"));
+    }
+
+    #[test]
+    fn a_text_that_needs_no_rewrite_is_already_canonical() {
+        for norm in [
+            "call 4471 before 9:00 on 2026-03-01 ticket x 123456",
+            "sync at 15:00 version 3.5",
+            "lena prefers email",
+        ] {
+            assert!(!norm.split(' ').any(needs_rewrite), "{norm}");
+            assert_eq!(rewrite(norm), norm, "{norm}");
+        }
+        for t in ["1,000", "12k", "07:45", "1st", "pm", "march", "appt"] {
+            assert!(needs_rewrite(t), "{t}");
         }
     }
 

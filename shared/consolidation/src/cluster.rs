@@ -38,10 +38,9 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 use sha2::{Digest, Sha256};
 
 use crate::merge::display_len;
-use crate::minhash::hash_bytes;
 use crate::minhash::{band_key, signature, Signature, BANDS};
 use crate::normalise::{
-    analyse_into, content_words, jaccard, normalise, same_content_words, shingles,
+    analyse_with, content_words, jaccard, normalise, same_content_words, shingles,
 };
 use crate::supersession;
 use crate::tags::fact_keys;
@@ -76,7 +75,15 @@ impl MemberText {
 /// Reads one entry's text: what merging needs, and the guard fingerprint. `norm` is a scratch
 /// buffer, so one allocation serves a whole sweep.
 fn analyse(content: &str, norm: &mut String) -> (MemberText, u64) {
-    let guard = analyse_into(content, norm);
+    analyse_scanning(content, norm, &mut supersession::Scanner::default())
+}
+
+fn analyse_scanning(
+    content: &str,
+    norm: &mut String,
+    scanner: &mut supersession::Scanner,
+) -> (MemberText, u64) {
+    let guard = analyse_with(content, norm, scanner);
     let text = MemberText {
         digest: Digest256(Sha256::digest(norm.as_bytes()).into()),
         display_len: display_len(content),
@@ -127,18 +134,12 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
                 next
             });
         keyed.push((id_prefix(&e.id), i, p));
-        let (text, guard) = analyse(&e.content, &mut norm);
+        let mut scanner = supersession::Scanner::default();
+        let (text, guard) = analyse_scanning(&e.content, &mut norm, &mut scanner);
         texts.push(text);
         guards.push(guard);
-        let words: Vec<&str> = content_words(&norm).collect();
-        plain.push(Plain {
-            update: supersession::has_update_language(&words),
-            lead: {
-                let lead = supersession::lead(&words);
-                let key = |w: &str| hash_bytes(w.as_bytes());
-                [lead.map(key), lead.and_then(supersession::owner).map(key)]
-            },
-        });
+        let (update, lead) = scanner.finish();
+        plain.push(Plain { update, lead });
     }
     drop(partition_of);
     drop(norm);
@@ -214,9 +215,8 @@ fn id_prefix(id: &str) -> u128 {
 struct Plain {
     /// Whether the text holds update language (`supersession::has_update_language`).
     update: bool,
-    /// Fingerprints of its lead word and, for a possessive one, of its owner: the keys older
-    /// statements are found by.
-    lead: [Option<u64>; 2],
+    /// Fingerprint of its lead word, the key older statements are found by.
+    lead: Option<u64>,
 }
 
 /// The sweep's per-entry results, indexed like the input.
@@ -356,7 +356,7 @@ fn link_supersessions(
     // content-word sequences is not searched (see MAX_SUPERSESSION_LEAD).
     let mut by_lead: HashMap<u64, Vec<usize>> = HashMap::new();
     for (node, &first) in first_member.iter().enumerate() {
-        for lead in found.plain[first].lead.into_iter().flatten() {
+        if let Some(lead) = found.plain[first].lead {
             by_lead.entry(lead).or_default().push(node);
         }
     }
@@ -375,7 +375,7 @@ fn link_supersessions(
         let u_norm = normalise(&entries[first_member[u]].content);
         let u_words: Vec<&str> = content_words(&u_norm).collect();
         for lead in supersession::leads_of(&u_words) {
-            let Some(candidates) = by_lead.get(&hash_bytes(lead.as_bytes())) else {
+            let Some(candidates) = by_lead.get(&lead) else {
                 continue;
             };
             for &o in candidates {

@@ -58,6 +58,7 @@ pub mod minhash;
 pub mod normalise;
 mod supersession;
 pub mod tags;
+mod word_set;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -114,9 +114,21 @@ pub fn is_filler(token: &str) -> bool {
 /// Normalises `text` into `norm` (cleared first, so one buffer serves a whole pass) and
 /// returns, from the same pass, a fingerprint of its content-word sequence (the guard's
 /// bucketing key; equality is always re-checked on the texts).
+#[cfg(test)]
 pub(crate) fn analyse_into(text: &str, norm: &mut String) -> u64 {
+    analyse_with(text, norm, &mut crate::supersession::Scanner::default())
+}
+
+/// [`analyse_into`], also feeding every content word to `scanner` (plain-language
+/// supersession), all in the one pass over the text.
+pub(crate) fn analyse_with(
+    text: &str,
+    norm: &mut String,
+    scanner: &mut crate::supersession::Scanner,
+) -> u64 {
     norm.clear();
     let mut guard = GUARD_SEED;
+    let mut rewrite = false;
     for_each_token(text, |token| {
         if !norm.is_empty() {
             norm.push(' ');
@@ -124,11 +136,21 @@ pub(crate) fn analyse_into(text: &str, norm: &mut String) -> u64 {
         norm.push_str(token);
         if !is_filler(token) {
             guard = fold(guard, hash_bytes(token.as_bytes()));
+            scanner.word(token);
         }
+        rewrite |= crate::canonical::needs_rewrite(token);
     });
-    if crate::canonical::may_rewrite(norm) {
-        *norm = crate::canonical::rewrite(norm);
-        guard = content_words(norm).fold(GUARD_SEED, |h, w| fold(h, hash_bytes(w.as_bytes())));
+    if rewrite {
+        let canonical = crate::canonical::rewrite(norm);
+        if canonical != *norm {
+            *norm = canonical;
+            guard = GUARD_SEED;
+            *scanner = crate::supersession::Scanner::default();
+            for w in content_words(norm) {
+                guard = fold(guard, hash_bytes(w.as_bytes()));
+                scanner.word(w);
+            }
+        }
     }
     guard
 }
@@ -143,7 +165,7 @@ fn fold(acc: u64, token_hash: u64) -> u64 {
 /// notation per value (`crate::canonical`); see the module documentation.
 pub fn normalise(text: &str) -> String {
     let out = tokenised(text);
-    if crate::canonical::may_rewrite(&out) {
+    if out.split(' ').any(crate::canonical::needs_rewrite) {
         crate::canonical::rewrite(&out)
     } else {
         out

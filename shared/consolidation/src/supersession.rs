@@ -28,6 +28,9 @@
 //! in marketing") is not enough evidence either: losing a distinct fact is worse than keeping a
 //! stale one.
 
+use crate::minhash::hash_bytes;
+use crate::word_set::WordSet;
+
 /// Possessive and demonstrative determiners dropped at the start of a statement ("Our office"
 /// = "The office"; articles are fillers already).
 fn is_determiner(w: &str) -> bool {
@@ -48,27 +51,64 @@ fn is_auxiliary(w: &str) -> bool {
     )
 }
 
+/// Verbs that say a fact changed, sorted (a [`WordSet`]).
+const CHANGE_VERBS: &[&str] = &[
+    "changed",
+    "extended",
+    "increased",
+    "lowered",
+    "moved",
+    "postponed",
+    "pushed",
+    "raised",
+    "rebooked",
+    "reduced",
+    "relocated",
+    "renamed",
+    "replaced",
+    "rescheduled",
+    "shortened",
+    "switched",
+    "updated",
+];
+static CHANGE_VERB_SET: WordSet = WordSet::new(CHANGE_VERBS);
+
+/// Every word that makes a text a candidate update, sorted: the change verbs, "now" and
+/// "longer", and the first words of the introductions.
+const UPDATE_WORDS: &[&str] = &[
+    "as",
+    "beginning",
+    "changed",
+    "correction",
+    "effective",
+    "extended",
+    "from",
+    "going",
+    "i",
+    "increased",
+    "longer",
+    "lowered",
+    "moved",
+    "now",
+    "postponed",
+    "pushed",
+    "raised",
+    "rebooked",
+    "reduced",
+    "relocated",
+    "renamed",
+    "replaced",
+    "rescheduled",
+    "shortened",
+    "starting",
+    "switched",
+    "update",
+    "updated",
+];
+static UPDATE_WORD_SET: WordSet = WordSet::new(UPDATE_WORDS);
+
 fn is_change_verb(w: &str) -> bool {
-    matches!(
-        w,
-        "moved"
-            | "changed"
-            | "switched"
-            | "renamed"
-            | "rebooked"
-            | "pushed"
-            | "postponed"
-            | "rescheduled"
-            | "replaced"
-            | "relocated"
-            | "updated"
-            | "raised"
-            | "lowered"
-            | "increased"
-            | "reduced"
-            | "extended"
-            | "shortened"
-    )
+    CHANGE_VERB_SET.contains(w)
 }
 
 /// Words that state where something is, after which a "moved" changes the place.
@@ -95,11 +135,71 @@ fn introduction(u: &[&str]) -> Option<usize> {
     }
 }
 
-/// Whether `u` holds any word of update language: a cheap filter run over every entry.
-pub(crate) fn has_update_language(u: &[&str]) -> bool {
-    introduction(u).is_some()
-        || u.iter()
-            .any(|w| matches!(*w, "now" | "longer") || is_change_verb(w))
+/// Reads a text's content words once, in order, while the text is tokenised: whether it holds
+/// update language (only such texts are compared with older ones) and its [`lead`]'s
+/// fingerprint. Keeps nothing of the words but fingerprints (this runs for every entry).
+#[derive(Default)]
+pub(crate) struct Scanner {
+    head: [u64; 4],
+    seen: usize,
+    update: bool,
+    lead: Option<u64>,
+}
+
+/// Fingerprints of the words introductions are made of, in [`introduction`]'s order.
+fn intro_words() -> &'static [u64; 16] {
+    static WORDS: std::sync::OnceLock<[u64; 16]> = std::sync::OnceLock::new();
+    WORDS.get_or_init(|| {
+        [
+            "from",
+            "now",
+            "on",
+            "going",
+            "forward",
+            "i",
+            "had",
+            "it",
+            "wrong",
+            "as",
+            "of",
+            "correction",
+            "update",
+            "starting",
+            "beginning",
+            "effective",
+        ]
+        .map(|w| hash_bytes(w.as_bytes()))
+    })
+}
+
+impl Scanner {
+    pub(crate) fn word(&mut self, w: &str) {
+        if self.seen < self.head.len() {
+            self.head[self.seen] = hash_bytes(w.as_bytes());
+        }
+        self.seen += 1;
+        if self.lead.is_none() && !is_determiner(w) {
+            self.lead = Some(hash_bytes(w.as_bytes()));
+        }
+        self.update |=
+            UPDATE_WORD_SET.contains(w) && (matches!(w, "now" | "longer") || is_change_verb(w));
+    }
+
+    /// (update language, lead fingerprint).
+    pub(crate) fn finish(&self) -> (bool, Option<u64>) {
+        let w = intro_words();
+        let h = &self.head[..self.seen.min(4)];
+        let intro = matches!(h, [a, b, c, ..] if [*a, *b, *c] == [w[0], w[1], w[2]])
+            || matches!(h, [a, b, ..] if [*a, *b] == [w[3], w[4]] || [*a, *b] == [w[9], w[10]])
+            || matches!(h, [a, b, c, d] if [*a, *b, *c, *d] == [w[5], w[6], w[7], w[8]])
+            || matches!(h, [a, ..] if w[11..].contains(a));
+        (self.update || intro, self.lead)
+    }
+}
+
+/// The fingerprint of a word as [`Scanner`] keeps it.
+pub(crate) fn fingerprint(w: &str) -> u64 {
+    hash_bytes(w.as_bytes())
 }
 
 fn strip_determiners<'a, 'b>(words: &'b [&'a str]) -> &'b [&'a str] {
@@ -124,11 +224,15 @@ fn same_word(a: &str, b: &str) -> bool {
 }
 
 /// The lead words under which to look for the older statements `newer` may supersede.
-pub(crate) fn leads_of<'a>(newer: &[&'a str]) -> Vec<&'a str> {
-    let mut out: Vec<&str> = lead(newer).into_iter().collect();
+/// Older statements are indexed by their own lead word only; a possessive one ("noahs …") is
+/// found through the newer text's lead with an "s" added.
+pub(crate) fn leads_of(newer: &[&str]) -> Vec<u64> {
+    let mut words: Vec<&str> = lead(newer).into_iter().collect();
     if let Some(intro) = introduction(newer) {
-        out.extend(newer.iter().skip(intro).take(10).copied());
+        words.extend(newer.iter().skip(intro).take(10).copied());
     }
+    let mut out: Vec<u64> = words.iter().map(|w| fingerprint(w)).collect();
+    out.extend(lead(newer).map(|w| fingerprint(&format!("{w}s"))));
     out.sort_unstable();
     out.dedup();
     out
@@ -306,6 +410,17 @@ mod tests {
         ] {
             assert!(!rule(older, newer), "{older} / {newer}");
         }
+    }
+
+    #[test]
+    fn word_lists_are_sorted_and_every_change_verb_is_an_update_word() {
+        for list in [CHANGE_VERBS, UPDATE_WORDS] {
+            assert!(list.windows(2).all(|w| w[0] < w[1]));
+        }
+        for v in CHANGE_VERB_SET.words() {
+            assert!(UPDATE_WORD_SET.contains(v) && is_change_verb(v), "{v}");
+        }
+        assert!(!is_change_verb("move") && !is_change_verb("") && is_change_verb("moved"));
     }
 
     #[test]
