@@ -46,7 +46,6 @@ duplicates folded >= 90% overall and >= 75% in every category, plain-language su
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -57,6 +56,10 @@ import unicodedata
 from itertools import combinations
 from pathlib import Path
 from typing import NamedTuple
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import labelled_corpus  # noqa: E402  (tests/labelled_corpus.py, shared by both corpora)
+
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPUS = ROOT / "tests" / "quality" / "corpus.json"
@@ -190,16 +193,7 @@ def load_corpus(path: Path | str = DEFAULT_CORPUS, minimums: bool = True) -> dic
 
 
 def _objects(kind: str, items: object, problems: list[str]) -> list[tuple[str, dict]]:
-    if not isinstance(items, list):
-        problems.append(f"{kind}s must be a list")
-        return []
-    out = []
-    for n, item in enumerate(items):
-        if isinstance(item, dict):
-            out.append((f"{kind} #{n + 1} ({item.get('id', '?')})", item))
-        else:
-            problems.append(f"{kind} #{n + 1}: not an object")
-    return out
+    return labelled_corpus.objects(kind, items, problems)
 
 
 def validate(corpus: dict, minimums: bool = True) -> None:
@@ -218,13 +212,9 @@ def validate(corpus: dict, minimums: bool = True) -> None:
     by_id: dict[str, dict] = {}
     previous: tuple[str, int] | None = None
     for where, e in _objects("entry", corpus.get("entries", []), problems):
-        eid = e.get("id")
-        if not isinstance(eid, str) or not ENTRY_ID.match(eid):
-            problems.append(f"{where}: id must look like m0001")
+        eid = labelled_corpus.unique_id(where, e, ENTRY_ID, "m0001", by_id, problems)
+        if eid is None:
             continue
-        if eid in by_id:
-            problems.append(f"{where}: duplicate id {eid}")
-        by_id[eid] = e
         if set(e) != ENTRY_KEYS:
             problems.append(f"{where}: fields must be exactly {sorted(ENTRY_KEYS)} (has {sorted(e)})")
         if not isinstance(e.get("content"), str) or not e["content"].strip():
@@ -671,9 +661,8 @@ def misses(corpus: dict, figures: dict) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="the labelled corpus (JSON)")
-    parser.add_argument("--json", metavar="OUT", help="write every figure (and each group's outcome) to OUT")
+    parser = labelled_corpus.argument_parser(
+        __doc__, DEFAULT_CORPUS, "write every figure (and each group's outcome) to OUT")
     parser.add_argument("--misses", action="store_true", help="list every group the plan got wrong, with its texts")
     parser.add_argument("--check", action="store_true", help="exit 1 when an acceptance target is missed")
     parser.add_argument("--small-ok", action="store_true", help="skip the corpus size minimums (test corpora)")
@@ -684,9 +673,9 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as e:
         print(f"bench: {args.corpus}: the corpus is broken:{e}", file=sys.stderr)
         return 2
-    kinds = {k: sum(g["kind"] == k for g in corpus["groups"]) for k in KINDS}
-    print(f"corpus: {len(corpus['entries'])} entries in {len(corpus['groups'])} groups "
-          f"({', '.join(f'{k} {n}' for k, n in kinds.items())})")
+    groups = corpus["groups"]
+    print(f"corpus: {len(corpus['entries'])} entries in {len(groups)} groups "
+          f"({labelled_corpus.by_kind(groups, KINDS)})")
 
     payload = plan_input(corpus)
     first = run_planner(payload)
@@ -713,7 +702,8 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + misses(corpus, figures))
     if args.json:
         out = {
-            "corpus": {"path": str(args.corpus), "entries": len(corpus["entries"]), "groups": kinds},
+            "corpus": {"path": str(args.corpus), "entries": len(corpus["entries"]),
+                       "groups": {k: sum(g["kind"] == k for g in groups) for k in KINDS}},
             "plan": {"input_count": plan["inputCount"], "output_count": plan["outputCount"], "merges": len(kinds_of),
                      "duplicate_merges": kinds_of.count("duplicate"), "supersede_merges": kinds_of.count("supersede")},
             "runs": runs,

@@ -44,7 +44,6 @@ Metrics, per system, overall and per query kind (each the mean over queries):
 
 from __future__ import annotations
 
-import argparse
 import datetime as dt
 import importlib.util
 import json
@@ -55,6 +54,10 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import labelled_corpus  # noqa: E402  (tests/labelled_corpus.py, shared by both corpora)
+
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_CORPUS = ROOT / "tests" / "retrieval" / "corpus.json"
@@ -90,15 +93,8 @@ def _created(value: object) -> dt.datetime | None:
         return None
 
 
-def _objects(kind: str, items: list, problems: list[str]) -> list[tuple[str, dict]]:
-    """The items that are objects, each with how a problem names it; the others are problems."""
-    out = []
-    for n, item in enumerate(items):
-        if isinstance(item, dict):
-            out.append((f"{kind} #{n + 1} ({item.get('id', '?')})", item))
-        else:
-            problems.append(f"{kind} #{n + 1}: not an object")
-    return out
+def _objects(kind: str, items: object, problems: list[str]) -> list[tuple[str, dict]]:
+    return labelled_corpus.objects(kind, items, problems)
 
 
 def validate(corpus: dict) -> None:
@@ -119,13 +115,9 @@ def validate(corpus: dict) -> None:
     by_id: dict[str, dict] = {}
     previous: tuple[str, dt.datetime] | None = None
     for where, e in _objects("entry", entries, problems):
-        eid = e.get("id")
-        if not isinstance(eid, str) or not ENTRY_ID.match(eid):
-            problems.append(f"{where}: id must look like e0001")
+        eid = labelled_corpus.unique_id(where, e, ENTRY_ID, "e0001", by_id, problems)
+        if eid is None:
             continue
-        if eid in by_id:
-            problems.append(f"{where}: duplicate id {eid}")
-        by_id[eid] = e
         if not isinstance(e.get("content"), str) or not e["content"].strip():
             problems.append(f"{where}: content must be a non-empty string")
         tags = e.get("tags")
@@ -373,11 +365,17 @@ def table(results: dict[str, dict]) -> str:
 # ---------------------------------------------------------------------------------------- main
 
 
+def describe(corpus: dict) -> str:
+    """One line: how many entries and queries, and queries per kind."""
+    queries = corpus["queries"]
+    return (f"corpus: {len(corpus['entries'])} entries, {len(queries)} queries "
+            f"({labelled_corpus.by_kind(queries, KINDS)})")
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", default=str(DEFAULT_CORPUS), help="the labelled corpus (JSON)")
+    parser = labelled_corpus.argument_parser(
+        __doc__, DEFAULT_CORPUS, "write every figure (and each query's ranking) to OUT")
     parser.add_argument("--embed", action="store_true", help="also compare semantic/hybrid/cosine (needs infra/local/embedder.py)")
-    parser.add_argument("--json", metavar="OUT", help="write every figure (and each query's ranking) to OUT")
     parser.add_argument("--contenders-only", action="store_true", help="skip our engine (e.g. when it is not built)")
     args = parser.parse_args(argv)
 
@@ -386,9 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     except CorpusError as e:
         print(f"bench: {args.corpus}: {e}", file=sys.stderr)
         return 2
-    counts = {k: sum(q["kind"] == k for q in corpus["queries"]) for k in KINDS}
-    print(f"corpus: {len(corpus['entries'])} entries, {len(corpus['queries'])} queries "
-          f"({', '.join(f'{k} {n}' for k, n in counts.items())})")
+    print(describe(corpus))
 
     embeddings = None
     timings: dict[str, float] = {}

@@ -364,23 +364,37 @@ fn clock(n: &str, pm: Option<bool>) -> Option<String> {
     Some(format!("{hour}:{minute:02}"))
 }
 
+/// Month names and their short forms, with their numbers.
+const MONTHS: [(&str, u32); 24] = [
+    ("jan", 1),
+    ("january", 1),
+    ("feb", 2),
+    ("february", 2),
+    ("mar", 3),
+    ("march", 3),
+    ("apr", 4),
+    ("april", 4),
+    // "may" is also a verb: only a month beside a day number (see `date_at`).
+    ("may", 5),
+    ("jun", 6),
+    ("june", 6),
+    ("jul", 7),
+    ("july", 7),
+    ("aug", 8),
+    ("august", 8),
+    ("sep", 9),
+    ("sept", 9),
+    ("september", 9),
+    ("oct", 10),
+    ("october", 10),
+    ("nov", 11),
+    ("november", 11),
+    ("dec", 12),
+    ("december", 12),
+];
+
 fn month(t: &str) -> Option<u32> {
-    Some(match t {
-        "january" | "jan" => 1,
-        "february" | "feb" => 2,
-        "march" | "mar" => 3,
-        "april" | "apr" => 4,
-        // "may" is also a verb: only a month beside a day number (see `date_at`).
-        "may" => 5,
-        "june" | "jun" => 6,
-        "july" | "jul" => 7,
-        "august" | "aug" => 8,
-        "september" | "sep" | "sept" => 9,
-        "october" | "oct" => 10,
-        "november" | "nov" => 11,
-        "december" | "dec" => 12,
-        _ => return None,
-    })
+    MONTHS.iter().find(|(name, _)| *name == t).map(|&(_, n)| n)
 }
 
 /// A day of the month, plain ("1") or ordinal ("1st", "22nd").
