@@ -35,6 +35,7 @@ const TRIGGERS: &[&str] = &[
     "ave",
     "ceo",
     "cfo",
+    "cm",
     "cto",
     "dec",
     "december",
@@ -82,10 +83,13 @@ const TRIGGERS: &[&str] = &[
     "may",
     "mgmt",
     "mgr",
+    "millisecond",
+    "milliseconds",
     "min",
     "mins",
     "mon",
     "mr",
+    "ms",
     "msg",
     "mtg",
     "nine",
@@ -108,7 +112,9 @@ const TRIGGERS: &[&str] = &[
     "q3",
     "q4",
     "rd",
+    "s",
     "sec",
+    "second",
     "secs",
     "sep",
     "sept",
@@ -147,7 +153,20 @@ static TRIGGER_SET: WordSet = WordSet::new(TRIGGERS);
 /// unit test that keeps [`TRIGGERS`] complete reads it.
 #[cfg(test)]
 const FOLLOWERS: &[&str] = &[
-    "am", "degrees", "dollar", "dollars", "euro", "euros", "m", "per", "percent", "pm",
+    "am",
+    "cm",
+    "degrees",
+    "dollar",
+    "dollars",
+    "euro",
+    "euros",
+    "m",
+    "millisecond",
+    "milliseconds",
+    "ms",
+    "per",
+    "percent",
+    "pm",
 ];
 
 /// Whether token `t` can make [`rewrite`] change a text: a trigger word, or a number not
@@ -272,7 +291,16 @@ fn rewritten_at(words: &[&str], i: usize) -> Option<(Vec<String>, usize)> {
             }
             _ => {}
         }
-        // Units abbreviated after a number: "2 hrs", "30 mins".
+        // Smaller units of the same quantity: "30000 ms" = "30 seconds", "220 cm" = "2.2 m".
+        let scaled = match w(1) {
+            Some("ms" | "millisecond" | "milliseconds") => Some((scale_down(&n, 3), "seconds")),
+            Some("cm") => Some((scale_down(&n, 2), "m")),
+            _ => None,
+        };
+        if let Some((Some(value), unit)) = scaled {
+            return Some((vec![value, unit.to_owned()], 2));
+        }
+        // Units abbreviated after a number: "2 hrs", "30 mins", "30 s".
         if let Some(unit) = w(1).and_then(|u| abbreviation(u, Some(cur), w(2))) {
             let mut v = vec![n.into_owned()];
             v.extend(unit.split(' ').map(str::to_owned));
@@ -331,6 +359,33 @@ fn thousands(k: &str) -> Option<String> {
     let scaled = format!("{fraction:0<3}");
     let value = format!("{whole}{scaled}");
     Some(value.trim_start_matches('0').to_owned()).filter(|v| !v.is_empty())
+}
+
+/// `n` divided by 10^`places`, written without trailing zeros ("220" / 10^2 = "2.2"); `None`
+/// unless `n` is a plain decimal number whose result is exact within 3 decimals.
+fn scale_down(n: &str, places: usize) -> Option<String> {
+    let (whole, fraction) = n.split_once('.').unwrap_or((n, ""));
+    if !is_plain_number(whole) || (!fraction.is_empty() && !is_plain_number(fraction)) {
+        return None;
+    }
+    if whole.len() > 12 || fraction.len() + places > 3 {
+        return None;
+    }
+    // Left-padded so that at least one digit stands before the point ("5" -> "005" -> "0.05").
+    let width = fraction.len() + places + 1;
+    let digits = format!("{:0>width$}", format!("{whole}{fraction}"));
+    let point = digits.len() - fraction.len() - places;
+    let (int, frac) = (&digits[..point], &digits[point..]);
+    let int = match int.trim_start_matches('0') {
+        "" => "0",
+        trimmed => trimmed,
+    };
+    let frac = frac.trim_end_matches('0');
+    Some(if frac.is_empty() {
+        int.to_owned()
+    } else {
+        format!("{int}.{frac}")
+    })
 }
 
 /// "HH:MM" (24 h) for an hour or hour:minute, with the half of the day when one is given.
@@ -532,7 +587,7 @@ fn abbreviation(t: &str, prev: Option<&str>, next: Option<&str>) -> Option<&'sta
         "thu" | "thur" | "thurs" => "thursday",
         "fri" => "friday",
         "km" if after_number => "kilometres",
-        "sec" | "secs" if after_number => "seconds",
+        "s" | "sec" | "secs" | "second" if after_number => "seconds",
         "hr" | "hrs" if after_number => "hours",
         "hr" => "human resources",
         "min" | "mins" if after_number => "minutes",
@@ -579,6 +634,10 @@ mod tests {
             ("order # 4471 shipped", "order 4471 shipped"),
             ("prefers e mail", "prefers email"),
             ("takes 2 hrs", "takes 2 hours"),
+            ("timeout is 30 s", "timeout is 30 seconds"),
+            ("timeout is 30000 ms", "timeout is 30 seconds"),
+            ("is 220 cm wide", "is 2.2 m wide"),
+            ("is 5 cm wide", "is 0.05 m wide"),
             ("ask hr", "ask human resources"),
             ("starts on mon", "starts on monday"),
             ("dr lindqvist", "doctor lindqvist"),
@@ -599,6 +658,8 @@ mod tests {
             ("for 1,00 flyers", "for 100 flyers"),
             ("costs $ 5", "costs € 5"),
             ("holds 12.5 units", "holds 12500 units"),
+            ("timeout is 30001 ms", "timeout is 30 seconds"),
+            ("is 2.2 cm wide", "is 2.2 m wide"),
             ("st mary church", "street mary church"),
             ("at 25:00", "at 01:00"),
             ("it may 5 times", "it 05-05 times"),
