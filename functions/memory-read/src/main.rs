@@ -16,7 +16,7 @@ fn main() -> Result<(), Error> {
 
 async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
-    let embedder = ports.embedder();
+    let embedder = ports.embedder.clone();
     let model = embedder.as_ref().map(|e| e.model().to_owned());
     let api = ReadApi::new(
         MemoryReader::new(ports.entries, Arc::new(SystemClock)).with_embedder(embedder),

@@ -22,7 +22,7 @@ async fn serve() -> Result<(), Error> {
     )?;
     let writer = MemoryWriter::new(ports.core(), Arc::new(UlidIds::default()))
         .with_key_ttl_seconds(key_ttl_seconds)
-        .with_embedder(ports.embedder());
+        .with_embedder(ports.embedder.clone());
     let writer = &writer;
     lambda_adapter::run(WriteCommand::decode, |command| async move {
         let result = memory_api::write_api::handle(writer, command).await?;

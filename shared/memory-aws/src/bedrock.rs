@@ -14,9 +14,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::backend;
 
-/// The model used when `EMBEDDING_MODEL_ID` is set to `default`.
-pub const DEFAULT_MODEL_ID: &str = "amazon.titan-embed-text-v2:0";
-
 /// Titan V2 takes at most 8,192 tokens (and 50,000 characters); text is cut to its first 8,000
 /// characters, which stays within the token limit for every script whose characters take at
 /// most one token each, so a long entry has its head embedded instead of no vector at all.

@@ -82,9 +82,9 @@ pub struct AwsPorts {
     /// The function's own work queue (`WORK_QUEUE_URL`), for the scheduled passes.
     #[cfg(feature = "jobs")]
     pub jobs: Option<Arc<SqsJobQueue>>,
-    /// The embedder, when `EMBEDDING_MODEL_ID` is set.
+    /// The embedder (Bedrock), when `EMBEDDING_MODEL_ID` is set.
     #[cfg(feature = "embeddings")]
-    pub embedder: Option<Arc<crate::bedrock::BedrockEmbedder>>,
+    pub embedder: Option<Arc<dyn memory_core::ports::Embedder>>,
 }
 
 impl AwsPorts {
@@ -155,24 +155,19 @@ impl AwsPorts {
             }),
             #[cfg(feature = "embeddings")]
             embedder: settings.embedding_model.clone().map(|model| {
-                Arc::new(crate::bedrock::BedrockEmbedder::new(
-                    aws_sdk_bedrockruntime::Client::from_conf(
-                        aws_sdk_bedrockruntime::config::Builder::from(sdk)
-                            .retry_config(no_retries.clone())
-                            .build(),
-                    ),
-                    model,
-                    settings.embedding_dimensions,
-                ))
+                let embedder: Arc<dyn memory_core::ports::Embedder> =
+                    Arc::new(crate::bedrock::BedrockEmbedder::new(
+                        aws_sdk_bedrockruntime::Client::from_conf(
+                            aws_sdk_bedrockruntime::config::Builder::from(sdk)
+                                .retry_config(no_retries.clone())
+                                .build(),
+                        ),
+                        model,
+                        settings.embedding_dimensions,
+                    ));
+                embedder
             }),
         }
-    }
-
-    /// The embedder as the core's port, if one is configured.
-    #[cfg(feature = "embeddings")]
-    pub fn embedder(&self) -> Option<Arc<dyn memory_core::ports::Embedder>> {
-        let embedder = self.embedder.clone()?;
-        Some(embedder)
     }
 }
 

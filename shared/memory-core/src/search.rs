@@ -16,9 +16,7 @@ use crate::model::{MemoryEntry, StoredEntry};
 use crate::reader::MemoryReader;
 use crate::tag_filter::{tagged_page, TagFilter};
 use memory_guard::TenantScope;
-use text_search::recency::prefer_recent;
-use text_search::similarity::{fuse, nearest};
-use text_search::{rank_cached, Analyzer, Document, Hit};
+use text_search::{searchable_text, Analyzer, Document, Ranking};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 1024;
@@ -104,16 +102,6 @@ pub struct SearchResults {
     pub results: Vec<SearchHit>,
 }
 
-/// An entry's searchable text: its content and its tags.
-fn searchable(e: &StoredEntry) -> String {
-    let mut text = e.entry.content.clone();
-    for t in &e.entry.tags {
-        text.push('\n');
-        text.push_str(t);
-    }
-    text
-}
-
 impl MemoryReader {
     /// The best entries of the ref for `options.query`, best first; ties by id, newest first.
     pub async fn search(
@@ -167,48 +155,44 @@ impl MemoryReader {
             .limit
             .unwrap_or(DEFAULT_SEARCH_LIMIT)
             .clamp(1, MAX_LIST_LIMIT) as usize;
-        let ids: Vec<&str> = live.iter().map(|e| e.entry.id.as_str()).collect();
-        let by_text = || {
-            let texts: Vec<String> = live.iter().map(searchable).collect();
-            let documents: Vec<Document<'_>> = ids
+        let texts: Vec<String> = live
+            .iter()
+            .map(|e| searchable_text(&e.entry.content, &e.entry.tags))
+            .collect();
+        let documents: Vec<Document<'_>> = live
+            .iter()
+            .zip(&texts)
+            .map(|(e, text)| Document {
+                id: &e.entry.id,
+                text,
+            })
+            .collect();
+        let query_vector = match embedder {
+            Some(embedder) => Some(embedder.embed(&options.query).await?),
+            None => None,
+        };
+        // Only vectors of the configured model are compared.
+        let vectors: Vec<Option<&[f32]>> = match &query_vector {
+            Some(q) => live
                 .iter()
-                .zip(&texts)
-                .map(|(id, text)| Document { id, text })
-                .collect();
-            let analyzer = Analyzer::new(options.stem);
-            let cache = self.term_cache();
-            let query = &options.query;
-            let mut hits = rank_cached(&analyzer, cache, &documents, query, documents.len());
-            prefer_recent(&mut hits, &ids);
-            hits
+                .map(|e| {
+                    let v = e.embedding.as_ref().filter(|v| v.model == q.model);
+                    v.map(|v| v.vector.as_slice())
+                })
+                .collect(),
+            None => Vec::new(),
         };
-        let hits: Vec<Hit> = match embedder {
-            None => {
-                let mut hits = by_text();
-                hits.truncate(limit);
-                hits
-            }
-            Some(embedder) => {
-                let query = embedder.embed(&options.query).await?;
-                // Only vectors of the configured model are compared.
-                let vectors: Vec<Option<&[f32]>> = live
-                    .iter()
-                    .map(|e| {
-                        e.embedding
-                            .as_ref()
-                            .filter(|v| v.model == query.model)
-                            .map(|v| v.vector.as_slice())
-                    })
-                    .collect();
-                let mut by_vector = nearest(&ids, &vectors, &query.vector, ids.len());
-                prefer_recent(&mut by_vector, &ids);
-                if options.mode == SearchMode::Semantic {
-                    by_vector.into_iter().take(limit).collect()
-                } else {
-                    fuse(&ids, &[&by_text(), &by_vector], limit)
-                }
-            }
+        let ranking = match (&query_vector, options.mode) {
+            (Some(q), SearchMode::Semantic) => Ranking::Semantic(&q.vector),
+            (Some(q), SearchMode::Hybrid) => Ranking::Hybrid(&q.vector),
+            _ => Ranking::Text,
         };
+        let analyzer = Analyzer::new(options.stem);
+        let query = &options.query;
+        let cache = self.term_cache();
+        let hits = text_search::search(
+            &analyzer, cache, &documents, &vectors, query, ranking, limit,
+        );
         Ok(SearchResults {
             results: hits
                 .into_iter()

@@ -4,16 +4,13 @@
 //! "queries": [{"id", "q", "tags", "embedding"?}]}`), one on stdout (`{"text": {query id: [entry
 //! ids best first]}, "semantic": …, "hybrid": …}`; the last two only when embeddings came in).
 //! Each query sees the entries carrying all its tags, and an entry's searchable text is its
-//! content and its tags, and text and semantic rankings get the recency prior, exactly as the
-//! search route does.
+//! content and its tags, ranked by `text_search::search`, the function the search route runs.
 
 use std::collections::BTreeMap;
 use std::io::Read;
 
 use serde::Deserialize;
-use text_search::recency::prefer_recent;
-use text_search::similarity::{fuse, nearest};
-use text_search::{rank, Analyzer, Document, Hit};
+use text_search::{search, searchable_text, Analyzer, Document, Ranking, TermCache};
 
 #[derive(Deserialize)]
 struct Input {
@@ -45,6 +42,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     std::io::stdin().read_to_string(&mut raw)?;
     let input: Input = serde_json::from_str(&raw)?;
     let analyzer = Analyzer::new(input.stem);
+    let cache = TermCache::default();
     let with_vectors = input.queries.iter().all(|q| q.embedding.is_some());
     let (mut text, mut semantic, mut hybrid) = (Rankings::new(), Rankings::new(), Rankings::new());
     for q in &input.queries {
@@ -55,41 +53,33 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             .collect();
         let texts: Vec<String> = candidates
             .iter()
-            .map(|e| {
-                std::iter::once(e.content.as_str())
-                    .chain(e.tags.iter().map(String::as_str))
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            })
+            .map(|e| searchable_text(&e.content, &e.tags))
             .collect();
-        let ids: Vec<&str> = candidates.iter().map(|e| e.id.as_str()).collect();
-        let documents: Vec<Document<'_>> = ids
+        let documents: Vec<Document<'_>> = candidates
             .iter()
             .zip(&texts)
-            .map(|(id, text)| Document { id, text })
+            .map(|(e, text)| Document { id: &e.id, text })
             .collect();
-        let named = |hits: &[Hit]| -> Vec<String> {
-            hits.iter().map(|h| ids[h.index].to_owned()).collect()
+        let vectors: Vec<Option<&[f32]>> =
+            candidates.iter().map(|e| e.embedding.as_deref()).collect();
+        let ranked = |ranking: Ranking<'_>| -> Vec<String> {
+            let hits = search(
+                &analyzer,
+                &cache,
+                &documents,
+                &vectors,
+                &q.content,
+                ranking,
+                input.limit,
+            );
+            hits.iter()
+                .map(|h| candidates[h.index].id.clone())
+                .collect()
         };
-        let mut by_text = rank(&analyzer, &documents, &q.content, documents.len());
-        prefer_recent(&mut by_text, &ids);
-        text.insert(
-            q.id.clone(),
-            named(&by_text[..by_text.len().min(input.limit)]),
-        );
+        text.insert(q.id.clone(), ranked(Ranking::Text));
         if let (true, Some(query)) = (with_vectors, &q.embedding) {
-            let vectors: Vec<Option<&[f32]>> =
-                candidates.iter().map(|e| e.embedding.as_deref()).collect();
-            let mut by_vector = nearest(&ids, &vectors, query, ids.len());
-            prefer_recent(&mut by_vector, &ids);
-            semantic.insert(
-                q.id.clone(),
-                named(&by_vector[..by_vector.len().min(input.limit)]),
-            );
-            hybrid.insert(
-                q.id.clone(),
-                named(&fuse(&ids, &[&by_text, &by_vector], input.limit)),
-            );
+            semantic.insert(q.id.clone(), ranked(Ranking::Semantic(query)));
+            hybrid.insert(q.id.clone(), ranked(Ranking::Hybrid(query)));
         }
     }
     let mut out = serde_json::Map::new();

@@ -52,9 +52,10 @@ impl Analysed {
 /// has 256 MiB; about 100,000 entries of 150 bytes fit).
 pub const DEFAULT_BUDGET_BYTES: usize = 32 * 1024 * 1024;
 
+/// Analyses by text, one map per analyzer configuration (index: stemming on).
 #[derive(Default)]
 struct Kept {
-    by_text: HashMap<(bool, Box<str>), Arc<Analysed>>,
+    by_text: [HashMap<Box<str>, Arc<Analysed>>; 2],
     bytes: usize,
 }
 
@@ -79,14 +80,18 @@ impl TermCache {
 
     /// The analysis of `text`, from the cache or made (and kept) now.
     pub fn analysed(&self, analyzer: &Analyzer, text: &str) -> Arc<Analysed> {
-        let key = (analyzer.stems(), text);
+        let made = || Arc::new(Analysed::new(analyzer.terms(text)));
+        if self.budget_bytes == 0 {
+            return made(); // a cache that keeps nothing (plain `rank`) takes no lock
+        }
+        let map = usize::from(analyzer.stems());
         {
             let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(found) = kept.by_text.get(&key as &dyn KeyView) {
+            if let Some(found) = kept.by_text[map].get(text) {
                 return found.clone();
             }
         }
-        let made = Arc::new(Analysed::new(analyzer.terms(text)));
+        let made = made();
         let cost = made.bytes() + text.len() + 48;
         let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
         if kept.bytes + cost > self.budget_bytes {
@@ -94,7 +99,7 @@ impl TermCache {
         }
         if cost <= self.budget_bytes {
             kept.bytes += cost;
-            kept.by_text.insert((key.0, text.into()), made.clone());
+            kept.by_text[map].insert(text.into(), made.clone());
         }
         made
     }
@@ -102,48 +107,11 @@ impl TermCache {
     /// Texts kept now (for tests and figures).
     pub fn len(&self) -> usize {
         let kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
-        kept.by_text.len()
+        kept.by_text.iter().map(HashMap::len).sum()
     }
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
-    }
-}
-
-/// Looks the map up by `(bool, &str)` without allocating a boxed key.
-trait KeyView {
-    fn view(&self) -> (bool, &str);
-}
-
-impl KeyView for (bool, Box<str>) {
-    fn view(&self) -> (bool, &str) {
-        (self.0, &self.1)
-    }
-}
-
-impl KeyView for (bool, &str) {
-    fn view(&self) -> (bool, &str) {
-        (self.0, self.1)
-    }
-}
-
-impl<'a> std::borrow::Borrow<dyn KeyView + 'a> for (bool, Box<str>) {
-    fn borrow(&self) -> &(dyn KeyView + 'a) {
-        self
-    }
-}
-
-impl PartialEq for dyn KeyView + '_ {
-    fn eq(&self, other: &Self) -> bool {
-        self.view() == other.view()
-    }
-}
-
-impl Eq for dyn KeyView + '_ {}
-
-impl std::hash::Hash for dyn KeyView + '_ {
-    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
-        self.view().hash(state);
     }
 }
 

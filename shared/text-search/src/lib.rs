@@ -7,10 +7,12 @@
 pub mod analyzer;
 pub mod cache;
 pub mod recency;
+pub mod search;
 pub mod similarity;
 
 pub use analyzer::Analyzer;
 pub use cache::TermCache;
+pub use search::{search, searchable_text, Ranking};
 
 /// BM25 term-frequency saturation.
 pub const K1: f64 = 1.2;
