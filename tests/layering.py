@@ -44,9 +44,10 @@ NOT_RUN = {
     "memory-read": DISTILLER | COMMITMENTS | CONSOLIDATION
     | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-eventbridge"},
     "memory-write": DISTILLER | COMMITMENTS | CONSOLIDATION | {"aws-sdk-s3", "aws-sdk-sqs"},
-    # Only memory-read and memory-write embed (semantic search).
+    # Only memory-read and memory-write embed (semantic search), and only memory-dream
+    # summarises (abstractive dreams, Converse).
     "memory-forget": CONSOLIDATION | {"aws-sdk-sqs", "aws-sdk-bedrockruntime"},
-    "memory-dream": COMMITMENTS | CONSOLIDATION | {"aws-sdk-bedrockruntime"},
+    "memory-dream": COMMITMENTS | CONSOLIDATION,
     "memory-consolidate": DISTILLER | COMMITMENTS | {"aws-sdk-s3", "aws-sdk-bedrockruntime"},
     "memory-commitments": DISTILLER | CONSOLIDATION
     | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-bedrockruntime"},

@@ -46,6 +46,15 @@ SCHEDULER_ROLE = "SchedulerRole"
 # is compared as "<resource> if <Cond>", so both the resource and the condition are pinned.
 EMBED_MODEL = ("arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${EmbeddingModelId}"
                " if HasEmbeddingModel")
+# The model of abstractive dreams (Converse is authorised as bedrock:InvokeModel), the same way.
+DISTILL_MODEL = ("arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${DistillerModelId}"
+                 " if HasDistillerModel")
+# Each optional model: its parameter, the condition its grants hang on, the functions granted.
+# Off by default: the parameter defaults to "" and the condition is exactly "not empty".
+MODEL_SWITCHES = {
+    "EmbeddingModelId": ("HasEmbeddingModel", EMBED_MODEL, {"MemoryReadFunction", "MemoryWriteFunction"}),
+    "DistillerModelId": ("HasDistillerModel", DISTILL_MODEL, {"MemoryDreamFunction"}),
+}
 
 EVENT_SOURCE = "wop-memory"
 API = "MemoryHttpApi"
@@ -121,7 +130,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "MemoryDreamFunction": {
         "binary": "memory-dream",
         "memory": 512,
-        "env": {"WORK_QUEUE_URL": {"Ref": "DreamJobsQueue"}},
+        "env": {"WORK_QUEUE_URL": {"Ref": "DreamJobsQueue"},
+                "DISTILLER_MODEL_ID": {"Ref": "DistillerModelId"},
+                "DISTILLER_TIMEOUT_MS": {"Ref": "DistillerTimeoutMs"}},
         "iam": pairs(["dynamodb:Query"], TABLE)
         | pairs(["dynamodb:Query"], DIRTY_INDEX)
         | pairs(PASS_ITEM_ACTIONS, TABLE)
@@ -129,7 +140,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
         | pairs(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"], OBJECTS)
         | pairs(["events:PutEvents"], BUS)
         | pairs(SQS_SEND + SQS_CONSUME, DREAM_JOBS)
-        | pairs(SQS_SEND, BACKGROUND_DLQ_ARN),
+        | pairs(SQS_SEND, BACKGROUND_DLQ_ARN)
+        # Abstractive dreams (Converse) on the configured model only, when one is configured.
+        | pairs(["bedrock:InvokeModel"], DISTILL_MODEL),
         "routes": set(),
     },
     "MemoryConsolidateFunction": {
@@ -283,17 +296,20 @@ def as_list(value: Any) -> list[Any]:
 # Checks.
 # --------------------------------------------------------------------------------------------
 class Report:
-    def __init__(self) -> None:
+    def __init__(self, quiet: bool = False) -> None:
         self.passed = 0
         self.failed = 0
+        self.quiet = quiet
 
     def check(self, ok: bool, what: str, detail: str = "") -> bool:
         if ok:
             self.passed += 1
-            print(f"  PASS  {what}")
+            if not self.quiet:
+                print(f"  PASS  {what}")
         else:
             self.failed += 1
-            print(f"  FAIL  {what}" + (f"\n          {detail}" if detail else ""))
+            if not self.quiet:
+                print(f"  FAIL  {what}" + (f"\n          {detail}" if detail else ""))
         return ok
 
     def section(self, title: str) -> None:
@@ -909,6 +925,31 @@ def check_data_protection(resources: dict[str, Any], rep: Report) -> None:
               "ArchiveBucket: lifecycle expires archives and noncurrent versions")
 
 
+def check_model_switches(resources: dict[str, Any], params: dict[str, Any],
+                         conditions: dict[str, Any], rep: Report) -> None:
+    """Every optional Bedrock model is off by default, its grants hang on a condition that is
+    exactly "the parameter is not empty", and only the functions that call it are granted."""
+    rep.section("Optional Bedrock models")
+    for param, (condition, resource, granted) in MODEL_SWITCHES.items():
+        p = params.get(param) or {}
+        rep.check(p.get("Type") == "String" and p.get("Default") == "",
+                  f"{param}: a String parameter, empty by default (model off)", f"got {p!r}")
+        want = {"Fn::Not": [{"Fn::Equals": [{"Ref": param}, ""]}]}
+        rep.check(conditions.get(condition) == want,
+                  f"{condition}: !Not [!Equals [!Ref {param}, \"\"]]",
+                  f"got {conditions.get(condition)!r}")
+        holders = set()
+        for name, res in resources.items():
+            if res.get("Type") not in ("AWS::Serverless::Function", "AWS::Lambda::Function"):
+                continue
+            # Malformed policies are reported by check_function; here they grant nothing.
+            got = allowed_pairs(name, res.get("Properties") or {}, Report(quiet=True)) or set()
+            if ("bedrock:InvokeModel", resource) in got:
+                holders.add(name)
+        rep.check(holders == granted, f"{param}: bedrock:InvokeModel on it granted to "
+                  f"{', '.join(sorted(granted))} only", f"granted to {sorted(holders)}")
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[1]) if len(argv) > 1 else REPO_ROOT / "template.yaml"
     try:
@@ -941,6 +982,7 @@ def main(argv: list[str]) -> int:
     check_written_rule(resources, rep)
     dlqs = check_queues(resources, rep)
     check_alarms(resources, doc.get("Conditions") or {}, dlqs, rep)
+    check_model_switches(resources, params, doc.get("Conditions") or {}, rep)
     check_data_protection(resources, rep)
     print(f"\n{rep.passed} passed, {rep.failed} failed")
     return 1 if rep.failed else 0

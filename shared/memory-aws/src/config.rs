@@ -1,6 +1,6 @@
 //! Configuration from the environment (README §Configuration): `MEMORY_TABLE`, `ARCHIVE_BUCKET`,
-//! `EVENT_BUS_NAME`, optionally `EMBEDDING_MODEL_ID` / `EMBEDDING_DIMENSIONS` (semantic search),
-//! plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
+//! `EVENT_BUS_NAME`, optionally `EMBEDDING_MODEL_ID` / `EMBEDDING_DIMENSIONS` (semantic search)
+//! and `DISTILLER_MODEL_ID` (abstractive dreams), plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
 //! emulator (LocalStack or compatible), S3 switches to path-style addressing, which emulators on
 //! one host:port need.
 
@@ -30,6 +30,9 @@ pub struct Settings {
     pub embedding_model: Option<String>,
     /// Vector size asked of the model (Titan V2: 256, 512 or 1024; its default when unset).
     pub embedding_dimensions: Option<u32>,
+    /// The Bedrock text model of abstractive dreams; `None` (unset or empty, the default): dreams
+    /// write the deterministic summary only.
+    pub distiller_model: Option<String>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -63,6 +66,7 @@ impl Settings {
             work_queue_url: optional("WORK_QUEUE_URL"),
             embedding_model: optional("EMBEDDING_MODEL_ID"),
             embedding_dimensions,
+            distiller_model: optional("DISTILLER_MODEL_ID"),
         })
     }
 }
@@ -85,6 +89,9 @@ pub struct AwsPorts {
     /// The embedder (Bedrock), when `EMBEDDING_MODEL_ID` is set.
     #[cfg(feature = "embeddings")]
     pub embedder: Option<Arc<dyn memory_core::ports::Embedder>>,
+    /// The summariser of abstractive dreams (Bedrock Converse), when `DISTILLER_MODEL_ID` is set.
+    #[cfg(feature = "summaries")]
+    pub summariser: Option<Arc<dyn memory_core::ports::Summariser>>,
 }
 
 impl AwsPorts {
@@ -166,6 +173,19 @@ impl AwsPorts {
                         settings.embedding_dimensions,
                     ));
                 embedder
+            }),
+            #[cfg(feature = "summaries")]
+            summariser: settings.distiller_model.clone().map(|model| {
+                let summariser: Arc<dyn memory_core::ports::Summariser> =
+                    Arc::new(crate::bedrock::BedrockSummariser::new(
+                        aws_sdk_bedrockruntime::Client::from_conf(
+                            aws_sdk_bedrockruntime::config::Builder::from(sdk)
+                                .retry_config(no_retries.clone())
+                                .build(),
+                        ),
+                        model,
+                    ));
+                summariser
             }),
         }
     }

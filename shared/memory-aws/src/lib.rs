@@ -1,9 +1,10 @@
 //! The AWS side of the hexagon: DynamoDB behind `EntryStore`, S3 behind `ArchiveStore`
 //! (feature `archive`), EventBridge behind `EventPublisher` (`events`), SQS behind `JobQueue`
-//! (`jobs`), Bedrock behind `Embedder` (`embeddings`), and the one retry policy they share. Only adapter crates name AWS SDK types;
+//! (`jobs`), Bedrock behind `Embedder` (`embeddings`) and `Summariser` (`summaries`), and the one
+//! retry policy they share. Only adapter crates name AWS SDK types;
 //! nothing here decides behaviour, it translates. Each function enables the features it runs.
 
-#[cfg(feature = "embeddings")]
+#[cfg(any(feature = "embeddings", feature = "summaries"))]
 pub mod bedrock;
 pub mod config;
 pub mod dynamo;

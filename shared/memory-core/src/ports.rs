@@ -454,6 +454,44 @@ pub trait Embedder: Send + Sync {
     async fn embed(&self, text: &str) -> Result<Embedding, StoreError>;
 }
 
+/// One fact an abstractive summary is to cover, as the deterministic distiller chose and ranked
+/// it. Everything in it is already SR-1 redacted with the dream run's secrets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummaryFact {
+    /// The section the deterministic summary puts the fact in (a tag name, or `(untagged)`), so
+    /// a model can keep related facts together.
+    pub section: String,
+    /// The fact as one line of text, without list markers.
+    pub text: String,
+    /// How many sources state it (the deterministic distiller's corroboration count).
+    pub weight: u32,
+}
+
+/// What a [`Summariser`] is asked for: the facts, most important first, and the most
+/// cl100k_base tokens the answer may take. The caller recounts the answer with its own
+/// tokenizer and rejects it when it does not fit, since a model counts with another tokenizer.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SummaryRequest {
+    pub facts: Vec<SummaryFact>,
+    pub max_output_tokens: u32,
+}
+
+/// Rewrites a dream's ranked facts as an abstractive summary with a language model (README
+/// "Abstractive dreams"). Optional: a dream without one writes the deterministic summary.
+///
+/// Nothing a summariser answers is trusted: the dream re-redacts it with the run's SR-1
+/// redactor, recounts it, and falls back to the deterministic summary when the call fails,
+/// times out (the dream bounds it; implementations need not), or the answer is empty or over
+/// budget. Errors name the operation and a code, never text of the request or the answer.
+#[async_trait]
+pub trait Summariser: Send + Sync {
+    /// The model id, recorded in the archive's distiller version.
+    fn model(&self) -> &str;
+    /// The summary text: an error, too, when the model stopped before it finished (a cut
+    /// summary reads as complete but is not).
+    async fn summarise(&self, request: &SummaryRequest) -> Result<String, StoreError>;
+}
+
 /// The ports every service writes through: the entry store, the event bus and the clock. One
 /// value, so a service is wired with one argument and tests wire them all the same way.
 #[derive(Clone)]

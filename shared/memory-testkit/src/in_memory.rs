@@ -17,7 +17,8 @@ use memory_core::model::{hex, Embedding, EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{
     within, work_shard, ArchiveStore, Clock, Embedder, EntryStore, EventPublisher, Expect, IdBound,
     IdSource, Job, JobQueue, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject,
-    WorkKind, WorkState, MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
+    Summariser, SummaryRequest, WorkKind, WorkState, MAX_ENTRIES_PER_PUT,
+    MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
@@ -774,6 +775,90 @@ impl Embedder for WordHashEmbedder {
             model: WORD_HASH_MODEL.to_owned(),
             vector,
         })
+    }
+}
+
+/// What a [`ScriptedSummariser`] does with the next requests.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SummaryScript {
+    /// Joins the facts of each section on one line (the local Converse stand-in's rule).
+    Condense,
+    /// Answers exactly this text.
+    Reply(String),
+    /// Fails with a backend error of this code.
+    Fail(&'static str),
+    /// Answers `Condense` after this many milliseconds (tests of the caller's timeout).
+    Sleep(u64),
+}
+
+/// A deterministic stand-in for a summarising model, for unit tests (the end-to-end tests use
+/// the local Converse stand-in): it follows its script, counts `summarise` calls and keeps the
+/// requests it saw.
+pub struct ScriptedSummariser {
+    pub calls: CallCounter,
+    script: Mutex<SummaryScript>,
+    requests: Mutex<Vec<SummaryRequest>>,
+}
+
+/// The model id [`ScriptedSummariser`] reports.
+pub const SCRIPTED_MODEL: &str = "test.scripted-summariser";
+
+impl ScriptedSummariser {
+    pub fn new(script: SummaryScript) -> Self {
+        ScriptedSummariser {
+            calls: CallCounter::default(),
+            script: Mutex::new(script),
+            requests: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn set(&self, script: SummaryScript) {
+        *lock(&self.script) = script;
+    }
+
+    pub fn requests(&self) -> Vec<SummaryRequest> {
+        lock(&self.requests).clone()
+    }
+
+    /// `Condense`'s answer to `request`.
+    pub fn condense(request: &SummaryRequest) -> String {
+        let mut sections: Vec<(&str, Vec<&str>)> = Vec::new();
+        for fact in &request.facts {
+            match sections.iter_mut().find(|(name, _)| *name == fact.section) {
+                Some((_, facts)) => facts.push(&fact.text),
+                None => sections.push((&fact.section, vec![&fact.text])),
+            }
+        }
+        sections
+            .iter()
+            .map(|(name, facts)| format!("## {name}\n- {}.", facts.join("; ")))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+#[async_trait]
+impl Summariser for ScriptedSummariser {
+    fn model(&self) -> &str {
+        SCRIPTED_MODEL
+    }
+
+    async fn summarise(&self, request: &SummaryRequest) -> Result<String, StoreError> {
+        self.calls.call("summarise")?;
+        lock(&self.requests).push(request.clone());
+        let script = lock(&self.script).clone();
+        match script {
+            SummaryScript::Condense => Ok(Self::condense(request)),
+            SummaryScript::Reply(text) => Ok(text),
+            SummaryScript::Fail(code) => Err(StoreError::Backend {
+                op: "summarise",
+                code: code.into(),
+            }),
+            SummaryScript::Sleep(ms) => {
+                tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
+                Ok(Self::condense(request))
+            }
+        }
     }
 }
 
