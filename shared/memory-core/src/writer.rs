@@ -150,6 +150,15 @@ enum Begun {
     Replay(String),
 }
 
+/// A put request admitted, validated and redacted: what may be stored.
+struct Prepared {
+    memory_ref: memory_guard::MemoryRef,
+    now: Timestamp,
+    validated: Vec<NewEntry>,
+    redactions: usize,
+    attribution: Attribution,
+}
+
 fn check_opt_id(field: &'static str, v: &Option<String>) -> Result<(), CoreError> {
     match v {
         Some(s) if !is_valid_entry_id(s) => Err(CoreError::invalid(
@@ -421,11 +430,10 @@ impl MemoryWriter {
         }
     }
 
-    /// Validates, redacts, stores all entries in one all-or-nothing write, then announces each
-    /// with a content-free `memory.written`.
-    pub async fn put(&self, request: &PutRequest) -> Result<PutOutput, CoreError> {
+    /// Admits the ref, then validates and SR-1-redacts every entry: the one preparation both
+    /// kinds of put share, so nothing reaches a port unredacted whichever is called.
+    fn prepare(&self, request: &PutRequest) -> Result<Prepared, CoreError> {
         let memory_ref = crate::model::admitted_ref(&request.tenant_id, &request.memory_ref)?;
-        let tenant = memory_ref.tenant().clone();
         check_opt_id("runId", &request.run_id)?;
         check_opt_id("attribution.nodeId", &request.attribution.node_id)?;
         check_opt_id("attribution.agentId", &request.attribution.agent_id)?;
@@ -449,6 +457,26 @@ impl MemoryWriter {
             node_id: request.attribution.node_id.clone(),
             agent_id: request.attribution.agent_id.clone(),
         };
+        Ok(Prepared {
+            memory_ref,
+            now,
+            validated,
+            redactions,
+            attribution,
+        })
+    }
+
+    /// Validates, redacts, stores all entries in one all-or-nothing write, then announces each
+    /// with a content-free `memory.written`.
+    pub async fn put(&self, request: &PutRequest) -> Result<PutOutput, CoreError> {
+        let Prepared {
+            memory_ref,
+            now,
+            validated,
+            redactions,
+            attribution,
+        } = self.prepare(request)?;
+        let tenant = memory_ref.tenant().clone();
         let key = Self::parse_key(&tenant, request.idempotency_key.as_deref())?;
         // The request's meaning as it will be stored (after SR-1, so no secret value is hashed
         // into the record): a retry has the same digest, a different request another.
@@ -599,6 +627,100 @@ impl MemoryWriter {
         })?;
         out.replayed = true;
         Ok(out)
+    }
+
+    /// A put that takes the place of entries the caller read (an edit of a file of the Claude
+    /// memory tool): the new entries are validated and SR-1-redacted exactly as [`Self::put`]
+    /// does, then written and `replaces` deleted in one all-or-nothing store write that holds
+    /// only if every replaced entry is still the revision the caller read. Two edits racing on
+    /// one entry therefore cannot both land: the loser gets `StoreError::Conflict` with nothing
+    /// changed, and re-reads. A new entry without a `subject` keeps the subject of the entry it
+    /// replaces at the same index, so forget still reaches every later version of it.
+    /// Idempotency keys are not taken here: the revision condition already makes a retry safe.
+    pub async fn put_replacing(
+        &self,
+        request: &PutRequest,
+        replaces: &[StoredEntry],
+    ) -> Result<PutOutput, CoreError> {
+        if request.idempotency_key.is_some() {
+            return Err(CoreError::invalid(
+                "idempotencyKey",
+                "not taken by a conditional rewrite",
+            ));
+        }
+        let Prepared {
+            memory_ref,
+            now,
+            validated,
+            redactions,
+            attribution,
+        } = self.prepare(request)?;
+        if replaces.iter().any(|old| old.memory_ref != memory_ref) {
+            return Err(CoreError::RefNotAdmitted);
+        }
+        let tenant = memory_ref.tenant().clone();
+        let mut stored: Vec<StoredEntry> = validated
+            .into_iter()
+            .enumerate()
+            .map(|(index, e)| StoredEntry {
+                memory_ref: memory_ref.clone(),
+                entry: MemoryEntry {
+                    id: self.ids.next_id(now),
+                    content: e.content,
+                    tags: e.tags,
+                    created_at: now,
+                    expires_at: e.expires_at,
+                },
+                tier: e.tier,
+                subject: match e.subject.as_deref() {
+                    Some(s) => Some(SubjectKey::derive(&tenant, s)),
+                    None => replaces.get(index).and_then(|old| old.subject.clone()),
+                },
+                attribution: attribution.clone(),
+                provenance: Vec::new(),
+                embedding: None,
+            })
+            .collect();
+        self.embed(&mut stored).await;
+        self.ports.store.replace(&stored, replaces).await?;
+        let kinds: BTreeSet<WorkKind> = stored.iter().map(|e| WorkKind::for_tier(e.tier)).collect();
+        for kind in kinds {
+            self.ports.store.mark_pending(&memory_ref, kind, now).await;
+        }
+        let events: Vec<DomainEvent> = stored
+            .iter()
+            .map(|s| {
+                DomainEvent::memory_written(
+                    &memory_ref,
+                    &s.entry.id,
+                    s.entry.created_at,
+                    s.tier,
+                    &s.entry.tags,
+                    &s.attribution,
+                )
+            })
+            .collect();
+        if let Err(e) = self.ports.publisher.publish(&events).await {
+            tracing::error!(error = %e, events = events.len(), "memory.written not published");
+        }
+        tracing::info!(
+            tenant = %tenant,
+            entries = stored.len(),
+            replaced = replaces.len(),
+            redactions,
+            "entries rewritten"
+        );
+        Ok(PutOutput {
+            written: stored
+                .iter()
+                .map(|s| Written {
+                    id: s.entry.id.clone(),
+                    created_at: s.entry.created_at,
+                })
+                .collect(),
+            redactions,
+            replayed: false,
+        })
     }
 
     /// Deletes one entry of the caller's tenant. A malformed or foreign ref or id answers

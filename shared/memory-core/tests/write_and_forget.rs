@@ -325,3 +325,66 @@ async fn a_stalled_model_costs_a_write_its_embedding_budget_not_the_write() {
         "{took:?}"
     );
 }
+
+#[tokio::test]
+async fn a_conditional_rewrite_is_redacted_keeps_the_subject_and_loses_a_race_whole() {
+    let w = world();
+    let first = w
+        .writer
+        .put(&request(json!({
+            "tenantId": "tenant-a", "memoryRef": REF_A,
+            "entries": [{"content": "v1", "tags": ["file"], "subject": "customer-9"}]
+        })))
+        .await
+        .expect("put");
+    let old = w.ports.store.dump();
+    let edit = |content: &str| {
+        request(json!({
+            "tenantId": "tenant-a", "memoryRef": REF_A,
+            "entries": [{"content": content, "tags": ["file"]}],
+            "secrets": [{"secretId": "k", "value": "sk-live-abcdef0123"}]
+        }))
+    };
+    let out = w
+        .writer
+        .put_replacing(&edit("v2 sk-live-abcdef0123"), &old)
+        .await
+        .expect("first edit lands");
+    assert_eq!(out.redactions, 1);
+    // The second edit read the same revision: it must not land, and nothing changes.
+    let lost = w.writer.put_replacing(&edit("v3"), &old).await;
+    assert!(matches!(lost, Err(CoreError::Store(_))), "{lost:?}");
+    let stored = w.ports.store.dump();
+    assert_eq!(stored.len(), 1);
+    assert_eq!(stored[0].entry.id, out.written[0].id);
+    assert_ne!(stored[0].entry.id, first.written[0].id);
+    assert_eq!(stored[0].entry.content, "v2 [REDACTED:k]");
+    assert_eq!(
+        stored[0].subject, old[0].subject,
+        "forget reaches the new version"
+    );
+    // Forget of the subject removes the rewritten entry.
+    let scope = TenantScope::new(TenantId::parse("tenant-a").expect("tenant"));
+    w.forgetter
+        .forget("tenant-a", "customer-9")
+        .await
+        .expect("forget");
+    let page = w
+        .reader
+        .list(&scope, REF_A, &ListOptions::default())
+        .await
+        .expect("list");
+    assert!(page.entries.is_empty());
+    // Another tenant's entries cannot be named as the replaced ones.
+    let foreign = w
+        .writer
+        .put_replacing(
+            &request(
+                json!({"tenantId": "tenant-b", "memoryRef": "workspaces/tenant-b/agents/x/memories",
+                            "entries": [{"content": "x"}]}),
+            ),
+            &old,
+        )
+        .await;
+    assert_eq!(foreign.err(), Some(CoreError::RefNotAdmitted));
+}
