@@ -123,6 +123,15 @@ def test_c_field_types_are_checked_by_every_invoked_function(invoker, tenant, re
         check_error(invoker.fail(function, payload))
 
 
+def test_c_a_dream_budget_below_the_floor_is_a_validation_error(invoker, tenant, ref):
+    """A `tokenBudget` below the fixed overhead of a summary (32 tokens) is a malformed request,
+    not a budget the sources failed to meet: `validation_error` naming the field and the bound."""
+    for budget in (1, 31):
+        message = check_error(invoker.fail("memory-dream", {"tenantId": tenant, "memoryRef": ref,
+                                                            "tokenBudget": budget}))
+        assert "tokenBudget" in message and "at least 32" in message, message
+
+
 def test_c_idempotency_key_replays_and_refuses_another_payload(invoker, api, tenant, ref):
     """A keyed put answers the same on retry and stores once; the key with another payload is
     `idempotency_key_mismatch`, a code from the client's own list; a malformed key is a

@@ -37,7 +37,16 @@ The result is a partition of the input ids into surviving entries, which is what
                         text and was written by a `supersede` merge (or is the newest entry
                         itself, kept in place).
   identical runs        whether the two runs printed the same bytes.
-  distillation          not measured yet (needs the distiller example): a placeholder row.
+  distillation          at budgets 256 / 1,000 / 4,000 (DISTILL_BUDGETS): the corpus's entries
+                        as one dream's sources, distilled by DISTILL_CORPUS_CMD (a shell-split
+                        command; default `cargo run --quiet --release --locked -p distill
+                        --example distill_corpus`; stdin {"budget", "sources": [{"id", "content",
+                        "tags", "createdAtMs"}]}, stdout {"tokensUsed", "tokenBudget",
+                        "sourceCount", "sourcesIncluded", "factsKept", "factsFound", "summary",
+                        "includedSourceIds"}, or {"error", "message"} with exit status 2). Per
+                        budget: tokens used / budget, sources included / all, and coverage = the
+                        share of labelled groups with at least one member among the included
+                        sources (figures only, no target).
 
 Targets (the acceptance of the issue that asked for this benchmark): distinct facts kept 100%,
 duplicates folded >= 90% overall and >= 75% in every category, plain-language supersession
@@ -96,7 +105,8 @@ CONFLICT_WINDOW_MS = 2 * 60 * 60 * 1000  # a `contradiction` pair is written wit
 UPDATE_GAP_MS = 24 * 60 * 60 * 1000  # an update comes at least a day after what it updates
 
 TARGETS = {"distinct_kept": 1.0, "duplicates_overall": 0.90, "duplicates_per_category": 0.75, "supersession_plain": 0.80}
-DISTILLATION = "distillation coverage at 256 / 1,000 / 4,000: not measured yet (needs the distiller example)"
+DISTILL_CMD = "cargo run --quiet --release --locked -p distill --example distill_corpus"
+DISTILL_BUDGETS = (256, 1000, 4000)
 
 
 class CorpusError(ValueError):
@@ -634,7 +644,7 @@ def table(figures: dict, runs: dict) -> str:
     width = max(len(r[0]) for r in rows) + 2
     lines = [f"{'':<{width}}{'value':>10}  {'target':>7}", "-" * (width + 25)]
     lines += [f"{label:<{width}}{value:>10}  {target:>7}  {mark}".rstrip() for label, value, target, mark in rows]
-    lines.append(DISTILLATION)
+    lines += distillation_lines(figures.get("distillation"))
     return "\n".join(lines)
 
 
@@ -655,6 +665,63 @@ def misses(corpus: dict, figures: dict) -> str:
         if p["why"] == "across groups":
             lines.append(f"across groups {p['groups'][0]}/{p['groups'][1]}: {p['a']} {p['texts'][0]!r} + {p['b']} {p['texts'][1]!r}")
     return "\n".join(lines) if lines else "(no misses)"
+
+
+# -------------------------------------------------------------------------------- distillation
+
+
+def run_distiller(corpus: dict, budget: int, command: str | None = None) -> dict:
+    """One run of the distiller command over every corpus entry at `budget`: its report, or
+    {"error": code} when the run failed on the budget (exit status 2)."""
+    command = command or os.environ.get("DISTILL_CORPUS_CMD") or DISTILL_CMD
+    sources = [{k: e[k] for k in ("id", "content", "tags", "createdAtMs")} for e in corpus["entries"]]
+    payload = json.dumps({"budget": budget, "sources": sources}, ensure_ascii=False).encode("utf-8")
+    try:
+        done = subprocess.run(shlex.split(command), input=payload, capture_output=True, cwd=ROOT, check=False)
+    except OSError as e:
+        raise SystemExit(f"bench: cannot run the distiller ({command!r}): {e}") from e
+    if done.returncode not in (0, 2):
+        sys.stderr.write(done.stderr.decode(errors="replace"))
+        raise SystemExit(f"bench: the distiller ({command!r}) exited with {done.returncode}")
+    return json.loads(done.stdout)
+
+
+def distillation(corpus: dict, command: str | None = None) -> dict:
+    """Per budget: tokens used, sources included, facts kept, and the share of labelled groups
+    with at least one member among the included sources."""
+    group_of = {m: g["id"] for g in corpus["groups"] for m in g["entries"]}
+    total = len(corpus["groups"])
+    out: dict = {"budgets": {}}
+    for budget in DISTILL_BUDGETS:
+        r = run_distiller(corpus, budget, command)
+        if "error" in r:
+            out["budgets"][str(budget)] = {"token_budget": budget, "error": r["error"]}
+            continue
+        covered = {group_of[i] for i in r["includedSourceIds"] if i in group_of}
+        out["budgets"][str(budget)] = {
+            "token_budget": r["tokenBudget"], "tokens_used": r["tokensUsed"],
+            "source_count": r["sourceCount"], "sources_included": r["sourcesIncluded"],
+            "facts_kept": r["factsKept"], "facts_found": r["factsFound"],
+            "groups_covered": len(covered), "groups": total, "coverage": _rate(len(covered), total),
+        }
+    return out
+
+
+def distillation_lines(d: dict | None) -> list[str]:
+    if not d:
+        return []
+    blocks = [d["budgets"][str(b)] for b in DISTILL_BUDGETS]
+    shares = " / ".join(_pct(b.get("coverage")) if "error" not in b else b["error"] for b in blocks)
+    lines = [f"distillation coverage at budgets 256 / 1,000 / 4,000: {shares} of labelled groups"]
+    for b in blocks:
+        if "error" in b:
+            lines.append(f"  budget {b['token_budget']:>5,}: {b['error']}")
+            continue
+        lines.append(f"  budget {b['token_budget']:>5,}: tokens used {b['tokens_used']:,} / {b['token_budget']:,}, "
+                     f"sources included {b['sources_included']} / {b['source_count']}, "
+                     f"facts {b['facts_kept']} / {b['facts_found']}, "
+                     f"groups covered {b['groups_covered']} / {b['groups']}")
+    return lines
 
 
 # ---------------------------------------------------------------------------------------- main
@@ -696,6 +763,7 @@ def main(argv: list[str] | None = None) -> int:
     kinds_of = [m["kind"] for m in plan["merges"]]
     print(f"plan:   {plan['inputCount']} entries in, {plan['outputCount']} out; {len(kinds_of)} merges "
           f"({kinds_of.count('duplicate')} duplicate, {kinds_of.count('supersede')} supersede)\n")
+    figures["distillation"] = distillation(corpus)
     print(table(figures, runs))
     acc = acceptance(figures, runs["identical_bytes"])
     if args.misses:
@@ -708,7 +776,6 @@ def main(argv: list[str] | None = None) -> int:
                      "duplicate_merges": kinds_of.count("duplicate"), "supersede_merges": kinds_of.count("supersede")},
             "runs": runs,
             **figures,
-            "distillation": {"status": "not measured yet (needs the distiller example)", "budgets": [256, 1000, 4000]},
             "acceptance": acc,
         }
         with open(args.json, "w", encoding="utf-8") as f:

@@ -379,12 +379,26 @@ def test_unsorted_provenance_is_rejected():
 # ------------------------------------------------------------ the command, with stand-in planners
 
 
+# Includes the first budget/250 sources, as a distiller whose every source costs 250 tokens would.
+STAND_IN_DISTILLER = (
+    "import json, sys\n"
+    "d = json.load(sys.stdin)\n"
+    "ids = [s['id'] for s in d['sources']][: d['budget'] // 250]\n"
+    "print(json.dumps({'tokensUsed': 250 * len(ids), 'tokenBudget': d['budget'],\n"
+    "                  'sourceCount': len(d['sources']), 'sourcesIncluded': len(ids), 'factsKept': len(ids),\n"
+    "                  'factsFound': len(d['sources']), 'summary': '', 'includedSourceIds': ids}))\n"
+)
+
+
 def _run_main(tmp_path: Path, monkeypatch, capsys, script: str, *extra: str) -> tuple[int, str, dict | None]:
     corpus_path = tmp_path / "tiny.json"
     corpus_path.write_text(json.dumps(tiny()), encoding="utf-8")
     fake = tmp_path / "planner.py"
     fake.write_text(script, encoding="utf-8")
     monkeypatch.setenv("PLAN_CORPUS_CMD", f"{sys.executable} {fake}")
+    distiller = tmp_path / "distiller.py"
+    distiller.write_text(STAND_IN_DISTILLER, encoding="utf-8")
+    monkeypatch.setenv("DISTILL_CORPUS_CMD", f"{sys.executable} {distiller}")
     out_json = tmp_path / "out.json"
     rc = bench.main(["--corpus", str(corpus_path), "--small-ok", "--json", str(out_json), *extra])
     printed = capsys.readouterr().out
@@ -399,9 +413,32 @@ def test_main_with_a_perfect_stand_in(tmp_path, monkeypatch, capsys):
     assert out["runs"] == {"identical_bytes": True, "identical_plans": True, "order_independent": True}
     assert out["distinct_kept"]["rate"] == 1.0 and out["duplicates_folded"]["overall"]["rate"] == 1.0
     assert out["supersessions"]["plain"]["rate"] == 1.0 and all(out["acceptance"].values())
-    assert out["distillation"]["status"].startswith("not measured yet")
     assert "distinct facts kept" in printed and "100.0%" in printed
-    assert "distillation coverage at 256 / 1,000 / 4,000: not measured yet" in printed
+    d = out["distillation"]["budgets"]
+    assert (d["256"]["sources_included"], d["1000"]["sources_included"]) == (1, 4)
+    assert d["256"]["groups_covered"] == 1 and d["4000"]["coverage"] == 1.0
+    assert d["1000"]["tokens_used"] == 1000 and d["1000"]["source_count"] == len(tiny()["entries"])
+    assert "distillation coverage at budgets 256 / 1,000 / 4,000: " in printed
+    assert "  budget 1,000: tokens used 1,000 / 1,000, sources included 4 / " in printed
+
+
+def test_distillation_counts_groups_once_and_reports_a_failed_budget(tmp_path):
+    script = tmp_path / "distiller.py"
+    script.write_text(
+        "import json, sys\n"
+        "d = json.load(sys.stdin)\n"
+        "if d['budget'] < 1000:\n"
+        "    print(json.dumps({'error': 'token_budget_exceeded', 'message': 'counts'})); sys.exit(2)\n"
+        "ids = [s['id'] for s in d['sources']]\n"
+        "print(json.dumps({'tokensUsed': 9, 'tokenBudget': d['budget'], 'sourceCount': len(ids),\n"
+        "                  'sourcesIncluded': 2, 'factsKept': 1, 'factsFound': 9, 'summary': '',\n"
+        "                  'includedSourceIds': ids[:1] + ids[:1]}))\n",
+        encoding="utf-8")
+    out = bench.distillation(tiny(), f"{sys.executable} {script}")
+    assert out["budgets"]["256"] == {"token_budget": 256, "error": "token_budget_exceeded"}
+    assert out["budgets"]["4000"]["groups_covered"] == 1
+    lines = bench.distillation_lines(out)
+    assert lines[0].startswith("distillation coverage at budgets 256 / 1,000 / 4,000: token_budget_exceeded / ")
 
 
 NULL_PLANNER = (

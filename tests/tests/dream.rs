@@ -72,14 +72,20 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
         14 + 14 + 1,
         "positive control: 14 entries, their 14 tag postings (one tag each) and the work marker"
     );
+    // (A budget below the floor, the fixed overhead of a summary, is a request error; a budget
+    // that cannot hold the top-ranked fact with its sources is `token_budget_exceeded`, tested
+    // over the in-memory ports in dream-service.)
     let err = dream
-        .invoke(&json!({"tenantId": t, "memoryRef": r, "tokenBudget": 50}))
+        .invoke(&json!({"tenantId": t, "memoryRef": r, "tokenBudget": 10}))
         .await
         .error();
-    assert_eq!(err["errorType"], "token_budget_exceeded");
-    // The message says what budget would fit (counts only, no content).
+    assert_eq!(err["errorType"], "validation_error");
+    // The message names the field and the bound, 32 (`distill::MIN_TOKEN_BUDGET`); no content.
     let message = err["errorMessage"].as_str().unwrap_or_default();
-    assert!(message.contains("budget is 50"), "{message}");
+    assert!(
+        message.contains("tokenBudget") && message.contains("at least 32"),
+        "{message}"
+    );
     // Entries unchanged; the work marker only records that a pass began (`passRunning`), and
     // the ref is still pending.
     let data = |lines: Vec<String>| -> Vec<String> {

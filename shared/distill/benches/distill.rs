@@ -181,9 +181,9 @@ fn distill_run(label: &str, sources: &[SourceEntry], budget: u32) -> (f64, usize
     let secs = report(label, &m);
     match &m.value {
         Ok(d) => println!(
-            "{:<44} used {} of {} entries, tokens {} in + {} out = {} of {budget}, facts {}/{}, summary {} bytes",
+            "{:<44} included {} of {} entries, tokens {} in + {} out = {} of {budget}, facts {}/{}, summary {} bytes",
             "",
-            d.used_source_ids.len(),
+            d.included_source_ids.len(),
             sources.len(),
             d.input_tokens,
             d.output_tokens,
@@ -233,7 +233,8 @@ fn main() {
 
     let (t10, heap10) = distill_run("distill 10k, budget 10,000,000", &sources_10k, 10_000_000);
     distill_run("distill 10k, budget 20,000 (small)", &sources_10k, 20_000);
-    distill_run("distill 10k, budget 1,024 (floor)", &sources_10k, 1_024);
+    distill_run("distill 10k, budget 1,024", &sources_10k, 1_024);
+    distill_run("distill 10k, budget 256", &sources_10k, 256);
 
     let input = DistillInput {
         sources: sources_10k.clone(),

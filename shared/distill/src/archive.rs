@@ -9,16 +9,24 @@
 //! put-if-absent makes it a no-op. Run-specific facts (the run id for the `compacted-from:` tag,
 //! the run's start time) belong on the long-term entry and the `memory.compacted` event instead.
 //!
+//! Every source of the run is listed in `sourceIds` (all of them are consumed by the run, see
+//! [`crate::distiller`] rule step 2); `sourcesIncluded` says how many of them have a fact in the
+//! summary, and `inputTokens` counts exactly those.
+//!
 //! Example (`to_bytes` writes it on one line; wrapped here):
 //!
 //! ```text
-//! {"format":"wop-memory.archive/v1","digest":"3f1c…(64 hex)","tenantId":"t-1",
-//!  "memoryRef":"workspaces/t-1/agents/a-1/memories","distillerVersion":"wop-memory.deterministic/1",
+//! {"format":"wop-memory.archive/v2","digest":"3f1c…(64 hex)","tenantId":"t-1",
+//!  "memoryRef":"workspaces/t-1/agents/a-1/memories","distillerVersion":"wop-memory.deterministic/2",
 //!  "tokenizer":"cl100k_base","tokenBudget":100000,"tokensUsed":171,"inputTokens":120,
-//!  "outputTokens":51,"inputCount":3,"sourceCount":3,"sourceIds":["01J…A","01J…B","01J…C"],
-//!  "outputEntryId":"01JD…","outputCreatedAt":"2026-11-20T17:00:00.000Z",
+//!  "outputTokens":51,"inputCount":3,"sourceCount":3,"sourcesIncluded":3,
+//!  "sourceIds":["01J…A","01J…B","01J…C"],"outputEntryId":"01JD…",
+//!  "outputCreatedAt":"2026-11-20T17:00:00.000Z",
 //!  "summary":"## preference\n- Customer prefers email (x2, latest 2026-11-20)\n…"}
 //! ```
+//!
+//! Version 1 documents (written before every source was consumed: `sourceIds` were the sources
+//! used, no `sourcesIncluded`) still read back, with `sourcesIncluded = sourceCount`.
 
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
@@ -31,7 +39,10 @@ use crate::tokens::TOKENIZER_NAME;
 use crate::DistillError;
 
 /// `format` of every archive this version writes.
-pub const ARCHIVE_FORMAT: &str = "wop-memory.archive/v1";
+pub const ARCHIVE_FORMAT: &str = "wop-memory.archive/v2";
+
+/// The format before `sourcesIncluded`; read, never written.
+const ARCHIVE_FORMAT_V1: &str = "wop-memory.archive/v1";
 
 const DIGEST_DOMAIN: &str = "wop-memory.archive-digest/v1";
 const ENTRY_ID_DOMAIN: &str = "wop-memory.output-entry-id/v1";
@@ -51,14 +62,17 @@ pub struct Archive {
     pub tokens_used: u32,
     pub input_tokens: u32,
     pub output_tokens: u32,
-    /// Sources offered to the run (the snapshot); `source_count` of them were used.
+    /// Sources offered to the run (the snapshot). Since version 2 every one is consumed, so
+    /// `source_count` equals it.
     pub input_count: u32,
     pub source_count: u32,
-    /// Ids of the used sources, sorted ascending: the provenance forget follows.
+    /// Sources with at least one fact in the summary: the ones `input_tokens` counts.
+    pub sources_included: u32,
+    /// Ids of the run's sources, sorted ascending: the provenance forget follows.
     pub source_ids: Vec<String>,
     /// Id of the long-term entry carrying `summary` ([`output_entry_id`]).
     pub output_entry_id: String,
-    /// That entry's `createdAt`: the newest used source's, never the clock.
+    /// That entry's `createdAt`: the newest source's, never the clock.
     pub output_created_at_ms: i64,
     /// The distilled text, after SR-1 carry-forward.
     pub summary: String,
@@ -155,8 +169,17 @@ impl Archive {
             ));
         }
         let digest = archive_digest(&input.sources, input.token_budget, distiller_version);
-        let mut source_ids = distillation.used_source_ids.clone();
+        let mut source_ids: Vec<String> = input.sources.iter().map(|s| s.id.clone()).collect();
         source_ids.sort_unstable();
+        let included = &distillation.included_source_ids;
+        if included
+            .iter()
+            .any(|id| source_ids.binary_search(id).is_err())
+        {
+            return Err(DistillError::MalformedArchive(
+                "distillation names a source the input does not hold",
+            ));
+        }
         Ok(Self {
             output_entry_id: output_entry_id(&digest, distillation.newest_source_ms),
             digest,
@@ -170,6 +193,7 @@ impl Archive {
             output_tokens: distillation.output_tokens,
             input_count: u32::try_from(input.sources.len()).unwrap_or(u32::MAX),
             source_count: u32::try_from(source_ids.len()).unwrap_or(u32::MAX),
+            sources_included: u32::try_from(included.len()).unwrap_or(u32::MAX),
             source_ids,
             output_created_at_ms: distillation.newest_source_ms,
             summary: distillation.summary.clone(),
@@ -191,9 +215,14 @@ impl Archive {
     pub fn from_bytes(bytes: &[u8]) -> Result<Self, DistillError> {
         let wire: Wire = serde_json::from_slice(bytes)
             .map_err(|_| DistillError::MalformedArchive("not an archive document"))?;
-        if wire.format != ARCHIVE_FORMAT {
-            return Err(DistillError::MalformedArchive("unknown format"));
-        }
+        let sources_included = match (wire.format.as_str(), wire.sources_included) {
+            (ARCHIVE_FORMAT, Some(n)) if n <= wire.source_count => n,
+            (ARCHIVE_FORMAT_V1, None) => wire.source_count,
+            (ARCHIVE_FORMAT | ARCHIVE_FORMAT_V1, _) => {
+                return Err(DistillError::MalformedArchive("bad sourcesIncluded"))
+            }
+            _ => return Err(DistillError::MalformedArchive("unknown format")),
+        };
         if !keys::is_digest(&wire.digest) {
             return Err(DistillError::MalformedArchive("bad digest"));
         }
@@ -223,6 +252,7 @@ impl Archive {
             output_tokens: wire.output_tokens,
             input_count: wire.input_count,
             source_count: wire.source_count,
+            sources_included,
             source_ids: wire.source_ids,
             output_entry_id: wire.output_entry_id,
             output_created_at_ms: created,
@@ -247,15 +277,19 @@ struct Wire {
     output_tokens: u32,
     input_count: u32,
     source_count: u32,
+    /// Absent in version 1 documents only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    sources_included: Option<u32>,
     source_ids: Vec<String>,
     output_entry_id: String,
     output_created_at: String,
     summary: String,
 }
 
-/// Canonical JSON of `archive`: fixed field order (as in the module example), no whitespace,
-/// integers only, minimal string escaping, one trailing `\n` (see `json`). Equal archives give
-/// equal bytes on every platform and version of this crate that writes format v1.
+/// Canonical JSON of `archive` in format v2 (a v1 document read back is written as v2): fixed
+/// field order (as in the module example), no whitespace, integers only, minimal string
+/// escaping, one trailing `\n` (see `json`). Equal archives give equal bytes on every platform
+/// and version of this crate that writes format v2.
 pub fn to_bytes(archive: &Archive) -> Vec<u8> {
     canonical_bytes(&Wire {
         format: ARCHIVE_FORMAT.to_owned(),
@@ -270,6 +304,7 @@ pub fn to_bytes(archive: &Archive) -> Vec<u8> {
         output_tokens: archive.output_tokens,
         input_count: archive.input_count,
         source_count: archive.source_count,
+        sources_included: Some(archive.sources_included),
         source_ids: archive.source_ids.clone(),
         output_entry_id: archive.output_entry_id.clone(),
         output_created_at: time::format_rfc3339_ms(archive.output_created_at_ms),

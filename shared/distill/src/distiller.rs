@@ -1,62 +1,93 @@
-//! The distiller — RFC 0062 run contract §2 (token budget) and §3 (distil via the RFC 0012
-//! compaction mechanism), with a deterministic distiller behind a trait.
+//! The distiller — RFC 0062 run contract §2 (token budget: "caps input + output token
+//! accounting"; `token_budget_exceeded` when the sources cannot be meaningfully distilled within
+//! it) and §3 (distil via the RFC 0012 compaction mechanism), with a deterministic distiller
+//! behind a trait; issue 17 item 4 ("distillation that ranks").
 //!
 //! A [`Distiller`] turns the transactional entries of one memoryRef into the text of one
 //! long-term entry under a token budget. [`DeterministicDistiller`] does it with no model and no
-//! network; an LLM-backed distiller can implement the same trait later and keep the budget rule
-//! below by calling [`select_sources`].
+//! network; an LLM-backed distiller can implement the same trait later, check its input with
+//! [`check_input`] and keep the accounting below.
 //!
 //! # Budget rule (the same text is in the README)
 //!
 //! Tokens are cl100k_base tokens ([`crate::tokens`]). A source's *input tokens* are the tokens of
 //! its `content` ([`source_tokens`]); tags and timestamps are metadata and are not counted. A
-//! run's `tokensUsed` is the input tokens of the sources it used plus the tokens of the summary it
-//! produced, and is never above the budget.
+//! source is *included* when at least one of its facts is in the summary. A run's `tokensUsed` is
+//! the input tokens of the included sources plus the tokens of the summary, and is never above
+//! the budget.
 //!
-//! 1. **Floor.** A budget below [`MIN_TOKEN_BUDGET`] (1,024) fails with `token_budget_exceeded`.
-//! 2. **Output reserve.** `reserve = min(MAX_SUMMARY_TOKENS, budget / 2)` — 4,096 tokens, or half
-//!    of a budget under 8,192 — is kept for the summary while inputs are chosen.
-//! 3. **Input choice.** Sources are taken newest first (`createdAt` descending, then id ascending),
-//!    whole entries only, while their input tokens add up to at most `budget - reserve`. The
-//!    first source that does not fit ends the choice: no older entry is taken after it, so the used
-//!    set is always "everything newer than some instant". Sources left out are the oldest ones.
-//! 4. **Failure.** If not even the newest source fits (`its tokens > budget - reserve`) the run fails
-//!    with `token_budget_exceeded`; `needed` is the smallest budget that would pass steps 1–3 for
-//!    that source alone ([`min_budget_for`]). It also fails with `nothing_to_distill` when there
-//!    are no sources or the chosen ones hold no fact.
-//! 5. **Output.** The summary may use `min(MAX_SUMMARY_TOKENS, budget - input tokens)` tokens (at
-//!    least the reserve) and [`MAX_SUMMARY_BYTES`] bytes. Facts are added whole, in rank order,
-//!    until the next one would not fit; if the very first one does not fit it is shortened at a
-//!    character boundary outside any `[REDACTED:…]` marker. With a budget at or above the floor
-//!    the first fact always fits, so step 4 is the only budget failure: the allowance is then at
-//!    least 512 tokens, while the shortest first line — a heading of at most 64 characters (256
-//!    bytes) plus one character or one whole marker (at most 139 bytes), the ellipsis and the
-//!    `(xN, latest …)` suffix — stays under 512 bytes, and no token is shorter than a byte.
+//! 1. **Floor.** A budget below [`MIN_TOKEN_BUDGET`] (32) is a request error
+//!    ([`DistillError::BudgetBelowFloor`], `validation_error` on `tokenBudget` at the edge). The
+//!    floor is the fixed overhead of a summary, rounded up: the smallest document,
+//!    `## (untagged)\n- x (x4294967295, latest 2026-11-20)\n`, is 23 tokens, and the one-token
+//!    source it comes from makes 24; 32 leaves a short topic heading room too.
+//! 2. **Every source is consumed.** The run's sources are all of the snapshot: all are archived
+//!    (the archive lists every id, so forget and audits reach them), all are the output entry's
+//!    provenance, and the watermark passes all of them. None is left for a later run, and none
+//!    becomes unreachable (the transactional entries themselves stay readable).
+//! 3. **Greedy fill in rank order.** Facts (below) are offered to the summary best first. A
+//!    fact costs the input tokens of its sources not yet included plus what it adds to the
+//!    summary: the heading of a section not yet open, and its bullet — or what it adds to a
+//!    merged bullet. It is taken when input + output stays within the budget, the summary within
+//!    [`MAX_SUMMARY_TOKENS`] and [`MAX_SUMMARY_BYTES`]; otherwise it is skipped and the next one is
+//!    tried, so a small budget still fills up with cheaper facts.
+//! 4. **Failure.** The top-ranked fact is never skipped: if its bullet does not fit, its text is
+//!    shortened (with `…`) at a character boundary outside any `[REDACTED:…]` marker; if not even
+//!    one character fits beside its sources' input tokens, the run fails with
+//!    `token_budget_exceeded`, whose `needed` is the smallest budget that takes that fact
+//!    (its sources, its heading, its shortest bullet; at least the floor). This is the only
+//!    budget failure: any budget at or above `needed` succeeds. A run over no sources, or over
+//!    sources that hold no fact (blank or punctuation-only text), fails with `nothing_to_distill`.
 //!
-//! # What the deterministic summary keeps
+//! # Ranking
 //!
 //! Every non-blank line of a source is a *fact* (markdown bullets are stripped; `#` headings name
 //! the section of the lines under them). Facts are folded by a normalised key (whitespace
-//! collapsed, lower-cased outside markers, trailing `.!;,:` dropped); a fact's *weight* is the
-//! number of sources that state it, and its *latest* is the newest `createdAt` among them. The
-//! kept facts alternate between the most corroborated (weight, then recency) and the most recent
-//! (recency, then weight), so neither a long-standing preference nor yesterday's change is
-//! crowded out. Each fact goes in the section of the tag most of its sources carry (ties: the
-//! smallest tag; `compacted-from:*` provenance tags are ignored); sections are sorted by name,
-//! untagged last, facts within a section by weight, recency, key:
+//! collapsed, lower-cased outside markers, trailing `.!;,:` dropped): a fact's *weight* is the
+//! number of sources that state it, its *latest* the newest `createdAt` among them, its wording
+//! the newest one. Facts are ranked by a total order:
+//!
+//! 1. *pinned* first: a fact one of whose sources carries the tag [`PINNED_TAG`] (any case);
+//! 2. then by score = recency + corroboration + uniqueness, integers only (no float, so every
+//!    platform ranks alike):
+//!    - recency `0..=100`: `100 * r / (d - 1)` for the fact's rank `r` among the `d` distinct
+//!      `latest` instants of the run (oldest 0; 100 when all are equal) — by rank, so one very
+//!      old entry does not squash everyone else's spread;
+//!    - corroboration `0..200`: `200 * (w - 1) / (w + 1)` for weight `w` — 0, 66, 100, 120, 133 …:
+//!      a second source counts as much as two thirds of the whole recency range, later ones
+//!      less and less;
+//!    - uniqueness `0..=50`: `50 * u / n` where `n` is the number of distinct words of the fact
+//!      (its key split at spaces, outer punctuation trimmed) and `u` those no other fact has — a
+//!      fact that repeats what others say carries less;
+//! 3. then weight, latest (both descending), key (ascending; keys are unique).
+//!
+//! # Compression and layout
+//!
+//! Each fact goes in the section of the tag most of its sources carry (ties: the smallest tag;
+//! `compacted-from:*` provenance tags and the `pinned` tag are ignored); sections are sorted by
+//! name, untagged last. Facts of a section whose text starts with the same two words (compared
+//! case-insensitively, neither holding a `:`) share one bullet with the common word prefix
+//! factored out — at most [`MAX_MERGED_FACTS`] to a bullet, the prefix as long as all of them
+//! share and every fact keeps at least one word of its own. Each fact carries a compact suffix:
+//! `(latest D)` when one source states it, `(xN, latest D)` when N do. Bullets (by their first
+//! fact) and the facts in a bullet are ordered by weight, recency, key:
 //!
 //! ```text
 //! ## preference
 //! - Customer prefers email (x3, latest 2026-11-20)
+//! - Alice prefers: tea (latest 2026-11-19); window seats (latest 2026-11-02)
 //! ## (untagged)
-//! - Order 48213 shipped late (x1, latest 2026-11-19)
+//! - Order 48213 shipped late (latest 2026-11-19)
 //! ```
 //!
-//! A summary line `- text (xN, latest YYYY-MM-DD)` read back as a source counts with weight N and
-//! that date, so distilling earlier distillations (recursive distillation) keeps the counts.
+//! A summary read back as a source (recursive distillation) gives its facts back: a bullet
+//! `- text (xN, latest D)` counts with weight N and that date, `(latest D)` with weight 1, and a
+//! merged bullet `- P: a (…); b (…)` (two or more items, each with its suffix) is the facts
+//! `P a` and `P b`; the suffix of version 1 summaries, `(x1, latest D)`, still reads.
 
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::borrow::Cow;
+use std::cmp::{Ordering, Reverse};
+use std::collections::HashMap;
 
 use crate::marker;
 use crate::time;
@@ -64,14 +95,16 @@ use crate::tokens;
 use crate::DistillError;
 
 /// Version of [`DeterministicDistiller`]; part of the archive digest, so any change to its
-/// output for the same input must bump it.
-pub const DETERMINISTIC_VERSION: &str = "wop-memory.deterministic/1";
+/// output for the same input must bump it. Version 2: ranked greedy fill over all sources,
+/// merged bullets, compact suffixes, floor 32.
+pub const DETERMINISTIC_VERSION: &str = "wop-memory.deterministic/2";
 
-/// Budgets below this fail outright: under ~1k tokens there is no room for a summary worth
-/// loading, and above it the first summary line provably fits (see the module docs).
-pub const MIN_TOKEN_BUDGET: u32 = 1_024;
+/// Budgets below this are a request error: they cannot hold the fixed overhead of a summary
+/// (derivation in the module docs; `floor_covers_the_smallest_document` checks it).
+pub const MIN_TOKEN_BUDGET: u32 = 32;
 
-/// Most tokens a summary may take, and the output reserve for budgets of 8,192 and more.
+/// Most tokens a summary may take, whatever the budget: a summary is loaded into a context
+/// window at the start of a session, and a long one defeats the point of distilling.
 pub const MAX_SUMMARY_TOKENS: u32 = 4_096;
 
 /// Most bytes a summary may take: half the host's 64 KiB entry limit, leaving room for SR-1
@@ -87,8 +120,26 @@ pub const MAX_HEADING_CHARS: usize = 64;
 /// Heading of the section for facts whose sources carry no grouping tag.
 pub const UNTAGGED_HEADING: &str = "(untagged)";
 
+/// A source carrying this tag (compared ignoring ASCII case) ranks its facts above all others.
+/// The same plain tag the consolidation corpus uses; it is a flag, not a topic, so it never
+/// names a section.
+pub const PINNED_TAG: &str = "pinned";
+
+/// Most facts merged into one bullet: bounds the bullet a new fact re-renders when it joins (so
+/// filling stays linear) and keeps a bullet readable.
+pub const MAX_MERGED_FACTS: usize = 8;
+
 /// Tag prefixes that are provenance, not topic, and never name a section.
 const IGNORED_TAG_PREFIXES: &[&str] = &["compacted-from:"];
+
+/// Ranking weights (module docs, "Ranking").
+const RECENCY_POINTS: u64 = 100;
+const CORROBORATION_POINTS: u64 = 200;
+const UNIQUENESS_POINTS: u64 = 50;
+
+/// A lower bound on the tokens any fact adds to a summary: cl100k_base never puts two
+/// space-separated words into one token, and the date suffix alone is two such words.
+const SUFFIX_WORDS: u64 = 2;
 
 /// One transactional entry offered to a run (already SR-1 redacted, as stored).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -106,27 +157,28 @@ pub struct DistillInput {
     pub token_budget: u32,
 }
 
-/// A run's output. All token figures are cl100k_base counts.
+/// A run's output. All token figures are cl100k_base counts. Every source of the input is
+/// consumed by the run (rule step 2); these figures say how much of it made it into the summary.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Distillation {
     /// The long-term entry's content.
     pub summary: String,
     /// `input_tokens + output_tokens`; never above `token_budget`.
     pub tokens_used: u32,
-    /// Ids of the sources the summary was distilled from, sorted ascending.
-    pub used_source_ids: Vec<String>,
-    /// Sum of [`source_tokens`] over the used sources.
+    /// Ids of the sources at least one of whose facts is in the summary, sorted ascending.
+    pub included_source_ids: Vec<String>,
+    /// Sum of [`source_tokens`] over the included sources.
     pub input_tokens: u32,
     /// `tokens::count(&summary)`.
     pub output_tokens: u32,
     /// The budget the run was held to.
     pub token_budget: u32,
-    /// Newest `createdAt` among the used sources: the instant the summary is "as of", and the
+    /// Newest `createdAt` among all sources: the instant the summary is "as of", and the
     /// deterministic time for the output entry (never the clock, so reruns match).
     pub newest_source_ms: i64,
     /// Facts written into the summary.
     pub facts_kept: u32,
-    /// Distinct facts found in the used sources (after folding).
+    /// Distinct facts found in the sources (after folding).
     pub facts_found: u32,
 }
 
@@ -162,8 +214,8 @@ pub trait Distiller {
     /// a new version.
     fn version(&self) -> &'static str;
 
-    /// Distils `input`, failing with [`DistillError::TokenBudgetExceeded`] when the module's
-    /// budget rule cannot be met.
+    /// Distils `input`, failing with [`DistillError::BudgetBelowFloor`] or
+    /// [`DistillError::TokenBudgetExceeded`] when the module's budget rule cannot be met.
     fn distill(&self, input: &DistillInput) -> Result<Distillation, DistillError>;
 }
 
@@ -172,29 +224,15 @@ pub fn source_tokens(source: &SourceEntry) -> u32 {
     tokens::count_u32(&source.content)
 }
 
-/// Tokens kept back for the summary while inputs are chosen (rule step 2).
-pub fn output_reserve(budget: u32) -> u32 {
-    MAX_SUMMARY_TOKENS.min(budget / 2)
-}
-
-/// Smallest budget with which a newest source of `input_tokens` tokens is chosen (rule steps
-/// 1–3): the least `b >= MIN_TOKEN_BUDGET` with `input_tokens <= b - output_reserve(b)`.
-pub fn min_budget_for(input_tokens: u32) -> u32 {
-    let t = u64::from(input_tokens);
-    let least = if t == 0 {
-        0
-    } else {
-        // b - min(M, b/2) = max(b - M, ceil(b/2)), so b >= min(2t - 1, t + M).
-        (2 * t - 1).min(t + u64::from(MAX_SUMMARY_TOKENS))
-    };
-    saturate(least.max(u64::from(MIN_TOKEN_BUDGET)))
-}
-
-/// The sources a run uses (rule steps 1–4), newest first, with their summed input tokens.
-///
-/// Shared by every [`Distiller`] so they all choose inputs the same documented way. Also rejects
-/// empty input and duplicate ids.
-pub fn select_sources(input: &DistillInput) -> Result<(Vec<&SourceEntry>, u32), DistillError> {
+/// The checks every [`Distiller`] makes before distilling: the budget floor (rule step 1), at
+/// least one source, no id twice (a read snapshot never repeats one, so such input is not one).
+pub fn check_input(input: &DistillInput) -> Result<(), DistillError> {
+    if input.token_budget < MIN_TOKEN_BUDGET {
+        return Err(DistillError::BudgetBelowFloor {
+            floor: MIN_TOKEN_BUDGET,
+            budget: input.token_budget,
+        });
+    }
     if input.sources.is_empty() {
         return Err(DistillError::NothingToDistill);
     }
@@ -203,41 +241,7 @@ pub fn select_sources(input: &DistillInput) -> Result<(Vec<&SourceEntry>, u32), 
     if ids.windows(2).any(|pair| pair[0] == pair[1]) {
         return Err(DistillError::DuplicateSourceId);
     }
-    let mut order: Vec<&SourceEntry> = input.sources.iter().collect();
-    order.sort_by(|a, b| {
-        b.created_at_ms
-            .cmp(&a.created_at_ms)
-            .then_with(|| a.id.cmp(&b.id))
-    });
-
-    let budget = input.token_budget;
-    let limit = u64::from(budget - output_reserve(budget));
-    let mut used = 0_u64;
-    let mut taken = 0;
-    let mut newest_tokens = 0;
-    if budget >= MIN_TOKEN_BUDGET {
-        for (i, source) in order.iter().enumerate() {
-            let t = source_tokens(source);
-            if i == 0 {
-                newest_tokens = t;
-            }
-            if used + u64::from(t) > limit {
-                break;
-            }
-            used += u64::from(t);
-            taken += 1;
-        }
-    } else {
-        newest_tokens = order.first().map(|s| source_tokens(s)).unwrap_or(0);
-    }
-    if taken == 0 {
-        return Err(DistillError::TokenBudgetExceeded {
-            needed: min_budget_for(newest_tokens),
-            budget,
-        });
-    }
-    order.truncate(taken);
-    Ok((order, saturate(used)))
+    Ok(())
 }
 
 /// The model-free distiller described in the module docs.
@@ -250,30 +254,80 @@ impl Distiller for DeterministicDistiller {
     }
 
     fn distill(&self, input: &DistillInput) -> Result<Distillation, DistillError> {
-        let (used, input_tokens) = select_sources(input)?;
-        let budget = input.token_budget;
-        let facts = Facts::extract(&used);
+        check_input(input)?;
+        // Newest first, then id: the order decides which wording of a fact is shown.
+        let mut order: Vec<&SourceEntry> = input.sources.iter().collect();
+        order.sort_by(|a, b| {
+            b.created_at_ms
+                .cmp(&a.created_at_ms)
+                .then_with(|| a.id.cmp(&b.id))
+        });
+        let facts = Facts::extract(&order);
         if facts.list.is_empty() {
             return Err(DistillError::NothingToDistill);
         }
-        let cap = u64::from(MAX_SUMMARY_TOKENS)
-            .min(u64::from(budget).saturating_sub(u64::from(input_tokens)));
-        let (summary, output_tokens, kept) = render(&facts, cap, input_tokens, budget)?;
-        let mut used_source_ids: Vec<String> = used.iter().map(|s| s.id.clone()).collect();
-        used_source_ids.sort_unstable();
-        let newest_source_ms = used.first().map(|s| s.created_at_ms).unwrap_or(0);
+        let budget = input.token_budget;
+        let mut fill = Fill::new(&facts, &order, budget);
+        for (rank, &index) in facts.ranked().iter().enumerate() {
+            if fill.exhausted() {
+                break;
+            }
+            fill.offer(index, rank == 0)?;
+        }
+        let done = fill.finish()?;
         Ok(Distillation {
-            summary,
-            tokens_used: saturate(u64::from(input_tokens) + output_tokens),
-            used_source_ids,
-            input_tokens,
-            output_tokens: saturate(output_tokens),
+            summary: done.summary,
+            tokens_used: saturate(done.input_tokens + done.output_tokens),
+            included_source_ids: done.included_source_ids,
+            input_tokens: saturate(done.input_tokens),
+            output_tokens: saturate(done.output_tokens),
             token_budget: budget,
-            newest_source_ms,
-            facts_kept: saturate(kept as u64),
+            newest_source_ms: order.first().map(|s| s.created_at_ms).unwrap_or(0),
+            facts_kept: saturate(done.facts_kept as u64),
             facts_found: saturate(facts.list.len() as u64),
         })
     }
+}
+
+/// One fact of a summary as a reader of it sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SummaryItem {
+    /// The `##` section it sits under; `None` for the untagged section (or no heading).
+    pub section: Option<String>,
+    /// Its text, a merged bullet's shared prefix put back in front.
+    pub text: String,
+    /// `N` of `(xN, …)`; 1 for `(latest …)` or no suffix.
+    pub weight: u32,
+    /// The first millisecond of the suffix's date, if there is one.
+    pub latest_ms: Option<i64>,
+}
+
+/// The facts of a summary this distiller wrote, in its order — exactly what recursive
+/// distillation reads back (merged bullets split into their facts, suffixes parsed), so a
+/// consumer of summaries (a model that rewrites them) need not know the layout.
+pub fn summary_items(summary: &str) -> Vec<SummaryItem> {
+    let mut out = Vec::new();
+    let mut section: Option<String> = None;
+    let mut parsed = Vec::new();
+    for raw in summary.split('\n') {
+        let line = raw.trim();
+        if let Some(heading) = heading_of(line) {
+            section = Some(collapse(heading)).filter(|name| name != UNTAGGED_HEADING);
+            continue;
+        }
+        split_line(strip_bullet(line), &mut parsed);
+        for (text, weight, latest_ms) in parsed.drain(..) {
+            if has_substance(&text) {
+                out.push(SummaryItem {
+                    section: section.clone(),
+                    text: text.into_owned(),
+                    weight,
+                    latest_ms,
+                });
+            }
+        }
+    }
+    out
 }
 
 fn saturate(value: u64) -> u32 {
@@ -284,15 +338,19 @@ fn saturate(value: u64) -> u32 {
 // Fact extraction and folding
 
 struct Fact<'a> {
-    /// Display text of the newest occurrence (raw slice; collapsed when rendered).
-    text: &'a str,
+    /// Display text of the newest occurrence (collapsed when rendered); owned only when it was
+    /// rebuilt from a merged bullet of an earlier summary.
+    text: Cow<'a, str>,
     key: String,
     weight: u64,
     latest_ms: i64,
     /// (interned section name, sources voting for it).
     votes: Vec<(usize, u32)>,
-    /// Index of the last source that stated this fact, so repeats inside one source count once.
-    last_source: usize,
+    /// Indices (into the run's newest-first order) of the sources stating this fact, ascending
+    /// and distinct: the sources a summary that keeps it includes.
+    sources: Vec<u32>,
+    /// Some source stating it carries [`PINNED_TAG`].
+    pinned: bool,
 }
 
 struct Facts<'a> {
@@ -312,8 +370,11 @@ enum Section {
     Untagged,
 }
 
+/// One fact read off a line: its text, weight and (for summary lines) date.
+type Parsed<'a> = (Cow<'a, str>, u32, Option<i64>);
+
 impl<'a> Facts<'a> {
-    fn extract(used: &[&'a SourceEntry]) -> Self {
+    fn extract(order: &[&'a SourceEntry]) -> Self {
         let mut list: Vec<Fact<'a>> = Vec::new();
         let mut by_key: HashMap<String, usize> = HashMap::new();
         let mut names: Vec<String> = Vec::new();
@@ -324,8 +385,11 @@ impl<'a> Facts<'a> {
                 names.len() - 1
             })
         };
+        let mut parsed: Vec<Parsed<'a>> = Vec::new();
 
-        for (source_index, source) in used.iter().enumerate() {
+        for (source_index, source) in order.iter().enumerate() {
+            let source_index = u32::try_from(source_index).unwrap_or(u32::MAX);
+            let pinned = source.tags.iter().any(|t| is_pinned(t));
             let mut entry_tags: Vec<usize> = source
                 .tags
                 .iter()
@@ -347,44 +411,48 @@ impl<'a> Facts<'a> {
                     };
                     continue;
                 }
-                let body = strip_bullet(line);
-                let (text, weight, dated) = split_suffix(body);
-                if !has_substance(text) {
-                    continue;
-                }
-                let key = fact_key(text);
-                let latest = dated.unwrap_or(source.created_at_ms);
-                let index = match by_key.get(&key) {
-                    Some(&index) => index,
-                    None => {
-                        list.push(Fact {
-                            text,
-                            key: String::new(),
-                            weight: 0,
-                            latest_ms: latest,
-                            votes: Vec::new(),
-                            last_source: usize::MAX,
-                        });
-                        by_key.insert(key, list.len() - 1);
-                        list.len() - 1
+                split_line(strip_bullet(line), &mut parsed);
+                for (text, weight, dated) in parsed.drain(..) {
+                    if !has_substance(&text) {
+                        continue;
                     }
-                };
-                let fact = &mut list[index];
-                if fact.last_source == source_index {
-                    continue;
-                }
-                fact.last_source = source_index;
-                fact.weight += u64::from(weight);
-                fact.latest_ms = fact.latest_ms.max(latest);
-                let voters: &[usize] = match section {
-                    Section::EntryTags => &entry_tags,
-                    Section::Named(ref id) => std::slice::from_ref(id),
-                    Section::Untagged => &[],
-                };
-                for &name in voters {
-                    match fact.votes.iter_mut().find(|(n, _)| *n == name) {
-                        Some((_, count)) => *count += 1,
-                        None => fact.votes.push((name, 1)),
+                    let key = fact_key(&text);
+                    let latest = dated.unwrap_or(source.created_at_ms);
+                    let index = match by_key.get(&key) {
+                        Some(&index) => index,
+                        None => {
+                            list.push(Fact {
+                                text,
+                                key: String::new(),
+                                weight: 0,
+                                latest_ms: latest,
+                                votes: Vec::new(),
+                                sources: Vec::new(),
+                                pinned: false,
+                            });
+                            by_key.insert(key, list.len() - 1);
+                            list.len() - 1
+                        }
+                    };
+                    let fact = &mut list[index];
+                    // Repeats inside one source count once.
+                    if fact.sources.last() == Some(&source_index) {
+                        continue;
+                    }
+                    fact.sources.push(source_index);
+                    fact.weight += u64::from(weight);
+                    fact.latest_ms = fact.latest_ms.max(latest);
+                    fact.pinned |= pinned;
+                    let voters: &[usize] = match section {
+                        Section::EntryTags => &entry_tags,
+                        Section::Named(ref id) => std::slice::from_ref(id),
+                        Section::Untagged => &[],
+                    };
+                    for &name in voters {
+                        match fact.votes.iter_mut().find(|(n, _)| *n == name) {
+                            Some((_, count)) => *count += 1,
+                            None => fact.votes.push((name, 1)),
+                        }
                     }
                 }
             }
@@ -405,12 +473,94 @@ impl<'a> Facts<'a> {
             .max_by(|a, b| a.0.cmp(&b.0).then_with(|| b.1.cmp(a.1)))
             .map(|(_, name)| name)
     }
+
+    /// Fact indices best first, by the total order of the module docs ("Ranking").
+    fn ranked(&self) -> Vec<usize> {
+        let mut instants: Vec<i64> = self.list.iter().map(|f| f.latest_ms).collect();
+        instants.sort_unstable();
+        instants.dedup();
+        let steps = (instants.len() as u64).saturating_sub(1);
+
+        // How many facts use each word; two passes with one reused buffer, so the word lists
+        // of all facts are never held at once.
+        let mut spread: HashMap<&str, u32> = HashMap::new();
+        let mut words: Vec<&str> = Vec::new();
+        for fact in &self.list {
+            distinct_words(&fact.key, &mut words);
+            for &word in &words {
+                *spread.entry(word).or_insert(0) += 1;
+            }
+        }
+        let mut ranks: Vec<(bool, u64, u64, i64, &str, usize)> = self
+            .list
+            .iter()
+            .enumerate()
+            .map(|(index, fact)| {
+                let position = instants.partition_point(|&t| t < fact.latest_ms) as u64;
+                // All instants equal: everything is as recent as it gets.
+                let recency = (RECENCY_POINTS * position)
+                    .checked_div(steps)
+                    .unwrap_or(RECENCY_POINTS);
+                let w = fact.weight.max(1);
+                let corroboration =
+                    CORROBORATION_POINTS.saturating_mul(w - 1) / w.saturating_add(1);
+                distinct_words(&fact.key, &mut words);
+                let unique = words.iter().filter(|w| spread.get(*w) == Some(&1)).count() as u64;
+                let uniqueness = (UNIQUENESS_POINTS * unique)
+                    .checked_div(words.len() as u64)
+                    .unwrap_or(0);
+                (
+                    fact.pinned,
+                    recency + corroboration + uniqueness,
+                    fact.weight,
+                    fact.latest_ms,
+                    fact.key.as_str(),
+                    index,
+                )
+            })
+            .collect();
+        ranks.sort_unstable_by(|a, b| {
+            (Reverse(a.0), Reverse(a.1), Reverse(a.2), Reverse(a.3), a.4).cmp(&(
+                Reverse(b.0),
+                Reverse(b.1),
+                Reverse(b.2),
+                Reverse(b.3),
+                b.4,
+            ))
+        });
+        ranks.into_iter().map(|r| r.5).collect()
+    }
+}
+
+/// The distinct words of a fact key, outer punctuation trimmed, into `out` (sorted).
+fn distinct_words<'k>(key: &'k str, out: &mut Vec<&'k str>) {
+    out.clear();
+    out.extend(
+        key.split(' ')
+            .map(|w| w.trim_matches(|c: char| !c.is_alphanumeric()))
+            .filter(|w| !w.is_empty()),
+    );
+    out.sort_unstable();
+    out.dedup();
+}
+
+/// Order of facts inside a section and a bullet: weight, recency (both descending), key.
+fn layout_order(a: &Fact<'_>, b: &Fact<'_>) -> Ordering {
+    (Reverse(a.weight), Reverse(a.latest_ms), &a.key).cmp(&(
+        Reverse(b.weight),
+        Reverse(b.latest_ms),
+        &b.key,
+    ))
+}
+
+fn is_pinned(tag: &str) -> bool {
+    tag.trim().eq_ignore_ascii_case(PINNED_TAG)
 }
 
 /// A tag's section name: control characters and runs of whitespace collapsed to one space,
-/// trimmed; `None` for provenance tags and tags that are blank after that.
+/// trimmed; `None` for provenance tags, the pinned flag and tags that are blank after that.
 fn grouping_name(tag: &str) -> Option<String> {
-    if IGNORED_TAG_PREFIXES.iter().any(|p| tag.starts_with(p)) {
+    if IGNORED_TAG_PREFIXES.iter().any(|p| tag.starts_with(p)) || is_pinned(tag) {
         return None;
     }
     let name = collapse(tag);
@@ -440,26 +590,78 @@ fn strip_bullet(line: &str) -> &str {
     line
 }
 
-/// Splits a trailing ` (xN, latest YYYY-MM-DD)` written by an earlier distillation, returning
-/// the text, its weight (1 when absent) and the date's first millisecond.
+/// Splits a trailing ` (xN, latest YYYY-MM-DD)` or ` (latest YYYY-MM-DD)` written by an earlier
+/// distillation, returning the text, its weight (1 when absent or without `xN`) and the date's
+/// first millisecond.
 fn split_suffix(body: &str) -> (&str, u32, Option<i64>) {
     let plain = (body, 1, None);
-    let Some(open) = body.rfind(" (x") else {
+    let Some(open) = body.rfind(" (") else {
         return plain;
     };
-    let Some(inner) = body[open + 3..].strip_suffix(')') else {
+    let Some(inner) = body[open + 2..].strip_suffix(')') else {
         return plain;
     };
-    let Some((count, date)) = inner.split_once(", latest ") else {
-        return plain;
+    let (weight, date) = match inner.split_once(", latest ") {
+        Some((count, date)) => {
+            let Some(digits) = count.strip_prefix('x') else {
+                return plain;
+            };
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return plain;
+            }
+            match digits.parse::<u32>() {
+                Ok(weight) if weight > 0 => (weight, date),
+                _ => return plain,
+            }
+        }
+        None => match inner.strip_prefix("latest ") {
+            Some(date) => (1, date),
+            None => return plain,
+        },
     };
-    if count.is_empty() || !count.bytes().all(|b| b.is_ascii_digit()) {
-        return plain;
-    }
-    match (count.parse::<u32>(), time::parse_date(date)) {
-        (Ok(weight), Some(day)) if weight > 0 => (body[..open].trim_end(), weight, Some(day)),
+    let text = body[..open].trim_end();
+    match time::parse_date(date) {
+        Some(day) if !text.is_empty() => (text, weight, Some(day)),
         _ => plain,
     }
+}
+
+/// The facts of one line into `out`: the facts of a merged bullet of an earlier summary
+/// ([`split_merged`]), else the line with its suffix split off ([`split_suffix`]).
+fn split_line<'a>(body: &'a str, out: &mut Vec<Parsed<'a>>) {
+    out.clear();
+    if !split_merged(body, out) {
+        out.clear();
+        let (text, weight, dated) = split_suffix(body);
+        out.push((Cow::Borrowed(text), weight, dated));
+    }
+}
+
+/// Reads `P: a (…); b (…)` — a prefix of two or more words without `:`, then two or more items
+/// each ending in a summary suffix, separated by `; ` — as the facts `P a`, `P b`. Anything else
+/// is not a merged bullet (`false`); an item may itself contain `; `, since only a `; ` right
+/// after a valid suffix separates.
+fn split_merged<'a>(body: &'a str, out: &mut Vec<Parsed<'a>>) -> bool {
+    let Some((prefix, rest)) = body.split_once(": ") else {
+        return false;
+    };
+    if prefix.contains(':') || prefix.split(' ').filter(|w| !w.is_empty()).count() < 2 {
+        return false;
+    }
+    let mut start = 0;
+    for (at, _) in rest.match_indices("); ") {
+        let (text, weight, dated) = split_suffix(&rest[start..=at]);
+        if dated.is_some() {
+            out.push((Cow::Owned(format!("{prefix} {text}")), weight, dated));
+            start = at + 3;
+        }
+    }
+    let (text, weight, dated) = split_suffix(&rest[start..]);
+    if dated.is_none() || out.is_empty() {
+        return false;
+    }
+    out.push((Cow::Owned(format!("{prefix} {text}")), weight, dated));
+    true
 }
 
 /// A fact needs a letter, a digit or a marker; rules like `---` and lone punctuation are not
@@ -513,75 +715,478 @@ fn fact_key(text: &str) -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Ranking and rendering
+// Filling and rendering
 
-/// Fact indices in the order they are offered to the summary: alternately the best remaining
-/// by corroboration (weight, then recency, then key) and the best remaining by recency (recency,
-/// then weight, then key).
-///
-/// Lazy: two heaps built in O(n), popped only while the summary has room, so ranking costs
-/// O(n + k log n) for k kept facts rather than two full sorts.
-struct PickOrder<'f> {
-    by_weight: BinaryHeap<(u64, i64, Reverse<&'f str>, usize)>,
-    by_recency: BinaryHeap<(i64, u64, Reverse<&'f str>, usize)>,
-    picked: Vec<bool>,
-    weight_turn: bool,
+/// A fact placed in the summary.
+struct Member {
+    fact: usize,
+    /// Display text: collapsed, cut at [`MAX_FACT_CHARS`] (or shorter, for a shortened top fact),
+    /// ending in `…` when cut.
+    text: String,
 }
 
-impl<'f> PickOrder<'f> {
-    fn new(facts: &'f [Fact<'_>]) -> Self {
-        let by_weight = facts
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.weight, f.latest_ms, Reverse(f.key.as_str()), i))
-            .collect();
-        let by_recency = facts
-            .iter()
-            .enumerate()
-            .map(|(i, f)| (f.latest_ms, f.weight, Reverse(f.key.as_str()), i))
-            .collect();
+/// One bullet: a single fact, or facts sharing a word prefix.
+struct Line {
+    section: usize,
+    /// Sorted by [`layout_order`].
+    members: Vec<Member>,
+    /// Words of the factored prefix (0 for a single fact).
+    prefix_words: usize,
+    /// `- …\n`.
+    text: String,
+    tokens: u64,
+}
+
+struct OpenSection {
+    name: Option<String>,
+    heading: String,
+}
+
+/// What taking one fact changes, worked out before anything is changed.
+struct Plan {
+    /// An open section, or a new one: (name, heading, its tokens).
+    section: Result<usize, (Option<String>, String, u64)>,
+    /// The bullet the fact joins, if any.
+    joins: Option<usize>,
+    members: Vec<Member>,
+    text: String,
+    tokens: u64,
+    prefix_words: usize,
+    /// Group key under which later facts may join a new bullet.
+    group: Option<String>,
+}
+
+/// The greedy fill of rule step 3: the summary so far and what it has cost.
+struct Fill<'f, 'a> {
+    facts: &'f Facts<'a>,
+    sources: &'f [&'a SourceEntry],
+    budget: u64,
+    /// Per source, lazily: whitespace-separated words (a lower bound of its tokens, since
+    /// cl100k_base never joins two of them into one token) and its exact tokens.
+    source_words: Vec<Option<u64>>,
+    source_tokens: Vec<Option<u64>>,
+    included: Vec<bool>,
+    input: u64,
+    output: u64,
+    bytes: usize,
+    sections: Vec<OpenSection>,
+    section_ids: HashMap<Option<String>, usize>,
+    lines: Vec<Line>,
+    /// Per section: group key -> the bullet with room for another fact.
+    groups: Vec<HashMap<String, usize>>,
+    /// (bullet, fact) in the order taken.
+    picks: Vec<(usize, usize)>,
+}
+
+/// The filled summary and its accounting.
+struct Done {
+    summary: String,
+    input_tokens: u64,
+    output_tokens: u64,
+    included_source_ids: Vec<String>,
+    facts_kept: usize,
+}
+
+impl<'f, 'a> Fill<'f, 'a> {
+    fn new(facts: &'f Facts<'a>, sources: &'f [&'a SourceEntry], budget: u32) -> Self {
         Self {
-            by_weight,
-            by_recency,
-            picked: vec![false; facts.len()],
-            weight_turn: true,
+            facts,
+            sources,
+            budget: u64::from(budget),
+            source_words: vec![None; sources.len()],
+            source_tokens: vec![None; sources.len()],
+            included: vec![false; sources.len()],
+            input: 0,
+            output: 0,
+            bytes: 0,
+            sections: Vec::new(),
+            section_ids: HashMap::new(),
+            lines: Vec::new(),
+            groups: Vec::new(),
+            picks: Vec::new(),
         }
     }
 
-    fn pop_weight(&mut self) -> Option<usize> {
-        while let Some((.., i)) = self.by_weight.pop() {
-            if !self.picked[i] {
-                return Some(i);
-            }
-        }
-        None
+    fn words_of(&mut self, source: u32) -> u64 {
+        let i = source as usize;
+        *self.source_words[i]
+            .get_or_insert_with(|| self.sources[i].content.split_whitespace().count() as u64)
     }
 
-    fn pop_recency(&mut self) -> Option<usize> {
-        while let Some((.., i)) = self.by_recency.pop() {
-            if !self.picked[i] {
-                return Some(i);
+    fn tokens_of(&mut self, source: u32) -> u64 {
+        let i = source as usize;
+        *self.source_tokens[i].get_or_insert_with(|| u64::from(source_tokens(self.sources[i])))
+    }
+
+    /// Output tokens still free under both the budget and the summary cap.
+    fn room(&self) -> u64 {
+        u64::from(MAX_SUMMARY_TOKENS)
+            .saturating_sub(self.output)
+            .min(self.budget.saturating_sub(self.input + self.output))
+    }
+
+    /// No fact can be added any more: every fact adds at least one word and its suffix.
+    fn exhausted(&self) -> bool {
+        !self.picks.is_empty() && self.room() < 1 + SUFFIX_WORDS
+    }
+
+    /// Offers one fact (rule steps 3 and 4): takes it if it fits, skips it if not; the top
+    /// fact (`first`) is shortened to fit or fails the run.
+    fn offer(&mut self, index: usize, first: bool) -> Result<(), DistillError> {
+        let facts = self.facts;
+        let fact = &facts.list[index];
+        let section_name = facts.section_of(fact).map(str::to_owned);
+        let section = self.section_ids.get(&section_name).copied();
+        let display = collapse(&fact.text);
+        let (cut, was_cut) = marker::truncate_chars(&display, MAX_FACT_CHARS);
+        let text = if was_cut {
+            format!("{cut}…")
+        } else {
+            cut.to_owned()
+        };
+        let group = group_key(&text);
+        let joins = section
+            .zip(group.as_deref())
+            .and_then(|(s, g)| self.groups[s].get(g).copied());
+
+        // Cheap lower bounds before any tokenizing: words never share a token.
+        let words = text.split(' ').count() as u64;
+        let own_words = match joins {
+            Some(line) => words
+                .saturating_sub(self.lines[line].prefix_words as u64)
+                .max(1),
+            None => words,
+        };
+        let least = own_words + SUFFIX_WORDS + u64::from(section.is_none());
+        let new_sources: Vec<u32> = fact
+            .sources
+            .iter()
+            .copied()
+            .filter(|&s| !self.included[s as usize])
+            .collect();
+        if !first {
+            if least > self.room() {
+                return Ok(());
+            }
+            let new_words: u64 = new_sources.iter().map(|&s| self.words_of(s)).sum();
+            if self.input + new_words + self.output + least > self.budget {
+                return Ok(());
             }
         }
-        None
+        let new_input: u64 = new_sources.iter().map(|&s| self.tokens_of(s)).sum();
+        if !first && self.input + new_input + self.output + least > self.budget {
+            return Ok(());
+        }
+
+        let (section_plan, head_tokens, head_bytes) = match section {
+            Some(s) => (Ok(s), 0, 0),
+            None => {
+                let heading = heading_line(section_name.as_deref());
+                let tokens = tokens::count(&heading) as u64;
+                let bytes = heading.len();
+                (Err((section_name, heading, tokens)), tokens, bytes)
+            }
+        };
+        let mut members: Vec<Member> = match joins {
+            Some(line) => self.lines[line]
+                .members
+                .iter()
+                .map(|m| Member {
+                    fact: m.fact,
+                    text: m.text.clone(),
+                })
+                .collect(),
+            None => Vec::new(),
+        };
+        let (old_tokens, old_bytes) = joins
+            .map(|line| (self.lines[line].tokens, self.lines[line].text.len()))
+            .unwrap_or((0, 0));
+        members.push(Member { fact: index, text });
+        members.sort_by(|a, b| layout_order(&facts.list[a.fact], &facts.list[b.fact]));
+        let (line_text, prefix_words) = render_line(facts, &members);
+        let line_tokens = tokens::count(&line_text) as u64;
+
+        let input_after = self.input + new_input;
+        let fits = |tokens: u64, bytes: usize| {
+            let output = self.output - old_tokens + head_tokens + tokens;
+            output <= u64::from(MAX_SUMMARY_TOKENS)
+                && input_after + output <= self.budget
+                && self.bytes - old_bytes + head_bytes + bytes <= MAX_SUMMARY_BYTES
+        };
+        let plan = if fits(line_tokens, line_text.len()) {
+            Plan {
+                section: section_plan,
+                joins,
+                members,
+                text: line_text,
+                tokens: line_tokens,
+                prefix_words,
+                group,
+            }
+        } else if !first {
+            return Ok(());
+        } else {
+            // The top fact alone (nothing is open yet): shorten it, or fail the run.
+            let shortened = shorten_to_fit(cut, was_cut, |candidate| {
+                let line = render_line(
+                    facts,
+                    &[Member {
+                        fact: index,
+                        text: candidate.to_owned(),
+                    }],
+                )
+                .0;
+                let tokens = tokens::count(&line) as u64;
+                fits(tokens, line.len()).then_some((line, tokens))
+            });
+            let Some((member_text, (line, tokens))) = shortened else {
+                let at = marker::cut_points(cut)
+                    .first()
+                    .copied()
+                    .unwrap_or(cut.len());
+                let shortest = shortened_text(cut, was_cut, at);
+                let line = render_line(
+                    facts,
+                    &[Member {
+                        fact: index,
+                        text: shortest,
+                    }],
+                )
+                .0;
+                let needed = new_input + head_tokens + tokens::count(&line) as u64;
+                return Err(DistillError::TokenBudgetExceeded {
+                    needed: saturate(needed.max(u64::from(MIN_TOKEN_BUDGET))),
+                    budget: saturate(self.budget),
+                });
+            };
+            Plan {
+                section: section_plan,
+                joins: None,
+                members: vec![Member {
+                    fact: index,
+                    text: member_text,
+                }],
+                text: line,
+                tokens,
+                prefix_words: 0,
+                // A shortened fact keeps its bullet to itself.
+                group: None,
+            }
+        };
+        self.apply(index, new_sources, plan);
+        Ok(())
+    }
+
+    fn apply(&mut self, fact: usize, new_sources: Vec<u32>, plan: Plan) {
+        let section = match plan.section {
+            Ok(s) => s,
+            Err((name, heading, tokens)) => {
+                self.output += tokens;
+                self.bytes += heading.len();
+                self.sections.push(OpenSection {
+                    name: name.clone(),
+                    heading,
+                });
+                self.groups.push(HashMap::new());
+                self.section_ids.insert(name, self.sections.len() - 1);
+                self.sections.len() - 1
+            }
+        };
+        for s in new_sources {
+            self.included[s as usize] = true;
+            self.input += self.tokens_of(s);
+        }
+        let line = match plan.joins {
+            Some(line) => {
+                let old = &mut self.lines[line];
+                self.output = self.output - old.tokens + plan.tokens;
+                self.bytes = self.bytes - old.text.len() + plan.text.len();
+                old.members = plan.members;
+                old.prefix_words = plan.prefix_words;
+                old.text = plan.text;
+                old.tokens = plan.tokens;
+                if old.members.len() >= MAX_MERGED_FACTS {
+                    self.groups[section].retain(|_, l| *l != line);
+                }
+                line
+            }
+            None => {
+                self.output += plan.tokens;
+                self.bytes += plan.text.len();
+                self.lines.push(Line {
+                    section,
+                    members: plan.members,
+                    prefix_words: plan.prefix_words,
+                    text: plan.text,
+                    tokens: plan.tokens,
+                });
+                let line = self.lines.len() - 1;
+                if let Some(group) = plan.group {
+                    self.groups[section].insert(group, line);
+                }
+                line
+            }
+        };
+        self.picks.push((line, fact));
+    }
+
+    /// Lays the summary out and recounts it whole. Lines start with `#`/`-` and end in `\n`, so
+    /// per-line prices add up exactly (see `tokens`); the recount is the figure reported, and
+    /// the loop a guard should that ever not hold: it drops the last fact taken until the
+    /// summary fits.
+    fn finish(mut self) -> Result<Done, DistillError> {
+        loop {
+            let summary = self.layout();
+            let output = tokens::count(&summary) as u64;
+            let mut included = vec![false; self.sources.len()];
+            for line in &self.lines {
+                for member in &line.members {
+                    for &s in &self.facts.list[member.fact].sources {
+                        included[s as usize] = true;
+                    }
+                }
+            }
+            let mut input = 0;
+            let mut ids = Vec::new();
+            for (s, _) in included.iter().enumerate().filter(|(_, &on)| on) {
+                input += self.tokens_of(s as u32);
+                ids.push(self.sources[s].id.clone());
+            }
+            if input + output <= self.budget
+                && output <= u64::from(MAX_SUMMARY_TOKENS)
+                && summary.len() <= MAX_SUMMARY_BYTES
+            {
+                ids.sort_unstable();
+                return Ok(Done {
+                    summary,
+                    input_tokens: input,
+                    output_tokens: output,
+                    included_source_ids: ids,
+                    facts_kept: self.picks.len(),
+                });
+            }
+            match self.picks.pop() {
+                Some((line, fact)) if !self.picks.is_empty() => {
+                    let line = &mut self.lines[line];
+                    line.members.retain(|m| m.fact != fact);
+                    let (text, prefix_words) = render_line(self.facts, &line.members);
+                    line.text = text;
+                    line.prefix_words = prefix_words;
+                }
+                _ => {
+                    return Err(DistillError::TokenBudgetExceeded {
+                        needed: saturate(input + output),
+                        budget: saturate(self.budget),
+                    })
+                }
+            }
+        }
+    }
+
+    /// Sections by name with untagged last; bullets in a section by their first fact.
+    fn layout(&self) -> String {
+        let mut section_rank: Vec<usize> = (0..self.sections.len()).collect();
+        section_rank.sort_by(|&a, &b| {
+            let (na, nb) = (&self.sections[a].name, &self.sections[b].name);
+            (na.is_none(), na).cmp(&(nb.is_none(), nb))
+        });
+        let mut position = vec![0; self.sections.len()];
+        for (rank, &section) in section_rank.iter().enumerate() {
+            position[section] = rank;
+        }
+        let mut order: Vec<&Line> = self
+            .lines
+            .iter()
+            .filter(|l| !l.members.is_empty())
+            .collect();
+        order.sort_by(|a, b| {
+            position[a.section].cmp(&position[b.section]).then_with(|| {
+                layout_order(
+                    &self.facts.list[a.members[0].fact],
+                    &self.facts.list[b.members[0].fact],
+                )
+            })
+        });
+        let mut out = String::new();
+        let mut current = None;
+        for line in order {
+            if current != Some(line.section) {
+                out.push_str(&self.sections[line.section].heading);
+                current = Some(line.section);
+            }
+            out.push_str(&line.text);
+        }
+        out
     }
 }
 
-impl Iterator for PickOrder<'_> {
-    type Item = usize;
+/// The key under which facts of a section share a bullet: the first two words, lower-cased,
+/// for a text of three or more words whose first two hold no `:` (so a merged bullet reads
+/// back unambiguously); `None` for a text that never merges.
+fn group_key(text: &str) -> Option<String> {
+    let mut words = text.split(' ');
+    let (first, second) = (words.next()?, words.next()?);
+    words.next()?;
+    if first.contains(':') || second.contains(':') {
+        return None;
+    }
+    let mut key: String = first.chars().flat_map(char::to_lowercase).collect();
+    key.push(' ');
+    key.extend(second.chars().flat_map(char::to_lowercase));
+    Some(key)
+}
 
-    fn next(&mut self) -> Option<usize> {
-        let first_weight = self.weight_turn;
-        self.weight_turn = !self.weight_turn;
-        let next = if first_weight {
-            self.pop_weight().or_else(|| self.pop_recency())
-        } else {
-            self.pop_recency().or_else(|| self.pop_weight())
-        };
-        if let Some(i) = next {
-            self.picked[i] = true;
+fn same_word(a: &str, b: &str) -> bool {
+    a.chars()
+        .flat_map(char::to_lowercase)
+        .eq(b.chars().flat_map(char::to_lowercase))
+}
+
+/// `- text (suffix)\n`, or for several facts `- P: a (suffix); b (suffix)\n` with `P` the longest
+/// word prefix they all share (no word of it holding a `:`, every fact keeping a word of its
+/// own). Returns the line and the number of words factored out.
+fn render_line(facts: &Facts<'_>, members: &[Member]) -> (String, usize) {
+    let mut out = String::from("- ");
+    let mut prefix_words = 0;
+    if let [only] = members {
+        out.push_str(&only.text);
+        push_suffix(&mut out, &facts.list[only.fact]);
+    } else if let Some(first) = members.first() {
+        let words: Vec<Vec<&str>> = members
+            .iter()
+            .map(|m| m.text.split(' ').collect())
+            .collect();
+        let shortest = words.iter().map(Vec::len).min().unwrap_or(0);
+        let lead: Vec<&str> = first.text.split(' ').collect();
+        while prefix_words + 1 < shortest
+            && !lead[prefix_words].contains(':')
+            && words
+                .iter()
+                .all(|w| same_word(w[prefix_words], lead[prefix_words]))
+        {
+            prefix_words += 1;
         }
-        next
+        out.push_str(&lead[..prefix_words].join(" "));
+        out.push_str(": ");
+        for (i, (member, own)) in members.iter().zip(&words).enumerate() {
+            if i > 0 {
+                out.push_str("; ");
+            }
+            out.push_str(&own[prefix_words..].join(" "));
+            push_suffix(&mut out, &facts.list[member.fact]);
+        }
+    }
+    out.push('\n');
+    (out, prefix_words)
+}
+
+/// ` (latest D)` for one source, ` (xN, latest D)` for N.
+fn push_suffix(out: &mut String, fact: &Fact<'_>) {
+    let date = time::format_date(fact.latest_ms);
+    if fact.weight > 1 {
+        out.push_str(&format!(" (x{}, latest {date})", fact.weight));
+    } else {
+        out.push_str(&format!(" (latest {date})"));
     }
 }
 
@@ -600,93 +1205,22 @@ fn heading_line(section: Option<&str>) -> String {
     format!("## {title}\n")
 }
 
-fn fact_line(text: &str, was_cut: bool, fact: &Fact<'_>) -> String {
-    let ellipsis = if was_cut { "…" } else { "" };
-    format!(
-        "- {text}{ellipsis} (x{}, latest {})\n",
-        fact.weight,
-        time::format_date(fact.latest_ms)
-    )
-}
-
-struct Kept {
-    fact: usize,
-    section: Option<String>,
-    line: String,
-}
-
-/// Writes the summary: facts in [`pick_order`] while they fit `cap` tokens and
-/// [`MAX_SUMMARY_BYTES`], then laid out by section. Returns (summary, its tokens, facts kept).
-fn render(
-    facts: &Facts<'_>,
-    cap: u64,
-    input_tokens: u32,
-    budget: u32,
-) -> Result<(String, u64, usize), DistillError> {
-    let mut kept: Vec<Kept> = Vec::new();
-    let mut sections_open: Vec<Option<String>> = Vec::new();
-    let (mut used_tokens, mut used_bytes) = (0_u64, 0_usize);
-
-    for index in PickOrder::new(&facts.list) {
-        let fact = &facts.list[index];
-        let section = facts.section_of(fact).map(str::to_owned);
-        let heading = (!sections_open.contains(&section)).then(|| heading_line(section.as_deref()));
-        let (head_tokens, head_bytes) = heading
-            .as_deref()
-            .map(|h| (tokens::count(h) as u64, h.len()))
-            .unwrap_or((0, 0));
-        let display = collapse(fact.text);
-        let (text, was_cut) = marker::truncate_chars(&display, MAX_FACT_CHARS);
-        let mut line = fact_line(text, was_cut, fact);
-        let fits = |line: &str| {
-            used_tokens + head_tokens + tokens::count(line) as u64 <= cap
-                && used_bytes + head_bytes + line.len() <= MAX_SUMMARY_BYTES
-        };
-        if !fits(&line) {
-            if !kept.is_empty() {
-                break;
-            }
-            // Only the first fact may be shortened: a summary needs at least one line.
-            line = shorten_to_fit(text, fact, &fits).ok_or(DistillError::TokenBudgetExceeded {
-                needed: saturate(
-                    u64::from(input_tokens) + head_tokens + tokens::count(&line) as u64,
-                ),
-                budget,
-            })?;
-        }
-        used_tokens += head_tokens + tokens::count(&line) as u64;
-        used_bytes += head_bytes + line.len();
-        if heading.is_some() {
-            sections_open.push(section.clone());
-        }
-        kept.push(Kept {
-            fact: index,
-            section,
-            line,
-        });
-    }
-
-    loop {
-        let summary = layout(facts, &kept);
-        let total = tokens::count(&summary) as u64;
-        // Lines start with `#`/`-` and end in `\n`, so per-line prices add up exactly (see
-        // `tokens`); the recount is the figure reported, and the loop a guard should that ever
-        // not hold.
-        if total <= cap || kept.len() <= 1 {
-            if total > cap {
-                return Err(DistillError::TokenBudgetExceeded {
-                    needed: saturate(u64::from(input_tokens) + total),
-                    budget,
-                });
-            }
-            return Ok((summary, total, kept.len()));
-        }
-        kept.pop();
+/// `text` cut at byte `at` (a marker-safe cut point), with `…` unless it is the whole, uncut text.
+fn shortened_text(text: &str, was_cut: bool, at: usize) -> String {
+    if at >= text.len() && !was_cut {
+        text.to_owned()
+    } else {
+        format!("{}…", &text[..at])
     }
 }
 
-/// The longest marker-safe prefix of `text` whose line fits, or `None` if not even one unit does.
-fn shorten_to_fit(text: &str, fact: &Fact<'_>, fits: &dyn Fn(&str) -> bool) -> Option<String> {
+/// The longest marker-safe prefix of `text` that `fits` accepts, with what `fits` returned, or
+/// `None` if not even one unit does.
+fn shorten_to_fit<T>(
+    text: &str,
+    was_cut: bool,
+    fits: impl Fn(&str) -> Option<T>,
+) -> Option<(String, T)> {
     let points = marker::cut_points(text);
     let (mut lo, mut hi) = (0_usize, points.len());
     let mut best = None;
@@ -694,43 +1228,16 @@ fn shorten_to_fit(text: &str, fact: &Fact<'_>, fits: &dyn Fn(&str) -> bool) -> O
     // fitting prefix; each candidate is checked exactly, so a non-monotone step only costs length.
     while lo < hi {
         let mid = lo + (hi - lo) / 2;
-        let cut = points[mid];
-        let line = fact_line(&text[..cut], cut < text.len(), fact);
-        if fits(&line) {
-            best = Some(line);
-            lo = mid + 1;
-        } else {
-            hi = mid;
+        let candidate = shortened_text(text, was_cut, points[mid]);
+        match fits(&candidate) {
+            Some(found) => {
+                best = Some((candidate, found));
+                lo = mid + 1;
+            }
+            None => hi = mid,
         }
     }
     best
-}
-
-/// Sections by name with untagged last; facts in a section by weight, recency, key.
-fn layout(facts: &Facts<'_>, kept: &[Kept]) -> String {
-    let mut order: Vec<&Kept> = kept.iter().collect();
-    order.sort_by(|a, b| {
-        let (fa, fb) = (&facts.list[a.fact], &facts.list[b.fact]);
-        (a.section.is_none(), &a.section)
-            .cmp(&(b.section.is_none(), &b.section))
-            .then_with(|| {
-                (Reverse(fa.weight), Reverse(fa.latest_ms), &fa.key).cmp(&(
-                    Reverse(fb.weight),
-                    Reverse(fb.latest_ms),
-                    &fb.key,
-                ))
-            })
-    });
-    let mut out = String::new();
-    let mut current: Option<&Option<String>> = None;
-    for item in order {
-        if current != Some(&item.section) {
-            out.push_str(&heading_line(item.section.as_deref()));
-            current = Some(&item.section);
-        }
-        out.push_str(&item.line);
-    }
-    out
 }
 
 #[cfg(test)]
@@ -756,19 +1263,104 @@ mod tests {
 
     #[test]
     fn suffix_round_trips() {
+        let day = time::parse_date("2026-11-20");
         assert_eq!(
             split_suffix("Customer prefers email (x3, latest 2026-11-20)"),
-            ("Customer prefers email", 3, time::parse_date("2026-11-20"))
+            ("Customer prefers email", 3, day)
+        );
+        assert_eq!(
+            split_suffix("Customer prefers email (latest 2026-11-20)"),
+            ("Customer prefers email", 1, day)
+        );
+        // Version 1 wrote `x1` too.
+        assert_eq!(
+            split_suffix("Customer prefers email (x1, latest 2026-11-20)"),
+            ("Customer prefers email", 1, day)
         );
         for plain in [
             "Paid (x3)",
             "Paid (x0, latest 2026-11-20)",
             "Paid (xA, latest 2026-11-20)",
             "Paid (x3, latest 2026-13-20)",
+            "Paid (3, latest 2026-11-20)",
+            "Paid (newest 2026-11-20)",
+            "Paid (latest 2026-11-20",
             "(x3, latest 2026-11-20)",
+            "(latest 2026-11-20)",
         ] {
             assert_eq!(split_suffix(plain), (plain, 1, None), "{plain}");
         }
+    }
+
+    fn facts_of(line: &str) -> Vec<(String, u32, Option<i64>)> {
+        let mut out = Vec::new();
+        split_line(line, &mut out);
+        out.into_iter()
+            .map(|(t, w, d)| (t.into_owned(), w, d))
+            .collect()
+    }
+
+    #[test]
+    fn merged_bullets_read_back_as_their_facts() {
+        let d1 = time::parse_date("2026-11-19");
+        let d2 = time::parse_date("2026-11-20");
+        assert_eq!(
+            facts_of("Alice prefers: tea (latest 2026-11-19); window seats; quiet (x2, latest 2026-11-20)"),
+            vec![
+                ("Alice prefers tea".to_owned(), 1, d1),
+                ("Alice prefers window seats; quiet".to_owned(), 2, d2),
+            ]
+        );
+        // Not merged bullets: one item, a one-word prefix, a prefix with `:`, an item without
+        // its suffix.
+        for single in [
+            "Note: call Bob (latest 2026-11-19)",
+            "Alice: tea (latest 2026-11-19); coffee (latest 2026-11-20)",
+            "Re: Alice prefers: tea (latest 2026-11-19); coffee (latest 2026-11-20)",
+            "Alice prefers: tea (latest 2026-11-19); coffee",
+        ] {
+            let (text, weight, date) = split_suffix(single);
+            assert_eq!(
+                facts_of(single),
+                vec![(text.to_owned(), weight, date)],
+                "{single}"
+            );
+        }
+    }
+
+    #[test]
+    fn summary_items_follow_the_layout() {
+        let summary = "## preference\n\
+                       - Customer prefers email (x3, latest 2026-11-20)\n\
+                       - Alice prefers: tea (latest 2026-11-19); window seats (x2, latest 2026-11-18)\n\
+                       ## (untagged)\n\
+                       - Key is [REDACTED:db]… (latest 2026-11-19)\n";
+        let items = summary_items(summary);
+        let short: Vec<(Option<&str>, &str, u32)> = items
+            .iter()
+            .map(|i| (i.section.as_deref(), i.text.as_str(), i.weight))
+            .collect();
+        assert_eq!(
+            short,
+            vec![
+                (Some("preference"), "Customer prefers email", 3),
+                (Some("preference"), "Alice prefers tea", 1),
+                (Some("preference"), "Alice prefers window seats", 2),
+                (None, "Key is [REDACTED:db]…", 1),
+            ]
+        );
+        assert_eq!(items[3].latest_ms, time::parse_date("2026-11-19"));
+    }
+
+    #[test]
+    fn group_keys_need_three_words_and_no_colon_up_front() {
+        assert_eq!(
+            group_key("Alice Prefers tea").as_deref(),
+            Some("alice prefers")
+        );
+        assert_eq!(group_key("Alice prefers"), None);
+        assert_eq!(group_key("Note: Alice prefers tea"), None);
+        assert_eq!(group_key("Alice prefers: tea"), None);
     }
 
     #[test]
@@ -778,20 +1370,19 @@ mod tests {
         assert_eq!(heading_of("####### seven"), None);
         assert_eq!(strip_bullet("- item"), "item");
         assert_eq!(strip_bullet("-item"), "-item");
+        assert_eq!(grouping_name(" Pinned "), None);
+        assert_eq!(grouping_name("compacted-from:r1"), None);
     }
 
     #[test]
-    fn min_budget_matches_the_rule() {
-        for t in [
-            0_u32, 1, 300, 511, 512, 513, 4_096, 4_097, 10_000, 1_000_000,
-        ] {
-            let b = min_budget_for(t);
-            assert!(b >= MIN_TOKEN_BUDGET);
-            assert!(t <= b - output_reserve(b), "t={t} b={b}");
-            if b > MIN_TOKEN_BUDGET {
-                assert!(t > (b - 1) - output_reserve(b - 1), "t={t} b-1={}", b - 1);
-            }
-        }
-        assert_eq!(min_budget_for(u32::MAX), u32::MAX);
+    fn floor_covers_the_smallest_document() {
+        // The fixed overhead (module docs, rule step 1): the untagged heading and one bullet of a
+        // one-character fact with the longest suffix, plus its one-token source.
+        let smallest = "## (untagged)\n- x (x4294967295, latest 2026-11-20)\n";
+        let overhead = tokens::count(smallest) + tokens::count("x");
+        assert_eq!(overhead, 24);
+        assert!(overhead <= MIN_TOKEN_BUDGET as usize);
+        // The lower bound the fill skips by: a suffix is at least two words and two tokens.
+        assert!(tokens::count(" (latest 2026-11-20)") as u64 >= SUFFIX_WORDS);
     }
 }

@@ -7,8 +7,14 @@
 /// Everything that can go wrong in distillation, archive and index handling.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DistillError {
-    /// The sources cannot be distilled within the budget; `needed` is the smallest budget with
-    /// which the rule in [`crate::distiller`] would distil at least the newest source.
+    /// The budget is below [`crate::distiller::MIN_TOKEN_BUDGET`], the fixed overhead of any
+    /// summary: a malformed request (`validation_error` on `tokenBudget` at the edge), not a
+    /// budget these sources failed to meet, so it is refused before anything is read.
+    #[error("token budget must be at least {floor}, the fixed overhead of a summary")]
+    BudgetBelowFloor { floor: u32, budget: u32 },
+    /// The sources cannot be distilled within the budget: not even the top-ranked fact fits
+    /// beside its sources' input tokens. `needed` is the smallest budget with which the rule in
+    /// [`crate::distiller`] takes that fact.
     #[error("token budget exceeded: at least {needed} tokens needed, budget is {budget}")]
     TokenBudgetExceeded { needed: u32, budget: u32 },
     /// No sources, or sources whose content holds no fact (blank or punctuation-only lines).
@@ -42,6 +48,7 @@ impl DistillError {
     /// code rest-endpoints.md fixes for RFC 0062.
     pub fn code(&self) -> &'static str {
         match self {
+            Self::BudgetBelowFloor { .. } => "budget_below_floor",
             Self::TokenBudgetExceeded { .. } => "token_budget_exceeded",
             Self::NothingToDistill => "nothing_to_distill",
             Self::DuplicateSourceId => "duplicate_source_id",

@@ -30,8 +30,8 @@ pub mod tokens;
 
 pub use archive::{archive_digest, output_entry_id, to_bytes, Archive, ARCHIVE_FORMAT};
 pub use distiller::{
-    DeterministicDistiller, DistillInput, Distillation, Distiller, SourceEntry,
-    DETERMINISTIC_VERSION, MIN_TOKEN_BUDGET,
+    check_input, summary_items, DeterministicDistiller, DistillInput, Distillation, Distiller,
+    SourceEntry, SummaryItem, DETERMINISTIC_VERSION, MIN_TOKEN_BUDGET, PINNED_TAG,
 };
 pub use error::DistillError;
 pub use index::{IndexLine, MemoryIndex, INDEX_FORMAT, MAX_INDEX_LINES};

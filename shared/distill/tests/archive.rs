@@ -83,6 +83,7 @@ fn archive_document_shape() {
         "outputTokens",
         "inputCount",
         "sourceCount",
+        "sourcesIncluded",
         "sourceIds",
         "outputEntryId",
         "outputCreatedAt",
@@ -94,11 +95,12 @@ fn archive_document_shape() {
     assert_eq!(got, expected, "no run id, no run time, nothing else");
     assert_eq!(value["sourceIds"], serde_json::json!(["01A", "01B", "01C"]));
     assert_eq!(value["sourceCount"], 3);
+    assert_eq!(value["sourcesIncluded"], 3);
     assert_eq!(value["inputCount"], 3);
     assert_eq!(value["outputCreatedAt"], "2026-11-22T00:00:00.000Z");
     assert_eq!(
         value["summary"],
-        "## billing\n- Refund of [REDACTED:card-1] issued (x1, latest 2026-11-22)\n\
+        "## billing\n- Refund of [REDACTED:card-1] issued (latest 2026-11-22)\n\
          ## preference\n- customer prefers email. (x2, latest 2026-11-21)\n"
     );
     assert_eq!(
@@ -121,7 +123,10 @@ fn from_bytes_rejects_foreign_or_inconsistent_documents() {
     let (_, bytes) = build(sources(), 100_000);
     let text = String::from_utf8(bytes).unwrap_or_default();
     let variants = [
-        text.replace(ARCHIVE_FORMAT, "wop-memory.archive/v2"),
+        text.replace(ARCHIVE_FORMAT, "wop-memory.archive/v3"),
+        text.replace("\"sourcesIncluded\":3", "\"sourcesIncluded\":4"),
+        text.replace(",\"sourcesIncluded\":3", ""),
+        text.replace(ARCHIVE_FORMAT, "wop-memory.archive/v1"),
         text.replace("\"tenantId\":\"t-1\"", "\"tenantId\":\"t-2\""),
         text.replacen('{', "{\"runId\":\"r-1\",", 1),
         text.replace("\"sourceCount\":3", "\"sourceCount\":2"),
@@ -138,6 +143,44 @@ fn from_bytes_rejects_foreign_or_inconsistent_documents() {
             "accepted {variant}"
         );
     }
+}
+
+#[test]
+fn version_1_documents_still_read_back() {
+    let (archive, bytes) = build(sources(), 100_000);
+    let v1 = String::from_utf8(bytes)
+        .unwrap_or_default()
+        .replace(ARCHIVE_FORMAT, "wop-memory.archive/v1")
+        .replace(",\"sourcesIncluded\":3", "");
+    let back = Archive::from_bytes(v1.as_bytes()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(back.sources_included, back.source_count);
+    assert_eq!(back, archive);
+}
+
+#[test]
+fn every_source_is_listed_even_when_few_make_it_into_the_summary() {
+    let mut s = sources();
+    for i in 0..40 {
+        s.push(entry(
+            &format!("02{i:02}"),
+            &format!("Parcel {i} left the Hamburg depot this morning"),
+            &["shipping"],
+            DAY0 + 3 * DAY + i64::from(i),
+        ));
+    }
+    let (archive, bytes) = build(s.clone(), 128);
+    let mut all: Vec<String> = s.iter().map(|e| e.id.clone()).collect();
+    all.sort();
+    assert_eq!(archive.source_ids, all);
+    assert_eq!(archive.input_count, 43);
+    assert_eq!(archive.source_count, 43);
+    assert!(
+        archive.sources_included > 0 && archive.sources_included < 10,
+        "{}",
+        archive.sources_included
+    );
+    assert!(archive.tokens_used <= 128);
+    assert_eq!(Archive::from_bytes(&bytes), Ok(archive));
 }
 
 #[test]
@@ -172,7 +215,7 @@ fn digest_changes_with_every_input_that_shapes_the_output() {
     s.pop();
     changed.push(("removed", s, 100_000, DETERMINISTIC_VERSION));
     changed.push(("budget", sources(), 99_999, DETERMINISTIC_VERSION));
-    changed.push(("version", sources(), 100_000, "wop-memory.deterministic/2"));
+    changed.push(("version", sources(), 100_000, "wop-memory.deterministic/3"));
     for (what, s, budget, version) in changed {
         assert_ne!(archive_digest(&s, budget, version), base, "{what}");
     }
@@ -282,7 +325,8 @@ fn archive_new_refuses_a_distillation_for_another_budget() {
     ));
 }
 
-/// A stand-in for a future LLM-backed distiller: same trait, same input rule, its own version.
+/// A stand-in for a future LLM-backed distiller: same trait, same input checks, its own
+/// version; it writes the newest source's first line.
 struct FirstLine;
 
 impl Distiller for FirstLine {
@@ -291,23 +335,23 @@ impl Distiller for FirstLine {
     }
 
     fn distill(&self, input: &DistillInput) -> Result<distill::Distillation, DistillError> {
-        let (used, input_tokens) = distill::distiller::select_sources(input)?;
-        let summary = used
-            .first()
-            .and_then(|s| s.content.lines().next())
-            .unwrap_or_default()
-            .to_owned();
+        distill::check_input(input)?;
+        let newest = input
+            .sources
+            .iter()
+            .max_by_key(|s| (s.created_at_ms, std::cmp::Reverse(&s.id)))
+            .ok_or(DistillError::NothingToDistill)?;
+        let summary = newest.content.lines().next().unwrap_or_default().to_owned();
+        let input_tokens = distill::distiller::source_tokens(newest);
         let output_tokens = distill::tokens::count_u32(&summary);
-        let mut used_source_ids: Vec<String> = used.iter().map(|s| s.id.clone()).collect();
-        used_source_ids.sort();
         Ok(distill::Distillation {
             summary,
             tokens_used: input_tokens + output_tokens,
-            used_source_ids,
+            included_source_ids: vec![newest.id.clone()],
             input_tokens,
             output_tokens,
             token_budget: input.token_budget,
-            newest_source_ms: used.first().map(|s| s.created_at_ms).unwrap_or(0),
+            newest_source_ms: newest.created_at_ms,
             facts_kept: 1,
             facts_found: 1,
         })
@@ -326,5 +370,9 @@ fn another_distiller_plugs_in_with_its_own_key() {
     assert_eq!(other.distiller_version, "test.first-line/1");
     assert_eq!(other.summary, "Refund of [REDACTED:card-1] issued");
     assert_ne!(other.key(), ours.key(), "the version is part of the digest");
-    assert_eq!(other.source_ids, ours.source_ids, "same input rule");
+    assert_eq!(
+        other.source_ids, ours.source_ids,
+        "every source is the run's"
+    );
+    assert_eq!(other.sources_included, 1);
 }

@@ -1,7 +1,9 @@
 //! `memory-dream` contract: a direct invoke `{"tenantId", "memoryRef", "tokenBudget"?,
-//! "secrets"?}` distils one ref now and answers the run report; a budget too small fails the
-//! invoke with `token_budget_exceeded`. The schedule and queue paths go through
-//! `background_api` (queued jobs use the advertised maximum budget).
+//! "secrets"?}` distils one ref now and answers the run report; a budget below the floor (the
+//! fixed overhead of a summary) fails the invoke with `validation_error` on `tokenBudget`, one
+//! that cannot hold the top-ranked fact with its sources with `token_budget_exceeded`. The
+//! schedule and queue paths go through `background_api` (queued jobs use the advertised maximum
+//! budget).
 
 use crate::dream::Dreamer;
 use async_trait::async_trait;

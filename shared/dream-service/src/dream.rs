@@ -9,8 +9,13 @@
 //! ETag, retried, so racing dreams lose no update); announce `memory.compacted` (and
 //! `workspace.updated` when the index changed); and only then move the watermark.
 //!
-//! Atomicity: the budget is checked before anything is written, so `token_budget_exceeded`
-//! leaves bucket, table and index as they were. If a later step fails, what this run created
+//! Every source of the snapshot is consumed by a run (`distill` rule step 2): archived, the
+//! output entry's provenance, and passed by the watermark; the summary holds the best-ranked
+//! facts that fit the budget, and the report says how many sources made it in.
+//!
+//! Atomicity: a budget below the floor is refused before the ref is even read
+//! (`validation_error` on `tokenBudget`), and the budget rule is applied before anything is
+//! written, so `token_budget_exceeded` leaves bucket, table and index as they were. If a later step fails, what this run created
 //! is removed again before the error is returned, and the watermark has not moved, so the next
 //! run (the queue retries the job) starts from the same snapshot and converges.
 
@@ -50,7 +55,13 @@ pub struct DreamReport {
     pub token_budget: u32,
     pub tokens_used: u32,
     pub input_count: usize,
+    /// Sources the run consumed: all of the snapshot.
     pub source_count: usize,
+    /// Sources at least one of whose facts is in the summary (the ones `tokensUsed` counts).
+    pub sources_included: usize,
+    /// Facts in the summary, and distinct facts found in the sources.
+    pub facts_kept: u32,
+    pub facts_found: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub output_id: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -73,6 +84,11 @@ fn distill_error(e: DistillError) -> CoreError {
         DistillError::TokenBudgetExceeded { needed, budget } => {
             CoreError::TokenBudgetExceeded { needed, budget }
         }
+        // The bound only, never the value asked for (`CoreError::Invalid`'s rule).
+        DistillError::BudgetBelowFloor { floor, .. } => CoreError::invalid(
+            "tokenBudget",
+            format!("must be at least {floor}, the fixed overhead of a summary"),
+        ),
         DistillError::MalformedMemoryRef | DistillError::TenantMismatch => {
             CoreError::RefNotAdmitted
         }
@@ -162,6 +178,12 @@ impl Dreamer {
         let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
         let tenant = memory_ref.tenant().clone();
         let budget = Self::budget(token_budget);
+        if budget < distill::MIN_TOKEN_BUDGET {
+            return Err(distill_error(DistillError::BudgetBelowFloor {
+                floor: distill::MIN_TOKEN_BUDGET,
+                budget,
+            }));
+        }
         let state = memory_core::background::begin_pass(
             self.ports.store.as_ref(),
             &memory_ref,
@@ -349,6 +371,9 @@ impl Dreamer {
         report.status = "distilled";
         report.tokens_used = distillation.tokens_used;
         report.source_count = archive.source_ids.len();
+        report.sources_included = distillation.included_source_ids.len();
+        report.facts_kept = distillation.facts_kept;
+        report.facts_found = distillation.facts_found;
         report.output_id = Some(archive.output_entry_id.clone());
         report.archive_key = Some(archive_key.as_str().to_owned());
         report.archive_created = archive_created;
@@ -356,6 +381,7 @@ impl Dreamer {
         tracing::info!(
             tenant = %tenant,
             sources = report.source_count,
+            sources_included = report.sources_included,
             tokens_used = report.tokens_used,
             token_budget = budget,
             archive_created,

@@ -231,21 +231,33 @@ async fn budget_is_clamped_defaulted_and_counted_honestly() {
     assert_eq!(Dreamer::budget(Some(2_000)), 2_000);
     let w = world();
     seed(&w, 200).await;
-    let report = w.dream(Some(3_000)).await.expect("dream");
-    assert!(report.tokens_used <= 3_000);
-    assert!(report.source_count < 200, "not all fit: newest first");
-    // Independent count with the tokenizer itself over what the run says it used.
-    let bpe = tiktoken_rs::cl100k_base().expect("tokenizer");
+    let report = w.dream(Some(1_000)).await.expect("dream");
+    assert!(report.tokens_used <= 1_000);
+    assert_eq!(report.source_count, 200, "every source is consumed");
+    assert!(
+        report.sources_included > 0 && report.sources_included < 200,
+        "not every fact fits: {report:?}"
+    );
     let summary = output_of(&w);
-    let used: Vec<String> = summary.provenance.clone();
-    let inputs: usize = w
+    assert_eq!(summary.provenance.len(), 200);
+    // Independent count with the tokenizer itself: the sources whose fact ("order N shipped")
+    // is in the summary, plus the summary.
+    let bpe = tiktoken_rs::cl100k_base().expect("tokenizer");
+    let text = &summary.entry.content;
+    let included: Vec<String> = w
         .store
         .dump()
         .into_iter()
-        .filter(|e| used.contains(&e.entry.id))
-        .map(|e| bpe.encode_ordinary(&e.entry.content).len())
-        .sum();
-    let independent = inputs + bpe.encode_ordinary(&summary.entry.content).len();
+        .filter(|e| e.tier == Tier::Transactional)
+        .map(|e| e.entry.content)
+        .filter(|c| {
+            let n = c.split("order ").nth(1).unwrap_or_default();
+            text.contains(&format!(" {n} ("))
+        })
+        .collect();
+    assert_eq!(included.len(), report.sources_included);
+    let inputs: usize = included.iter().map(|c| bpe.encode_ordinary(c).len()).sum();
+    let independent = inputs + bpe.encode_ordinary(text).len();
     let diff = (f64::from(report.tokens_used) - independent as f64).abs() / independent as f64;
     assert!(
         diff <= 0.10,
@@ -260,13 +272,121 @@ async fn budget_is_clamped_defaulted_and_counted_honestly() {
     );
 }
 
+/// 100 short entries (8-15 words): 80 statements, a few stated again, two pinned.
+async fn seed_hundred_short(w: &World) -> Vec<String> {
+    const WHO: &[&str] = &[
+        "Amelia", "Bruno", "Chiara", "Dmitri", "Esther", "Farid", "Greta", "Hiro",
+    ];
+    const WHAT: &[&str] = &[
+        "asked for the quarterly invoice to be resent by post",
+        "booked the large meeting room for Thursday afternoon",
+        "reported that the staging server was slow again",
+        "wants the onboarding checklist translated into Portuguese",
+        "confirmed the vendor contract renewal at the same price",
+        "moved the weekly design review to Wednesdays at ten",
+        "needs a parking permit for the Lisbon office visit",
+        "prefers short written updates over long status calls",
+        "is out of office from the third to the tenth",
+        "will present the roadmap at the next all hands",
+    ];
+    let mut entries = Vec::new();
+    for n in 0..100_u64 {
+        let i = n as usize;
+        let (content, tags): (String, &[&str]) = match i {
+            0 => (
+                "Never schedule anything for Greta on Friday afternoons".to_owned(),
+                &["pinned", "people"],
+            ),
+            1 => (
+                "The fire drill meeting point is the car park behind building B".to_owned(),
+                &["pinned"],
+            ),
+            // Stated again: the first statements, once or twice more.
+            80..=99 => (
+                format!("{} {}", WHO[(i - 78) % 8], WHAT[((i - 78) / 8) % 10]),
+                &["people"],
+            ),
+            _ => (
+                format!("{} {}", WHO[i % 8], WHAT[(i / 8) % 10]),
+                &["people"],
+            ),
+        };
+        entries.push(entry(&r(), n * 1_000, &content, tags));
+    }
+    for e in &entries {
+        let words = e.entry.content.split_whitespace().count();
+        assert!((8..=15).contains(&words), "{}", e.entry.content);
+    }
+    let mut ids: Vec<String> = entries.iter().map(|e| e.entry.id.clone()).collect();
+    ids.sort();
+    for chunk in entries.chunks(25) {
+        w.store.put_entries(chunk).await.expect("seed");
+    }
+    ids
+}
+
+#[tokio::test]
+async fn a_dream_at_budget_256_over_100_short_entries_consumes_every_source() {
+    let w = world();
+    let ids = seed_hundred_short(&w).await;
+    let report = w.dream(Some(256)).await.expect("dream");
+    assert_eq!(report.status, "distilled");
+    assert_eq!(report.token_budget, 256);
+    assert!(report.tokens_used <= 256, "{report:?}");
+    assert_eq!(report.source_count, 100);
+    assert!(
+        report.sources_included >= 2 && report.sources_included < 100,
+        "{report:?}"
+    );
+    assert!(report.facts_kept >= 2 && report.facts_kept < report.facts_found);
+    // The highest-ranked facts: the pinned ones.
+    let out = output_of(&w);
+    assert!(out
+        .entry
+        .content
+        .contains("Never schedule anything for Greta on Friday afternoons"));
+    assert!(out
+        .entry
+        .content
+        .contains("The fire drill meeting point is the car park behind building B"));
+    // Every source archived and provenance-tagged, whether its facts made it in or not.
+    let archives = archives_of(&w);
+    assert_eq!(archives.len(), 1);
+    let archive = distill::Archive::from_bytes(&archives[0].1).expect("archive");
+    assert_eq!(archive.source_ids, ids);
+    assert_eq!(archive.sources_included as usize, report.sources_included);
+    assert_eq!(archive.tokens_used, report.tokens_used);
+    let mut provenance = out.provenance.clone();
+    provenance.sort();
+    assert_eq!(provenance, ids);
+    let compacted: Vec<_> = w
+        .events
+        .events()
+        .into_iter()
+        .filter(|e| e.event_type == EventType::MemoryCompacted)
+        .collect();
+    assert_eq!(compacted[0].detail["sourceCount"], 100);
+    // The watermark passed all of them: nothing is left for a later dream.
+    let again = w.dream(Some(256)).await.expect("again");
+    assert_eq!(again.status, "nothing-to-distill");
+    assert_eq!(again.input_count, 0);
+}
+
 #[tokio::test]
 async fn a_budget_too_small_fails_and_changes_nothing() {
     let w = world();
     seed(&w, 10).await;
+    // A pinned entry of some 300 tokens: the top-ranked fact, which a budget of 100 cannot hold.
+    let runbook = format!(
+        "Escalation runbook: {}",
+        "call the on-duty lead ".repeat(60)
+    );
+    w.store
+        .put_entries(&[entry(&r(), 50, &runbook, &["pinned"])])
+        .await
+        .expect("put");
     let (entries, objects, calls) = (w.store.dump(), w.archives.dump(), w.store.calls.writes());
-    let err = w.dream(Some(100)).await;
-    match err {
+    match w.dream(Some(100)).await {
         Err(CoreError::TokenBudgetExceeded { needed, budget }) => {
             assert_eq!(budget, 100);
             assert!(
@@ -278,10 +398,30 @@ async fn a_budget_too_small_fails_and_changes_nothing() {
     }
     assert!(w.store.dump() == entries, "table as before");
     assert!(w.archives.dump() == objects, "bucket and index as before");
-    assert_eq!(w.store.calls.writes(), calls);
     assert!(w.events.events().is_empty());
-    // The watermark did not move: a run with a fitting budget still sees all ten.
-    assert_eq!(w.dream(None).await.expect("dream").source_count, 10);
+    // Below the floor: a request error naming the field, refused before the ref is read.
+    let writes = w.store.calls.writes();
+    for tiny in [1, u64::from(distill::MIN_TOKEN_BUDGET) - 1] {
+        match w.dream(Some(tiny)).await {
+            Err(CoreError::Invalid { field, reason }) => {
+                assert_eq!(field, "tokenBudget");
+                assert!(
+                    reason.contains(&distill::MIN_TOKEN_BUDGET.to_string()),
+                    "{reason}"
+                );
+                assert!(
+                    !reason.contains(&format!(" {tiny} ")),
+                    "the bound, not the value"
+                );
+            }
+            other => panic!("expected a validation error, got {other:?}"),
+        }
+    }
+    assert_eq!(w.store.calls.writes(), writes, "not even the work marker");
+    assert!(w.store.dump() == entries && w.archives.dump() == objects);
+    assert!(calls <= writes);
+    // The watermark did not move: a run with a fitting budget still sees all eleven.
+    assert_eq!(w.dream(None).await.expect("dream").source_count, 11);
 }
 
 #[tokio::test]
