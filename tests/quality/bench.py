@@ -370,8 +370,22 @@ def _below_minimums(corpus: dict) -> list[str]:
 # ------------------------------------------------------------------------------------- planner
 
 
-def plan_input(corpus: dict, reverse: bool = False) -> bytes:
+def embeddings(corpus: dict) -> dict[str, list[float]]:
+    """all-MiniLM-L6-v2 vectors of every entry, from the local embedding stand-in (the model the
+    semantic-search tests use), for the planner's optional embedding stage."""
+    sys.path.insert(0, str(ROOT / "infra" / "local"))
+    import embedder  # noqa: E402  (numpy; installed in .venv by infra/local/venv)
+
+    ids = [e["id"] for e in corpus["entries"]]
+    vectors = embedder.embed([e["content"] for e in corpus["entries"]])
+    return {i: [float(x) for x in v] for i, v in zip(ids, vectors)}
+
+
+def plan_input(corpus: dict, reverse: bool = False, vectors: dict[str, list[float]] | None = None) -> bytes:
     entries = [{k: e[k] for k in ("id", "content", "tags", "createdAtMs", "subject")} for e in corpus["entries"]]
+    if vectors:
+        for e in entries:
+            e["embedding"] = vectors[e["id"]]
     if reverse:
         entries.reverse()
     return json.dumps({"entries": entries}, ensure_ascii=False).encode("utf-8")
@@ -733,6 +747,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--misses", action="store_true", help="list every group the plan got wrong, with its texts")
     parser.add_argument("--check", action="store_true", help="exit 1 when an acceptance target is missed")
     parser.add_argument("--small-ok", action="store_true", help="skip the corpus size minimums (test corpora)")
+    parser.add_argument("--embed", action="store_true",
+                        help="give the planner all-MiniLM-L6-v2 vectors (its optional embedding stage)")
     args = parser.parse_args(argv)
 
     try:
@@ -744,10 +760,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"corpus: {len(corpus['entries'])} entries in {len(groups)} groups "
           f"({labelled_corpus.by_kind(groups, KINDS)})")
 
-    payload = plan_input(corpus)
+    vectors = embeddings(corpus) if args.embed else None
+    if vectors:
+        print("embedding stage on: all-MiniLM-L6-v2 vectors from infra/local/embedder.py")
+    payload = plan_input(corpus, vectors=vectors)
     first = run_planner(payload)
     second = run_planner(payload)
-    reversed_raw = run_planner(plan_input(corpus, reverse=True))
+    reversed_raw = run_planner(plan_input(corpus, reverse=True, vectors=vectors))
     try:
         plan = parse_plan(first)
         runs = {

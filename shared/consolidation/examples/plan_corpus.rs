@@ -6,7 +6,7 @@
 
 use std::io::Read;
 
-use consolidation::{plan, Entry, MergeKind, Settings};
+use consolidation::{plan, plan_with, Entry, MergeKind, Semantic, Settings, DEFAULT_MIN_COSINE};
 use serde::Deserialize;
 use serde_json::json;
 
@@ -25,12 +25,20 @@ struct InputEntry {
     tags: Vec<String>,
     created_at_ms: i64,
     subject: Option<String>,
+    /// Optional: turns on the embedding stage (all vectors of one model).
+    #[serde(default)]
+    embedding: Option<Vec<f32>>,
 }
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut raw = String::new();
     std::io::stdin().read_to_string(&mut raw)?;
-    let input: Input = serde_json::from_str(&raw)?;
+    let mut input: Input = serde_json::from_str(&raw)?;
+    let vectors: Vec<Option<Vec<f32>>> = input
+        .entries
+        .iter_mut()
+        .map(|e| e.embedding.take())
+        .collect();
     let entries: Vec<Entry> = input
         .entries
         .into_iter()
@@ -44,7 +52,20 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             provenance: Vec::new(),
         })
         .collect();
-    let planned = plan(&entries, &Settings::default());
+    let slices: Vec<Option<&[f32]>> = vectors.iter().map(|v| v.as_deref()).collect();
+    let min_cosine = std::env::var("MIN_COSINE")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(DEFAULT_MIN_COSINE);
+    let semantic = Semantic {
+        vectors: &slices,
+        min_cosine,
+    };
+    let planned = if slices.iter().any(Option::is_some) {
+        plan_with(&entries, &Settings::default(), Some(&semantic))
+    } else {
+        plan(&entries, &Settings::default())
+    };
     let merges: Vec<_> = planned
         .merges
         .iter()

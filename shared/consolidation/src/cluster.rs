@@ -40,8 +40,10 @@ use sha2::{Digest, Sha256};
 use crate::merge::display_len;
 use crate::minhash::{band_key, signature, Signature, BANDS};
 use crate::normalise::{
-    analyse_with, content_words, jaccard, normalise, same_content_words, shingles,
+    analyse_with, content_words, jaccard, near_in_class, normalise, same_content_words, shingles,
 };
+use crate::semantic::{self, Semantic};
+use crate::substitution::{self, Longest, MAX_SUBSTITUTION_RUN};
 use crate::supersession;
 use crate::tags::fact_keys;
 use crate::{Entry, MergeKind};
@@ -75,15 +77,21 @@ impl MemberText {
 /// Reads one entry's text: what merging needs, and the guard fingerprint. `norm` is a scratch
 /// buffer, so one allocation serves a whole sweep.
 fn analyse(content: &str, norm: &mut String) -> (MemberText, u64) {
-    analyse_scanning(content, norm, &mut supersession::Scanner::default())
+    analyse_scanning(
+        content,
+        norm,
+        &mut supersession::Scanner::default(),
+        &mut Longest::default(),
+    )
 }
 
 fn analyse_scanning(
     content: &str,
     norm: &mut String,
     scanner: &mut supersession::Scanner,
+    longest: &mut Longest,
 ) -> (MemberText, u64) {
-    let guard = analyse_with(content, norm, scanner);
+    let guard = analyse_with(content, norm, scanner, longest);
     let text = MemberText {
         digest: Digest256(Sha256::digest(norm.as_bytes()).into()),
         display_len: display_len(content),
@@ -112,7 +120,11 @@ impl Hash for Digest256 {
 }
 
 /// Finds every group of the corpus, ordered by the smallest id of each group.
-pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
+pub(crate) fn find_groups(
+    entries: &[Entry],
+    threshold: f64,
+    semantic: Option<&Semantic<'_>>,
+) -> Vec<Group> {
     // The one sweep over the input (see the module documentation). The partition numbering
     // follows the input order, but it never reaches the output: members are listed in id order
     // and groups are sorted by the rank of their first member at the end.
@@ -122,6 +134,11 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
     let mut texts: Vec<MemberText> = Vec::with_capacity(entries.len());
     let mut guards: Vec<u64> = Vec::with_capacity(entries.len());
     let mut plain: Vec<Plain> = Vec::with_capacity(entries.len());
+    // Substitution keys of slot-less entries: the high half of the key above the entry index,
+    // one u64 each (sorted as plain integers). Half a key is enough to find candidates; every
+    // candidate pair is verified on its texts.
+    let mut substitution_keys: Vec<u64> =
+        Vec::with_capacity(entries.len().saturating_mul(substitution::KEYED_WORDS + 1));
     let mut norm = String::new();
     for (i, e) in entries.iter().enumerate() {
         let keys = fact_keys(&e.tags);
@@ -135,7 +152,17 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
             });
         keyed.push((id_prefix(&e.id), i, p));
         let mut scanner = supersession::Scanner::default();
-        let (text, guard) = analyse_scanning(&e.content, &mut norm, &mut scanner);
+        let mut longest = Longest::default();
+        let (text, guard) = analyse_scanning(&e.content, &mut norm, &mut scanner, &mut longest);
+        if is_slotless {
+            if let Ok(index) = u32::try_from(i) {
+                substitution_keys.extend(
+                    longest
+                        .keys(guard)
+                        .map(|k| (k & 0xffff_ffff_0000_0000) | u64::from(index)),
+                );
+            }
+        }
         texts.push(text);
         guards.push(guard);
         let (update, lead) = scanner.finish();
@@ -143,6 +170,14 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
     }
     drop(partition_of);
     drop(norm);
+    let substitution_pairs = substitution_candidates(substitution_keys, &texts, &guards);
+    // Node of each entry within its partition, written by `components` (only candidate pairs
+    // read it, so entries of other partitions are never confused: pairs are per partition).
+    let mut node_of_entry: Vec<usize> = if substitution_pairs.is_empty() {
+        Vec::new()
+    } else {
+        vec![NONE; entries.len()]
+    };
 
     // Id order. Comparing a 16-byte zero-padded prefix as an integer first is exactly
     // lexicographic order (ties fall back to the full comparison) and spares most comparisons
@@ -160,6 +195,21 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
             members[*p].push(*i);
         }
     }
+    // Candidate pairs by partition (a pair across partitions is never linked).
+    let mut substitution_pairs: Vec<(usize, usize, usize)> = if substitution_pairs.is_empty() {
+        Vec::new()
+    } else {
+        let mut partition_of_entry = vec![NONE; entries.len()];
+        for &(_, i, p) in &keyed {
+            partition_of_entry[i] = p;
+        }
+        substitution_pairs
+            .into_iter()
+            .filter(|&(a, b)| partition_of_entry[a] == partition_of_entry[b])
+            .map(|(a, b)| (partition_of_entry[a], a, b))
+            .collect()
+    };
+    substitution_pairs.sort_unstable();
     for (r, (_, i, _)) in keyed.iter().enumerate() {
         rank[*i] = r;
     }
@@ -177,13 +227,23 @@ pub(crate) fn find_groups(entries: &[Entry], threshold: f64) -> Vec<Group> {
                 plain: &plain,
             };
             groups.extend(
-                components(entries, &found, &members, threshold)
-                    .into_iter()
-                    .map(|(kind, members, texts)| Group {
-                        kind,
-                        members,
-                        texts,
-                    }),
+                components(
+                    entries,
+                    &found,
+                    &members,
+                    threshold,
+                    Substitutions {
+                        pairs: partition_slice(&substitution_pairs, p),
+                        node_of_entry: &mut node_of_entry,
+                    },
+                    semantic,
+                )
+                .into_iter()
+                .map(|(kind, members, texts)| Group {
+                    kind,
+                    members,
+                    texts,
+                }),
             );
         } else {
             groups.push(Group {
@@ -239,6 +299,8 @@ fn components(
     found: &Analysed<'_>,
     members: &[usize],
     threshold: f64,
+    substitutions: Substitutions<'_>,
+    semantic: Option<&Semantic<'_>>,
 ) -> Vec<(MergeKind, Vec<usize>, Vec<MemberText>)> {
     let (texts, guards) = (found.texts, found.guards);
     // Exact duplicates: one node per distinct digest.
@@ -290,6 +352,17 @@ fn components(
         }
     }
 
+    link_substitutions(
+        entries,
+        members,
+        &node_of,
+        substitutions,
+        threshold,
+        &mut uf,
+    );
+    if let Some(semantic) = semantic {
+        link_semantic(entries, members, &node_of, semantic, &mut uf);
+    }
     let superseding = link_supersessions(entries, found, members, &node_of, &first_member, &mut uf);
 
     // Components of two or more entries, in the id order of their first member; singletons
@@ -398,6 +471,135 @@ fn link_supersessions(
 
 const NONE: usize = usize::MAX;
 
+/// Candidate pairs for substitution links: entries sharing a key (different texts, different
+/// content words), sorted. Runs longer than [`MAX_SUBSTITUTION_RUN`] are not searched.
+fn substitution_candidates(
+    mut keys: Vec<u64>,
+    texts: &[MemberText],
+    guards: &[u64],
+) -> Vec<(usize, usize)> {
+    keys.sort_unstable();
+    keys.dedup();
+    let entry = |k: u64| (k & 0xffff_ffff) as usize;
+    let mut pairs = Vec::new();
+    for run in keys.chunk_by(|a, b| a >> 32 == b >> 32) {
+        if !(2..=MAX_SUBSTITUTION_RUN).contains(&run.len()) {
+            continue;
+        }
+        for (x, &a) in run.iter().enumerate() {
+            for &b in &run[x + 1..] {
+                let (a, b) = (entry(a), entry(b));
+                // Equal guards: the same content words, which near-duplicate folding decides.
+                if texts[a].digest != texts[b].digest && guards[a] != guards[b] {
+                    pairs.push((a.min(b), a.max(b)));
+                }
+            }
+        }
+    }
+    pairs.sort_unstable();
+    pairs.dedup();
+    pairs
+}
+
+/// What one partition's substitution search needs from the sweep.
+pub(crate) struct Substitutions<'a> {
+    /// The partition's candidate pairs `(partition, a, b)`, sorted.
+    pairs: &'a [(usize, usize, usize)],
+    /// Scratch indexed by entry: the node of each member of the current partition.
+    node_of_entry: &'a mut [usize],
+}
+
+fn partition_slice(pairs: &[(usize, usize, usize)], p: usize) -> &[(usize, usize, usize)] {
+    let start = pairs.partition_point(|&(q, _, _)| q < p);
+    let end = pairs.partition_point(|&(q, _, _)| q <= p);
+    &pairs[start..end]
+}
+
+/// Joins the nodes of one partition whose embeddings propose them as duplicates and whose
+/// facts agree ([`semantic::facts_agree`]).
+fn link_semantic(
+    entries: &[Entry],
+    members: &[usize],
+    node_of: &[usize],
+    semantic: &Semantic<'_>,
+    uf: &mut UnionFind,
+) {
+    let proposals = semantic::proposals(members, semantic);
+    if proposals.is_empty() {
+        return;
+    }
+    let node_of_entry: HashMap<usize, usize> = members
+        .iter()
+        .zip(node_of)
+        .map(|(&m, &node)| (m, node))
+        .collect();
+    let mut norms: HashMap<usize, String> = HashMap::new();
+    for (a, b) in proposals {
+        let (Some(&na), Some(&nb)) = (node_of_entry.get(&a), node_of_entry.get(&b)) else {
+            continue;
+        };
+        if uf.find(na) == uf.find(nb) {
+            continue;
+        }
+        for e in [a, b] {
+            norms
+                .entry(e)
+                .or_insert_with(|| normalise(&entries[e].content));
+        }
+        let (Some(a_norm), Some(b_norm)) = (norms.get(&a), norms.get(&b)) else {
+            continue;
+        };
+        if semantic::facts_agree(&entries[a].content, a_norm, &entries[b].content, b_norm) {
+            uf.union(na, nb);
+        }
+    }
+}
+
+/// Joins the nodes of one partition whose texts differ by typos or one synonym
+/// ([`substitution::linked`]); candidates come from [`substitution_candidates`].
+fn link_substitutions(
+    entries: &[Entry],
+    members: &[usize],
+    node_of: &[usize],
+    s: Substitutions<'_>,
+    threshold: f64,
+    uf: &mut UnionFind,
+) {
+    if s.pairs.is_empty() {
+        return;
+    }
+    for (&m, &node) in members.iter().zip(node_of) {
+        s.node_of_entry[m] = node;
+    }
+    let mut norms: HashMap<usize, String> = HashMap::new();
+    for &(_, a, b) in s.pairs {
+        let (na, nb) = (s.node_of_entry[a], s.node_of_entry[b]);
+        if na == NONE || nb == NONE || uf.find(na) == uf.find(nb) {
+            continue; // an id left alone, or already joined
+        }
+        for e in [a, b] {
+            norms
+                .entry(e)
+                .or_insert_with(|| normalise(&entries[e].content));
+        }
+        let (Some(a_norm), Some(b_norm)) = (norms.get(&a), norms.get(&b)) else {
+            continue;
+        };
+        if substitution::linked(
+            &entries[a].content,
+            a_norm,
+            &entries[b].content,
+            b_norm,
+            threshold,
+        ) {
+            uf.union(na, nb);
+        }
+    }
+    for &m in members {
+        s.node_of_entry[m] = NONE;
+    }
+}
+
 /// Largest guard class (distinct phrasings of one content-word sequence) searched for near
 /// duplicates. Candidate pairs within a class can in the worst case be all pairs, so a larger
 /// class (only conceivable as hostile input) is left to exact-duplicate folding. This keeps a
@@ -441,8 +643,24 @@ fn guard_classes(bucket: &[(usize, String)]) -> Vec<Vec<&(usize, String)>> {
     classes
 }
 
-/// Joins the near-duplicate pairs of one guard class: LSH candidates, exact Jaccard check.
+/// Largest guard class whose pairs are all compared, reorderings included; a larger class (a
+/// sentence with very many distinct phrasings) is searched with LSH over word shingles, which
+/// finds same-order near duplicates only.
+const ALL_PAIRS_CLASS: usize = 32;
+
+/// Joins the near-duplicate pairs of one guard class: every pair of a small class, LSH
+/// candidates with an exact Jaccard check in a large one.
 fn link_near_duplicates(class: &[&(usize, String)], threshold: f64, uf: &mut UnionFind) {
+    if class.len() <= ALL_PAIRS_CLASS {
+        for (x, (a, a_norm)) in class.iter().map(|c| (c.0, &c.1)).enumerate() {
+            for (b, b_norm) in class[x + 1..].iter().map(|c| (c.0, &c.1)) {
+                if uf.find(a) != uf.find(b) && near_in_class(a_norm, b_norm, threshold) {
+                    uf.union(a, b);
+                }
+            }
+        }
+        return;
+    }
     let sets: Vec<Vec<u64>> = class.iter().map(|(_, norm)| shingles(norm)).collect();
     let sigs: Vec<Signature> = sets.iter().map(|s| signature(s)).collect();
     let mut keyed: Vec<(u64, usize)> = Vec::with_capacity(class.len());
@@ -454,7 +672,10 @@ fn link_near_duplicates(class: &[&(usize, String)], threshold: f64, uf: &mut Uni
             for (x, &(_, i)) in run.iter().enumerate() {
                 for &(_, j) in &run[x + 1..] {
                     let (a, b) = (class[i].0, class[j].0);
-                    if uf.find(a) != uf.find(b) && jaccard(&sets[i], &sets[j]) >= threshold {
+                    if uf.find(a) != uf.find(b)
+                        && content_words(&class[i].1).eq(content_words(&class[j].1))
+                        && jaccard(&sets[i], &sets[j]) >= threshold
+                    {
                         uf.union(a, b);
                     }
                 }

@@ -56,9 +56,12 @@ mod error;
 pub mod merge;
 pub mod minhash;
 pub mod normalise;
+pub mod semantic;
+mod substitution;
 mod supersession;
 pub mod tags;
 mod word_set;
+mod wordnet;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -66,6 +69,7 @@ use std::fmt;
 pub use error::ConsolidationError;
 pub use merge::merged_id;
 pub use normalise::normalise;
+pub use semantic::{Semantic, DEFAULT_MIN_COSINE};
 
 /// Default [`Settings::near_duplicate_threshold`].
 ///
@@ -190,7 +194,13 @@ impl Settings {
 /// Plans one consolidation pass over a memoryRef's live long-term entries. The result depends
 /// only on the set of entries, not on their order in the slice.
 pub fn plan(entries: &[Entry], settings: &Settings) -> Plan {
-    let groups = cluster::find_groups(entries, settings.threshold());
+    plan_with(entries, settings, None)
+}
+
+/// [`plan`] with the embedding stage ([`semantic`]): `semantic.vectors` holds one optional
+/// vector per entry of `entries` (same index), all of one model.
+pub fn plan_with(entries: &[Entry], settings: &Settings, semantic: Option<&Semantic<'_>>) -> Plan {
+    let groups = cluster::find_groups(entries, settings.threshold(), semantic);
     let mut merges = Vec::new();
     // Each group is freed once merged, so the groups and the growing plan are not both whole.
     for group in groups {

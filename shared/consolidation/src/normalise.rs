@@ -116,7 +116,12 @@ pub fn is_filler(token: &str) -> bool {
 /// bucketing key; equality is always re-checked on the texts).
 #[cfg(test)]
 pub(crate) fn analyse_into(text: &str, norm: &mut String) -> u64 {
-    analyse_with(text, norm, &mut crate::supersession::Scanner::default())
+    analyse_with(
+        text,
+        norm,
+        &mut crate::supersession::Scanner::default(),
+        &mut crate::substitution::Longest::default(),
+    )
 }
 
 /// [`analyse_into`], also feeding every content word to `scanner` (plain-language
@@ -125,6 +130,7 @@ pub(crate) fn analyse_with(
     text: &str,
     norm: &mut String,
     scanner: &mut crate::supersession::Scanner,
+    longest: &mut crate::substitution::Longest,
 ) -> u64 {
     norm.clear();
     let mut guard = GUARD_SEED;
@@ -135,8 +141,10 @@ pub(crate) fn analyse_with(
         }
         norm.push_str(token);
         if !is_filler(token) {
-            guard = fold(guard, hash_bytes(token.as_bytes()));
+            let term = term(hash_bytes(token.as_bytes()));
+            guard = guard.wrapping_add(term);
             scanner.word(token);
+            longest.word(token, term);
         }
         rewrite |= crate::canonical::needs_rewrite(token);
     });
@@ -146,9 +154,12 @@ pub(crate) fn analyse_with(
             *norm = canonical;
             guard = GUARD_SEED;
             *scanner = crate::supersession::Scanner::default();
+            *longest = crate::substitution::Longest::default();
             for w in content_words(norm) {
-                guard = fold(guard, hash_bytes(w.as_bytes()));
+                let term = term(hash_bytes(w.as_bytes()));
+                guard = guard.wrapping_add(term);
                 scanner.word(w);
+                longest.word(w, term);
             }
         }
     }
@@ -157,8 +168,12 @@ pub(crate) fn analyse_with(
 
 const GUARD_SEED: u64 = 0x6a09_e667_f3bc_c908;
 
-fn fold(acc: u64, token_hash: u64) -> u64 {
-    fmix64(acc ^ token_hash).wrapping_add(0x9e37_79b9_7f4a_7c15)
+/// One content word's share of the guard fingerprint. The fingerprint is the sum of the
+/// shares, so it is that of the word *multiset*: reorderings of one sentence share a bucket
+/// ([`same_content_words`] with [`role_swap`] decides the rest), and the fingerprint of the text
+/// minus one word is one subtraction (`crate::substitution`).
+fn term(token_hash: u64) -> u64 {
+    fmix64(token_hash ^ 0x9e37_79b9_7f4a_7c15)
 }
 
 /// The canonical form used for exact-duplicate detection: the [`tokenised`] text with one
@@ -199,12 +214,83 @@ pub(crate) fn content_words(norm: &str) -> impl Iterator<Item = &str> {
 /// re-checked with [`same_content_words`].
 #[cfg(test)]
 pub(crate) fn guard_fingerprint(norm: &str) -> u64 {
-    content_words(norm).fold(GUARD_SEED, |h, w| fold(h, hash_bytes(w.as_bytes())))
+    content_words(norm).fold(GUARD_SEED, |h, w| {
+        h.wrapping_add(term(hash_bytes(w.as_bytes())))
+    })
 }
 
-/// The distinct-fact guard: same content words in the same order.
+/// The distinct-fact guard: the same content words, in any order (a multiset).
 pub(crate) fn same_content_words(a: &str, b: &str) -> bool {
-    content_words(a).eq(content_words(b))
+    if content_words(a).eq(content_words(b)) {
+        return true;
+    }
+    let mut x: Vec<&str> = content_words(a).collect();
+    let mut y: Vec<&str> = content_words(b).collect();
+    if x.len() != y.len() {
+        return false;
+    }
+    x.sort_unstable();
+    y.sort_unstable();
+    x == y
+}
+
+/// Words that join two phrases without ordering them: "Sunil and Dora" = "Dora and Sunil".
+fn is_coordinator(word: &str) -> bool {
+    matches!(word, "and" | "or" | "&" | "plus" | "nor")
+}
+
+/// Whether two reorderings of the same content words swap two roles around a verb or a
+/// preposition: `P X M Y S` against `P Y M X S` with a middle `M` that is not only
+/// coordinators ("Yuki paid Samir" / "Samir paid Yuki", "from Rome to Paris" / "from Paris to
+/// Rome"). A phrase moved to the other end of the sentence ("On Tuesdays, Clara works from
+/// home" / "Clara works from home on Tuesdays") is a swap with an empty middle and keeps its
+/// meaning, as does a swap around "and". Reorderings of more than two blocks are not judged
+/// (they are rare, and they pass): the check is a guard against the common role swap, not a
+/// parser.
+pub(crate) fn role_swap(a: &str, b: &str) -> bool {
+    let x: Vec<&str> = content_words(a).collect();
+    let y: Vec<&str> = content_words(b).collect();
+    if x.len() != y.len() || x == y {
+        return false;
+    }
+    let prefix = x.iter().zip(&y).take_while(|(p, q)| p == q).count();
+    let suffix = x[prefix..]
+        .iter()
+        .rev()
+        .zip(y[prefix..].iter().rev())
+        .take_while(|(p, q)| p == q)
+        .count();
+    let (x, y) = (&x[prefix..x.len() - suffix], &y[prefix..y.len() - suffix]);
+    let n = x.len();
+    for i in 1..n {
+        for j in i + 1..n {
+            let (first, middle, last) = (&x[..i], &x[i..j], &x[j..]);
+            if middle.iter().all(|w| is_coordinator(w)) {
+                continue;
+            }
+            if y.starts_with(last)
+                && y[last.len()..].starts_with(middle)
+                && &y[last.len() + middle.len()..] == first
+            {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// Whether two normalised texts with the same content words may be near duplicates at all:
+/// in the same order the shingle threshold decides; reordered, the meaning-neutral words must
+/// agree too and the reordering must not swap roles.
+pub(crate) fn reorder_allowed(a: &str, b: &str) -> bool {
+    if content_words(a).eq(content_words(b)) {
+        return true;
+    }
+    let mut fa: Vec<&str> = tokens(a).filter(|t| is_filler(t)).collect();
+    let mut fb: Vec<&str> = tokens(b).filter(|t| is_filler(t)).collect();
+    fa.sort_unstable();
+    fb.sort_unstable();
+    fa == fb && !role_swap(a, b)
 }
 
 /// The sorted, deduplicated set of word 2-shingle fingerprints of a normalised text (a single
@@ -260,8 +346,16 @@ pub fn shingle_jaccard(a: &str, b: &str) -> f64 {
 /// aside: a pair it misses is missed the same way on every pass).
 pub fn is_near_duplicate(a: &str, b: &str, threshold: f64) -> bool {
     let (na, nb) = (normalise(a), normalise(b));
-    na == nb
-        || (same_content_words(&na, &nb) && jaccard(&shingles(&na), &shingles(&nb)) >= threshold)
+    na == nb || (same_content_words(&na, &nb) && near_in_class(&na, &nb, threshold))
+}
+
+/// The near-duplicate test between two texts already known to share their content words.
+pub(crate) fn near_in_class(a: &str, b: &str, threshold: f64) -> bool {
+    if content_words(a).eq(content_words(b)) {
+        jaccard(&shingles(a), &shingles(b)) >= threshold
+    } else {
+        reorder_allowed(a, b)
+    }
 }
 
 fn fold_char(c: char) -> char {

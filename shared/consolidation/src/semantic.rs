@@ -1,0 +1,269 @@
+//! The optional second stage of duplicate folding: embeddings propose, the fact checks decide
+//! (openwop-agent-memory.md §"Background consolidation (RFC 0068)": "merge duplicates", never
+//! two different facts).
+//!
+//! When the caller has an embedding per entry (the same model for all of them: the host stores
+//! one next to each entry when a model is configured), two entries of one partition whose
+//! vectors have a cosine similarity of at least [`Semantic::min_cosine`] are *proposed* as
+//! duplicates. A proposal becomes a link only when [`facts_agree`]: the same numbers, the same
+//! names, the same value words, the same negation, neither text a strict subset of the other,
+//! and not a one- or two-word substitution (which is what a changed value looks like, and
+//! which the deterministic substitution stage has already judged). Embeddings rate two
+//! sentences about one thing as similar whether or not they agree, so the checks, not the
+//! score, are what keeps distinct facts apart.
+//!
+//! Candidates: every pair of a partition with at most [`ALL_PAIRS_VECTORS`] vectors; a larger
+//! partition is bucketed by sign-random-projection LSH ([`BANDS`] bands of [`BITS`] bits, fixed
+//! projections), and a bucket of more than [`MAX_BUCKET`] entries is not searched.
+//!
+//! A link depends only on the two texts and their vectors; a merged entry keeps the vector of
+//! the member whose text it keeps, so a second pass links nothing new.
+
+use crate::minhash::fmix64;
+use crate::normalise::{content_words, tokens};
+use crate::substitution::{is_value_word, names};
+use crate::wordnet;
+
+/// Default [`Semantic::min_cosine`], chosen on the project's quality corpus with
+/// all-MiniLM-L6-v2 vectors (README "Consolidation").
+pub const DEFAULT_MIN_COSINE: f32 = 0.8;
+
+/// Largest number of vectors in a partition compared all pairs.
+pub const ALL_PAIRS_VECTORS: usize = 2_048;
+const BANDS: usize = 16;
+const BITS: usize = 8;
+const MAX_BUCKET: usize = 64;
+
+/// The embedding stage's input: one optional vector per entry (indexed like the entries).
+#[derive(Clone, Copy, Debug)]
+pub struct Semantic<'a> {
+    pub vectors: &'a [Option<&'a [f32]>],
+    pub min_cosine: f32,
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() || a.is_empty() {
+        return 0.0;
+    }
+    let (mut dot, mut na, mut nb) = (0.0f32, 0.0f32, 0.0f32);
+    for (x, y) in a.iter().zip(b) {
+        dot += x * y;
+        na += x * x;
+        nb += y * y;
+    }
+    if na == 0.0 || nb == 0.0 {
+        0.0
+    } else {
+        dot / (na.sqrt() * nb.sqrt())
+    }
+}
+
+/// Proposed pairs `(a, b)` (entry indices, `a < b`) among `members` with cosine at least the
+/// threshold, in a deterministic order.
+pub(crate) fn proposals(members: &[usize], semantic: &Semantic<'_>) -> Vec<(usize, usize)> {
+    let with: Vec<(usize, &[f32])> = members
+        .iter()
+        .filter_map(|&m| semantic.vectors.get(m).copied().flatten().map(|v| (m, v)))
+        .collect();
+    let mut out = Vec::new();
+    let mut check = |(a, va): (usize, &[f32]), (b, vb): (usize, &[f32])| {
+        if cosine(va, vb) >= semantic.min_cosine {
+            out.push((a.min(b), a.max(b)));
+        }
+    };
+    if with.len() <= ALL_PAIRS_VECTORS {
+        for (i, &x) in with.iter().enumerate() {
+            for &y in &with[i + 1..] {
+                check(x, y);
+            }
+        }
+    } else {
+        let sigs: Vec<u128> = with.iter().map(|(_, v)| signature(v)).collect();
+        let mut keyed: Vec<(u64, usize)> = Vec::with_capacity(with.len());
+        for band in 0..BANDS {
+            keyed.clear();
+            keyed.extend(sigs.iter().enumerate().map(|(i, s)| {
+                let bits = (s >> (band * BITS)) as u64 & ((1 << BITS) - 1);
+                ((band as u64) << 32 | bits, i)
+            }));
+            keyed.sort_unstable();
+            for run in keyed.chunk_by(|a, b| a.0 == b.0) {
+                if run.len() > MAX_BUCKET {
+                    continue;
+                }
+                for (x, &(_, i)) in run.iter().enumerate() {
+                    for &(_, j) in &run[x + 1..] {
+                        check(with[i], with[j]);
+                    }
+                }
+            }
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    out
+}
+
+/// Sign random projections: bit `k` is the sign of the vector's dot product with a fixed
+/// ±1 vector derived from `k` and the dimension index.
+fn signature(v: &[f32]) -> u128 {
+    let mut sig = 0u128;
+    for k in 0..BANDS * BITS {
+        let mut dot = 0.0f32;
+        for (d, x) in v.iter().enumerate() {
+            let r = fmix64(((k as u64) << 32) ^ d as u64 ^ 0x51a7_e3c9_0d2f_6b41);
+            dot += if r & 1 == 0 { *x } else { -*x };
+        }
+        if dot >= 0.0 {
+            sig |= 1 << k;
+        }
+    }
+    sig
+}
+
+const NEGATORS: &[&str] = &[
+    "neither", "never", "no", "nobody", "none", "nor", "not", "nothing", "without",
+];
+
+fn sorted<'t>(t: &[&'t str], keep: impl Fn(&str) -> bool) -> Vec<&'t str> {
+    let mut v: Vec<&'t str> = t.iter().copied().filter(|w| keep(w)).collect();
+    v.sort_unstable();
+    v
+}
+
+/// Whether two texts an embedding proposed as duplicates state the same fact (module docs).
+pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
+    let ta: Vec<&str> = tokens(a).collect();
+    let tb: Vec<&str> = tokens(b).collect();
+    let number = |w: &str| w.chars().any(|c| c.is_ascii_digit());
+    let value = |w: &str| is_value_word(w) && !NEGATORS.contains(&w);
+    let negator = |w: &str| NEGATORS.contains(&w);
+    if sorted(&ta, number) != sorted(&tb, number)
+        || sorted(&ta, value) != sorted(&tb, value)
+        || sorted(&ta, negator).len() != sorted(&tb, negator).len()
+    {
+        return false;
+    }
+    // A word negated by a prefix in one text and plain in the other ("available" /
+    // "unavailable").
+    let prefixed = |x: &[&str], y: &[&str]| {
+        x.iter().any(|w| {
+            ["un", "in", "im", "dis", "non"]
+                .iter()
+                .any(|p| w.strip_prefix(p).is_some_and(|rest| y.contains(&rest)))
+        })
+    };
+    if prefixed(&ta, &tb) || prefixed(&tb, &ta) {
+        return false;
+    }
+    // Names: every capitalised word of one text appears in the other (a possessive "Matteo's"
+    // names Matteo).
+    let named_in = |n: &str, t: &[&str]| {
+        t.iter()
+            .any(|w| *w == n || n.strip_suffix('s') == Some(w) || w.strip_suffix('s') == Some(n))
+    };
+    if names(a_raw).iter().any(|n| !named_in(n, &tb))
+        || names(b_raw).iter().any(|n| !named_in(n, &ta))
+    {
+        return false;
+    }
+    let mut ca: Vec<&str> = content_words(a).collect();
+    let mut cb: Vec<&str> = content_words(b).collect();
+    ca.sort_unstable();
+    ca.dedup();
+    cb.sort_unstable();
+    cb.dedup();
+    let only_a: Vec<&str> = ca
+        .iter()
+        .copied()
+        .filter(|w| cb.binary_search(w).is_err())
+        .collect();
+    let only_b: Vec<&str> = cb
+        .iter()
+        .copied()
+        .filter(|w| ca.binary_search(w).is_err())
+        .collect();
+    // Opposites ("arrived damaged" / "arrived intact", "open" / "closed").
+    if only_a
+        .iter()
+        .any(|x| only_b.iter().any(|y| wordnet::opposed(x, y)))
+    {
+        return false;
+    }
+    let (only_a, only_b) = (only_a.len(), only_b.len());
+    // The same words in another order were judged by near-duplicate folding (role swaps); a
+    // strict subset adds a qualifier ("nuts" / "tree nuts"); a one- or two-word swap with
+    // everything else equal is a changed value ("tea" / "coffee").
+    only_a > 0 && only_b > 0 && !(only_a == only_b && only_a <= 2)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::normalise::normalise;
+
+    fn agree(a: &str, b: &str) -> bool {
+        facts_agree(a, &normalise(a), b, &normalise(b))
+    }
+
+    #[test]
+    fn reformulations_agree() {
+        assert!(agree(
+            "Javier owns the bakery on Calle Mayor.",
+            "The bakery on Calle Mayor belongs to Javier."
+        ));
+        assert!(agree(
+            "Hugo is fluent in Portuguese.",
+            "Hugo speaks fluent Portuguese."
+        ));
+        assert!(agree("Olga never eats meat.", "Olga does not eat meat."));
+    }
+
+    #[test]
+    fn different_facts_do_not() {
+        for (a, b) in [
+            (
+                "Oscar is allergic to nuts.",
+                "Oscar is allergic to tree nuts.",
+            ),
+            (
+                "The Oslo office has step-free access.",
+                "The Oslo office does not have step-free access.",
+            ),
+            (
+                "Customer support is available on holidays.",
+                "Customer support is unavailable on holidays.",
+            ),
+            ("The parcel weighs 5 kg.", "The parcel weighs 5 lb."),
+            (
+                "Chen's favourite colour is green.",
+                "Chen's favourite colour is blue.",
+            ),
+            ("Naledi grew up in Pretoria.", "Naledi grew up in Durban."),
+            (
+                "Book a table for 6 at Nordlys.",
+                "Book a table for 8 at Nordlys.",
+            ),
+            (
+                "The cooldown is 5 minutes.",
+                "The cooldown is five seconds.",
+            ),
+        ] {
+            assert!(!agree(a, b), "{a} / {b}");
+        }
+    }
+
+    #[test]
+    fn cosine_and_proposals() {
+        let a = [1.0f32, 0.0, 0.0];
+        let b = [0.9f32, 0.1, 0.0];
+        let c = [0.0f32, 1.0, 0.0];
+        let vectors = [Some(&a[..]), Some(&b[..]), Some(&c[..]), None];
+        let s = Semantic {
+            vectors: &vectors,
+            min_cosine: 0.8,
+        };
+        assert_eq!(proposals(&[0, 1, 2, 3], &s), vec![(0, 1)]);
+        assert!(cosine(&a, &c).abs() < 1e-6);
+    }
+}

@@ -1,0 +1,571 @@
+//! Substitution links: duplicates that differ by one word, a typo or a synonym
+//! (openwop-agent-memory.md §"Background consolidation (RFC 0068)": "merge duplicates", while a
+//! pass never merges two different facts).
+//!
+//! Two texts of one partition are linked when their content words are the same multiset but for
+//! exactly one word on each side, and that pair of words is
+//!
+//! - a **typo**: both alphabetic, the shorter at least four letters, one edit apart (insertion,
+//!   deletion, substitution or a swap of neighbours: "recieve"/"receive"), and neither written
+//!   with a capital inside the sentence (a capitalised word is a name: "Holt"/"Holm",
+//!   "Bergen"/"Berger" are different people) unless the pair is a misspelt weekday or month; or
+//! - **synonyms**: they share a WordNet synset ([`crate::wordnet`]; "faucet"/"tap" do not,
+//!   "lift"/"elevator" and "near"/"close" do), in the same inflection.
+//!
+//! Either way, neither word may be a *value word* ([`is_value_word`]): units, times, weekdays,
+//! months, colours, directions, number words, quantifiers and negations carry the fact itself
+//! ("5 minutes" / "5 seconds" share WordNet's "an instant"), so a substitution there is a
+//! different fact, never a paraphrase. The meaning-neutral words must agree, and the rest of
+//! the sentence must not swap roles ([`crate::normalise::role_swap`]).
+//!
+//! # Candidates
+//!
+//! While a text is tokenised, its [`KEYED_WORDS`] longest alphabetic content words are kept
+//! ([`Longest`]). The guard fingerprint is a sum over the content words, so "the text minus one
+//! of those words" is one subtraction: [`Longest::keys`]. Two texts that differ by one
+//! substitution share a key whenever the substituted word is among the longest words of both,
+//! which is where typos and synonyms live (short words are mostly function words). Only texts
+//! sharing a key are compared, so a pass stays near-linear; a key shared by more than
+//! [`MAX_SUBSTITUTION_RUN`] texts is not searched.
+//!
+//! Whether two texts are linked depends only on the two texts (plus the fixed word lists), so
+//! consolidation stays idempotent and order-independent.
+
+use crate::minhash::fmix64;
+use crate::normalise::{content_words, near_in_class, tokens};
+use crate::wordnet;
+
+const SKELETON_SALT: u64 = 0x3c6e_f372_fe94_f82b;
+
+/// How many of a text's longest words are keyed.
+pub(crate) const KEYED_WORDS: usize = 6;
+
+/// Largest number of texts sharing one key that are compared pairwise.
+pub(crate) const MAX_SUBSTITUTION_RUN: usize = 32;
+
+/// A text's longest alphabetic content words (by length, ties by fingerprint term), tracked
+/// during the one tokenising pass.
+#[derive(Clone, Copy, Default)]
+pub(crate) struct Longest {
+    words: [(usize, u64); KEYED_WORDS],
+    n: usize,
+    /// The guard fingerprint with every word of five letters or more replaced by its first
+    /// two letters: texts that differ only by typos past the second letter share it.
+    skeleton: u64,
+}
+
+impl Longest {
+    /// Offers a content word and its guard term.
+    pub(crate) fn word(&mut self, token: &str, term: u64) {
+        if token.len() < 3 {
+            // Short words (most function words) are never keyed and keep their own term.
+            self.skeleton = self.skeleton.wrapping_add(term);
+            return;
+        }
+        // Most tokens are ASCII: decide on bytes, and only walk chars for the rest.
+        let b = token.as_bytes();
+        let (alphabetic, long) = if b.iter().all(u8::is_ascii_alphabetic) {
+            (true, b.len() >= 5)
+        } else if token.is_ascii() {
+            (false, false)
+        } else {
+            (
+                token.chars().all(char::is_alphabetic),
+                token.chars().nth(4).is_some(),
+            )
+        };
+        self.skeleton = self.skeleton.wrapping_add(if alphabetic && long {
+            // The first two letters (as bytes: a non-ASCII letter contributes its lead
+            // bytes, which is as good a prefix).
+            fmix64((u64::from(b[0]) << 8 | u64::from(b[1])) ^ SKELETON_SALT)
+        } else {
+            term
+        });
+        if !alphabetic {
+            return;
+        }
+        let item = (token.len(), term);
+        let better = |a: (usize, u64), b: (usize, u64)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
+        if self.n < KEYED_WORDS {
+            self.words[self.n] = item;
+            self.n += 1;
+        } else if better(item, self.words[KEYED_WORDS - 1]) {
+            self.words[KEYED_WORDS - 1] = item;
+        } else {
+            return;
+        }
+        let mut i = self.n - 1;
+        while i > 0 && better(self.words[i], self.words[i - 1]) {
+            self.words.swap(i, i - 1);
+            i -= 1;
+        }
+    }
+
+    /// The fingerprints of the text's content-word multiset minus each keyed word, and its
+    /// skeleton.
+    pub(crate) fn keys(&self, guard: u64) -> impl Iterator<Item = u64> + '_ {
+        let mut seen: [u64; KEYED_WORDS] = [0; KEYED_WORDS];
+        std::iter::once(self.skeleton ^ SKELETON_SALT).chain(
+            self.words[..self.n]
+                .iter()
+                .enumerate()
+                .filter_map(move |(i, &(_, term))| {
+                    // A word keyed twice (it occurs twice) gives the same key twice; once is enough.
+                    if seen[..i].contains(&term) {
+                        return None;
+                    }
+                    seen[i] = term;
+                    Some(guard.wrapping_sub(term))
+                }),
+        )
+    }
+}
+
+/// Whether two normalised texts (with their raw forms, for capitalisation) differ by exactly one
+/// typo or synonym substitution, as the module documentation describes.
+pub(crate) fn linked(a_raw: &str, a: &str, b_raw: &str, b: &str, threshold: f64) -> bool {
+    let mut x: Vec<&str> = content_words(a).collect();
+    let mut y: Vec<&str> = content_words(b).collect();
+    if x.len() != y.len() || x.is_empty() {
+        return false;
+    }
+    x.sort_unstable();
+    y.sort_unstable();
+    let (mut i, mut j) = (0, 0);
+    let (mut only_a, mut only_b) = (Vec::new(), Vec::new());
+    while i < x.len() || j < y.len() {
+        match (x.get(i), y.get(j)) {
+            (Some(p), Some(q)) if p == q => {
+                i += 1;
+                j += 1;
+            }
+            (Some(p), Some(q)) if p < q => {
+                only_a.push(*p);
+                i += 1;
+            }
+            (Some(_), Some(q)) => {
+                only_b.push(*q);
+                j += 1;
+            }
+            (Some(p), None) => {
+                only_a.push(*p);
+                i += 1;
+            }
+            (None, Some(q)) => {
+                only_b.push(*q);
+                j += 1;
+            }
+            (None, None) => break,
+        }
+    }
+    if only_a.is_empty() || only_a.len() != only_b.len() || only_a.len() > MAX_SUBSTITUTIONS {
+        return false;
+    }
+    let allowed = |p: &str, q: &str| {
+        let typo = is_typo(p, q)
+            && ((!named(a_raw, p) && !named(b_raw, q))
+                || is_calendar_word(p)
+                || is_calendar_word(q));
+        // A synonym only as the one substitution: two at once drift from the fact.
+        let synonym =
+            only_a.len() == 1 && !is_value_word(p) && !is_value_word(q) && wordnet::synonyms(p, q);
+        typo || synonym
+    };
+    let Some(pairing) = matching(&only_a, &only_b, allowed) else {
+        return false;
+    };
+    // With the substituted words aligned, the two must be near duplicates: the same test as
+    // for any two phrasings of one content-word multiset (fillers, order, roles).
+    let b_aligned: String = tokens(b)
+        .map(|t| pairing.iter().find(|(_, q)| *q == t).map_or(t, |(p, _)| *p))
+        .collect::<Vec<_>>()
+        .join(" ");
+    a == b_aligned || near_in_class(a, &b_aligned, threshold)
+}
+
+/// Most words substituted between two linked texts (typos; a synonym only alone).
+const MAX_SUBSTITUTIONS: usize = 3;
+
+/// A pairing of the words only in one text with the words only in the other in which every pair
+/// is allowed; the first in a fixed order of permutations, so the choice is deterministic.
+fn matching<'w>(
+    only_a: &[&'w str],
+    only_b: &[&'w str],
+    allowed: impl Fn(&str, &str) -> bool,
+) -> Option<Vec<(&'w str, &'w str)>> {
+    let n = only_a.len();
+    let perms: &[&[usize]] = match n {
+        1 => &[&[0]],
+        2 => &[&[0, 1], &[1, 0]],
+        _ => &[
+            &[0, 1, 2],
+            &[0, 2, 1],
+            &[1, 0, 2],
+            &[1, 2, 0],
+            &[2, 0, 1],
+            &[2, 1, 0],
+        ],
+    };
+    perms.iter().find_map(|perm| {
+        let pairs: Vec<(&str, &str)> = (0..n).map(|i| (only_a[i], only_b[perm[i]])).collect();
+        pairs.iter().all(|(p, q)| allowed(p, q)).then_some(pairs)
+    })
+}
+
+/// One edit apart (optimal string alignment distance 1), both alphabetic, the shorter at
+/// least four letters, and not two different value words ("minute"/"minutes" is a typo-sized
+/// difference between two value words and stays apart).
+fn is_typo(p: &str, q: &str) -> bool {
+    let (a, b): (Vec<char>, Vec<char>) = (p.chars().collect(), q.chars().collect());
+    if a.len().min(b.len()) < 4
+        || !a.iter().all(|c| c.is_alphabetic())
+        || !b.iter().all(|c| c.is_alphabetic())
+        || (is_value_word(p) && is_value_word(q))
+    {
+        return false;
+    }
+    one_edit(&a, &b)
+}
+
+fn one_edit(a: &[char], b: &[char]) -> bool {
+    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
+    match long.len() - short.len() {
+        0 => {
+            let diff: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
+            match diff.as_slice() {
+                [_] => true,
+                [i, j] => *j == i + 1 && a[*i] == b[*j] && a[*j] == b[*i],
+                _ => false,
+            }
+        }
+        1 => {
+            let k = short.iter().zip(long).take_while(|(x, y)| x == y).count();
+            short[k..] == long[k + 1..]
+        }
+        _ => false,
+    }
+}
+
+/// Whether `token` is written with a capital somewhere in `raw` other than at the start of a
+/// sentence: a name, whose one-letter variants are other names.
+fn named(raw: &str, token: &str) -> bool {
+    names(raw).iter().any(|n| n == token)
+}
+
+/// The words of `raw` written with a capital other than at the start of a sentence (lower
+/// case, apostrophes dropped, as normalised tokens are).
+pub(crate) fn names(raw: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut sentence_start = true;
+    let mut word = String::new();
+    let mut capital = false;
+    for c in raw.chars().chain(std::iter::once(' ')) {
+        if c.is_alphanumeric() {
+            if word.is_empty() {
+                capital = c.is_uppercase();
+            }
+            word.extend(c.to_lowercase());
+        } else if c != '\'' && c != '\u{2019}' {
+            if !word.is_empty() {
+                if capital && !sentence_start {
+                    out.push(std::mem::take(&mut word));
+                }
+                sentence_start = false;
+                word.clear();
+            }
+            if matches!(c, '.' | '!' | '?' | ':' | '\n') {
+                sentence_start = true;
+            }
+        }
+    }
+    out
+}
+
+fn is_calendar_word(w: &str) -> bool {
+    matches!(
+        w,
+        "monday"
+            | "tuesday"
+            | "wednesday"
+            | "thursday"
+            | "friday"
+            | "saturday"
+            | "sunday"
+            | "january"
+            | "february"
+            | "march"
+            | "april"
+            | "june"
+            | "july"
+            | "august"
+            | "september"
+            | "october"
+            | "november"
+            | "december"
+    )
+}
+
+/// Words that carry the value of a fact: a substitution there is a different fact. Plurals
+/// are checked through their singular.
+pub(crate) fn is_value_word(w: &str) -> bool {
+    let singular = w
+        .strip_suffix("es")
+        .filter(|s| s.ends_with(['s', 'x', 'h']))
+        .or_else(|| w.strip_suffix('s'))
+        .unwrap_or(w);
+    is_calendar_word(w)
+        || is_calendar_word(singular)
+        || VALUE_WORDS.binary_search(&w).is_ok()
+        || VALUE_WORDS.binary_search(&singular).is_ok()
+}
+
+/// Sorted (a unit test checks it).
+const VALUE_WORDS: &[&str] = &[
+    "above",
+    "after",
+    "afternoon",
+    "all",
+    "any",
+    "back",
+    "before",
+    "below",
+    "billion",
+    "black",
+    "blue",
+    "bottom",
+    "brown",
+    "byte",
+    "celsius",
+    "cent",
+    "centimetre",
+    "century",
+    "cup",
+    "day",
+    "decade",
+    "degree",
+    "dollar",
+    "double",
+    "down",
+    "dozen",
+    "early",
+    "east",
+    "eight",
+    "eighteen",
+    "eighty",
+    "eleven",
+    "euro",
+    "evening",
+    "every",
+    "fahrenheit",
+    "fifteen",
+    "fifty",
+    "first",
+    "five",
+    "foot",
+    "fortnight",
+    "forty",
+    "four",
+    "fourteen",
+    "franc",
+    "front",
+    "gallon",
+    "gigabyte",
+    "gold",
+    "gram",
+    "gray",
+    "green",
+    "grey",
+    "half",
+    "hour",
+    "hundred",
+    "inch",
+    "inside",
+    "kilo",
+    "kilobyte",
+    "kilogram",
+    "kilometer",
+    "kilometre",
+    "last",
+    "late",
+    "left",
+    "less",
+    "liter",
+    "litre",
+    "lower",
+    "many",
+    "megabyte",
+    "meter",
+    "metre",
+    "midnight",
+    "mile",
+    "million",
+    "minute",
+    "month",
+    "more",
+    "morning",
+    "most",
+    "never",
+    "next",
+    "night",
+    "nine",
+    "nineteen",
+    "ninety",
+    "none",
+    "noon",
+    "north",
+    "not",
+    "ounce",
+    "outside",
+    "percent",
+    "pink",
+    "pint",
+    "pound",
+    "previous",
+    "purple",
+    "quarter",
+    "red",
+    "right",
+    "second",
+    "seven",
+    "seventeen",
+    "seventy",
+    "silver",
+    "single",
+    "six",
+    "sixteen",
+    "sixty",
+    "some",
+    "south",
+    "ten",
+    "terabyte",
+    "third",
+    "thirteen",
+    "thirty",
+    "thousand",
+    "three",
+    "today",
+    "tomorrow",
+    "ton",
+    "tonight",
+    "tonne",
+    "top",
+    "twelve",
+    "twenty",
+    "twice",
+    "two",
+    "upper",
+    "violet",
+    "watt",
+    "week",
+    "weekend",
+    "west",
+    "white",
+    "yard",
+    "year",
+    "yellow",
+    "yesterday",
+];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::normalise::normalise;
+
+    fn link(a: &str, b: &str) -> bool {
+        linked(
+            a,
+            &normalise(a),
+            b,
+            &normalise(b),
+            crate::DEFAULT_NEAR_DUPLICATE_THRESHOLD,
+        )
+    }
+
+    #[test]
+    fn value_words_are_sorted() {
+        assert!(VALUE_WORDS.windows(2).all(|w| w[0] < w[1]));
+    }
+
+    #[test]
+    fn typos_of_ordinary_words_link() {
+        assert!(link(
+            "Amara is allergic to penicillin.",
+            "Amara is alergic to penicillin."
+        ));
+        assert!(link(
+            "The office plants need watering twice a week.",
+            "The office plants need watering twice a weak."
+        ));
+        assert!(link(
+            "The quarterly report is due next Wednesday.",
+            "The quarterly report is due next Wendesday."
+        ));
+        assert!(link(
+            "The accountant needs the receipts by Friday.",
+            "The accountant needs the reciepts by Friday."
+        ));
+    }
+
+    #[test]
+    fn names_numbers_and_values_never_link() {
+        for (a, b) in [
+            (
+                "Lukas Bergen is a vegetarian.",
+                "Lukas Berger is a vegetarian.",
+            ),
+            (
+                "Ship the hinge to Greta Holt.",
+                "Ship the hinge to Greta Holm.",
+            ),
+            ("The cooldown is 5 minutes.", "The cooldown is 5 seconds."),
+            ("Customer 48213 called.", "Customer 48218 called."),
+            (
+                "Leave parcels at the front door.",
+                "Leave parcels at the back door.",
+            ),
+            (
+                "Chen's favourite colour is green.",
+                "Chen's favourite colour is blue.",
+            ),
+            (
+                "Yoga is on Mondays at 18:30.",
+                "Yoga is on Wednesdays at 18:30.",
+            ),
+            (
+                "Dieter reports to Marguerite.",
+                "Marguerite reports to Dieter.",
+            ),
+        ] {
+            assert!(!link(a, b), "{a} / {b}");
+        }
+    }
+
+    #[test]
+    fn wordnet_synonyms_link_in_the_same_inflection() {
+        assert!(link(
+            "Kaito's apartment is on the fourth floor.",
+            "Kaito's flat is on the fourth floor."
+        ));
+        assert!(link(
+            "Ines wants a room away from the lift.",
+            "Ines wants a room away from the elevator."
+        ));
+    }
+
+    #[test]
+    fn keys_drop_one_of_the_longest_words() {
+        let mut l = Longest::default();
+        for (w, t) in [
+            ("is", 1u64),
+            ("penicillin", 2),
+            ("amara", 3),
+            ("allergic", 4),
+            ("to", 5),
+            ("drug", 6),
+        ] {
+            l.word(w, t);
+        }
+        let keys: Vec<u64> = l.keys(100).skip(1).collect();
+        assert_eq!(keys, vec![98, 96, 97, 94]);
+    }
+}

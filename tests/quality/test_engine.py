@@ -1,0 +1,67 @@
+"""The consolidation engine itself, scored on the project's quality corpus (tests/quality/bench.py).
+
+Runs the debug build of the `plan_corpus` example (built by `cargo test`, which tests/run runs
+first; a missing binary fails loudly). The floors are the figures the README reports: distinct
+facts are never merged, runs are identical, and no category folds less than it does today, so a
+change that loses a fact or a paraphrase class fails here before it ships.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+ENGINE = ROOT / "target" / "debug" / "examples" / "plan_corpus"
+
+# Measured on the corpus (README "Consolidation"); a category may only go up.
+FOLDED_FLOORS = {
+    "case-punct": 0.94,
+    "synonym": 0.33,
+    "typo": 0.94,
+    "word-order": 1.0,
+    "number-format": 0.83,
+    "abbreviation": 0.77,
+    "reformulation": 0.0,
+}
+PLAIN_SUPERSESSION_FLOOR = 0.80
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict:
+    assert ENGINE.exists(), f"{ENGINE} is missing: run `cargo test -p consolidation` first"
+    out = tmp_path_factory.mktemp("quality") / "report.json"
+    env = dict(os.environ, PLAN_CORPUS_CMD=str(ENGINE))
+    done = subprocess.run(
+        [sys.executable, str(ROOT / "tests" / "quality" / "bench.py"), "--json", str(out)],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(out.read_text(encoding="utf-8"))
+
+
+def test_no_distinct_fact_is_merged(report):
+    kept = report["distinct_kept"]
+    assert kept["lost"] == 0, kept["wrong"][:5]
+    assert kept["wrong_pairs"] == 0
+
+
+def test_runs_are_identical_and_order_independent(report):
+    assert report["runs"] == {"identical_bytes": True, "identical_plans": True, "order_independent": True}
+
+
+@pytest.mark.parametrize("category", sorted(FOLDED_FLOORS))
+def test_duplicates_fold_at_least_as_well_as_reported(report, category):
+    rate = report["duplicates_folded"]["by_category"][category]["rate"]
+    assert rate >= FOLDED_FLOORS[category], f"{category}: {rate:.3f} < {FOLDED_FLOORS[category]}"
+
+
+def test_plain_language_supersession_holds(report):
+    plain = report["supersessions"]
+    rate = plain["plain"]["rate"]
+    assert rate >= PLAIN_SUPERSESSION_FLOOR, plain
