@@ -28,9 +28,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PURE = ["memory-guard", "distill", "consolidation", "commitments", "text-search"]
 CORE = ["memory-core", "memory-api", "dream-service", "consolidation-service",
-        "commitment-service"]
+        "commitment-service", "memory-tool"]
 FUNCTIONS = ["memory-read", "memory-write", "memory-forget", "memory-dream",
-             "memory-consolidate", "memory-commitments"]
+             "memory-consolidate", "memory-commitments", "memory-mcp"]
 
 ASYNC_OR_AWS = re.compile(r"^(aws-|aws_|lambda_|tokio|hyper|rustls)")
 AWS_OR_LAMBDA = re.compile(r"^(aws-sdk-|aws-config|aws-smithy-|aws_lambda_events|lambda_|hyper|rustls)")
@@ -51,6 +51,9 @@ NOT_RUN = {
     "memory-consolidate": DISTILLER | COMMITMENTS | {"aws-sdk-s3", "aws-sdk-bedrockruntime"},
     "memory-commitments": DISTILLER | CONSOLIDATION
     | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-bedrockruntime"},
+    # The standard doors (MCP, the Claude memory tool) read, write and forget like the REST
+    # doors together; they run no pass of their own.
+    "memory-mcp": CONSOLIDATION | {"aws-sdk-sqs"},
 }
 
 

@@ -35,13 +35,14 @@ use crate::apigw::{http_api_event, percent_decode, GatewayRequest};
 use crate::{LambdaProcess, Outcome};
 
 /// The function binaries the gateway starts, in `template.yaml` order.
-pub const FUNCTIONS: [&str; 6] = [
+pub const FUNCTIONS: [&str; 7] = [
     "memory-read",
     "memory-write",
     "memory-forget",
     "memory-dream",
     "memory-consolidate",
     "memory-commitments",
+    "memory-mcp",
 ];
 
 /// API Gateway's maximum integration timeout for HTTP APIs.
@@ -168,6 +169,12 @@ pub fn match_route(method: &str, raw_path: &str) -> Option<Route> {
         (_, ["forget"]) => Some(route(
             "memory-forget",
             "ANY /v1/host/wop-memory/forget",
+            true,
+            vec![],
+        )),
+        (_, ["memory-tool"]) => Some(route(
+            "memory-mcp",
+            "ANY /v1/host/wop-memory/memory-tool",
             true,
             vec![],
         )),

@@ -133,6 +133,19 @@ pub fn is_http_event(payload: &Value) -> bool {
 pub struct HttpRequest {
     pub head: ReadRequest,
     pub body: String,
+    /// Request headers, names lower-cased (what the MCP transport and the memory tool's
+    /// subject header read).
+    pub headers: Vec<(String, String)>,
+}
+
+impl HttpRequest {
+    /// The first value of header `name` (lower-case).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
 }
 
 /// An API Gateway request, or the 400 a malformed event is answered with (as an HTTP
@@ -176,7 +189,15 @@ pub fn http_request(mut event: Value, claim: &str) -> HttpTrigger {
     } else {
         typed.body.clone().unwrap_or_default()
     };
+    let headers = typed
+        .headers
+        .iter()
+        .filter_map(|(name, value)| {
+            Some((name.as_str().to_owned(), value.to_str().ok()?.to_owned()))
+        })
+        .collect();
     Ok(HttpRequest {
+        headers,
         head: ReadRequest {
             method: typed.request_context.http.method.as_str().to_owned(),
             path: typed
@@ -204,6 +225,25 @@ pub fn http_response(response: HttpResponse) -> Answer {
     out.status_code = i64::from(response.status);
     out.headers = headers;
     out.body = Some(Body::Text(response.body.to_string()));
+    Answer::Http(Box::new(out))
+}
+
+/// An answer whose body is not one of our JSON documents (the MCP transport's own responses):
+/// status, headers and text as given; a header that is not valid HTTP is dropped.
+pub fn raw_http_response(status: u16, headers: &[(String, String)], body: String) -> Answer {
+    let mut map = HeaderMap::new();
+    for (name, value) in headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            map.insert(name, value);
+        }
+    }
+    let mut out = ApiGatewayV2httpResponse::default();
+    out.status_code = i64::from(status);
+    out.headers = map;
+    out.body = Some(Body::Text(body));
     Answer::Http(Box::new(out))
 }
 

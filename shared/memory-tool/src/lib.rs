@@ -1,0 +1,13 @@
+//! The Claude memory tool (`memory_20250818`, Anthropic's client-side tool: the model issues
+//! `view` / `create` / `str_replace` / `insert` / `delete` / `rename` on files under `/memories`
+//! and the application runs them against a backend of its choice) backed by one memoryRef of
+//! wop-memory: CTI-1 on the ref, SR-1 on every write, forget by subject, no lost update between
+//! racing edits (README "The Claude memory tool").
+
+pub mod command;
+pub mod http;
+pub mod path;
+pub mod tool;
+
+pub use command::Command;
+pub use tool::{Call, MemoryTool, ToolResult};
