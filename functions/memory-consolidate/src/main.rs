@@ -15,7 +15,9 @@ fn main() -> Result<(), Error> {
 
 async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
-    let pass = ConsolidatePass(Consolidator::new(ports.core()));
+    let pass = ConsolidatePass(
+        Consolidator::new(ports.core()).with_embedding_model(ports.embedding_model.clone()),
+    );
     let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
     let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
     lambda_adapter::run_pass(pass, store, queue).await

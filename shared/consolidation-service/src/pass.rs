@@ -8,7 +8,7 @@
 
 use std::collections::HashMap;
 
-use consolidation::{Entry, Settings};
+use consolidation::{Entry, Semantic, Settings, DEFAULT_MIN_COSINE};
 use sha2::{Digest, Sha256};
 
 use memory_core::error::{CoreError, StoreError};
@@ -38,6 +38,9 @@ pub struct ConsolidationReport {
 pub struct Consolidator {
     ports: CorePorts,
     settings: Settings,
+    /// The embedding model whose stored vectors feed the planner's embedding stage
+    /// (`consolidation::semantic`); `None`: the deterministic stages only.
+    embedding_model: Option<String>,
 }
 
 fn to_input(e: &StoredEntry) -> Entry {
@@ -57,7 +60,14 @@ impl Consolidator {
         Consolidator {
             ports,
             settings: Settings::default(),
+            embedding_model: None,
         }
+    }
+
+    /// Turns on the embedding stage for entries carrying vectors of `model`.
+    pub fn with_embedding_model(mut self, model: Option<String>) -> Self {
+        self.embedding_model = model;
+        self
     }
 
     /// One pass over one ref. `redactor` carries the run's secrets when the pass was invoked
@@ -84,7 +94,25 @@ impl Consolidator {
             .filter(|e| e.tier == Tier::LongTerm && fence.admits(&e.entry.id))
             .collect();
         let inputs: Vec<Entry> = corpus.iter().map(to_input).collect();
-        let plan = consolidation::plan(&inputs, &self.settings);
+        let vectors: Vec<Option<&[f32]>> = corpus
+            .iter()
+            .map(|e| {
+                e.embedding
+                    .as_ref()
+                    .filter(|v| Some(&v.model) == self.embedding_model.as_ref())
+                    .map(|v| v.vector.as_slice())
+            })
+            .collect();
+        let semantic = Semantic {
+            vectors: &vectors,
+            min_cosine: DEFAULT_MIN_COSINE,
+        };
+        let plan = consolidation::plan_with(
+            &inputs,
+            &self.settings,
+            self.embedding_model.as_ref().map(|_| &semantic),
+        );
+        drop(vectors);
 
         // What each id stands for right now: snapshot entries, then merged entries as they land.
         let mut known: HashMap<String, StoredEntry> = corpus

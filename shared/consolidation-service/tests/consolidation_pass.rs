@@ -500,3 +500,75 @@ async fn the_consolidated_event_id_names_the_outcome_not_the_clock() {
     }
     assert_eq!(ids[0], ids[1], "same outcome, same id");
 }
+
+fn embedded(r: &MemoryRef, n: u64, content: &str, model: &str, vector: &[f32]) -> StoredEntry {
+    let mut e = long(r, n, content, &[]);
+    e.embedding = Some(memory_core::model::Embedding {
+        model: model.to_owned(),
+        vector: vector.to_vec(),
+    });
+    e
+}
+
+/// The embedding stage, with the model configured: a reformulation whose stored vectors are
+/// close folds and keeps the survivor's vector; a distinct fact as close as that stays (the fact
+/// checks decide); vectors of another model are not compared; a second pass writes nothing.
+#[tokio::test]
+async fn stored_vectors_propose_merges_that_the_fact_checks_decide() {
+    let r = memory_ref(&tenant("t1"), "agent-1");
+    let near = [1.0f32, 0.1, 0.0];
+    let close = [0.98f32, 0.15, 0.0];
+    let corpus = vec![
+        embedded(&r, 1, "Javier owns the bakery on Calle Mayor.", "m1", &near),
+        embedded(&r, 2, "The bakery on Calle Mayor belongs to Javier.", "m1", &close),
+        embedded(&r, 3, "Oscar is allergic to nuts.", "m1", &near),
+        embedded(&r, 4, "Oscar is allergic to tree nuts.", "m1", &close),
+        embedded(&r, 5, "Hugo is fluent in Portuguese.", "m2", &near),
+        embedded(&r, 6, "Hugo speaks fluent Portuguese.", "m2", &close),
+    ];
+
+    // Without a model: the deterministic stages only, nothing here folds.
+    let plain = world();
+    plain.store.put_entries(&corpus).await.expect("put");
+    let report = plain
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!(report.merges_applied, 0);
+
+    let w = world();
+    let pass = w.pass.clone().with_embedding_model(Some("m1".to_owned()));
+    w.store.put_entries(&corpus).await.expect("put");
+    let report = pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!(report.merges_applied, 1, "{report:?}");
+    let left: Vec<StoredEntry> = w
+        .store
+        .dump()
+        .into_iter()
+        .filter(|e| e.memory_ref == r)
+        .collect();
+    assert_eq!(left.len(), 5);
+    let merged = left
+        .iter()
+        .find(|e| e.entry.content.contains("Javier"))
+        .expect("the bakery fact");
+    assert!(merged.provenance.len() == 2, "{:?}", merged.provenance);
+    assert_eq!(
+        merged.embedding.as_ref().map(|v| v.model.as_str()),
+        Some("m1"),
+        "the survivor keeps its text's vector"
+    );
+    assert!(left.iter().any(|e| e.entry.content == "Oscar is allergic to nuts."));
+    assert!(left.iter().any(|e| e.entry.content == "Oscar is allergic to tree nuts."));
+    assert!(left.iter().any(|e| e.entry.content == "Hugo is fluent in Portuguese."));
+
+    let again = pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("second pass");
+    assert_eq!(again.merges_applied, 0);
+}

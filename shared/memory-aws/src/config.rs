@@ -78,6 +78,9 @@ pub struct AwsPorts {
     /// (`commitment-aws`).
     pub dynamo: aws_sdk_dynamodb::Client,
     pub table: String,
+    /// `EMBEDDING_MODEL_ID`: whose vectors the entries carry (consolidation compares only
+    /// those), also where no embedder is built.
+    pub embedding_model: Option<String>,
     pub entries: Arc<DynamoEntryStore>,
     #[cfg(feature = "archive")]
     pub archives: Arc<S3ArchiveStore>,
@@ -130,6 +133,7 @@ impl AwsPorts {
             )),
             dynamo,
             table: settings.table.clone(),
+            embedding_model: settings.embedding_model.clone(),
             #[cfg(feature = "archive")]
             archives: Arc::new(S3ArchiveStore::new(
                 aws_sdk_s3::Client::from_conf(
