@@ -11,10 +11,18 @@
 //! # Budget rule (the same text is in the README)
 //!
 //! Tokens are cl100k_base tokens ([`crate::tokens`]). A source's *input tokens* are the tokens of
-//! its `content` ([`source_tokens`]); tags and timestamps are metadata and are not counted. A
-//! source is *included* when at least one of its facts is in the summary. A run's `tokensUsed` is
-//! the input tokens of the included sources plus the tokens of the summary, and is never above
-//! the budget.
+//! its `content` ([`source_tokens`]); tags and timestamps are metadata and are not counted. Each
+//! fact in the summary *quotes* one source: its newest statement, whose wording is shown. Its
+//! other statements are duplicates — dropped from the text, counted in its `xN`, archived like
+//! every source, but not quoted. A source is *included* when the summary quotes it. A run's
+//! `tokensUsed` is the input tokens of the included sources plus the tokens of the summary, and
+//! is never above the budget.
+//!
+//! (Why one quoted source per fact, not every statement of it: charging all of them makes the
+//! best-corroborated facts the dearest. Over 10,000 entries of ~400 bytes, where a short line
+//! recurs in ~100 of them, that rule failed a 1,024 budget with `token_budget_exceeded` — the
+//! top fact alone needed 10,076 — and kept 3 facts at 20,000; quoting one source keeps 15 and
+//! 239, see the crate README's figures.)
 //!
 //! 1. **Floor.** A budget below [`MIN_TOKEN_BUDGET`] (32) is a request error
 //!    ([`DistillError::BudgetBelowFloor`], `validation_error` on `tokenBudget` at the edge). The
@@ -26,17 +34,18 @@
 //!    provenance, and the watermark passes all of them. None is left for a later run, and none
 //!    becomes unreachable (the transactional entries themselves stay readable).
 //! 3. **Greedy fill in rank order.** Facts (below) are offered to the summary best first. A
-//!    fact costs the input tokens of its sources not yet included plus what it adds to the
-//!    summary: the heading of a section not yet open, and its bullet — or what it adds to a
-//!    merged bullet. It is taken when input + output stays within the budget, the summary within
+//!    fact costs the input tokens of its quoted source, unless an earlier fact quotes it already,
+//!    plus what it adds to the summary: the heading of a section not yet open, and its bullet —
+//!    or what it adds to a merged bullet. It is taken when input + output stays within the budget, the summary within
 //!    [`MAX_SUMMARY_TOKENS`] and [`MAX_SUMMARY_BYTES`]; otherwise it is skipped and the next one is
 //!    tried, so a small budget still fills up with cheaper facts.
 //! 4. **Failure.** The top-ranked fact is never skipped: if its bullet does not fit, its text is
 //!    shortened (with `…`) at a character boundary outside any `[REDACTED:…]` marker; if not even
-//!    one character fits beside its sources' input tokens, the run fails with
-//!    `token_budget_exceeded`, whose `needed` is the smallest budget that takes that fact
-//!    (its sources, its heading, its shortest bullet; at least the floor). This is the only
-//!    budget failure: any budget at or above `needed` succeeds. A run over no sources, or over
+//!    one character fits beside its source's input tokens, the run fails with
+//!    `token_budget_exceeded`, whose `needed` is a budget that takes that fact (its source, its
+//!    heading, its bullet cut to one character; at least the floor). This is the only budget
+//!    failure (it needs a top fact from a source larger than the budget), and any budget at or
+//!    above `needed` succeeds. A run over no sources, or over
 //!    sources that hold no fact (blank or punctuation-only text), fails with `nothing_to_distill`.
 //!
 //! # Ranking
@@ -165,7 +174,8 @@ pub struct Distillation {
     pub summary: String,
     /// `input_tokens + output_tokens`; never above `token_budget`.
     pub tokens_used: u32,
-    /// Ids of the sources at least one of whose facts is in the summary, sorted ascending.
+    /// Ids of the sources the summary quotes (rule: one per kept fact, its newest statement),
+    /// sorted ascending.
     pub included_source_ids: Vec<String>,
     /// Sum of [`source_tokens`] over the included sources.
     pub input_tokens: u32,
@@ -346,9 +356,12 @@ struct Fact<'a> {
     latest_ms: i64,
     /// (interned section name, sources voting for it).
     votes: Vec<(usize, u32)>,
-    /// Indices (into the run's newest-first order) of the sources stating this fact, ascending
-    /// and distinct: the sources a summary that keeps it includes.
-    sources: Vec<u32>,
+    /// The source a summary that keeps this fact quotes (index into the run's newest-first
+    /// order): its newest statement, whose wording is shown. Its other statements are
+    /// duplicates — counted in `weight`, not quoted.
+    source: u32,
+    /// The last source that stated it, so repeats inside one source count once.
+    last_source: u32,
     /// Some source stating it carries [`PINNED_TAG`].
     pinned: bool,
 }
@@ -427,7 +440,8 @@ impl<'a> Facts<'a> {
                                 weight: 0,
                                 latest_ms: latest,
                                 votes: Vec::new(),
-                                sources: Vec::new(),
+                                source: source_index,
+                                last_source: u32::MAX,
                                 pinned: false,
                             });
                             by_key.insert(key, list.len() - 1);
@@ -436,10 +450,10 @@ impl<'a> Facts<'a> {
                     };
                     let fact = &mut list[index];
                     // Repeats inside one source count once.
-                    if fact.sources.last() == Some(&source_index) {
+                    if fact.last_source == source_index {
                         continue;
                     }
-                    fact.sources.push(source_index);
+                    fact.last_source = source_index;
                     fact.weight += u64::from(weight);
                     fact.latest_ms = fact.latest_ms.max(latest);
                     fact.pinned |= pinned;
@@ -858,24 +872,16 @@ impl<'f, 'a> Fill<'f, 'a> {
             None => words,
         };
         let least = own_words + SUFFIX_WORDS + u64::from(section.is_none());
-        let new_sources: Vec<u32> = fact
-            .sources
-            .iter()
-            .copied()
-            .filter(|&s| !self.included[s as usize])
-            .collect();
+        // The quoted source, unless an earlier fact already quotes it.
+        let new_source = Some(fact.source).filter(|&s| !self.included[s as usize]);
         if !first {
             if least > self.room() {
                 return Ok(());
             }
-            let new_words: u64 = new_sources.iter().map(|&s| self.words_of(s)).sum();
+            let new_words = new_source.map_or(0, |s| self.words_of(s));
             if self.input + new_words + self.output + least > self.budget {
                 return Ok(());
             }
-        }
-        let new_input: u64 = new_sources.iter().map(|&s| self.tokens_of(s)).sum();
-        if !first && self.input + new_input + self.output + least > self.budget {
-            return Ok(());
         }
 
         let (section_plan, head_tokens, head_bytes) = match section {
@@ -905,7 +911,15 @@ impl<'f, 'a> Fill<'f, 'a> {
         members.sort_by(|a, b| layout_order(&facts.list[a.fact], &facts.list[b.fact]));
         let (line_text, prefix_words) = render_line(facts, &members);
         let line_tokens = tokens::count(&line_text) as u64;
-
+        let output_after = self.output - old_tokens + head_tokens + line_tokens;
+        if !first
+            && (output_after > u64::from(MAX_SUMMARY_TOKENS)
+                || self.input + output_after > self.budget)
+        {
+            // Skipped before its source is tokenized: where the summary cap binds, that is most.
+            return Ok(());
+        }
+        let new_input = new_source.map_or(0, |s| self.tokens_of(s));
         let input_after = self.input + new_input;
         let fits = |tokens: u64, bytes: usize| {
             let output = self.output - old_tokens + head_tokens + tokens;
@@ -973,11 +987,11 @@ impl<'f, 'a> Fill<'f, 'a> {
                 group: None,
             }
         };
-        self.apply(index, new_sources, plan);
+        self.apply(index, new_source, plan);
         Ok(())
     }
 
-    fn apply(&mut self, fact: usize, new_sources: Vec<u32>, plan: Plan) {
+    fn apply(&mut self, fact: usize, new_source: Option<u32>, plan: Plan) {
         let section = match plan.section {
             Ok(s) => s,
             Err((name, heading, tokens)) => {
@@ -992,7 +1006,7 @@ impl<'f, 'a> Fill<'f, 'a> {
                 self.sections.len() - 1
             }
         };
-        for s in new_sources {
+        if let Some(s) = new_source {
             self.included[s as usize] = true;
             self.input += self.tokens_of(s);
         }
@@ -1041,9 +1055,7 @@ impl<'f, 'a> Fill<'f, 'a> {
             let mut included = vec![false; self.sources.len()];
             for line in &self.lines {
                 for member in &line.members {
-                    for &s in &self.facts.list[member.fact].sources {
-                        included[s as usize] = true;
-                    }
+                    included[self.facts.list[member.fact].source as usize] = true;
                 }
             }
             let mut input = 0;

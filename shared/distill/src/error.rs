@@ -13,8 +13,8 @@ pub enum DistillError {
     #[error("token budget must be at least {floor}, the fixed overhead of a summary")]
     BudgetBelowFloor { floor: u32, budget: u32 },
     /// The sources cannot be distilled within the budget: not even the top-ranked fact fits
-    /// beside its sources' input tokens. `needed` is the smallest budget with which the rule in
-    /// [`crate::distiller`] takes that fact.
+    /// beside the input tokens of the source it quotes. `needed` is a budget with which the rule
+    /// in [`crate::distiller`] takes that fact (and so does every larger one).
     #[error("token budget exceeded: at least {needed} tokens needed, budget is {budget}")]
     TokenBudgetExceeded { needed: u32, budget: u32 },
     /// No sources, or sources whose content holds no fact (blank or punctuation-only lines).

@@ -1,7 +1,7 @@
 //! `memory-dream` contract: a direct invoke `{"tenantId", "memoryRef", "tokenBudget"?,
 //! "secrets"?}` distils one ref now and answers the run report; a budget below the floor (the
 //! fixed overhead of a summary) fails the invoke with `validation_error` on `tokenBudget`, one
-//! that cannot hold the top-ranked fact with its sources with `token_budget_exceeded`. The
+//! that cannot hold the top-ranked fact with its source with `token_budget_exceeded`. The
 //! schedule and queue paths go through `background_api` (queued jobs use the advertised maximum
 //! budget).
 

@@ -240,16 +240,26 @@ async fn budget_is_clamped_defaulted_and_counted_honestly() {
     );
     let summary = output_of(&w);
     assert_eq!(summary.provenance.len(), 200);
-    // Independent count with the tokenizer itself: the sources whose fact ("order N shipped")
-    // is in the summary, plus the summary.
+    // Independent count with the tokenizer itself: per fact ("order N shipped") in the summary,
+    // its newest statement (the one quoted; the others are counted duplicates), plus the summary.
     let bpe = tiktoken_rs::cl100k_base().expect("tokenizer");
     let text = &summary.entry.content;
-    let included: Vec<String> = w
-        .store
-        .dump()
-        .into_iter()
-        .filter(|e| e.tier == Tier::Transactional)
-        .map(|e| e.entry.content)
+    let mut newest: std::collections::BTreeMap<String, (Timestamp, String)> = Default::default();
+    for e in w.store.dump() {
+        if e.tier != Tier::Transactional {
+            continue;
+        }
+        let slot = newest
+            .entry(e.entry.content.clone())
+            .or_insert((e.entry.created_at, e.entry.id.clone()));
+        if (e.entry.created_at, std::cmp::Reverse(&e.entry.id))
+            > (slot.0, std::cmp::Reverse(&slot.1))
+        {
+            *slot = (e.entry.created_at, e.entry.id.clone());
+        }
+    }
+    let included: Vec<String> = newest
+        .into_keys()
         .filter(|c| {
             let n = c.split("order ").nth(1).unwrap_or_default();
             text.contains(&format!(" {n} ("))
