@@ -8,12 +8,13 @@
 
 use std::collections::HashMap;
 
-use consolidation::{Entry, Semantic, Settings, DEFAULT_MIN_COSINE};
+use consolidation::{Entry, MergeKind, Semantic, Settings, DEFAULT_MIN_COSINE};
 use sha2::{Digest, Sha256};
 
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::DomainEvent;
 use memory_core::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
+use memory_core::history::{history_copy, is_history};
 use memory_core::listing::snapshot;
 use memory_core::model::{hex, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{CorePorts, WorkKind};
@@ -23,6 +24,11 @@ use memory_guard::Redactor;
 /// A merge's tags are the union of its members'; past this many the rest are dropped, so a fact
 /// corroborated by hundreds of entries does not grow its item toward DynamoDB's 400 KB.
 pub const MAX_MERGED_TAGS: usize = 64;
+
+/// Entries one merge replaces: its transaction holds the merged entry, a history copy of each
+/// superseded entry and the deletes, within DynamoDB's 100 items with headroom for provenance
+/// overflow items.
+pub const MAX_REPLACED_WITH_HISTORY: usize = 48;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -59,7 +65,10 @@ impl Consolidator {
     pub fn new(ports: CorePorts) -> Self {
         Consolidator {
             ports,
-            settings: Settings::default(),
+            settings: Settings {
+                max_replaced_per_merge: MAX_REPLACED_WITH_HISTORY,
+                ..Settings::default()
+            },
             embedding_model: None,
         }
     }
@@ -92,6 +101,9 @@ impl Consolidator {
             .await?
             .into_iter()
             .filter(|e| e.tier == Tier::LongTerm && fence.admits(&e.entry.id))
+            // History copies (`memory_core::history`) are what memory used to say: kept, never
+            // merged again.
+            .filter(|e| !is_history(&e.entry.tags))
             .collect();
         let inputs: Vec<Entry> = corpus.iter().map(to_input).collect();
         let vectors: Vec<Option<&[f32]>> = corpus
@@ -125,6 +137,9 @@ impl Consolidator {
             ..Default::default()
         };
         let mut failed: Vec<String> = Vec::new();
+        // Intermediate merged entries of a large group are not facts anyone wrote: no history.
+        let merge_ids: std::collections::HashSet<String> =
+            plan.merges.iter().map(|m| m.merged.id.clone()).collect();
         let mut applied: Vec<String> = Vec::new();
         for merge in &plan.merges {
             if merge.replaced.iter().any(|id| failed.contains(id)) {
@@ -173,12 +188,19 @@ impl Consolidator {
                 provenance: m.provenance.clone(),
                 embedding,
             };
-            match self
-                .ports
-                .store
-                .replace(std::slice::from_ref(&merged), &replaced)
-                .await
-            {
+            // A superseded entry (its text is not the survivor's) is kept as history in the same
+            // all-or-nothing rewrite.
+            let mut puts = vec![merged.clone()];
+            if merge.kind == MergeKind::Supersede {
+                puts.extend(
+                    replaced
+                        .iter()
+                        .filter(|e| e.entry.content != merged.entry.content)
+                        .filter(|e| !merge_ids.contains(&e.entry.id))
+                        .map(|e| history_copy(e, &merged.entry.id)),
+                );
+            }
+            match self.ports.store.replace(&puts, &replaced).await {
                 Ok(()) => {
                     report.merges_applied += 1;
                     applied.push(merge.merged.id.clone());

@@ -7,10 +7,14 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use consolidation_service::pass::Consolidator;
 use memory_core::events::EventType;
+use memory_core::history::is_history;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
+use memory_core::listing::ListOptions;
 use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{CorePorts, EntryStore, IdBound, Page, PageQuery, WorkKind, WorkState};
-use memory_core::{MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
+use memory_core::reader::MemoryReader;
+use memory_core::tag_filter::TagFilter;
+use memory_core::{MemoryRef, SecretRegistry, StoreError, TenantId, TenantScope, Tier, Timestamp};
 use memory_testkit::contract::{entry, memory_ref, T0};
 use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
 
@@ -45,11 +49,12 @@ fn world() -> World {
     world_with(store.clone(), store)
 }
 
+/// The ref's entries a read would surface (history copies left out).
 fn contents(store: &InMemoryEntryStore, r: &MemoryRef) -> Vec<(String, Vec<String>)> {
     let mut v: Vec<(String, Vec<String>)> = store
         .dump()
         .into_iter()
-        .filter(|e| &e.memory_ref == r)
+        .filter(|e| &e.memory_ref == r && !is_history(&e.entry.tags))
         .map(|e| (e.entry.content, e.entry.tags))
         .collect();
     v.sort();
@@ -116,6 +121,69 @@ async fn folds_supersedes_and_counts_corroboration() {
     );
     let provenance: BTreeSet<String> = merged.provenance.iter().cloned().collect();
     assert!(corpus[..3].iter().all(|e| provenance.contains(&e.entry.id)));
+
+    // The stale fact is kept as history: hidden from reads, found by its tags.
+    let bergen = w
+        .store
+        .dump()
+        .into_iter()
+        .find(|e| e.entry.content == "Lives in Bergen")
+        .expect("winner");
+    let history: Vec<StoredEntry> = w
+        .store
+        .dump()
+        .into_iter()
+        .filter(|e| is_history(&e.entry.tags))
+        .collect();
+    assert_eq!(
+        history.len(),
+        1,
+        "only the superseded Oslo entry: {history:?}"
+    );
+    let oslo = &history[0];
+    assert_eq!(oslo.entry.content, "Lives in Oslo");
+    assert_eq!(oslo.entry.created_at, corpus[3].entry.created_at);
+    assert!(oslo
+        .entry
+        .tags
+        .contains(&format!("superseded-by:{}", bergen.entry.id)));
+    assert!(oslo
+        .entry
+        .tags
+        .contains(&format!("history-of:{}", corpus[3].entry.id)));
+    assert!(
+        oslo.provenance.contains(&corpus[3].entry.id) && oslo.provenance.contains(&bergen.entry.id)
+    );
+    let reader = MemoryReader::new(
+        w.store.clone(),
+        Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 2_000_000))),
+    );
+    let scope = TenantScope::new(tenant("t1"));
+    let all = reader
+        .list(&scope, &r.to_string(), &ListOptions::default())
+        .await
+        .expect("list");
+    assert!(
+        all.entries.iter().all(|e| e.content != "Lives in Oslo"),
+        "history stays out of a listing"
+    );
+    let asked = ListOptions {
+        tags: TagFilter::new(vec![format!("superseded-by:{}", bergen.entry.id)], vec![])
+            .expect("filter"),
+        ..ListOptions::default()
+    };
+    let found = reader
+        .list(&scope, &r.to_string(), &asked)
+        .await
+        .expect("list history");
+    assert_eq!(
+        found
+            .entries
+            .iter()
+            .map(|e| e.content.as_str())
+            .collect::<Vec<_>>(),
+        vec!["Lives in Oslo"]
+    );
     let events = w.events.events();
     assert_eq!(events.len(), 1);
     assert_eq!(events[0].event_type, EventType::AgentMemoryConsolidated);
@@ -520,7 +588,13 @@ async fn stored_vectors_propose_merges_that_the_fact_checks_decide() {
     let close = [0.98f32, 0.15, 0.0];
     let corpus = vec![
         embedded(&r, 1, "Javier owns the bakery on Calle Mayor.", "m1", &near),
-        embedded(&r, 2, "The bakery on Calle Mayor belongs to Javier.", "m1", &close),
+        embedded(
+            &r,
+            2,
+            "The bakery on Calle Mayor belongs to Javier.",
+            "m1",
+            &close,
+        ),
         embedded(&r, 3, "Oscar is allergic to nuts.", "m1", &near),
         embedded(&r, 4, "Oscar is allergic to tree nuts.", "m1", &close),
         embedded(&r, 5, "Hugo is fluent in Portuguese.", "m2", &near),
@@ -562,13 +636,81 @@ async fn stored_vectors_propose_merges_that_the_fact_checks_decide() {
         Some("m1"),
         "the survivor keeps its text's vector"
     );
-    assert!(left.iter().any(|e| e.entry.content == "Oscar is allergic to nuts."));
-    assert!(left.iter().any(|e| e.entry.content == "Oscar is allergic to tree nuts."));
-    assert!(left.iter().any(|e| e.entry.content == "Hugo is fluent in Portuguese."));
+    assert!(left
+        .iter()
+        .any(|e| e.entry.content == "Oscar is allergic to nuts."));
+    assert!(left
+        .iter()
+        .any(|e| e.entry.content == "Oscar is allergic to tree nuts."));
+    assert!(left
+        .iter()
+        .any(|e| e.entry.content == "Hugo is fluent in Portuguese."));
 
     let again = pass
         .run("t1", &r.to_string(), &no_redaction())
         .await
         .expect("second pass");
     assert_eq!(again.merges_applied, 0);
+}
+
+/// A plain-language update supersedes the old statement; the old one is kept as history with
+/// the subject, so forgetting the subject removes the current fact and its history alike, and
+/// a second pass neither merges the history again nor writes anything.
+#[tokio::test]
+async fn superseded_statements_stay_as_history_until_forget() {
+    let w = world();
+    let t = tenant("t1");
+    let r = memory_ref(&t, "agent-1");
+    let mut old = long(&r, 1, "Our office is in Paris.", &[]);
+    let mut new = long(&r, 2, "The office moved to Berlin.", &[]);
+    old.subject = Some(SubjectKey::derive(&t, "office"));
+    new.subject = Some(SubjectKey::derive(&t, "office"));
+    w.store
+        .put_entries(&[old.clone(), new.clone()])
+        .await
+        .expect("put");
+    let report = w
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass");
+    assert_eq!(report.merges_applied, 1, "{report:?}");
+    assert_eq!(
+        contents(&w.store, &r),
+        vec![(
+            "The office moved to Berlin.".to_owned(),
+            vec!["corroborated:1".to_owned()]
+        )]
+    );
+    let history: Vec<StoredEntry> = w
+        .store
+        .dump()
+        .into_iter()
+        .filter(|e| is_history(&e.entry.tags))
+        .collect();
+    assert_eq!(history.len(), 1);
+    assert_eq!(history[0].entry.content, "Our office is in Paris.");
+    assert_eq!(history[0].subject, old.subject);
+
+    let writes = w.store.dump();
+    let again = w
+        .pass
+        .run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("second pass");
+    assert_eq!(again.merges_applied, 0);
+    assert_eq!(w.store.dump(), writes, "the second pass changes nothing");
+
+    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 3_000_000)));
+    let forgetter = memory_core::forget::Forgetter::new(CorePorts::new(
+        w.store.clone(),
+        w.events.clone(),
+        clock,
+    ));
+    let counts = forgetter.forget("t1", "office").await.expect("forget");
+    assert_eq!(
+        counts.deleted_entries, 2,
+        "the current fact and its history"
+    );
+    assert!(w.store.dump().into_iter().all(|e| e.memory_ref != r));
 }

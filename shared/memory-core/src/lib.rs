@@ -11,6 +11,7 @@ pub mod deadline;
 pub mod error;
 pub mod events;
 pub mod forget;
+pub mod history;
 pub mod idempotency;
 pub mod listing;
 pub mod model;

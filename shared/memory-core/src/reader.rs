@@ -85,7 +85,7 @@ impl MemoryReader {
             .into_iter()
             .filter(|s| s.memory_ref == memory_ref)
             .filter(|s| s.entry.is_live_at(now))
-            .filter(|s| filter.matches(&s.entry.tags))
+            .filter(|s| filter.admits(&s.entry.tags))
             .map(|s| s.entry)
             .collect();
         Ok(ListPage {

@@ -151,6 +151,11 @@ impl MemoryReader {
                 }
             }
         };
+        // History copies only when the filter asks for them, as in a listing.
+        let live: Vec<StoredEntry> = live
+            .into_iter()
+            .filter(|e| options.tags.admits(&e.entry.tags))
+            .collect();
         let limit = options
             .limit
             .unwrap_or(DEFAULT_SEARCH_LIMIT)

@@ -76,6 +76,21 @@ impl TagFilter {
             && (self.any.is_empty() || self.any.iter().any(|t| tags.contains(t)))
     }
 
+    /// Whether a read with this filter returns an entry with `tags`: it matches, and it is not
+    /// a history copy unless the filter asks for history by one of its tags
+    /// (`crate::history`).
+    pub fn admits(&self, tags: &[String]) -> bool {
+        self.matches(tags) && (!crate::history::is_history(tags) || self.asks_for_history())
+    }
+
+    /// Whether the filter names a history tag (`superseded-by:<id>` or `history-of:<id>`).
+    pub fn asks_for_history(&self) -> bool {
+        self.all
+            .iter()
+            .chain(&self.any)
+            .any(|t| crate::history::is_history_tag(t))
+    }
+
     /// A stable text of the filter, for binding a cursor to it (tags cannot hold control
     /// characters, so the separators cannot be forged by a tag).
     pub fn canonical(&self) -> String {
@@ -266,7 +281,7 @@ pub async fn tagged_page(
             if let Some(e) = found.remove(id) {
                 if e.memory_ref == *memory_ref
                     && e.entry.is_live_at(now)
-                    && filter.matches(&e.entry.tags)
+                    && filter.admits(&e.entry.tags)
                 {
                     entries.push(e);
                 }
