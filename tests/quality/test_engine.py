@@ -30,19 +30,30 @@ FOLDED_FLOORS = {
     "reformulation": 0.0,
 }
 PLAIN_SUPERSESSION_FLOOR = 0.80
+# With the optional embedding stage (all-MiniLM-L6-v2 vectors from infra/local/embedder.py).
+EMBEDDED_FLOORS = {**FOLDED_FLOORS, "case-punct": 1.0, "synonym": 0.66, "reformulation": 0.61}
 
 
-@pytest.fixture(scope="module")
-def report(tmp_path_factory) -> dict:
+def _run(tmp_path_factory, *flags: str) -> dict:
     assert ENGINE.exists(), f"{ENGINE} is missing: run `cargo test -p consolidation` first"
     out = tmp_path_factory.mktemp("quality") / "report.json"
     env = dict(os.environ, PLAN_CORPUS_CMD=str(ENGINE))
     done = subprocess.run(
-        [sys.executable, str(ROOT / "tests" / "quality" / "bench.py"), "--json", str(out)],
+        [sys.executable, str(ROOT / "tests" / "quality" / "bench.py"), "--json", str(out), *flags],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=600,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(out.read_text(encoding="utf-8"))
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory) -> dict:
+    return _run(tmp_path_factory)
+
+
+@pytest.fixture(scope="module")
+def embedded(tmp_path_factory) -> dict:
+    return _run(tmp_path_factory, "--embed")
 
 
 def test_no_distinct_fact_is_merged(report):
@@ -65,3 +76,15 @@ def test_plain_language_supersession_holds(report):
     plain = report["supersessions"]
     rate = plain["plain"]["rate"]
     assert rate >= PLAIN_SUPERSESSION_FLOOR, plain
+
+
+def test_the_embedding_stage_merges_no_distinct_fact(embedded):
+    kept = embedded["distinct_kept"]
+    assert kept["lost"] == 0 and kept["wrong_pairs"] == 0, kept["wrong"][:5]
+    assert embedded["runs"]["identical_bytes"] and embedded["runs"]["order_independent"]
+
+
+@pytest.mark.parametrize("category", sorted(EMBEDDED_FLOORS))
+def test_the_embedding_stage_folds_at_least_as_reported(embedded, category):
+    rate = embedded["duplicates_folded"]["by_category"][category]["rate"]
+    assert rate >= EMBEDDED_FLOORS[category], f"{category}: {rate:.3f} < {EMBEDDED_FLOORS[category]}"

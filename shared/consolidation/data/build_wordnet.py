@@ -75,30 +75,41 @@ def oppositions(data):
 
 def main(dict_dir):
     d = Path(dict_dir)
-    opposed = oppositions(read_data(d))
+    data = read_data(d)
+    opposed = oppositions(data)
+    ok = lambda w: w.isascii() and w.isalpha() and w.islower() and len(w) >= 3
     members = defaultdict(set)  # (pos, offset) -> lemmas
     for line in (d / "index.sense").read_text().splitlines():
         key, offset, _num, _tag_cnt = line.split()
         lemma, rest = key.split("%", 1)
-        if not (lemma.isascii() and lemma.isalpha() and lemma.islower() and len(lemma) >= 3):
+        if not ok(lemma):
             continue
         pos = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}[rest[0]]
         members[(pos, offset)].add(lemma)
-    ids = {}
-    by_lemma = defaultdict(list)
-    for synset in sorted(members):
-        lemmas = members[synset]
-        if len(lemmas) < 2:
+    # Upward neighbours: hypernyms (@, @i) and, for adjectives, similar-to (&).
+    up = {key: {t for sym, t in ptrs if sym in ("@", "@i", "&") and t in members}
+          for key, (_, _, ptrs) in data.items() if key in members}
+    # Synsets that can meet another word: shared by two lemmas, or a neighbour of another's.
+    wanted = {k for k, lemmas in members.items() if len(lemmas) >= 2}
+    for k, targets in up.items():
+        if targets:
+            wanted.add(k)
+            wanted |= targets
+    ids = {k: n for n, k in enumerate(sorted(wanted))}
+    own = defaultdict(set)
+    near = defaultdict(set)
+    for k, lemmas in members.items():
+        if k not in ids:
             continue
-        ids[synset] = len(ids)
         for lemma in lemmas:
-            by_lemma[lemma].append(ids[synset])
-    print("# lemma\tsynsets\toppositions (WordNet 3.1, Princeton University; see LICENSE-WordNet; built by build_wordnet.py)")
-    ok = lambda w: w.isascii() and w.isalpha() and w.islower() and len(w) >= 3
-    for lemma in sorted(set(by_lemma) | {w for w in opposed if ok(w)}):
-        syns = " ".join(str(i) for i in sorted(by_lemma.get(lemma, [])))
+            own[lemma].add(ids[k])
+            near[lemma] |= {ids[t] for t in up.get(k, ())}
+    print("# lemma\tsynsets\toppositions\tneighbours (WordNet 3.1, Princeton University; see LICENSE-WordNet; built by build_wordnet.py)")
+    for lemma in sorted(set(own) | {w for w in opposed if ok(w)}):
+        syns = " ".join(str(i) for i in sorted(own.get(lemma, ())))
         opp = " ".join(sorted(opposed.get(lemma, ())))
-        print(f"{lemma}\t{syns}\t{opp}")
+        nb = " ".join(str(i) for i in sorted(near.get(lemma, ())))
+        print(f"{lemma}\t{syns}\t{opp}\t{nb}")
 
 
 if __name__ == "__main__":

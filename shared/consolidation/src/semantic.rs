@@ -21,7 +21,7 @@
 
 use crate::minhash::fmix64;
 use crate::normalise::{content_words, tokens};
-use crate::substitution::{is_value_word, names};
+use crate::substitution::{is_value_word, matching, names};
 use crate::wordnet;
 
 /// Default [`Semantic::min_cosine`], chosen on the project's quality corpus with
@@ -190,11 +190,21 @@ pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
     {
         return false;
     }
-    let (only_a, only_b) = (only_a.len(), only_b.len());
     // The same words in another order were judged by near-duplicate folding (role swaps); a
-    // strict subset adds a qualifier ("nuts" / "tree nuts"); a one- or two-word swap with
-    // everything else equal is a changed value ("tea" / "coffee").
-    only_a > 0 && only_b > 0 && !(only_a == only_b && only_a <= 2)
+    // strict subset adds a qualifier ("nuts" / "tree nuts").
+    if only_a.is_empty() || only_b.is_empty() {
+        return false;
+    }
+    // A one- or two-word swap with everything else equal is a changed value ("tea" /
+    // "coffee") unless WordNet puts each pair side by side ("tap" / "faucet", "enjoys" /
+    // "likes": a synonym, a direct hypernym or a similar adjective).
+    if only_a.len() == only_b.len() && only_a.len() <= 2 {
+        return matching(&only_a, &only_b, |p, q| {
+            !is_value_word(p) && !is_value_word(q) && wordnet::neighbours(p, q)
+        })
+        .is_some();
+    }
+    true
 }
 
 #[cfg(test)]

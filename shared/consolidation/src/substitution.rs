@@ -188,7 +188,7 @@ const MAX_SUBSTITUTIONS: usize = 3;
 
 /// A pairing of the words only in one text with the words only in the other in which every pair
 /// is allowed; the first in a fixed order of permutations, so the choice is deterministic.
-fn matching<'w>(
+pub(crate) fn matching<'w>(
     only_a: &[&'w str],
     only_b: &[&'w str],
     allowed: impl Fn(&str, &str) -> bool,

@@ -9,46 +9,76 @@
 //! pasts); two words are synonyms only in the same inflection ("bought"/"purchased" yes,
 //! "buys"/"bought" no: tense is part of a fact).
 
-use std::collections::HashMap;
 use std::sync::OnceLock;
 
 static TABLE: &str = include_str!("../data/wordnet-synsets.tsv");
 
-/// A lemma's synsets (sorted) and its sides of antonym pairs (`pair * 2 + side`, sorted).
-struct Lemma {
-    synsets: Vec<u32>,
-    sides: Vec<u32>,
+/// The parsed table in one flat pool: per lemma (sorted, as in the file) the pool offsets at
+/// which its synsets, its antonym sides (`pair * 2 + side`) and its upward neighbours
+/// (hypernyms and similar-to) start, and where they end. About 3 MB once loaded.
+struct Table {
+    lemmas: Vec<&'static str>,
+    spans: Vec<[u32; 4]>,
+    pool: Vec<u32>,
 }
 
-fn table() -> &'static HashMap<&'static str, Lemma> {
-    static MAP: OnceLock<HashMap<&'static str, Lemma>> = OnceLock::new();
-    MAP.get_or_init(|| {
-        TABLE
-            .lines()
-            .filter(|l| !l.starts_with('#'))
-            .filter_map(|l| {
-                let mut cols = l.split('\t');
-                let lemma = cols.next()?;
-                let synsets = cols
-                    .next()
-                    .unwrap_or("")
-                    .split(' ')
-                    .filter_map(|i| i.parse().ok())
-                    .collect();
-                let mut sides: Vec<u32> = cols
-                    .next()
-                    .unwrap_or("")
-                    .split(' ')
-                    .filter_map(|o| {
+/// One lemma's three sorted lists.
+struct Lemma<'t> {
+    synsets: &'t [u32],
+    sides: &'t [u32],
+    neighbours: &'t [u32],
+}
+
+impl Table {
+    fn get(&self, lemma: &str) -> Option<Lemma<'_>> {
+        let i = self.lemmas.binary_search(&lemma).ok()?;
+        let [a, b, c, d] = self.spans[i].map(|x| x as usize);
+        Some(Lemma {
+            synsets: &self.pool[a..b],
+            sides: &self.pool[b..c],
+            neighbours: &self.pool[c..d],
+        })
+    }
+}
+
+fn table() -> &'static Table {
+    static TABLE_CELL: OnceLock<Table> = OnceLock::new();
+    TABLE_CELL.get_or_init(|| {
+        let mut t = Table {
+            lemmas: Vec::new(),
+            spans: Vec::new(),
+            pool: Vec::new(),
+        };
+        let pos = |pool: &Vec<u32>| u32::try_from(pool.len()).unwrap_or(u32::MAX);
+        for line in TABLE.lines().filter(|l| !l.starts_with('#')) {
+            let mut cols = line.split('\t');
+            let Some(lemma) = cols.next() else {
+                continue;
+            };
+            let mut span = [pos(&t.pool); 4];
+            for (k, col) in (0..3).zip(cols.by_ref()) {
+                span[k] = pos(&t.pool);
+                let start = t.pool.len();
+                t.pool.extend(col.split(' ').filter_map(|o| {
+                    if k == 1 {
                         let (pair, side) = o.split_at(o.len().checked_sub(1)?);
                         Some(pair.parse::<u32>().ok()? * 2 + u32::from(side == "-"))
-                    })
-                    .collect();
-                sides.sort_unstable();
-                Some((lemma, Lemma { synsets, sides }))
-            })
-            .collect()
+                    } else {
+                        o.parse().ok()
+                    }
+                }));
+                t.pool[start..].sort_unstable();
+            }
+            span[3] = pos(&t.pool);
+            t.lemmas.push(lemma);
+            t.spans.push(span);
+        }
+        t
     })
+}
+
+fn intersect(a: &[u32], b: &[u32]) -> bool {
+    a.iter().any(|x| b.binary_search(x).is_ok())
 }
 
 /// Irregular past forms of common verbs, as (past, lemma).
@@ -130,46 +160,43 @@ fn readings(w: &str) -> Vec<(String, Inflection)> {
 
 /// Whether two different words share a WordNet synset in the same inflection.
 pub(crate) fn synonyms(a: &str, b: &str) -> bool {
-    if a == b || !a.is_ascii() || !b.is_ascii() {
-        return false;
-    }
-    let t = table();
-    let ra = readings(a);
-    let rb = readings(b);
-    ra.iter().any(|(la, ia)| {
-        let Some(sa) = t.get(la.as_str()) else {
-            return false;
-        };
-        rb.iter().any(|(lb, ib)| {
-            ia == ib
-                && la != lb
-                && t.get(lb.as_str()).is_some_and(|sb| {
-                    sa.synsets
-                        .iter()
-                        .any(|s| sb.synsets.binary_search(s).is_ok())
-                })
-        })
+    related(a, b, true, |x, y| intersect(x.synsets, y.synsets))
+}
+
+/// Whether two different words are WordNet neighbours in the same inflection: synonyms, or one
+/// a direct hypernym of the other ("faucet" / "tap", "enjoy" / "like"), or similar adjectives
+/// ("lengthy" / "long"). Looser than [`synonyms`]: only the embedding stage uses it, where an
+/// embedding has already judged the two sentences alike.
+pub(crate) fn neighbours(a: &str, b: &str) -> bool {
+    related(a, b, true, |x, y| {
+        intersect(x.synsets, y.synsets)
+            || intersect(x.neighbours, y.synsets)
+            || intersect(y.neighbours, x.synsets)
     })
 }
 
 /// Whether two words stand on opposite sides of a WordNet antonym pair (directly, or as
 /// satellites of opposed adjective heads: "intact" / "damaged"), in any reading.
 pub(crate) fn opposed(a: &str, b: &str) -> bool {
+    related(a, b, false, |x, y| {
+        x.sides
+            .iter()
+            .any(|s| y.sides.binary_search(&(s ^ 1)).is_ok())
+    })
+}
+
+fn related(a: &str, b: &str, same_inflection: bool, test: impl Fn(&Lemma, &Lemma) -> bool) -> bool {
     if a == b || !a.is_ascii() || !b.is_ascii() {
         return false;
     }
     let t = table();
     let (ra, rb) = (readings(a), readings(b));
-    ra.iter().any(|(la, _)| {
-        let Some(sa) = t.get(la.as_str()) else {
+    ra.iter().any(|(la, ia)| {
+        let Some(x) = t.get(la) else {
             return false;
         };
-        rb.iter().any(|(lb, _)| {
-            t.get(lb.as_str()).is_some_and(|sb| {
-                sa.sides
-                    .iter()
-                    .any(|s| sb.sides.binary_search(&(s ^ 1)).is_ok())
-            })
+        rb.iter().any(|(lb, ib)| {
+            (!same_inflection || ia == ib) && la != lb && t.get(lb).is_some_and(|y| test(&x, &y))
         })
     })
 }
@@ -189,10 +216,23 @@ mod tests {
     }
 
     #[test]
-    fn table_ids_are_sorted_per_lemma() {
-        for lemma in table().values() {
-            assert!(lemma.synsets.windows(2).all(|w| w[0] < w[1]));
-        }
+    fn table_is_sorted_and_whole() {
+        let t = table();
+        assert!(t.lemmas.windows(2).all(|w| w[0] < w[1]));
+        assert!(t.lemmas.len() > 60_000, "{}", t.lemmas.len());
+        assert!(t
+            .spans
+            .iter()
+            .all(|s| s[0] <= s[1] && s[1] <= s[2] && s[2] <= s[3]));
+    }
+
+    #[test]
+    fn neighbours_are_looser_than_synonyms() {
+        assert!(neighbours("faucet", "tap") && !synonyms("faucet", "tap"));
+        assert!(neighbours("enjoys", "likes"));
+        assert!(neighbours("lengthy", "long"));
+        assert!(!neighbours("tea", "coffee"));
+        assert!(!neighbours("green", "blue"));
     }
 
     #[test]
