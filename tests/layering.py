@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PURE = ["memory-guard", "distill", "consolidation", "commitments", "text-search"]
 CORE = ["memory-core", "memory-api", "dream-service", "consolidation-service",
-        "commitment-service", "memory-tool"]
+        "commitment-service", "memory-tool", "mcp-server"]
 FUNCTIONS = ["memory-read", "memory-write", "memory-forget", "memory-dream",
              "memory-consolidate", "memory-commitments", "memory-mcp"]
 

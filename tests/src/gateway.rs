@@ -172,6 +172,12 @@ pub fn match_route(method: &str, raw_path: &str) -> Option<Route> {
             true,
             vec![],
         )),
+        (_, ["mcp"]) => Some(route(
+            "memory-mcp",
+            "ANY /v1/host/wop-memory/mcp",
+            true,
+            vec![],
+        )),
         (_, ["memory-tool"]) => Some(route(
             "memory-mcp",
             "ANY /v1/host/wop-memory/memory-tool",

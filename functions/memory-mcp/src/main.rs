@@ -1,13 +1,22 @@
 //! `memory-mcp`: the standard doors of agent memory, behind the HTTP API and its JWT authorizer
-//! (tenant from the token, as on the read API): the Claude memory tool's backend,
-//! `POST /v1/host/wop-memory/memory-tool` (README "The Claude memory tool").
+//! (tenant from the token, as on the read API): the MCP server, `/v1/host/wop-memory/mcp`
+//! (README "The MCP server"), and the Claude memory tool's backend,
+//! `POST /v1/host/wop-memory/memory-tool` (README "The Claude memory tool"). Both call the
+//! services the REST functions call, wired here the same way.
 
 use std::sync::Arc;
 
+use commitment_aws::DynamoCommitmentStore;
+use commitment_service::firing::CommitmentForgetHook;
+use dream_service::dream::DerivedForgetHook;
+use lambda_adapter::HttpRequest;
 use lambda_runtime::Error;
-use memory_api::WireError;
+use mcp_server::{McpDoor, McpRequest, Services};
+use memory_api::{HttpResponse, WireError};
 use memory_aws::AwsPorts;
+use memory_core::forget::Forgetter;
 use memory_core::ports::{SystemClock, UlidIds};
+use memory_core::reader::MemoryReader;
 use memory_core::writer::{MemoryWriter, SecretInput};
 use memory_tool::http::{ToolRequest, SUBJECT_HEADER};
 use memory_tool::MemoryTool;
@@ -16,39 +25,75 @@ fn main() -> Result<(), Error> {
     lambda_adapter::start(serve())
 }
 
+/// The two routes, by the path's end (any stage prefix before it changes nothing).
+const MCP_PATH: &str = "/v1/host/wop-memory/mcp";
+const TOOL_PATH: &str = "/v1/host/wop-memory/memory-tool";
+
 async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
     let secrets = configured_secrets()?;
+    let clock = Arc::new(SystemClock);
     let writer = MemoryWriter::new(ports.core(), Arc::new(UlidIds::default()))
         .with_embedder(ports.embedder.clone());
+    let commitments = Arc::new(DynamoCommitmentStore::from_ports(&ports));
+    let forgetter = Forgetter::new(ports.core())
+        .with_hook(Arc::new(DerivedForgetHook {
+            store: ports.entries.clone(),
+            archives: ports.archives.clone(),
+            clock: clock.clone(),
+        }))
+        .with_hook(Arc::new(CommitmentForgetHook(commitments)));
     let tool = MemoryTool::new(
-        writer,
+        writer.clone(),
         ports.entries.clone(),
-        Arc::new(SystemClock),
-        secrets,
+        clock.clone(),
+        secrets.clone(),
     );
+    let mcp = McpDoor::new(Services {
+        reader: MemoryReader::new(ports.entries.clone(), clock).with_embedder(ports.embedder),
+        writer,
+        forgetter,
+        secrets,
+    });
     let claim = lambda_adapter::tenant_claim_name();
-    let (tool, claim) = (&tool, claim.as_str());
+    let (tool, mcp, claim) = (&tool, &mcp, claim.as_str());
     lambda_adapter::run(
         |payload| Ok(lambda_adapter::http_request(payload, claim)),
         |request| async move {
-            Ok(lambda_adapter::serve_http(request, |r| async move {
-                if !r.head.path.ends_with("/v1/host/wop-memory/memory-tool") {
-                    return memory_api::HttpResponse::wire_error(&WireError::no_route());
+            Ok(match request {
+                Ok(r) if r.head.path.ends_with(MCP_PATH) => {
+                    let out = mcp.handle(&mcp_request(&r)).await;
+                    lambda_adapter::raw_http_response(out.status, &out.headers, out.body)
                 }
-                let request = ToolRequest {
-                    method: &r.head.method,
-                    query: &r.head.query,
-                    tenant_claim: r.head.tenant_claim.as_deref(),
-                    subject: r.header(SUBJECT_HEADER),
-                    body: &r.body,
-                };
-                memory_tool::http::handle_http(tool, &request).await
+                other => {
+                    lambda_adapter::serve_http(other, |r| async move {
+                        if !r.head.path.ends_with(TOOL_PATH) {
+                            return HttpResponse::wire_error(&WireError::no_route());
+                        }
+                        let request = ToolRequest {
+                            method: &r.head.method,
+                            query: &r.head.query,
+                            tenant_claim: r.head.tenant_claim.as_deref(),
+                            subject: r.header(SUBJECT_HEADER),
+                            body: &r.body,
+                        };
+                        memory_tool::http::handle_http(tool, &request).await
+                    })
+                    .await
+                }
             })
-            .await)
         },
     )
     .await
+}
+
+fn mcp_request(r: &HttpRequest) -> McpRequest<'_> {
+    McpRequest {
+        method: &r.head.method,
+        headers: &r.headers,
+        body: &r.body,
+        tenant_claim: r.head.tenant_claim.as_deref(),
+    }
 }
 
 /// The SR-1 secrets every write of this function redacts: `REDACTION_SECRETS`, a JSON list of

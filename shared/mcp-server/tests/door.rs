@@ -1,0 +1,144 @@
+//! The MCP door in process, over the in-memory ports: the transport answers JSON without a
+//! session, the tenant comes only from the verified claim, and tool failures carry the REST codes.
+
+use mcp_server::{McpDoor, McpRequest, Services};
+use memory_core::forget::Forgetter;
+use memory_core::reader::MemoryReader;
+use memory_testkit::in_memory::TestPorts;
+use serde_json::{json, Value};
+
+const REF: &str = "workspaces/acme/agents/bot/memories";
+
+fn door() -> McpDoor {
+    let ports = TestPorts::at(1_800_000_000_000);
+    McpDoor::new(Services {
+        reader: MemoryReader::new(ports.store.clone(), ports.clock.clone()),
+        writer: ports.writer(),
+        forgetter: Forgetter::new(ports.core()),
+        secrets: Vec::new(),
+    })
+}
+
+async fn post(
+    door: &McpDoor,
+    tenant: Option<&str>,
+    message: Value,
+) -> (u16, Value, Vec<(String, String)>) {
+    let headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        (
+            "accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+        ("mcp-protocol-version".to_owned(), "2025-06-18".to_owned()),
+        // A client cannot name its tenant: only the verified claim counts.
+        ("x-tenant-id".to_owned(), "other".to_owned()),
+    ];
+    let body = message.to_string();
+    let out = door
+        .handle(&McpRequest {
+            method: "POST",
+            headers: &headers,
+            body: &body,
+            tenant_claim: tenant,
+        })
+        .await;
+    let value = serde_json::from_str(&out.body).unwrap_or(Value::String(out.body.clone()));
+    (out.status, value, out.headers)
+}
+
+fn call(id: u32, name: &str, arguments: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
+           "params": {"name": name, "arguments": arguments}})
+}
+
+#[tokio::test]
+async fn stateless_json_answers_scoped_to_the_verified_tenant() {
+    let door = door();
+    let (status, body, _) = post(
+        &door,
+        None,
+        call(1, "memory_list", json!({"memoryRef": REF})),
+    )
+    .await;
+    assert_eq!(
+        (status, body["error"].as_str()),
+        (401, Some("unauthenticated"))
+    );
+
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "t", "version": "1"}}});
+    let (status, body, headers) = post(&door, Some("acme"), init).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(body["result"]["serverInfo"]["name"], "wop-memory");
+    assert!(headers.iter().all(|(k, _)| k != "mcp-session-id"));
+
+    let (_, body, _) = post(
+        &door,
+        Some("acme"),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+    )
+    .await;
+    let names: Vec<&str> = body["result"]["tools"]
+        .as_array()
+        .map(|t| t.iter().filter_map(|t| t["name"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        names,
+        [
+            "memory_search",
+            "memory_list",
+            "memory_get",
+            "memory_write",
+            "memory_delete",
+            "memory_forget"
+        ]
+    );
+
+    let write = call(
+        3,
+        "memory_write",
+        json!({"memoryRef": REF, "entries": [{"content": "key s3cr3t-value-42"}],
+                                               "secrets": [{"secretId": "k", "value": "s3cr3t-value-42"}]}),
+    );
+    let (_, body, _) = post(&door, Some("acme"), write).await;
+    let id = body["result"]["structuredContent"]["written"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    let (_, body, _) = post(
+        &door,
+        Some("acme"),
+        call(4, "memory_get", json!({"memoryRef": REF, "id": id})),
+    )
+    .await;
+    assert_eq!(
+        body["result"]["structuredContent"]["content"],
+        "key [REDACTED:k]"
+    );
+
+    // Another tenant naming the same ref: nothing (CTI-1), with the REST codes.
+    let (_, body, _) = post(
+        &door,
+        Some("other"),
+        call(5, "memory_get", json!({"memoryRef": REF, "id": id})),
+    )
+    .await;
+    assert_eq!(body["result"]["isError"], true);
+    assert_eq!(body["result"]["structuredContent"]["error"], "not_found");
+    let (_, body, _) = post(
+        &door,
+        Some("other"),
+        call(
+            6,
+            "memory_write",
+            json!({"memoryRef": REF, "entries": [{"content": "x"}]}),
+        ),
+    )
+    .await;
+    assert_eq!(
+        body["result"]["structuredContent"]["details"]["field"],
+        "memoryRef"
+    );
+}
