@@ -950,6 +950,159 @@ def check_model_switches(resources: dict[str, Any], params: dict[str, Any],
                   f"{', '.join(sorted(granted))} only", f"granted to {sorted(holders)}")
 
 
+# --------------------------------------------------------------------------------------------
+# Tenant-scoped credentials (README "Tenant isolation in three layers"): TenantAccessRole, who
+# may assume it, and that every statement of its policy pins the caller's tenant.
+# --------------------------------------------------------------------------------------------
+TENANT_ROLE = "TenantAccessRole"
+TENANT_ASSUME_POLICY = "TenantAccessAssumePolicy"
+TENANT_SWITCH = ("TenantScopedCredentials", "UseTenantCredentials")
+# The functions that make their tenant data calls with the tenant's credentials.
+TENANT_SCOPED = ("MemoryReadFunction", "MemoryWriteFunction", "MemoryForgetFunction",
+                 "MemoryDreamFunction", "MemoryConsolidateFunction")
+TENANT_ROLE_ENV = {"Fn::If": ["UseTenantCredentials", {"Fn::GetAtt": ["TenantAccessRole", "Arn"]},
+                              ""]}
+TENANT_TAG = "${aws:PrincipalTag/tenant}"
+TENANT_OBJECTS = "${ArchiveBucket.Arn}/${!aws:PrincipalTag/tenant}/*"
+LEADING_KEYS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": [f"{TENANT_TAG}#*"]},
+                "Null": {"dynamodb:LeadingKeys": "false"}}
+TENANT_PREFIX = {"StringLike": {"s3:prefix": [f"{TENANT_TAG}/*"]}}
+TENANT_ROLE_IAM = (
+    pairs(["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query", "dynamodb:PutItem",
+           "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:ConditionCheckItem"], TABLE)
+    | pairs(["dynamodb:Query"], SUBJECT_INDEX)
+    | pairs(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject",
+             "s3:DeleteObjectVersion"], TENANT_OBJECTS)
+    | pairs(["s3:ListBucket", "s3:ListBucketVersions"], BUCKET)
+)
+
+
+def tenant_pin_problems(st: Any) -> list[str]:
+    """Why a TenantAccessRole statement does not confine itself to the session's tenant: every
+    DynamoDB statement carries the LeadingKeys condition (and only on the table or bySubject),
+    every S3 object statement names only objects under the tenant's prefix, every S3 listing
+    carries the s3:prefix condition; nothing else is allowed."""
+    if not isinstance(st, dict) or st.get("Effect") != "Allow":
+        return [] if isinstance(st, dict) and st.get("Effect") == "Deny" else [f"{st!r:.60}"]
+    if set(st) & {"NotAction", "NotResource", "NotPrincipal"}:
+        return [f"{st.get('Sid')}: NotAction / NotResource"]
+    actions = [str(a) for a in as_list(st.get("Action"))]
+    try:
+        resources = [norm_resource(r) for r in as_list(st.get("Resource"))]
+    except ValueError as exc:
+        return [f"{st.get('Sid')}: {exc}"]
+    sid, cond = st.get("Sid"), st.get("Condition")
+    out: list[str] = []
+    if all(a.startswith("dynamodb:") for a in actions):
+        if cond != LEADING_KEYS:
+            out.append(f"{sid}: DynamoDB without the LeadingKeys condition on the tenant tag")
+        if not set(resources) <= {TABLE, SUBJECT_INDEX}:
+            out.append(f"{sid}: DynamoDB resource beyond the table and bySubject: {resources}")
+    elif all(a in ("s3:ListBucket", "s3:ListBucketVersions") for a in actions):
+        if cond != TENANT_PREFIX or resources != [BUCKET]:
+            out.append(f"{sid}: listing not pinned to s3:prefix {TENANT_TAG}/*")
+    elif all(a.startswith("s3:") for a in actions):
+        if resources != [TENANT_OBJECTS] or cond is not None:
+            out.append(f"{sid}: objects beyond {TENANT_OBJECTS}: {resources}")
+    else:
+        out.append(f"{sid}: actions beyond DynamoDB and S3: {actions}")
+    return out
+
+
+def check_tenant_access(resources: dict[str, Any], params: dict[str, Any],
+                        conditions: dict[str, Any], glob: dict[str, Any], rep: Report) -> None:
+    rep.section(f"{TENANT_ROLE}: tenant-scoped credentials")
+    param, condition = TENANT_SWITCH
+    p = params.get(param) or {}
+    rep.check(p.get("Default") == "true" and p.get("AllowedValues") == ["true", "false"],
+              f"{param}: \"true\" / \"false\", on by default", f"got {p!r}")
+    rep.check(conditions.get(condition) == {"Fn::Equals": [{"Ref": param}, "true"]},
+              f"{condition}: !Equals [!Ref {param}, \"true\"]", f"got {conditions.get(condition)!r}")
+    role = resources.get(TENANT_ROLE)
+    if not rep.check(isinstance(role, dict) and role.get("Type") == "AWS::IAM::Role"
+                     and role.get("Condition") == condition,
+                     f"{TENANT_ROLE}: an AWS::IAM::Role under {condition}"):
+        return
+    rp = props_of(role)
+    fn_roles = {"${" + f + "Role.Arn}" for f in TENANT_SCOPED}
+    trust = as_list((rp.get("AssumeRolePolicyDocument") or {}).get("Statement", []))
+    want_cond = {"StringLike": {"aws:RequestTag/tenant": "?*"},
+                 "ForAllValues:StringEquals": {"aws:TagKeys": ["tenant"]}}
+    ok = False
+    if len(trust) == 1 and isinstance(trust[0], dict):
+        st = trust[0]
+        principal = st.get("Principal") or {}
+        try:
+            aws = {norm_resource(x) for x in as_list(principal.get("AWS"))}
+        except ValueError:
+            aws = set()
+        ok = (st.get("Effect") == "Allow" and set(principal) == {"AWS"} and aws == fn_roles
+              and sorted(as_list(st.get("Action"))) == ["sts:AssumeRole", "sts:TagSession"]
+              and st.get("Condition") == want_cond)
+    rep.check(ok, f"{TENANT_ROLE}: trusted by the {len(TENANT_SCOPED)} function roles only, "
+              "sts:AssumeRole + sts:TagSession, a non-empty tenant tag and no other tag required",
+              f"got {trust!r:.300}")
+    got, problems = role_pairs(role)
+    rep.check(not problems, f"{TENANT_ROLE}: inline statements only", "; ".join(problems))
+    missing_p, extra_p = TENANT_ROLE_IAM - got, got - TENANT_ROLE_IAM
+    rep.check(not missing_p and not extra_p,
+              f"{TENANT_ROLE}: allows exactly {len(TENANT_ROLE_IAM)} action/resource pairs",
+              f"missing {sorted(missing_p)} | extra {sorted(extra_p)}")
+    statements = [st for pol in as_list(rp.get("Policies", [])) if isinstance(pol, dict)
+                  for st in as_list((pol.get("PolicyDocument") or {}).get("Statement", []))]
+    pins = [msg for st in statements for msg in tenant_pin_problems(st)]
+    rep.check(bool(statements) and not pins,
+              f"{TENANT_ROLE}: every statement's condition or resource pins the session's tenant",
+              "; ".join(pins))
+    # The pin check itself must catch a statement that forgets the tenant.
+    planted = [
+        {"Sid": "NoCondition", "Effect": "Allow", "Action": "dynamodb:GetItem",
+         "Resource": {"Fn::GetAtt": ["MemoryTable", "Arn"]}},
+        {"Sid": "AnyIndex", "Effect": "Allow", "Action": "dynamodb:Query",
+         "Resource": {"Fn::Sub": "${MemoryTable.Arn}/index/*"}, "Condition": LEADING_KEYS},
+        {"Sid": "AllObjects", "Effect": "Allow", "Action": "s3:GetObject",
+         "Resource": {"Fn::Sub": "${ArchiveBucket.Arn}/*"}},
+        {"Sid": "AnyPrefix", "Effect": "Allow", "Action": "s3:ListBucket",
+         "Resource": {"Fn::GetAtt": ["ArchiveBucket", "Arn"]}},
+        {"Sid": "Events", "Effect": "Allow", "Action": "events:PutEvents",
+         "Resource": {"Fn::GetAtt": ["EventBus", "Arn"]}},
+    ]
+    caught = [st["Sid"] for st in planted if tenant_pin_problems(st)]
+    rep.check(len(caught) == len(planted), "the pin check reports planted unpinned statements",
+              f"caught only {caught}")
+
+    # Who may assume it: exactly the five function roles, through one separate policy (an
+    # inline statement would make the roles name each other), and no other IAM policy resource.
+    policies = of_type(resources, "AWS::IAM::Policy")
+    rep.check(set(policies) == {TENANT_ASSUME_POLICY},
+              f"the only AWS::IAM::Policy resource is {TENANT_ASSUME_POLICY}", f"got {sorted(policies)}")
+    ap = policies.get(TENANT_ASSUME_POLICY)
+    if ap is not None:
+        pp = props_of(ap)
+        roles = {ref(r) for r in as_list(pp.get("Roles"))}
+        doc_pairs, doc_problems = role_pairs({"Properties": {"Policies": [pp]}})
+        want_pairs = pairs(["sts:AssumeRole", "sts:TagSession"], "${TenantAccessRole.Arn}")
+        rep.check(ap.get("Condition") == condition
+                  and roles == {f + "Role" for f in TENANT_SCOPED}
+                  and not doc_problems and doc_pairs == want_pairs,
+                  f"{TENANT_ASSUME_POLICY}: sts:AssumeRole + sts:TagSession on {TENANT_ROLE} "
+                  f"for the {len(TENANT_SCOPED)} function roles, under {condition}",
+                  f"roles {sorted(r or '?' for r in roles)}, pairs {sorted(doc_pairs)}")
+    # TENANT_ROLE_ARN: the role on the tenant-scoped functions (empty when off), absent elsewhere.
+    for name, res in sorted(resources.items()):
+        if res.get("Type") != "AWS::Serverless::Function":
+            continue
+        props = merge_globals(glob, res.get("Properties") or {})
+        env = (props.get("Environment") or {}).get("Variables") or {}
+        if name in TENANT_SCOPED:
+            rep.check(env.get("TENANT_ROLE_ARN") == TENANT_ROLE_ENV,
+                      f"{name}: TENANT_ROLE_ARN = {TENANT_ROLE} when {condition}, else empty",
+                      f"got {env.get('TENANT_ROLE_ARN')!r}")
+        else:
+            rep.check("TENANT_ROLE_ARN" not in env, f"{name}: no TENANT_ROLE_ARN (not tenant-scoped)",
+                      f"got {env.get('TENANT_ROLE_ARN')!r}")
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[1]) if len(argv) > 1 else REPO_ROOT / "template.yaml"
     try:
@@ -983,6 +1136,7 @@ def main(argv: list[str]) -> int:
     dlqs = check_queues(resources, rep)
     check_alarms(resources, doc.get("Conditions") or {}, dlqs, rep)
     check_model_switches(resources, params, doc.get("Conditions") or {}, rep)
+    check_tenant_access(resources, params, doc.get("Conditions") or {}, glob, rep)
     check_data_protection(resources, rep)
     print(f"\n{rep.passed} passed, {rep.failed} failed")
     return 1 if rep.failed else 0
