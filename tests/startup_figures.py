@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 FUNCTIONS = ["memory-read", "memory-write", "memory-forget", "memory-consolidate",
-             "memory-commitments", "memory-dream"]
+             "memory-commitments", "memory-dream", "memory-mcp"]
 PASSED_THROUGH = ["AWS_ENDPOINT_URL", "MEMORY_TABLE", "ARCHIVE_BUCKET", "EVENT_BUS_NAME",
                   "DREAM_QUEUE_URL", "CONSOLIDATE_QUEUE_URL",
                   # Set to measure memory-read / memory-write with the Bedrock client built.

@@ -52,7 +52,8 @@ DISTILL_MODEL = ("arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model
 # Each optional model: its parameter, the condition its grants hang on, the functions granted.
 # Off by default: the parameter defaults to "" and the condition is exactly "not empty".
 MODEL_SWITCHES = {
-    "EmbeddingModelId": ("HasEmbeddingModel", EMBED_MODEL, {"MemoryReadFunction", "MemoryWriteFunction"}),
+    "EmbeddingModelId": ("HasEmbeddingModel", EMBED_MODEL,
+                         {"MemoryReadFunction", "MemoryWriteFunction", "MemoryMcpFunction"}),
     "DistillerModelId": ("HasDistillerModel", DISTILL_MODEL, {"MemoryDreamFunction"}),
 }
 
@@ -126,6 +127,24 @@ EXPECTED: dict[str, dict[str, Any]] = {
         | pairs(["events:PutEvents"], BUS),
         # ANY: the function answers non-POST methods with its own 405 envelope (Allow: POST).
         "routes": {("ANY", f"{API_PREFIX}/forget")},
+    },
+    "MemoryMcpFunction": {
+        "binary": "memory-mcp",
+        "memory": 256,
+        "env": {"REDACTION_SECRETS": {"Ref": "RedactionSecrets"}},
+        # The union of memory-read (reads, tag pages), memory-write (the SR-1 writer, conditional
+        # rewrites of memory-tool files) and memory-forget (memory_forget), and nothing else.
+        "iam": pairs(["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
+                      "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                      "dynamodb:ConditionCheckItem"], TABLE)
+        | pairs(["dynamodb:Query"], SUBJECT_INDEX)
+        | pairs(["s3:ListBucket", "s3:ListBucketVersions"], BUCKET)
+        | pairs(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject",
+                 "s3:DeleteObjectVersion"], OBJECTS)
+        | pairs(["events:PutEvents"], BUS)
+        | pairs(["bedrock:InvokeModel"], EMBED_MODEL),
+        # ANY on both: the MCP transport and the memory-tool route answer other methods (405).
+        "routes": {("ANY", f"{API_PREFIX}/mcp"), ("ANY", f"{API_PREFIX}/memory-tool")},
     },
     "MemoryDreamFunction": {
         "binary": "memory-dream",
@@ -496,7 +515,7 @@ def check_function(
                   "configured embedding model", f"found {bad}")
         idx = sorted(r for _, r in got if "/index/" in r)
         rep.check(not idx, f"{name}: no index access (base-table reads only)", f"found {idx}")
-    if name == "MemoryWriteFunction":
+    if name in ("MemoryWriteFunction", "MemoryMcpFunction"):
         bad = sorted(a for a in actions if TABLE_LEVEL.match(a))
         rep.check(not bad, f"{name}: no table-level or bulk action (Delete/UpdateTable, Scan, BatchWriteItem)",
                   f"found {bad}")
