@@ -533,9 +533,28 @@ fn link_semantic(
         .zip(node_of)
         .map(|(&m, &node)| (m, node))
         .collect();
+    link_pairs(
+        entries,
+        proposals,
+        |e| node_of_entry.get(&e).copied(),
+        uf,
+        semantic::facts_agree,
+    );
+}
+
+/// Joins the candidate pairs (entry indices) whose texts pass `linked(a raw, a normalised,
+/// b raw, b normalised)`; `node` maps an entry to its node (`None`: left alone). Each text is
+/// normalised at most once.
+fn link_pairs(
+    entries: &[Entry],
+    pairs: impl IntoIterator<Item = (usize, usize)>,
+    node: impl Fn(usize) -> Option<usize>,
+    uf: &mut UnionFind,
+    linked: impl Fn(&str, &str, &str, &str) -> bool,
+) {
     let mut norms: HashMap<usize, String> = HashMap::new();
-    for (a, b) in proposals {
-        let (Some(&na), Some(&nb)) = (node_of_entry.get(&a), node_of_entry.get(&b)) else {
+    for (a, b) in pairs {
+        let (Some(na), Some(nb)) = (node(a), node(b)) else {
             continue;
         };
         if uf.find(na) == uf.find(nb) {
@@ -549,7 +568,7 @@ fn link_semantic(
         let (Some(a_norm), Some(b_norm)) = (norms.get(&a), norms.get(&b)) else {
             continue;
         };
-        if semantic::facts_agree(&entries[a].content, a_norm, &entries[b].content, b_norm) {
+        if linked(&entries[a].content, a_norm, &entries[b].content, b_norm) {
             uf.union(na, nb);
         }
     }
@@ -571,30 +590,14 @@ fn link_substitutions(
     for (&m, &node) in members.iter().zip(node_of) {
         s.node_of_entry[m] = node;
     }
-    let mut norms: HashMap<usize, String> = HashMap::new();
-    for &(_, a, b) in s.pairs {
-        let (na, nb) = (s.node_of_entry[a], s.node_of_entry[b]);
-        if na == NONE || nb == NONE || uf.find(na) == uf.find(nb) {
-            continue; // an id left alone, or already joined
-        }
-        for e in [a, b] {
-            norms
-                .entry(e)
-                .or_insert_with(|| normalise(&entries[e].content));
-        }
-        let (Some(a_norm), Some(b_norm)) = (norms.get(&a), norms.get(&b)) else {
-            continue;
-        };
-        if substitution::linked(
-            &entries[a].content,
-            a_norm,
-            &entries[b].content,
-            b_norm,
-            threshold,
-        ) {
-            uf.union(na, nb);
-        }
-    }
+    let table: &[usize] = s.node_of_entry;
+    link_pairs(
+        entries,
+        s.pairs.iter().map(|&(_, a, b)| (a, b)),
+        |e| Some(table[e]).filter(|&n| n != NONE),
+        uf,
+        |a_raw, a, b_raw, b| substitution::linked(a_raw, a, b_raw, b, threshold),
+    );
     for &m in members {
         s.node_of_entry[m] = NONE;
     }
