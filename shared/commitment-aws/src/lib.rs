@@ -25,6 +25,7 @@ use memory_aws::dynamo::{
     subject_items,
 };
 use memory_aws::error::{backend, service_code};
+use memory_aws::DynamoClients;
 
 pub const DUE_INDEX: &str = "byDue";
 const PREFIX: &str = "C#";
@@ -33,7 +34,9 @@ type Item = HashMap<String, AttributeValue>;
 
 #[derive(Clone, Debug)]
 pub struct DynamoCommitmentStore {
-    client: Client,
+    /// The function's own client, or the acting tenant's session when tenant-scoped
+    /// credentials are on (`memory_aws::tenant`); the `byDue` Query always on the own role.
+    clients: DynamoClients,
     table: String,
 }
 
@@ -164,8 +167,9 @@ impl DynamoCommitmentStore {
         value: Option<AttributeValue>,
     ) -> Result<bool, StoreError> {
         let values = value.map(|v| HashMap::from([(":v".to_owned(), v)]));
+        let client = self.clients.data(op).await?;
         let out = memory_aws::retry::send(op, || {
-            self.client
+            client
                 .put_item()
                 .table_name(&self.table)
                 .set_item(Some(item.clone()))
@@ -183,11 +187,17 @@ impl DynamoCommitmentStore {
 
     /// The store in the table the function's other adapters use.
     pub fn from_ports(ports: &memory_aws::AwsPorts) -> Self {
-        Self::new(ports.dynamo.clone(), ports.table.clone())
+        DynamoCommitmentStore {
+            clients: DynamoClients::new(ports.dynamo.clone(), ports.tenant_sessions.clone()),
+            table: ports.table.clone(),
+        }
     }
 
     pub fn new(client: Client, table: String) -> Self {
-        DynamoCommitmentStore { client, table }
+        DynamoCommitmentStore {
+            clients: DynamoClients::new(client, None),
+            table,
+        }
     }
 }
 
@@ -203,8 +213,9 @@ impl CommitmentStore for DynamoCommitmentStore {
     }
 
     async fn get(&self, key: &CommitmentKey) -> Result<Option<StoredCommitment>, StoreError> {
+        let client = self.clients.data("get_commitment").await?;
         let out = memory_aws::retry::send("get_commitment", || {
-            self.client
+            client
                 .get_item()
                 .table_name(&self.table)
                 .set_key(Some(key_item(key)))
@@ -231,8 +242,10 @@ impl CommitmentStore for DynamoCommitmentStore {
     }
 
     async fn due(&self, shard: u8, now: Timestamp) -> Result<DueRead, StoreError> {
+        // Across tenants by design (`due#{shard}` partitions): the function's own role.
         let request = self
-            .client
+            .clients
+            .fan_out()
             .query()
             .table_name(&self.table)
             .index_name(DUE_INDEX)
@@ -247,7 +260,9 @@ impl CommitmentStore for DynamoCommitmentStore {
     }
     async fn for_ref(&self, memory_ref: &MemoryRef) -> Result<Vec<StoredCommitment>, StoreError> {
         let request = self
-            .client
+            .clients
+            .data("for_ref")
+            .await?
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :c)")
@@ -263,7 +278,8 @@ impl CommitmentStore for DynamoCommitmentStore {
         subject: &SubjectKey,
     ) -> Result<Vec<CommitmentKey>, StoreError> {
         let op = "find_commitments_by_subject";
-        let items = subject_items(&self.client, &self.table, tenant, subject, op).await?;
+        let client = self.clients.data(op).await?;
+        let items = subject_items(&client, &self.table, tenant, subject, op).await?;
         Ok(items
             .iter()
             .filter_map(key_of)
@@ -271,12 +287,8 @@ impl CommitmentStore for DynamoCommitmentStore {
             .collect())
     }
     async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {
-        let old = delete_returning_old(
-            &self.client,
-            &self.table,
-            key_item(key),
-            "delete_commitment",
-        );
+        let client = self.clients.data("delete_commitment").await?;
+        let old = delete_returning_old(&client, &self.table, key_item(key), "delete_commitment");
         Ok(old.await?.is_some())
     }
 }

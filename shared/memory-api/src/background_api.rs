@@ -7,6 +7,7 @@
 //! - [`PassCommand::Run`], a direct invoke [`RunRef`]: run one ref now and return its result.
 
 use async_trait::async_trait;
+use memory_core::acting_tenant::acting_for;
 use memory_core::background::fan_out;
 use memory_core::ports::{EntryStore, Job, JobQueue, WorkKind};
 use memory_core::writer::SecretInput;
@@ -99,13 +100,18 @@ pub async fn handle(
                     tracing::error!(message_id = %message.message_id, "unreadable job dropped");
                     continue;
                 };
-                if let Err(e) = pass.run(&RunRef::queued(&job)).await {
+                // Each job acts for its own tenant (a batch can hold several tenants' refs).
+                let run = RunRef::queued(&job);
+                if let Err(e) = acting_for(Some(&job.tenant_id), pass.run(&run)).await {
                     tracing::warn!(error = %e, memory_ref = %ref_hash(&job.memory_ref), "job failed, will retry");
                     failed.push(message.message_id);
                 }
             }
             Ok(PassOutcome::FailedJobs(failed))
         }
-        PassCommand::Run(run) => Ok(PassOutcome::Report(pass.run(&run).await?)),
+        PassCommand::Run(run) => {
+            let report = acting_for(Some(&run.tenant_id), pass.run(&run)).await?;
+            Ok(PassOutcome::Report(report))
+        }
     }
 }

@@ -1,6 +1,7 @@
 //! Forget (README §The contracts): direct invoke `{"tenantId", "subject"}`, or the POST route
 //! with `{"subject"}` and the tenant from the JWT. The subject is never logged.
 
+use memory_core::acting_tenant::acting_for;
 use memory_core::forget::Forgetter;
 use memory_core::CoreError;
 use serde::Deserialize;
@@ -35,9 +36,12 @@ pub async fn handle_direct(
     forgetter: &Forgetter,
     request: DirectForget,
 ) -> Result<Value, WireError> {
-    let counts = forgetter
-        .forget(&request.tenant_id, &request.subject)
-        .await?;
+    let tenant = Some(request.tenant_id.as_str());
+    let counts = acting_for(
+        tenant,
+        forgetter.forget(&request.tenant_id, &request.subject),
+    )
+    .await?;
     emit(&counts);
     Ok(json!(counts))
 }
@@ -63,7 +67,7 @@ pub async fn handle_http(
         emit(&counts);
         Ok::<_, WireError>(json!(counts))
     };
-    match run.await {
+    match acting_for(tenant_claim, run).await {
         Ok(body) => HttpResponse::ok(body),
         Err(e) => HttpResponse::wire_error(&e),
     }

@@ -2,6 +2,7 @@
 //! RFC 0080 capability document), tenant taken from the JWT claim. Routing accepts any prefix
 //! before `/v1/host/wop-memory/` so a named API Gateway stage in the path changes nothing.
 
+use memory_core::acting_tenant::acting_for;
 use memory_core::capabilities::HostMemoryModel;
 use memory_core::listing::{parse_limit, ListOptions};
 use memory_core::reader::MemoryReader;
@@ -92,8 +93,10 @@ impl ReadApi {
         ReadApi { reader, model }
     }
 
+    /// Acts for the verified claim's tenant (tenant-scoped credentials sign the reads with it).
     pub async fn handle(&self, request: &ReadRequest) -> HttpResponse {
-        match self.dispatch(request).await {
+        let tenant = request.tenant_claim.as_deref();
+        match acting_for(tenant, self.dispatch(request)).await {
             Ok(response) => response,
             Err(e) => HttpResponse::error(&e),
         }

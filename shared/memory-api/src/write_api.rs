@@ -2,6 +2,7 @@
 //! `{"op": "delete", ...}`. Parsing failures are reported by schema path, never by echoing
 //! the payload, which may carry secrets (`decode`).
 
+use memory_core::acting_tenant::acting_for;
 use memory_core::writer::{MemoryWriter, PutRequest};
 use serde::Deserialize;
 use serde_json::{json, Value};
@@ -50,7 +51,16 @@ impl WriteCommand {
     }
 }
 
+/// Acts for the invoke's `tenantId` (tenant-scoped credentials sign the writes with it).
 pub async fn handle(writer: &MemoryWriter, command: WriteCommand) -> Result<Value, WireError> {
+    let tenant = match &command {
+        WriteCommand::Put(put) => put.tenant_id.clone(),
+        WriteCommand::Delete(delete) => delete.tenant_id.clone(),
+    };
+    acting_for(Some(&tenant), handle_as(writer, command)).await
+}
+
+async fn handle_as(writer: &MemoryWriter, command: WriteCommand) -> Result<Value, WireError> {
     match command {
         WriteCommand::Put(put) => {
             let out = match writer.put(&put).await {

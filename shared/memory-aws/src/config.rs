@@ -1,6 +1,7 @@
 //! Configuration from the environment (README §Configuration): `MEMORY_TABLE`, `ARCHIVE_BUCKET`,
 //! `EVENT_BUS_NAME`, optionally `EMBEDDING_MODEL_ID` / `EMBEDDING_DIMENSIONS` (semantic search)
-//! and `DISTILLER_MODEL_ID` (abstractive dreams), plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
+//! and `DISTILLER_MODEL_ID` (abstractive dreams), `TENANT_ROLE_ARN` / `TENANT_SESSION_CACHE`
+//! (tenant-scoped credentials, `tenant.rs`), plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
 //! emulator (LocalStack or compatible), S3 switches to path-style addressing, which emulators on
 //! one host:port need.
 
@@ -11,6 +12,7 @@ use aws_config::BehaviorVersion;
 
 use aws_smithy_http_client::tls::{rustls_provider::CryptoMode, Provider};
 
+use crate::tenant::{StsVendor, TenantSessions};
 use crate::DynamoEntryStore;
 #[cfg(feature = "events")]
 use crate::EventBridgePublisher;
@@ -33,6 +35,11 @@ pub struct Settings {
     /// The Bedrock text model of abstractive dreams; `None` (unset or empty, the default): dreams
     /// write the deterministic summary only.
     pub distiller_model: Option<String>,
+    /// `TENANT_ROLE_ARN`: the role assumed per tenant for every tenant data call (`tenant.rs`);
+    /// `None` (unset or empty): the function's own role makes them, as before.
+    pub tenant_role_arn: Option<String>,
+    /// `TENANT_SESSION_CACHE`: most tenants whose sessions a container keeps.
+    pub tenant_session_cache: usize,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +65,18 @@ impl Settings {
                 MissingSetting::Invalid("EMBEDDING_DIMENSIONS", "a positive integer"),
             )?),
         };
+        let tenant_session_cache = match optional("TENANT_SESSION_CACHE") {
+            None => crate::tenant::DEFAULT_CAPACITY,
+            Some(raw) => {
+                raw.parse::<usize>()
+                    .ok()
+                    .filter(|n| *n > 0)
+                    .ok_or(MissingSetting::Invalid(
+                        "TENANT_SESSION_CACHE",
+                        "a positive integer",
+                    ))?
+            }
+        };
         Ok(Settings {
             table: var("MEMORY_TABLE")?,
             bucket: var("ARCHIVE_BUCKET")?,
@@ -67,6 +86,8 @@ impl Settings {
             embedding_model: optional("EMBEDDING_MODEL_ID"),
             embedding_dimensions,
             distiller_model: optional("DISTILLER_MODEL_ID"),
+            tenant_role_arn: optional("TENANT_ROLE_ARN"),
+            tenant_session_cache,
         })
     }
 }
@@ -82,6 +103,9 @@ pub struct AwsPorts {
     /// those), also where no embedder is built.
     pub embedding_model: Option<String>,
     pub entries: Arc<DynamoEntryStore>,
+    /// Per-tenant sessions when `TENANT_ROLE_ARN` is set, for adapters of other crates over the
+    /// same table (`commitment-aws`); `None`: everything runs on the function's role.
+    pub tenant_sessions: Option<Arc<TenantSessions>>,
     #[cfg(feature = "archive")]
     pub archives: Arc<S3ArchiveStore>,
     #[cfg(feature = "events")]
@@ -121,29 +145,46 @@ impl AwsPorts {
     /// backoff, the invocation's deadline), and two stacked layers would multiply attempts.
     pub fn from_sdk_config(sdk: &aws_config::SdkConfig, settings: &Settings) -> Self {
         let no_retries = RetryConfig::disabled();
+        let tenant_sessions = settings.tenant_role_arn.clone().map(|role| {
+            let sts = aws_sdk_sts::Client::from_conf(
+                aws_sdk_sts::config::Builder::from(sdk)
+                    .retry_config(no_retries.clone())
+                    .build(),
+            );
+            Arc::new(TenantSessions::new(
+                Arc::new(StsVendor::new(sts, role)),
+                sdk,
+                settings.endpoint_override,
+                settings.tenant_session_cache,
+            ))
+        });
         let dynamo = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(sdk)
                 .retry_config(no_retries.clone())
                 .build(),
         );
         AwsPorts {
-            entries: Arc::new(DynamoEntryStore::new(
-                dynamo.clone(),
-                settings.table.clone(),
-            )),
+            entries: Arc::new(
+                DynamoEntryStore::new(dynamo.clone(), settings.table.clone())
+                    .with_tenant_sessions(tenant_sessions.clone()),
+            ),
             dynamo,
+            tenant_sessions: tenant_sessions.clone(),
             table: settings.table.clone(),
             embedding_model: settings.embedding_model.clone(),
             #[cfg(feature = "archive")]
-            archives: Arc::new(S3ArchiveStore::new(
-                aws_sdk_s3::Client::from_conf(
-                    aws_sdk_s3::config::Builder::from(sdk)
-                        .force_path_style(settings.endpoint_override)
-                        .retry_config(no_retries.clone())
-                        .build(),
-                ),
-                settings.bucket.clone(),
-            )),
+            archives: Arc::new(
+                S3ArchiveStore::new(
+                    aws_sdk_s3::Client::from_conf(
+                        aws_sdk_s3::config::Builder::from(sdk)
+                            .force_path_style(settings.endpoint_override)
+                            .retry_config(no_retries.clone())
+                            .build(),
+                    ),
+                    settings.bucket.clone(),
+                )
+                .with_tenant_sessions(tenant_sessions.clone()),
+            ),
             #[cfg(feature = "events")]
             events: Arc::new(EventBridgePublisher::new(
                 aws_sdk_eventbridge::Client::from_conf(

@@ -39,6 +39,7 @@
 //! eventually consistently, which forget accepts (see README).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -65,6 +66,7 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, MemoryRef, TenantId};
 
 use crate::error::backend;
+use crate::tenant::{DynamoClients, TenantSessions};
 
 pub const SUBJECT_INDEX: &str = "bySubject";
 pub const DIRTY_INDEX: &str = "byDirtyRef";
@@ -86,7 +88,9 @@ pub type Item = HashMap<String, AttributeValue>;
 
 #[derive(Clone, Debug)]
 pub struct DynamoEntryStore {
-    client: Client,
+    /// The function's own client, or the acting tenant's when tenant-scoped credentials are on
+    /// (`tenant.rs`): every call below on one tenant's keys takes `clients.data(op)`.
+    clients: DynamoClients,
     table: String,
 }
 
@@ -590,8 +594,8 @@ impl DynamoEntryStore {
     }
 
     async fn overflow_items(&self, key: &EntryKey) -> Result<Vec<Item>, StoreError> {
-        let request = self
-            .client
+        let client = self.clients.data("provenance_overflow").await?;
+        let request = client
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
@@ -604,13 +608,14 @@ impl DynamoEntryStore {
     /// Deletes the overflow items of an entry that is gone.
     async fn delete_overflow(&self, key: &EntryKey) -> Result<(), StoreError> {
         const OP: &str = "delete_overflow";
+        let client = self.clients.data(OP).await?;
         for item in self.overflow_items(key).await? {
             let Some(sk) = get_s(&item, "sk") else {
                 continue;
             };
             let sk = sk.to_owned();
             crate::retry::send(OP, || {
-                self.client
+                client
                     .delete_item()
                     .table_name(&self.table)
                     .key("pk", s(partition_key(&key.memory_ref)))
@@ -678,7 +683,16 @@ impl DynamoEntryStore {
     }
 
     pub fn new(client: Client, table: String) -> Self {
-        DynamoEntryStore { client, table }
+        DynamoEntryStore {
+            clients: DynamoClients::new(client, None),
+            table,
+        }
+    }
+
+    /// Signs every tenant data call with the acting tenant's vended credentials (`tenant.rs`).
+    pub fn with_tenant_sessions(mut self, tenants: Option<Arc<TenantSessions>>) -> Self {
+        self.clients = DynamoClients::new(self.clients.fan_out().clone(), tenants);
+        self
     }
 
     /// The conditional update that records `completion` on its key: one transaction item of a
@@ -711,8 +725,9 @@ impl DynamoEntryStore {
 
     /// One item by key, strongly consistent (read-your-writes).
     async fn get_item(&self, op: &'static str, key: Item) -> Result<Option<Item>, StoreError> {
+        let client = self.clients.data(op).await?;
         let out = crate::retry::send(op, || {
-            self.client
+            client
                 .get_item()
                 .table_name(&self.table)
                 .set_key(Some(key.clone()))
@@ -751,10 +766,11 @@ impl DynamoEntryStore {
         op: &'static str,
         items: Vec<TransactWriteItem>,
     ) -> Result<(), TxError> {
+        let client = self.clients.data(op).await.map_err(TxError::Store)?;
         crate::retry::send_classified(
             op,
             || {
-                self.client
+                client
                     .transact_write_items()
                     .set_transact_items(Some(items.clone()))
                     .send()
@@ -853,8 +869,15 @@ impl EntryStore for DynamoEntryStore {
 
     async fn mark_pending(&self, r: &MemoryRef, kind: WorkKind, since: Timestamp) {
         const OP: &str = "mark_work";
+        let client = match self.clients.data(OP).await {
+            Ok(client) => client,
+            Err(e) => {
+                tracing::error!(error = %e, kind = kind.as_str(), "work marker not updated; the ref's next write marks it");
+                return;
+            }
+        };
         let result = crate::retry::send(OP, || {
-            self.client
+            client
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(marker_key(r, kind)))
@@ -886,6 +909,7 @@ impl EntryStore for DynamoEntryStore {
 
     async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {
         const OP: &str = "claim_key";
+        let client = self.clients.data(OP).await?;
         let ttl = claim.expires_at.epoch_seconds_ceil();
         for _ in 0..3 {
             // 1. A new key, or one whose window is over: a fresh record.
@@ -897,7 +921,7 @@ impl EntryStore for DynamoEntryStore {
             item.insert("expiresAtMs".into(), n(claim.expires_at.as_millis()));
             item.insert("ttl".into(), n(ttl));
             let fresh = crate::retry::send(OP, || {
-                self.client
+                client
                     .put_item()
                     .table_name(&self.table)
                     .set_item(Some(item.clone()))
@@ -918,7 +942,7 @@ impl EntryStore for DynamoEntryStore {
             // 2. Taking over a holder whose lease ran out, same payload, no result yet; the
             //    first attempt's instant stays, so the entries (and their ids) stay the same.
             let takeover = crate::retry::send(OP, || {
-                self.client
+                client
                     .update_item()
                     .table_name(&self.table)
                     .set_key(Some(key_record_key(&claim.key)))
@@ -970,10 +994,11 @@ impl EntryStore for DynamoEntryStore {
 
     async fn complete_key(&self, completion: &Completion) -> Result<(), StoreError> {
         const OP: &str = "complete_key";
+        let client = self.clients.data(OP).await?;
         let update = self.complete_update(OP, completion)?;
         let out = crate::retry::send(OP, || {
             let u = update.clone();
-            self.client
+            client
                 .update_item()
                 .table_name(u.table_name)
                 .set_key(Some(u.key))
@@ -999,8 +1024,9 @@ impl EntryStore for DynamoEntryStore {
 
     async fn release_key(&self, key: &IdempotencyKey, attempt: &str) -> Result<(), StoreError> {
         const OP: &str = "release_key";
+        let client = self.clients.data(OP).await?;
         let out = crate::retry::send(OP, || {
-            self.client
+            client
                 .delete_item()
                 .table_name(&self.table)
                 .set_key(Some(key_record_key(key)))
@@ -1064,6 +1090,7 @@ impl EntryStore for DynamoEntryStore {
 
     async fn tombstone(&self, keys: &[EntryKey], until: Timestamp) -> Result<(), StoreError> {
         const OP: &str = "tombstone";
+        let client = self.clients.data(OP).await?;
         for key in keys {
             let mut item = HashMap::from([
                 ("pk".to_owned(), s(partition_key(&key.memory_ref))),
@@ -1071,7 +1098,7 @@ impl EntryStore for DynamoEntryStore {
             ]);
             item.insert("ttl".into(), n(until.epoch_seconds_ceil()));
             crate::retry::send(OP, || {
-                self.client
+                client
                     .put_item()
                     .table_name(&self.table)
                     .set_item(Some(item.clone()))
@@ -1087,8 +1114,8 @@ impl EntryStore for DynamoEntryStore {
         &self,
         memory_ref: &MemoryRef,
     ) -> Result<std::collections::BTreeSet<String>, StoreError> {
-        let request = self
-            .client
+        let client = self.clients.data("tombstones").await?;
+        let request = client
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
@@ -1111,10 +1138,10 @@ impl EntryStore for DynamoEntryStore {
         query: &PageQuery,
     ) -> Result<Page, StoreError> {
         const OP: &str = "list_page";
+        let client = self.clients.data(OP).await?;
         let pk = partition_key(memory_ref);
         let filter = "attribute_not_exists(expiresAtMs) OR expiresAtMs > :now";
-        let mut request = self
-            .client
+        let mut request = client
             .query()
             .table_name(&self.table)
             .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
@@ -1164,11 +1191,11 @@ impl EntryStore for DynamoEntryStore {
         limit: u32,
     ) -> Result<Vec<String>, StoreError> {
         const OP: &str = "tag_postings";
+        let client = self.clients.data(OP).await?;
         let pk = partition_key(memory_ref);
         let prefix = posting_prefix(tag);
         let limit = limit.max(1);
-        let request = self
-            .client
+        let request = client
             .query()
             .table_name(&self.table)
             .expression_attribute_values(":pk", s(&pk))
@@ -1219,6 +1246,7 @@ impl EntryStore for DynamoEntryStore {
 
     async fn get_many(&self, keys: &[EntryKey]) -> Result<Vec<StoredEntry>, StoreError> {
         const OP: &str = "get_many";
+        let client = self.clients.data(OP).await?;
         within(OP, keys.len(), MAX_LIST_LIMIT as usize)?;
         // BatchGetItem rejects a request naming one key twice.
         let unique: BTreeSet<&EntryKey> = keys.iter().collect();
@@ -1234,8 +1262,7 @@ impl EntryStore for DynamoEntryStore {
         let started = std::time::Instant::now();
         let mut found = Vec::new();
         for round in 0u32.. {
-            let request = self
-                .client
+            let request = client
                 .batch_get_item()
                 .request_items(&self.table, pending.clone());
             let out = crate::retry::send(OP, || request.clone().send())
@@ -1269,7 +1296,8 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
-        let old = delete_returning_old(&self.client, &self.table, key_item(key), "delete").await?;
+        let client = self.clients.data("delete").await?;
+        let old = delete_returning_old(&client, &self.table, key_item(key), "delete").await?;
         let old = old.as_ref();
         if old.is_some_and(|a| get_n(a, "provenanceChunks").unwrap_or(0) > 0) {
             self.delete_overflow(key).await?;
@@ -1285,14 +1313,8 @@ impl EntryStore for DynamoEntryStore {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<EntryKey>, StoreError> {
-        let items = subject_items(
-            &self.client,
-            &self.table,
-            tenant,
-            subject,
-            "find_by_subject",
-        )
-        .await?;
+        let client = self.clients.data("find_by_subject").await?;
+        let items = subject_items(&client, &self.table, tenant, subject, "find_by_subject").await?;
         Ok(items
             .iter()
             .filter_map(key_of)
@@ -1352,8 +1374,9 @@ impl EntryStore for DynamoEntryStore {
         kind: WorkKind,
     ) -> Result<WorkState, StoreError> {
         const OP: &str = "begin_work";
+        let client = self.clients.data(OP).await?;
         let out = crate::retry::send(OP, || {
-            self.client
+            client
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(marker_key(memory_ref, kind)))
@@ -1375,11 +1398,12 @@ impl EntryStore for DynamoEntryStore {
         watermark: Option<Timestamp>,
     ) -> Result<bool, StoreError> {
         const OP: &str = "finish_work";
+        let client = self.clients.data(OP).await?;
         // 1. The watermark, first and never backwards: a slow duplicate run must not lower
         //    it, and a crash after this step leaves the ref pending, so nothing is skipped.
         if let Some(w) = watermark {
             match crate::retry::send(OP, || {
-                self.client
+                client
                     .update_item()
                     .table_name(&self.table)
                     .set_key(Some(marker_key(memory_ref, kind)))
@@ -1398,8 +1422,7 @@ impl EntryStore for DynamoEntryStore {
             }
         }
         // 2. Out of the pending index, only if no write arrived since the pass read the marker.
-        let clear = self
-            .client
+        let clear = client
             .update_item()
             .table_name(&self.table)
             .set_key(Some(marker_key(memory_ref, kind)))
@@ -1423,8 +1446,9 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
+        // Across tenants by design (`{kind}#{shard}` partitions): the function's own role.
         let items = query_index(
-            &self.client,
+            self.clients.fan_out(),
             &self.table,
             (DIRTY_INDEX, "dirtyPartition"),
             dirty_partition(kind, shard),

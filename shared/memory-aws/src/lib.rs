@@ -16,6 +16,7 @@ pub mod retry;
 pub mod s3;
 #[cfg(feature = "jobs")]
 pub mod sqs;
+pub mod tenant;
 
 pub use config::{https_client, AwsPorts, Settings};
 pub use dynamo::DynamoEntryStore;
@@ -25,3 +26,4 @@ pub use eventbridge::EventBridgePublisher;
 pub use s3::S3ArchiveStore;
 #[cfg(feature = "jobs")]
 pub use sqs::SqsJobQueue;
+pub use tenant::{DynamoClients, TenantSessions};

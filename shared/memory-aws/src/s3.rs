@@ -2,6 +2,8 @@
 //! index uses `If-Match: <etag>` compare-and-swap, so two racing writers cannot lose an update.
 //! Objects are tagged with their kind, which the bucket lifecycle uses to expire archives.
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
@@ -11,14 +13,27 @@ use memory_core::StoreError;
 use memory_guard::TenantId;
 
 use crate::error::{backend, service_code};
+use crate::tenant::TenantSessions;
 
 /// Tag key the bucket lifecycle filters on (template.yaml).
 pub const KIND_TAG: &str = "wop-memory-kind";
 
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct S3ArchiveStore {
-    client: Client,
+    /// The function's own client; with tenant-scoped credentials on (`tenant.rs`) every object
+    /// call is signed by the acting tenant's session instead (objects are all per tenant).
+    own: Client,
+    tenants: Option<Arc<TenantSessions>>,
     bucket: String,
+}
+
+impl std::fmt::Debug for S3ArchiveStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("S3ArchiveStore")
+            .field("bucket", &self.bucket)
+            .field("tenant_scoped", &self.tenants.is_some())
+            .finish()
+    }
 }
 
 fn precondition_failed(code: Option<&str>) -> bool {
@@ -30,7 +45,43 @@ fn precondition_failed(code: Option<&str>) -> bool {
 
 impl S3ArchiveStore {
     pub fn new(client: Client, bucket: String) -> Self {
-        S3ArchiveStore { client, bucket }
+        S3ArchiveStore {
+            own: client,
+            tenants: None,
+            bucket,
+        }
+    }
+
+    /// Signs every object call with the acting tenant's vended credentials (`tenant.rs`).
+    pub fn with_tenant_sessions(mut self, tenants: Option<Arc<TenantSessions>>) -> Self {
+        self.tenants = tenants;
+        self
+    }
+
+    /// The client of a call on the acting tenant's objects.
+    async fn client(&self, op: &'static str) -> Result<Client, StoreError> {
+        match &self.tenants {
+            None => Ok(self.own.clone()),
+            Some(tenants) => Ok(tenants.current(op).await?.s3.clone()),
+        }
+    }
+
+    /// Whether exactly `key` exists, by a listing of that prefix. Tenant-scoped credentials may
+    /// list only under the tenant's prefix (`s3:prefix` condition), so S3 answers a GetObject of
+    /// an absent key with 403 instead of 404; this tells "absent" from "denied".
+    async fn exists(&self, client: &Client, key: &ObjectKey) -> Result<bool, StoreError> {
+        const OP: &str = "get_exists";
+        let out = crate::retry::send(OP, || {
+            client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(key.as_str())
+                .max_keys(1)
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        Ok(out.contents().iter().any(|o| o.key() == Some(key.as_str())))
     }
 
     /// Version ids (and delete-marker ids) of exactly `key`, every page of them; the current
@@ -41,11 +92,12 @@ impl S3ArchiveStore {
         with_latest: bool,
     ) -> Result<Vec<String>, StoreError> {
         const OP: &str = "list_versions";
+        let client = self.client(OP).await?;
         let mut ids = Vec::new();
         let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
         loop {
             let out = crate::retry::send(OP, || {
-                self.client
+                client
                     .list_object_versions()
                     .bucket(&self.bucket)
                     .prefix(key.as_str())
@@ -86,8 +138,9 @@ impl S3ArchiveStore {
         key: &ObjectKey,
         version: Option<String>,
     ) -> Result<(), StoreError> {
+        let client = self.client("delete").await?;
         crate::retry::send("delete", || {
-            self.client
+            client
                 .delete_object()
                 .bucket(&self.bucket)
                 .key(key.as_str())
@@ -105,12 +158,13 @@ impl S3ArchiveStore {
 
     fn put(
         &self,
+        client: &Client,
         key: &ObjectKey,
         body: &[u8],
         kind: ObjectKind,
         content_type: &str,
     ) -> aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder {
-        self.client
+        client
             .put_object()
             .bucket(&self.bucket)
             .key(key.as_str())
@@ -129,8 +183,9 @@ impl ArchiveStore for S3ArchiveStore {
         kind: ObjectKind,
         content_type: &str,
     ) -> Result<PutOutcome, StoreError> {
+        let client = self.client("put_if_absent").await?;
         match crate::retry::send("put_if_absent", || {
-            self.put(key, &body, kind, content_type)
+            self.put(&client, key, &body, kind, content_type)
                 .if_none_match("*")
                 .send()
         })
@@ -151,8 +206,9 @@ impl ArchiveStore for S3ArchiveStore {
         expect: Expect,
     ) -> Result<String, StoreError> {
         const OP: &str = "put_expecting";
+        let client = self.client(OP).await?;
         let attempt = || {
-            let request = self.put(key, &body, kind, content_type);
+            let request = self.put(&client, key, &body, kind, content_type);
             match &expect {
                 Expect::Absent => request.if_none_match("*"),
                 Expect::ETag(etag) => request.if_match(etag),
@@ -171,8 +227,9 @@ impl ArchiveStore for S3ArchiveStore {
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
         const OP: &str = "get";
+        let client = self.client(OP).await?;
         let out = match crate::retry::send(OP, || {
-            self.client
+            client
                 .get_object()
                 .bucket(&self.bucket)
                 .key(key.as_str())
@@ -182,6 +239,13 @@ impl ArchiveStore for S3ArchiveStore {
         {
             Ok(out) => out,
             Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => {
+                return Ok(None)
+            }
+            Err(e)
+                if self.tenants.is_some()
+                    && service_code(&e) == Some("AccessDenied")
+                    && !self.exists(&client, key).await? =>
+            {
                 return Ok(None)
             }
             Err(e) => return Err(backend(OP, &e)),
@@ -218,11 +282,12 @@ impl ArchiveStore for S3ArchiveStore {
 
     async fn list(&self, tenant: &TenantId, prefix: &str) -> Result<Vec<ObjectKey>, StoreError> {
         let full = format!("{}/{}", tenant.as_str(), prefix);
+        let client = self.client("list").await?;
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
         loop {
             let out = crate::retry::send("list", || {
-                self.client
+                client
                     .list_objects_v2()
                     .bucket(&self.bucket)
                     .prefix(&full)

@@ -4,6 +4,7 @@
 //!
 //! Nothing here names an AWS type: adapters live in `memory-aws`, handlers in `functions/`.
 
+pub mod acting_tenant;
 pub mod background;
 pub mod capabilities;
 pub mod cursor;

@@ -1,0 +1,52 @@
+//! The tenant a request acts for, as a task-local value (README "Tenant isolation in three
+//! layers", layer 3; infra/README-deploy.md "Making IAM enforce the tenant").
+//!
+//! The edge sets it once per request from the tenant it trusts - the verified JWT claim, the
+//! direct invoke's `tenantId`, or the queued job's - before any service code runs. Adapters that
+//! vend tenant-scoped credentials read it to choose *whose* credentials sign a data call. It is
+//! deliberately not derived from the key a call builds: a key of another tenant that a bug
+//! builds is then signed with the acting tenant's credentials, and the backend refuses it.
+//!
+//! A value that is not a valid tenant id sets nothing; with tenant-scoped credentials on, any
+//! data call made outside a scope is refused by the adapter (never sent on the function role).
+
+use std::future::Future;
+
+use memory_guard::TenantId;
+
+tokio::task_local! {
+    static ACTING: TenantId;
+}
+
+/// Runs `work` acting for `tenant` (when it is a valid tenant id; otherwise with no tenant).
+pub async fn acting_for<F: Future>(tenant: Option<&str>, work: F) -> F::Output {
+    match tenant.and_then(|t| TenantId::parse(t).ok()) {
+        Some(tenant) => ACTING.scope(tenant, work).await,
+        None => work.await,
+    }
+}
+
+/// The tenant the current task acts for, if any. Tasks spawned from a request do not inherit it
+/// (tokio task-locals are per task): only adapters of non-tenant services (the embedder) are
+/// called from spawned tasks.
+pub fn current() -> Option<TenantId> {
+    ACTING.try_with(TenantId::clone).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn the_scope_holds_the_valid_tenant_only_inside() {
+        assert_eq!(current(), None);
+        let inside = acting_for(Some("acme"), async { current() }).await;
+        assert_eq!(inside.as_ref().map(TenantId::as_str), Some("acme"));
+        assert_eq!(current(), None);
+        for bad in [None, Some(""), Some("a/b"), Some("acme#x")] {
+            assert_eq!(acting_for(bad, async { current() }).await, None, "{bad:?}");
+        }
+        let nested = acting_for(Some("a"), acting_for(Some("b"), async { current() })).await;
+        assert_eq!(nested.as_ref().map(TenantId::as_str), Some("b"));
+    }
+}
