@@ -333,22 +333,24 @@ def test_racing_str_replace_and_insert_lose_no_update(two_containers):
     tenant = new_tenant()
     ref = memory_ref(tenant, "claude")
     setup = WopMemoryTool(two_containers[0], tenant, ref)
-    slots = 12
+    # 8 calls a round, 4 a container: each container runs one invocation at a time, so more
+    # would queue past the gateway's 30 s integration timeout on a loaded emulator.
+    slots, inserts = 6, 2
     setup.call({"command": "create", "path": "/memories/race.md",
                 "file_text": "".join(f"slot-{i:02}: empty\n" for i in range(slots))})
-    for round_ in range(3):
+    for round_ in range(4):
         calls = [{"command": "str_replace", "path": "/memories/race.md",
                   "old_str": f"slot-{i:02}: " + ("empty" if round_ == 0 else f"r{round_ - 1}"),
                   "new_str": f"slot-{i:02}: r{round_}"} for i in range(slots)]
         calls += [{"command": "insert", "path": "/memories/race.md", "insert_line": 0,
-                   "insert_text": f"note-{round_}-{j}"} for j in range(4)]
+                   "insert_text": f"note-{round_}-{j}"} for j in range(inserts)]
         outcomes = hammer(two_containers, tenant, ref, calls)
         assert all(not is_error for is_error, _ in outcomes), outcomes
         text = setup.call({"command": "view", "path": "/memories/race.md"})
         for i in range(slots):
             assert f"\tslot-{i:02}: r{round_}\n" in text + "\n", (i, text)
         for r in range(round_ + 1):
-            for j in range(4):
+            for j in range(inserts):
                 assert f"\tnote-{r}-{j}\n" in text, (r, j, text)
     entries = Api(two_containers[0], tenant).list_all(ref, tag=f"{PATH_TAG}/memories/race.md")
     assert len(entries) == 1, entries
@@ -360,7 +362,7 @@ def test_racing_creates_of_one_path_leave_at_most_the_one_acknowledged(two_conta
     for round_ in range(3):
         path = f"/memories/new-{round_}.md"
         calls = [{"command": "create", "path": path, "file_text": f"writer {i}"}
-                 for i in range(6)]
+                 for i in range(4)]
         outcomes = hammer(two_containers, tenant, ref, calls)
         won = [i for i, (is_error, _) in enumerate(outcomes) if not is_error]
         assert len(won) <= 1, outcomes

@@ -3,7 +3,8 @@
 //!
 //! - **API Gateway HTTP API** (payload format 2.0) with the routes of `template.yaml`:
 //!   `GET /v1/host/wop-memory/entries`, `GET /v1/host/wop-memory/entries/{id}` and
-//!   `ANY /v1/host/wop-memory/forget` behind the JWT authorizer, `GET
+//!   `ANY /v1/host/wop-memory/forget`, `ANY /v1/host/wop-memory/mcp` and
+//!   `ANY /v1/host/wop-memory/memory-tool` (memory-mcp) behind the JWT authorizer, `GET
 //!   /v1/host/wop-memory/capabilities` without one. Any other method or path gets API Gateway's
 //!   own `404 {"message":"Not Found"}`; a failed function `500 {"message":"Internal Server
 //!   Error"}`; a function that does not answer within the integration timeout `503`.

@@ -160,30 +160,41 @@ impl MemoryTool {
 
     /// The live entries at `path`, oldest id first. More than one exists only while two
     /// creates of the same path race (`create` settles it); the oldest is the file.
+    ///
+    /// A rewrite puts the new entry's posting before its transaction and removes the old one's
+    /// after, so a path with a live file always has a posting; but the postings and the entries
+    /// are two reads, and a rewrite can land between them (the posting read names the old entry,
+    /// which is gone when it is fetched). Postings that name only vanished entries are therefore
+    /// read again; no postings at all means no file.
     async fn at(&self, r: &MemoryRef, path: &MemPath) -> Result<Vec<StoredEntry>, CoreError> {
         let tag = path.tag();
-        let ids = self.store.tag_postings(r, &tag, None, LOOKUP_LIMIT).await?;
-        if ids.is_empty() {
-            return Ok(Vec::new());
+        for _ in 0..ATTEMPTS {
+            let ids = self.store.tag_postings(r, &tag, None, LOOKUP_LIMIT).await?;
+            if ids.is_empty() {
+                return Ok(Vec::new());
+            }
+            let keys: Vec<EntryKey> = ids
+                .into_iter()
+                .map(|id| EntryKey {
+                    memory_ref: r.clone(),
+                    id,
+                })
+                .collect();
+            let now = self.clock.now();
+            let mut found: Vec<StoredEntry> = self
+                .store
+                .get_many(&keys)
+                .await?
+                .into_iter()
+                .filter(|s| &s.memory_ref == r && s.entry.is_live_at(now))
+                .filter(|s| s.entry.tags.contains(&tag))
+                .collect();
+            if !found.is_empty() {
+                found.sort_by(|a, b| a.entry.id.cmp(&b.entry.id));
+                return Ok(found);
+            }
         }
-        let keys: Vec<EntryKey> = ids
-            .into_iter()
-            .map(|id| EntryKey {
-                memory_ref: r.clone(),
-                id,
-            })
-            .collect();
-        let now = self.clock.now();
-        let mut found: Vec<StoredEntry> = self
-            .store
-            .get_many(&keys)
-            .await?
-            .into_iter()
-            .filter(|s| &s.memory_ref == r && s.entry.is_live_at(now))
-            .filter(|s| s.entry.tags.contains(&tag))
-            .collect();
-        found.sort_by(|a, b| a.entry.id.cmp(&b.entry.id));
-        Ok(found)
+        Ok(Vec::new())
     }
 
     async fn file(&self, r: &MemoryRef, path: &MemPath) -> Result<Option<StoredEntry>, CoreError> {

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use e2e::apigw::list_event;
+use e2e::apigw::{http_api_event, list_event, GatewayRequest};
 use e2e::runtime_api::binary_path;
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
@@ -23,6 +23,38 @@ fn peak_rss_kib(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
+/// An MCP `tools/call` of `memory_search` as API Gateway hands it to memory-mcp.
+fn mcp_search_event(tenant: &str, memory_ref: &str) -> Value {
+    let body = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "memory_search",
+        "arguments": {"memoryRef": memory_ref, "query": "customer e-mail refunds", "limit": 25}}})
+    .to_string();
+    let headers: Vec<(String, String)> = [
+        ("accept", "application/json, text/event-stream"),
+        ("content-type", "application/json"),
+        ("host", "abc123.execute-api.us-east-1.amazonaws.com"),
+        ("mcp-protocol-version", "2025-06-18"),
+    ]
+    .iter()
+    .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+    .collect();
+    let claims = json!({"tenant_id": tenant});
+    http_api_event(&GatewayRequest {
+        method: "POST",
+        raw_path: "/v1/host/wop-memory/mcp",
+        raw_query: "",
+        route_key: "ANY /v1/host/wop-memory/mcp",
+        headers: &headers,
+        cookies: &[],
+        path_parameters: &[],
+        claims: Some(&claims),
+        body: Some(body.as_bytes()),
+        source_ip: "203.0.113.10",
+        request_id: "req-figures",
+        time_epoch_ms: 0,
+    })
+}
+
 #[tokio::main]
 async fn main() {
     let t = format!("figures-{}", ulid::Ulid::new().to_string().to_lowercase());
@@ -36,6 +68,7 @@ async fn main() {
     let payloads: Vec<(&str, Value)> = vec![
         ("memory-write", write_payload),
         ("memory-read", read_payload),
+        ("memory-mcp", mcp_search_event(&t, &r)),
         ("memory-forget", json!({"tenantId": t, "subject": "nobody"})),
         ("memory-consolidate", json!({"tenantId": t, "memoryRef": r})),
         (
