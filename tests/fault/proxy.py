@@ -19,7 +19,8 @@ from `random.Random(f"{seed}/{n}")`; requests `--only` does not admit take no dr
 seed and the same order of admitted requests give the same faults.
 
 Control API (answered by the proxy itself, never forwarded): `GET /__fault/stats`,
-`GET|POST /__fault/config`, `POST /__fault/reset`, `GET /__fault/faults`.
+`GET|POST /__fault/config`, `POST /__fault/reset`, `GET /__fault/faults`, and
+`GET /__fault/credentials` (which credentials signed each data call: tenant_iam.py).
 
 Prints exactly one line, `listening http://127.0.0.1:PORT`, on stdout, then serves until
 SIGTERM/SIGINT. One line per injected fault goes to stderr, and one per upstream failure or 5xx
@@ -43,6 +44,8 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
+
+from tenant_iam import TenantIam, denial
 
 KINDS = ("500", "throttle", "conflict", "drop")
 # Kinds answered by the proxy instead of the upstream (drop is forwarded first).
@@ -387,8 +390,11 @@ class State:
     """Configuration and counters, behind one lock."""
 
     def __init__(self, *, seed: int, rates: dict[str, float], only: list[str], serialize: bool,
-                 dynamodb_throttle: str) -> None:
+                 dynamodb_throttle: str, tenant_iam: bool = False) -> None:
         check_rates(rates)
+        # Which credentials signed each DynamoDB / S3 call, and TenantAccessRole's policy
+        # enforced on vended ones when on (tenant_iam.py).
+        self.iam = TenantIam(enforce=tenant_iam)
         self.lock = threading.Lock()
         self.upstream_lock = threading.Lock()
         self.seed = seed
@@ -412,15 +418,18 @@ class State:
         with self.lock:
             self.generation += 1
             self._reset_counters()
+        self.iam.reset()
 
     def config_json(self) -> dict[str, Any]:
         return {"seed": self.seed, "rates": dict(self.rates), "only": list(self.only),
-                "serialize": self.serialize, "dynamodbThrottle": self.dynamodb_throttle}
+                "serialize": self.serialize, "dynamodbThrottle": self.dynamodb_throttle,
+                "tenantIam": self.iam.enforce}
 
     def configure(self, doc: Any) -> dict[str, Any]:
         if not isinstance(doc, dict):
             raise ValueError("the config must be a JSON object")
-        unknown = set(doc) - {"rates", "only", "seed", "serialize", "dynamodbThrottle"}
+        unknown = set(doc) - {"rates", "only", "seed", "serialize", "dynamodbThrottle",
+                              "tenantIam"}
         if unknown:
             raise ValueError(f"unknown config keys {sorted(unknown)}")
         with self.lock:
@@ -436,6 +445,9 @@ class State:
                 raise ValueError("seed must be an integer")
             if "serialize" in doc and not isinstance(doc["serialize"], bool):
                 raise ValueError("serialize must be true or false")
+            if "tenantIam" in doc and not isinstance(doc["tenantIam"], bool):
+                raise ValueError("tenantIam must be true or false")
+            self.iam.enforce = doc.get("tenantIam", self.iam.enforce)
             throttle = doc.get("dynamodbThrottle", self.dynamodb_throttle)
             if throttle not in DYNAMODB_THROTTLE_CHOICES:
                 raise ValueError(f"dynamodbThrottle must be one of {DYNAMODB_THROTTLE_CHOICES}")
@@ -583,6 +595,12 @@ class Handler(BaseHTTPRequestHandler):
             state.end(gen, service, operation, outcome, record, status)
 
         try:
+            if service in ("dynamodb", "s3") and not state.iam.check(
+                    seq, service, operation, self.command, self.path, headers, body or b""):
+                # What IAM answers a tenant's credentials outside the tenant (tenant_iam.py).
+                finish("denied")
+                self._send(*denial(service, self.command))
+                return
             if kind in ANSWERED_KINDS:
                 assert rng is not None
                 fault = build_fault(kind, service, operation, self.command, headers,
@@ -607,6 +625,8 @@ class Handler(BaseHTTPRequestHandler):
                 except OSError:
                     pass
                 return
+            if (service, operation) == ("sts", "AssumeRole"):
+                state.iam.note_assume(seq, body or b"", status, data)
             finish("forwarded", None, status)
             if status >= 500:
                 log(f"upstream answered {status} seq={seq} service={service} "
@@ -708,6 +728,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_json(200, state.configure(doc))
             except ValueError as err:
                 self._send_json(400, {"error": str(err)})
+        elif path == f"{CONTROL_PREFIX}/credentials" and method == "GET":
+            self._send_json(200, state.iam.as_json())
         elif path == f"{CONTROL_PREFIX}/reset" and method == "POST":
             state.reset()
             self._send_json(200, state.stats_json())
@@ -746,13 +768,17 @@ def main(argv: list[str] | None = None) -> int:
                              "not thread-safe)")
     parser.add_argument("--dynamodb-throttle", choices=DYNAMODB_THROTTLE_CHOICES,
                         default="mixed", help="the DynamoDB throttle error (mixed: seeded)")
+    parser.add_argument("--tenant-iam", action="store_true",
+                        help="enforce TenantAccessRole's policy on vended credentials "
+                             "(tenant_iam.py)")
     parser.add_argument("--rewrite-host", action="store_true",
                         help="send the upstream's host:port as Host (default: as received)")
     args = parser.parse_args(argv)
     rates = {kind: getattr(args, f"rate_{kind}") for kind in KINDS}
     try:
         state = State(seed=args.seed, rates=rates, only=parse_only(args.only),
-                      serialize=args.serialize, dynamodb_throttle=args.dynamodb_throttle)
+                      serialize=args.serialize, dynamodb_throttle=args.dynamodb_throttle,
+                      tenant_iam=args.tenant_iam)
         server = make_server(host=args.host, port=args.port, upstream=args.upstream,
                              state=state, rewrite_host=args.rewrite_host)
     except (ValueError, OSError) as err:

@@ -485,7 +485,7 @@ def test_cli_prints_listening_and_rejects_bad_rates(tmp_path: Path) -> None:
         assert cfg == {"seed": 5, "rates": {"500": 0.0, "throttle": 0.5, "conflict": 0.0,
                                             "drop": 0.0},
                        "only": ["dynamodb:PutItem"], "serialize": False,
-                       "dynamodbThrottle": "mixed"}
+                       "dynamodbThrottle": "mixed", "tenantIam": False}
     with pytest.raises(RuntimeError, match="did not start"):
         FaultProxy(rates={"throttle": 0.8, "drop": 0.8}, stderr_path=tmp_path / "bad.log")
     assert "more than 1" in (tmp_path / "bad.log").read_text()
