@@ -627,6 +627,10 @@ class Handler(BaseHTTPRequestHandler):
                 return
             if (service, operation) == ("sts", "AssumeRole"):
                 state.iam.note_assume(seq, body or b"", status, data)
+            if state.iam.hides_absent(service, operation, self.path, headers, status):
+                finish("denied")
+                self._send(*denial(service, self.command))
+                return
             finish("forwarded", None, status)
             if status >= 500:
                 log(f"upstream answered {status} seq={seq} service={service} "

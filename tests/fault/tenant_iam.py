@@ -17,7 +17,8 @@ A request signed by vended credentials is allowed only as the role allows it: th
 on the table or bySubject (not another index), every leading key starting with "<tenant>#" and at
 least one (the `Null` condition); S3 objects under "<tenant>/", listings with a prefix under it.
 Anything else is answered as AWS would (DynamoDB 400 AccessDeniedException, S3 403 AccessDenied)
-and never reaches the emulator. Requests signed by other keys (the function's own role) are
+and never reaches the emulator. And as S3 does for a caller without an unconditioned
+`s3:ListBucket`, a GetObject of an absent key under vended credentials is answered 403, not 404. Requests signed by other keys (the function's own role) are
 forwarded and recorded as `own`. Standard library only; bodies are never logged or kept.
 """
 
@@ -214,6 +215,17 @@ class TenantIam:
         if operation in S3_OBJECT_OPS or operation in S3_LIST_OPS:
             return bool(leading) and all(k.startswith(f"{tenant}/") for k in leading)
         return False
+
+    def hides_absent(self, service: str, operation: str, target: str,
+                     headers: dict[str, str], status: int) -> bool:
+        """Whether S3 would answer 403 instead of this 404: a GetObject / HeadObject of an absent
+        key signed by a vended key, whose role has no unconditioned s3:ListBucket (enforced)."""
+        if not self.enforce or service != "s3" or operation not in ("GetObject", "HeadObject") \
+                or status != 404:
+            return False
+        query = dict(parse_qsl(urlsplit(target).query, keep_blank_values=True))
+        with self.lock:
+            return access_key(headers, query) in self.vended
 
     def as_json(self) -> dict[str, Any]:
         with self.lock:

@@ -216,11 +216,13 @@ def test_the_proxy_refuses_vended_keys_outside_their_tenant(proxy: FaultProxy) -
         assert code(s3.list_objects_v2, Bucket=bucket, Prefix=f"{other}/") == "AccessDenied"
         assert code(s3.list_objects_v2, Bucket=bucket) == "AccessDenied"
         assert code(s3.list_objects_v2, Bucket=bucket, Prefix=f"{mine}/") == "ok"
+        # S3 without an unconditioned ListBucket: an absent key of one's own is a 403 too.
+        assert code(s3.get_object, Bucket=bucket, Key=f"{mine}/absent") == "AccessDenied"
         # The function's own keys are not vended ones: recorded as `own`, never refused.
         assert code(proxy.client("dynamodb").get_item, TableName=table, Key=foreign) == "ok"
         calls = credentials(proxy)["calls"]
         assert [c["denied"] for c in calls] == [False, False, True, True, True, True, True,
-                                                False, True, True, True, False, False]
+                                                False, True, True, True, False, False, False]
         assert {c["signer"] for c in calls[:-1]} == {f"tenant:{mine}"}
         assert calls[-1]["signer"] == "own"
         ddb.delete_item(TableName=table, Key=key)
