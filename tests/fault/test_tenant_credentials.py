@@ -56,8 +56,11 @@ def rig() -> Any:
     queue = sqs.create_queue(QueueName=f"tenant-cred-jobs-{int(time.time() * 1000)}")["QueueUrl"]
     env = proxy.env(dict(os.environ, TENANT_ROLE_ARN=ROLE_ARN, DREAM_SETTLE_SECONDS="0",
                          WORK_QUEUE_URL=queue))
+    # Its HTTP exchanges (the 503 / 429 answers included) join those the OpenAPI step checks.
+    exchanges = Path(os.environ.get("TENANT_CRED_EXCHANGES", ROOT / "target" / "e2e-exchanges"))
     gateway = subprocess.Popen(
-        [str(binary), "--logs", str(OUT / "function-logs.txt")], cwd=ROOT, env=env,
+        [str(binary), "--exchanges", str(exchanges), "--logs", str(OUT / "function-logs.txt")],
+        cwd=ROOT, env=env,
         stdin=subprocess.PIPE, stdout=subprocess.PIPE,
         stderr=(OUT / "gateway.log").open("wb"), text=True)
     line = read_line_with_timeout(gateway.stdout, 120) or ""
