@@ -2,8 +2,10 @@
 //! direct invoke for one ref with an optional `tokenBudget`.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use distill::DeterministicDistiller;
+use dream_service::abstractive::{Abstractive, DEFAULT_TIMEOUT};
 use dream_service::api::DreamPass;
 use dream_service::dream::Dreamer;
 use lambda_runtime::Error;
@@ -23,13 +25,23 @@ async fn serve() -> Result<(), Error> {
     // default: twice the write function's timeout, since a keyed put taken over after its first
     // attempt's lease commits with the first attempt's `createdAt` (README §Idempotent writes).
     let settle_seconds: i64 = lambda_adapter::env_number("DREAM_SETTLE_SECONDS", 30)?;
+    // Abstractive dreams, only with DISTILLER_MODEL_ID set: how long a dream waits for the model.
+    let timeout_ms: u64 = lambda_adapter::env_number(
+        "DISTILLER_TIMEOUT_MS",
+        u64::try_from(DEFAULT_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
+    )?;
+    let abstractive = ports
+        .summariser
+        .clone()
+        .map(|summariser| Abstractive::new(summariser, Duration::from_millis(timeout_ms)));
     let pass = DreamPass(
         Dreamer::new(
             ports.core(),
             ports.archives.clone(),
             Arc::new(DeterministicDistiller),
         )
-        .with_settle_millis(settle_seconds * 1000),
+        .with_settle_millis(settle_seconds * 1000)
+        .with_abstractive(abstractive),
     );
     let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
     let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());

@@ -35,11 +35,24 @@ impl RefPass for DreamPass {
             .await
         {
             Ok(report) => {
-                memory_api::metrics::emit(&[
+                let mut counts = vec![
                     ("Dreams", u64::from(report.status == "distilled")),
                     ("TokensUsed", u64::from(report.tokens_used)),
                     ("DreamSources", report.source_count as u64),
-                ]);
+                ];
+                // Only with a model configured: how often its summary was kept, and how often
+                // the deterministic one stood in (the alarm-worthy ratio of a model outage).
+                if report.summary_model.is_some() || report.summary_fallback.is_some() {
+                    counts.push((
+                        "AbstractiveSummaries",
+                        u64::from(report.summary_model.is_some()),
+                    ));
+                    counts.push((
+                        "AbstractiveFallbacks",
+                        u64::from(report.summary_fallback.is_some()),
+                    ));
+                }
+                memory_api::metrics::emit(&counts);
                 Ok(json!(report))
             }
             Err(e) => {

@@ -8,6 +8,8 @@
 //! (deterministic id, `compacted-from:<runId>`), and the MEMORY-INDEX (compare-and-swap on its
 //! ETag, retried, so racing dreams lose no update); announce `memory.compacted` (and
 //! `workspace.updated` when the index changed); and only then move the watermark.
+//! With a summariser configured (`abstractive`), a model rewrites the distilled facts first; a
+//! rerun still lands on the same key, and the summary stored first is the one kept.
 //!
 //! Every source of the snapshot is consumed by a run (`distill` rule step 2): archived, the
 //! output entry's provenance, and passed by the watermark; the summary holds the best-ranked
@@ -23,6 +25,8 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use distill::{DistillError, DistillInput, Distiller, IndexLine, SourceEntry};
+
+use crate::abstractive::{Abstractive, Built};
 use serde_json::json;
 
 use memory_core::error::{CoreError, StoreError};
@@ -68,6 +72,12 @@ pub struct DreamReport {
     pub archive_key: Option<String>,
     pub archive_created: bool,
     pub index_updated: bool,
+    /// With a summariser configured (README "Abstractive dreams"): the model whose summary the
+    /// output entry holds, or why it holds the deterministic one (a `Fallback` code).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_model: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub summary_fallback: Option<&'static str>,
 }
 
 #[derive(Clone)]
@@ -76,6 +86,7 @@ pub struct Dreamer {
     archives: Arc<dyn ArchiveStore>,
     distiller: Arc<dyn Distiller + Send + Sync>,
     settle_ms: i64,
+    abstractive: Option<Abstractive>,
 }
 
 /// Every distill failure gets its own meaning here; the edge (memory_api::wire) picks the status.
@@ -149,7 +160,15 @@ impl Dreamer {
             archives,
             distiller,
             settle_ms: 0,
+            abstractive: None,
         }
+    }
+
+    /// A model rewrites the distiller's facts (README "Abstractive dreams"); `None`, the
+    /// default, writes the deterministic summary only.
+    pub fn with_abstractive(mut self, abstractive: Option<Abstractive>) -> Self {
+        self.abstractive = abstractive;
+        self
     }
 
     /// How old an entry must be to be distilled. A writer stamps `createdAt` before its
@@ -248,13 +267,16 @@ impl Dreamer {
                 .collect(),
             token_budget: budget,
         };
-        let (archive, distillation) = match distill::archive::build_archive(
+        let built = match crate::abstractive::build_archive(
+            self.abstractive.as_ref(),
             tenant.as_str(),
             &memory_ref.to_string(),
             &input,
             self.distiller.as_ref(),
-            |summary| redactor.redact(summary).into_owned(),
-        ) {
+            redactor,
+        )
+        .await
+        {
             Ok(built) => built,
             Err(DistillError::NothingToDistill) => {
                 move_watermark().await?;
@@ -262,16 +284,28 @@ impl Dreamer {
             }
             Err(e) => return Err(distill_error(e)),
         };
-        let run_id = dream_run_id(&archive.digest);
-        let archive_key = object_key(&tenant, &archive.key().map_err(distill_error)?)?;
-        let bytes = archive.to_bytes();
+        let run_id = dream_run_id(&built.archive.digest);
+        let archive_key = object_key(&tenant, &built.archive.key().map_err(distill_error)?)?;
+        let bytes = built.archive.to_bytes();
 
-        // 1. The archive: immutable, so a rerun finds it in place.
+        // 1. The archive: immutable, so a rerun finds it in place. A model's summary is not
+        // byte-stable: a run that finds another run's archive there keeps that one's summary.
         let archive_created = self
             .archives
             .put_if_absent(&archive_key, bytes, ObjectKind::Archive, "application/json")
             .await?
             == PutOutcome::Created;
+        let Built {
+            archive,
+            distillation,
+            summary,
+        } = match &self.abstractive {
+            Some(a) if !archive_created => {
+                crate::abstractive::adopt_stored(a, self.archives.as_ref(), &archive_key, built)
+                    .await?
+            }
+            _ => built,
+        };
 
         // 2. The long-term output entry.
         let output = StoredEntry {
@@ -378,6 +412,11 @@ impl Dreamer {
         report.archive_key = Some(archive_key.as_str().to_owned());
         report.archive_created = archive_created;
         report.index_updated = index_updated;
+        (report.summary_model, report.summary_fallback) = match summary {
+            None => (None, None),
+            Some(Ok(model)) => (Some(model), None),
+            Some(Err(reason)) => (None, Some(reason.code())),
+        };
         tracing::info!(
             tenant = %tenant,
             sources = report.source_count,

@@ -2,6 +2,7 @@
 //! derived, and the run as `memory-dream` exposes it (`api`). The distilling itself is the pure
 //! `distill` crate; this crate wires it to the ports.
 
+pub mod abstractive;
 pub mod api;
 pub mod dream;
 
