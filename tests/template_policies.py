@@ -978,7 +978,8 @@ TENANT_ASSUME_POLICY = "TenantAccessAssumePolicy"
 TENANT_SWITCH = ("TenantScopedCredentials", "UseTenantCredentials")
 # The functions that make their tenant data calls with the tenant's credentials.
 TENANT_SCOPED = ("MemoryReadFunction", "MemoryWriteFunction", "MemoryForgetFunction",
-                 "MemoryDreamFunction", "MemoryConsolidateFunction")
+                 "MemoryDreamFunction", "MemoryConsolidateFunction", "MemoryCommitmentsFunction",
+                 "MemoryMcpFunction")
 TENANT_ROLE_ENV = {"Fn::If": ["UseTenantCredentials", {"Fn::GetAtt": ["TenantAccessRole", "Arn"]},
                               ""]}
 TENANT_TAG = "${aws:PrincipalTag/tenant}"
@@ -1090,7 +1091,7 @@ def check_tenant_access(resources: dict[str, Any], params: dict[str, Any],
     rep.check(len(caught) == len(planted), "the pin check reports planted unpinned statements",
               f"caught only {caught}")
 
-    # Who may assume it: exactly the five function roles, through one separate policy (an
+    # Who may assume it: exactly the tenant-scoped function roles, through one separate policy (an
     # inline statement would make the roles name each other), and no other IAM policy resource.
     policies = of_type(resources, "AWS::IAM::Policy")
     rep.check(set(policies) == {TENANT_ASSUME_POLICY},

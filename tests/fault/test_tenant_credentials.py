@@ -7,9 +7,10 @@ key signed each DynamoDB / S3 call, and refuses a vended key outside its tenant 
 (moto cannot: it ignores IAM Resource and Condition). Checked here:
 
 - every DynamoDB / S3 call on a tenant's keys, from memory-write, memory-read, memory-forget (direct
-  and HTTP), memory-dream and memory-consolidate (direct runs and SQS job batches), was signed with
+  and HTTP), memory-dream and memory-consolidate (direct runs and SQS job batches),
+  memory-commitments (a backfill) and memory-mcp (the memory tool), was signed with
   credentials STS vended for that tenant, and none was refused; the only calls on a function's own
-  role are the cross-tenant fan-out Queries on byDirtyRef;
+  role are the cross-tenant fan-out Queries on byDirtyRef and byDue;
 - one AssumeRole per tenant per function process, however many requests (the session cache);
 - STS failing (500) or throttling gives a retryable answer (503 `internal_error` / 429
   `rate_limited` with Retry-After, a failed invoke of the same codes) and no DynamoDB or S3 call
@@ -111,6 +112,13 @@ def test_every_tenant_data_call_is_signed_by_that_tenants_vended_credentials(rig
                                                  "memoryRef": ref_b})}]}
     assert invoker.ok("memory-consolidate", jobs) == {"batchItemFailures": []}
     invoker.ok("memory-dream", {"action": "fan-out"})
+    # Commitments act for the ref's tenant; the memory tool (memory-mcp) for the JWT's.
+    invoker.ok("memory-commitments", {"action": "backfill", "tenantId": a, "memoryRef": ref_a})
+    invoker.ok("memory-commitments", {"action": "tick"})
+    created = Api(url, b).request(
+        "POST", f"/v1/host/wop-memory/memory-tool?memoryRef={ref_b}",
+        body={"command": "create", "path": "/memories/iam.md", "file_text": "iam file"})
+    assert not created.get("is_error"), created
     forgot_a = invoker.ok("memory-forget", {"tenantId": a, "subject": "subj-iam"})
     forgot_b = Api(url, b).forget("subj-iam")
     assert forgot_a["deletedEntries"] >= 1 and forgot_b["deletedEntries"] == 3, (forgot_a, forgot_b)
@@ -124,14 +132,14 @@ def test_every_tenant_data_call_is_signed_by_that_tenants_vended_credentials(rig
     denied = [c for c in calls if c["denied"]]
     assert not denied, f"refused: {denied[:5]}"
     own = Counter((c["operation"], c["index"]) for c in calls if c["signer"] == "own")
-    assert set(own) <= {("Query", "byDirtyRef")}, f"on the function role: {own}"
+    assert set(own) <= {("Query", "byDirtyRef"), ("Query", "byDue")}, f"on the function role: {own}"
     assert own[("Query", "byDirtyRef")] >= 1, "the fan-out Queries were not seen"
     services = Counter((c["service"], c["signer"]) for c in mine)
     assert services[("s3", f"tenant:{a}")] >= 1, f"the dream's S3 calls were not seen: {services}"
     # One AssumeRole per tenant per function process: a's requests went to write, read, dream,
-    # consolidate and forget (5), b's to write, consolidate, forget (3).
+    # consolidate, commitments and forget (6), b's to write, consolidate, mcp and forget (4).
     assumed = Counter(x["tenant"] for x in doc["assumed"] if x["status"] == 200)
-    assert (assumed[a], assumed[b]) == (5, 3), assumed
+    assert (assumed[a], assumed[b]) == (6, 4), assumed
     print(f"\n{len(mine)} data calls of 2 tenants, all on their tenant's credentials; "
           f"by service/signer {dict(services)}; AssumeRole {dict(assumed)}; own-role calls "
           f"{dict(own)}")

@@ -77,7 +77,11 @@ async fn serve() -> Result<(), Error> {
                             subject: r.header(SUBJECT_HEADER),
                             body: &r.body,
                         };
-                        memory_tool::http::handle_http(tool, &request).await
+                        memory_core::acting_tenant::acting_for(
+                            request.tenant_claim,
+                            memory_tool::http::handle_http(tool, &request),
+                        )
+                        .await
                     })
                     .await
                 }

@@ -3,6 +3,7 @@
 //! ref with `{"action": "backfill", "tenantId", "memoryRef"}`.
 
 use crate::firing::CommitmentService;
+use memory_core::acting_tenant::acting_for;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
@@ -66,9 +67,13 @@ pub async fn handle(
 ) -> Result<Value, WireError> {
     match command {
         CommitmentCommand::Written(detail) => {
-            let report = service
-                .on_written(&detail.tenant_id, &detail.memory_ref, detail.entry_id()?)
-                .await?;
+            // Acts for the event's tenant (tenant-scoped credentials, README "Tenant isolation
+            // in three layers").
+            let report = acting_for(
+                Some(&detail.tenant_id),
+                service.on_written(&detail.tenant_id, &detail.memory_ref, detail.entry_id()?),
+            )
+            .await?;
             emit(&report);
             tracing::info!(memory_ref = %ref_hash(&detail.memory_ref), inferred = report.inferred, fired = report.fired, "memory.written evaluated");
             Ok(json!(report))
@@ -81,6 +86,8 @@ pub async fn handle(
         CommitmentCommand::Backfill {
             tenant_id,
             memory_ref,
-        } => Ok(json!(service.backfill(&tenant_id, &memory_ref).await?)),
+        } => Ok(json!(
+            acting_for(Some(&tenant_id), service.backfill(&tenant_id, &memory_ref)).await?
+        )),
     }
 }

@@ -17,6 +17,7 @@ use std::sync::Arc;
 use commitments::{Condition, State, TimeZoneSpec, Transition};
 
 use crate::store::{CommitmentKey, CommitmentStore, Outbox, StoredCommitment, DUE_SHARDS};
+use memory_core::acting_tenant::acting_for;
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::ForgetCounts;
 use memory_core::forget::{Fence, ForgetHook};
@@ -286,7 +287,11 @@ impl CommitmentService {
             };
             report.due_items_read += due.items_read;
             for key in due.keys {
-                if let Err(e) = self.tick_one(&key, now, &mut report).await {
+                // The due index is read on the function's role (a cross-tenant fan-out); each
+                // commitment is then read and fired acting for its own tenant.
+                let tenant = key.memory_ref.tenant().as_str().to_owned();
+                let fired = acting_for(Some(&tenant), self.tick_one(&key, now, &mut report)).await;
+                if let Err(e) = fired {
                     tracing::warn!(error = %e, commitment = %key.id, "commitment not fired this tick");
                     first_error.get_or_insert(e);
                 }

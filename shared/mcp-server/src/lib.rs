@@ -73,14 +73,18 @@ impl ServerHandler for MemoryServer {
             .get::<http::request::Parts>()
             .and_then(|parts| parts.extensions.get::<VerifiedTenant>())
             .map(|t| t.0.clone());
-        let result = self
-            .0
-            .call(
+        // Acts for the verified tenant here, inside whatever task the transport runs the call
+        // on (task-locals do not cross a spawn): tenant-scoped credentials sign its data calls.
+        let acting = tenant.as_ref().map(|t| t.as_str().to_owned());
+        let result = memory_core::acting_tenant::acting_for(
+            acting.as_deref(),
+            self.0.call(
                 tenant.as_ref(),
                 &request.name,
                 request.arguments.unwrap_or_default(),
-            )
-            .await;
+            ),
+        )
+        .await;
         Ok(result.into())
     }
 }
