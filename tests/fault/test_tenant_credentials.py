@@ -22,6 +22,7 @@ test shared/memory-aws/tests/tenant_credentials.rs, which can build such a key.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -30,10 +31,14 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import httpx2
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 
 from faultkit import REQUIRED_ENV, ROOT, FaultProxy, aws_client
-from wopkit import Api, Invoker, memory_ref, new_tenant, read_line_with_timeout, stop_process
+from wopkit import (BASE, Api, Invoker, memory_ref, mint_jwt, new_tenant, read_line_with_timeout,
+                    stop_process)
 
 OUT = ROOT / "target" / "tenant-credentials"
 ROLE_ARN = "arn:aws:iam::123456789012:role/wop-memory-tenant-access"
@@ -78,6 +83,21 @@ def rig() -> Any:
         sqs.delete_queue(QueueUrl=queue)
 
 
+def mcp_list(url: str, tenant: str, ref: str) -> dict[str, Any]:
+    """`memory_list` over MCP as `tenant`, through the official `mcp` client."""
+    async def run() -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {mint_jwt({'tenant_id': tenant})}"}
+        async with httpx2.AsyncClient(headers=headers, trust_env=False, timeout=60) as http:
+            async with streamable_http_client(f"{url}{BASE}/mcp", http_client=http) as (
+                    read, write):
+                async with ClientSession(read, write) as s:
+                    await s.initialize()
+                    result = await s.call_tool("memory_list", {"memoryRef": ref})
+                    assert not result.is_error, result
+                    return result.structured_content
+    return asyncio.run(run())
+
+
 def credentials(proxy: FaultProxy) -> dict[str, Any]:
     return proxy._call("GET", "/__fault/credentials")
 
@@ -119,6 +139,10 @@ def test_every_tenant_data_call_is_signed_by_that_tenants_vended_credentials(rig
         "POST", f"/v1/host/wop-memory/memory-tool?memoryRef={ref_b}",
         body={"command": "create", "path": "/memories/iam.md", "file_text": "iam file"})
     assert not created.get("is_error"), created
+    # An MCP tool call (the official client) lists that file, on the same memory-mcp process.
+    listed = mcp_list(url, b, ref_b)
+    assert sorted(e["content"] for e in listed["entries"]) == [
+        "iam file", "iam note 0", "iam note 1", "iam note 2"], listed
     forgot_a = invoker.ok("memory-forget", {"tenantId": a, "subject": "subj-iam"})
     forgot_b = Api(url, b).forget("subj-iam")
     assert forgot_a["deletedEntries"] >= 1 and forgot_b["deletedEntries"] == 3, (forgot_a, forgot_b)

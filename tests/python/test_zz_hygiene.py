@@ -15,7 +15,7 @@ def test_zz_no_5xx_and_no_sensitive_data_in_function_logs(gateway):
     # leak scan below would see a write's log line.
     assert access, "the gateway logged no requests"
     for function in ("memory-read", "memory-write", "memory-forget", "memory-dream",
-                     "memory-consolidate", "memory-commitments"):
+                     "memory-consolidate", "memory-commitments", "memory-mcp"):
         assert f"===== {function} =====" in logs, f"no log section for {function}"
     if any(path.endswith("memory-write/invocations") for _, path, _ in access):
         assert "entries written" in logs, "memory-write's log lines were not captured"
