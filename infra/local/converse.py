@@ -45,9 +45,12 @@ import sys
 import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import standin_http  # noqa: E402  (the server both stand-ins run, beside this file)
 
 _CONVERSE = re.compile(r"^/model/([^/]+)/converse$")
 _MODEL_ID = re.compile(r"^[A-Za-z0-9._:/+-]{1,2048}$")
@@ -314,20 +317,7 @@ class _Handler(BaseHTTPRequestHandler):
 def serve(port: int, port_file: str | None, secrets: str | None, record: str | None) -> None:
     _Handler.secrets = json.loads(Path(secrets).read_text()) if secrets else {}
     _Handler.record = record
-    server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
-    server.daemon_threads = True
-    bound = server.server_address[1]
-    if port_file:
-        tmp = f"{port_file}.tmp"
-        Path(tmp).write_text(f"{bound}\n")
-        os.replace(tmp, port_file)
-    print(f"converse: listening http://127.0.0.1:{bound}", file=sys.stderr, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    standin_http.listen(_Handler, port, port_file, "converse")
 
 
 def main() -> None:

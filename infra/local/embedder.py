@@ -39,9 +39,12 @@ import sys
 import threading
 import unicodedata
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import standin_http  # noqa: E402  (the server both stand-ins run, beside this file)
 
 import numpy as np
 
@@ -428,20 +431,7 @@ def serve(port: int, port_file: str | None, digests: str | None = None) -> None:
     _load()  # before listening: the port file means "ready", and no first request waits
     _Handler.fail_every = int(os.environ.get("EMBEDDER_FAIL_EVERY") or 0)
     _Handler.digests = digests
-    server = ThreadingHTTPServer(("127.0.0.1", port), _Handler)
-    server.daemon_threads = True
-    bound = server.server_address[1]
-    if port_file:
-        tmp = f"{port_file}.tmp"
-        Path(tmp).write_text(f"{bound}\n")
-        os.replace(tmp, port_file)
-    print(f"embedder: listening http://127.0.0.1:{bound}", file=sys.stderr, flush=True)
-    try:
-        server.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    finally:
-        server.server_close()
+    standin_http.listen(_Handler, port, port_file, "embedder")
 
 
 def main() -> None:
