@@ -37,6 +37,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 import uuid
 import zlib
 from collections import deque
@@ -402,6 +403,10 @@ class State:
         self.only = only
         self.serialize = serialize
         self.dynamodb_throttle = dynamodb_throttle
+        # Holds each DynamoDB read's answer this long (outside the serialising lock), so two
+        # clients that start a read-modify-write together both read before either writes: a
+        # race test then races every time, however idle the machine.
+        self.read_delay_s = 0.0
         self.generation = 0
         self._reset_counters()
 
@@ -632,6 +637,8 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(*denial(service, self.command))
                 return
             finish("forwarded", None, status)
+            if state.read_delay_s and (service, operation) in DELAYED_READS:
+                time.sleep(state.read_delay_s)
             if status >= 500:
                 log(f"upstream answered {status} seq={seq} service={service} "
                     f"operation={operation}")
@@ -755,6 +762,9 @@ def make_server(*, host: str, port: int, upstream: str, state: State,
     return server
 
 
+DELAYED_READS = {("dynamodb", "GetItem"), ("dynamodb", "BatchGetItem"), ("dynamodb", "Query")}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="proxy.py", description="Fault-injecting proxy in front of a local AWS emulator.")
@@ -775,6 +785,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--tenant-iam", action="store_true",
                         help="enforce TenantAccessRole's policy on vended credentials "
                              "(tenant_iam.py)")
+    parser.add_argument("--read-delay-ms", type=int, default=0,
+                        help="hold every DynamoDB GetItem / BatchGetItem / Query answer this "
+                             "long (race tests)")
     parser.add_argument("--rewrite-host", action="store_true",
                         help="send the upstream's host:port as Host (default: as received)")
     args = parser.parse_args(argv)
@@ -783,6 +796,7 @@ def main(argv: list[str] | None = None) -> int:
         state = State(seed=args.seed, rates=rates, only=parse_only(args.only),
                       serialize=args.serialize, dynamodb_throttle=args.dynamodb_throttle,
                       tenant_iam=args.tenant_iam)
+        state.read_delay_s = max(args.read_delay_ms, 0) / 1000
         server = make_server(host=args.host, port=args.port, upstream=args.upstream,
                              state=state, rewrite_host=args.rewrite_host)
     except (ValueError, OSError) as err:

@@ -292,7 +292,8 @@ def two_containers():
     upstream = os.environ["AWS_ENDPOINT_URL"]
     proxy = subprocess.Popen(
         [sys.executable, str(ROOT / "tests/fault/proxy.py"), "--port", "0", "--upstream",
-         upstream, "--serialize"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+         upstream, "--serialize", "--read-delay-ms", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     line = read_line_with_timeout(proxy.stdout, 30)
     assert line and line.startswith("listening http://"), line
     proxy_url = line.split(" ", 1)[1].strip()
