@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use consolidation_service::pass::Consolidator;
+use consolidation_service::pass::{ConsolidationReport, Consolidator};
 use memory_core::events::EventType;
 use memory_core::history::is_history;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
@@ -61,6 +61,22 @@ fn contents(store: &InMemoryEntryStore, r: &MemoryRef) -> Vec<(String, Vec<Strin
     v
 }
 
+/// One pass over `r` (tenant t1) with no run secrets.
+async fn pass_over(pass: &Consolidator, r: &MemoryRef) -> ConsolidationReport {
+    pass.run("t1", &r.to_string(), &no_redaction())
+        .await
+        .expect("pass")
+}
+
+/// The history copies the store holds (`memory_core::history`).
+fn history_in(store: &InMemoryEntryStore) -> Vec<StoredEntry> {
+    store
+        .dump()
+        .into_iter()
+        .filter(|e| is_history(&e.entry.tags))
+        .collect()
+}
+
 fn no_redaction() -> memory_core::Redactor {
     SecretRegistry::new().redactor()
 }
@@ -80,11 +96,7 @@ async fn folds_supersedes_and_counts_corroboration() {
         long(&r, 8, "Order 1235 shipped", &[]),
     ];
     w.store.put_entries(&corpus).await.expect("put");
-    let report = w
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    let report = pass_over(&w.pass, &r).await;
     assert_eq!((report.input_count, report.output_count), (8, 5));
     let left = contents(&w.store, &r);
     assert_eq!(left.len(), 5, "{left:?}");
@@ -129,12 +141,7 @@ async fn folds_supersedes_and_counts_corroboration() {
         .into_iter()
         .find(|e| e.entry.content == "Lives in Bergen")
         .expect("winner");
-    let history: Vec<StoredEntry> = w
-        .store
-        .dump()
-        .into_iter()
-        .filter(|e| is_history(&e.entry.tags))
-        .collect();
+    let history = history_in(&w.store);
     assert_eq!(
         history.len(),
         1,
@@ -203,18 +210,10 @@ async fn second_pass_makes_no_writes() {
         .map(|n| long(&r, n, &format!("fact number {} holds", n % 20), &[]))
         .collect();
     w.store.put_entries(&corpus).await.expect("put");
-    let first = w
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    let first = pass_over(&w.pass, &r).await;
     assert_eq!((first.input_count, first.output_count), (60, 20));
     w.store.calls.reset();
-    let second = w
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    let second = pass_over(&w.pass, &r).await;
     assert_eq!((second.input_count, second.output_count), (20, 20));
     assert_eq!(
         w.store.calls.writes(),
@@ -411,11 +410,7 @@ async fn writes_racing_a_pass_all_survive() {
         fresh: fresh.clone(),
     });
     let w = world_with(racing, inner.clone());
-    let report = w
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    let report = pass_over(&w.pass, &r).await;
     assert_eq!(
         report.merges_skipped, 1,
         "the merge touching the changed entry is skipped: {report:?}"
@@ -434,11 +429,7 @@ async fn writes_racing_a_pass_all_survive() {
         "the change survives"
     );
     // The next pass folds everything that is now stable.
-    let again = w
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    let again = pass_over(&w.pass, &r).await;
     assert_eq!(again.merges_skipped, 0);
     assert_eq!(
         inner
@@ -476,11 +467,7 @@ async fn a_store_failure_mid_pass_loses_nothing_and_the_rerun_finishes() {
         .collect();
     let reference = world();
     reference.store.put_entries(&corpus).await.expect("put");
-    reference
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    pass_over(&reference.pass, &r).await;
     let expected = contents(&reference.store, &r);
     for fail_at in 1..=6 {
         let w = world();
@@ -492,10 +479,7 @@ async fn a_store_failure_mid_pass_loses_nothing_and_the_rerun_finishes() {
             "fault {fail_at} surfaces as an error (the job is retried)"
         );
         nothing_lost(&w.store, &corpus);
-        w.pass
-            .run("t1", &r.to_string(), &no_redaction())
-            .await
-            .expect("rerun");
+        pass_over(&w.pass, &r).await;
         assert_eq!(
             contents(&w.store, &r),
             expected,
@@ -512,11 +496,7 @@ async fn transactional_entries_are_left_alone() {
         .put_entries(&[entry(&r, 1, "same", &[]), entry(&r, 2, "same", &[])])
         .await
         .expect("put");
-    let report = w
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    let report = pass_over(&w.pass, &r).await;
     assert_eq!((report.input_count, report.merges_applied), (0, 0));
     assert_eq!(w.store.dump().len(), 2);
 }
@@ -542,9 +522,7 @@ async fn the_consolidated_event_id_names_the_outcome_not_the_clock() {
             ])
             .await
             .expect("put");
-        pass.run("t1", &r.to_string(), &no_redaction())
-            .await
-            .expect("pass");
+        pass_over(&pass, &r).await;
         let first = events.events();
         assert_eq!(first.len(), 1);
         ids.push(first[0].event_id.clone());
@@ -556,9 +534,7 @@ async fn the_consolidated_event_id_names_the_outcome_not_the_clock() {
             ])
             .await
             .expect("put");
-        pass.run("t1", &r.to_string(), &no_redaction())
-            .await
-            .expect("pass");
+        pass_over(&pass, &r).await;
         let both = events.events();
         assert_eq!(both.len(), 2);
         assert_ne!(
@@ -604,20 +580,13 @@ async fn stored_vectors_propose_merges_that_the_fact_checks_decide() {
     // Without a model: the deterministic stages only, nothing here folds.
     let plain = world();
     plain.store.put_entries(&corpus).await.expect("put");
-    let report = plain
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    let report = pass_over(&plain.pass, &r).await;
     assert_eq!(report.merges_applied, 0);
 
     let w = world();
     let pass = w.pass.clone().with_embedding_model(Some("m1".to_owned()));
     w.store.put_entries(&corpus).await.expect("put");
-    let report = pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    let report = pass_over(&pass, &r).await;
     assert_eq!(report.merges_applied, 1, "{report:?}");
     let left: Vec<StoredEntry> = w
         .store
@@ -646,10 +615,7 @@ async fn stored_vectors_propose_merges_that_the_fact_checks_decide() {
         .iter()
         .any(|e| e.entry.content == "Hugo is fluent in Portuguese."));
 
-    let again = pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("second pass");
+    let again = pass_over(&pass, &r).await;
     assert_eq!(again.merges_applied, 0);
 }
 
@@ -669,11 +635,7 @@ async fn superseded_statements_stay_as_history_until_forget() {
         .put_entries(&[old.clone(), new.clone()])
         .await
         .expect("put");
-    let report = w
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("pass");
+    let report = pass_over(&w.pass, &r).await;
     assert_eq!(report.merges_applied, 1, "{report:?}");
     assert_eq!(
         contents(&w.store, &r),
@@ -682,22 +644,13 @@ async fn superseded_statements_stay_as_history_until_forget() {
             vec!["corroborated:1".to_owned()]
         )]
     );
-    let history: Vec<StoredEntry> = w
-        .store
-        .dump()
-        .into_iter()
-        .filter(|e| is_history(&e.entry.tags))
-        .collect();
+    let history = history_in(&w.store);
     assert_eq!(history.len(), 1);
     assert_eq!(history[0].entry.content, "Our office is in Paris.");
     assert_eq!(history[0].subject, old.subject);
 
     let writes = w.store.dump();
-    let again = w
-        .pass
-        .run("t1", &r.to_string(), &no_redaction())
-        .await
-        .expect("second pass");
+    let again = pass_over(&w.pass, &r).await;
     assert_eq!(again.merges_applied, 0);
     assert_eq!(w.store.dump(), writes, "the second pass changes nothing");
 

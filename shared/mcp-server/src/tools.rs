@@ -147,11 +147,7 @@ fn tool<T: JsonSchema + 'static>(name: &'static str, description: &'static str) 
 
 /// The tools, in the order `tools/list` gives them.
 pub fn tools() -> Vec<Tool> {
-    let read_only = ToolAnnotations::new()
-        .read_only(true)
-        .destructive(false)
-        .idempotent(true)
-        .open_world(false);
+    let read_only = closed_world(true, false, true);
     vec![
         tool::<SearchArgs>(
             "memory_search",
@@ -178,38 +174,20 @@ pub fn tools() -> Vec<Tool> {
              server's) is replaced by [REDACTED:<secretId>] before anything is stored. Returns \
              {written: [{id, createdAt}]}.",
         )
-        .annotate(
-            ToolAnnotations::new()
-                .read_only(false)
-                .destructive(false)
-                .idempotent(false)
-                .open_world(false),
-        ),
+        .annotate(closed_world(false, false, false)),
         tool::<EntryRefArgs>(
             "memory_delete",
             "Delete one entry by id. Returns {deleted: true|false}; false when there was no such \
              entry (or the memoryRef is not yours).",
         )
-        .annotate(
-            ToolAnnotations::new()
-                .read_only(false)
-                .destructive(true)
-                .idempotent(true)
-                .open_world(false),
-        ),
+        .annotate(closed_world(false, true, true)),
         tool::<ForgetArgs>(
             "memory_forget",
             "Forget a data subject in your tenant: every entry written with this subject and \
              everything derived from it (distilled entries, archives, index lines, commitments). \
              Returns the counts removed.",
         )
-        .annotate(
-            ToolAnnotations::new()
-                .read_only(false)
-                .destructive(true)
-                .idempotent(true)
-                .open_world(false),
-        ),
+        .annotate(closed_world(false, true, true)),
     ]
 }
 
@@ -331,4 +309,13 @@ impl Services {
             _ => Err(WireError::validation("name", "no such tool")),
         }
     }
+}
+
+/// The hints every tool carries: none of them reaches outside this memory (`open_world` false).
+fn closed_world(read_only: bool, destructive: bool, idempotent: bool) -> ToolAnnotations {
+    ToolAnnotations::new()
+        .read_only(read_only)
+        .destructive(destructive)
+        .idempotent(idempotent)
+        .open_world(false)
 }

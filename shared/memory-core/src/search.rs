@@ -127,9 +127,13 @@ impl MemoryReader {
         };
         let now = self.clock().now();
         let store = self.store();
-        // Both reads already keep only live entries of this ref carrying the tags.
+        // Both reads keep only live entries of this ref carrying the tags, and history copies
+        // only when the filter asks for them, as a listing does (the tag postings' read applies
+        // `TagFilter::admits` itself).
         let live: Vec<StoredEntry> = if options.tags.is_empty() {
-            snapshot(store, &memory_ref, now).await?
+            let mut all = snapshot(store, &memory_ref, now).await?;
+            all.retain(|e| !crate::history::is_history(&e.entry.tags));
+            all
         } else {
             // The tag postings bound the read to the entries carrying the tags.
             let mut all = Vec::new();
@@ -151,11 +155,6 @@ impl MemoryReader {
                 }
             }
         };
-        // History copies only when the filter asks for them, as in a listing.
-        let live: Vec<StoredEntry> = live
-            .into_iter()
-            .filter(|e| options.tags.admits(&e.entry.tags))
-            .collect();
         let limit = options
             .limit
             .unwrap_or(DEFAULT_SEARCH_LIMIT)

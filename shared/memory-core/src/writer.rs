@@ -28,7 +28,7 @@ use crate::model::{
 };
 use crate::ports::{CorePorts, Embedder, IdSource, WorkKind};
 use crate::time::Timestamp;
-use memory_guard::{Redactor, SecretRegistry, TenantId, TenantScope};
+use memory_guard::{MemoryRef, Redactor, SecretRegistry, TenantId, TenantScope};
 
 /// Bounds of one write request (README §Limits). Content is bounded after redaction too, since a
 /// marker can be longer than the secret it replaces; 64 KiB keeps an item far below DynamoDB's
@@ -511,16 +511,8 @@ impl MemoryWriter {
                 // between its transaction and its work marker; the replay marks the ref so the
                 // entries are not left out of the background passes until its next write.
                 if let Some(since) = out.written.iter().map(|w| w.created_at).min() {
-                    let kinds: BTreeSet<WorkKind> = validated
-                        .iter()
-                        .map(|e| WorkKind::for_tier(e.tier))
-                        .collect();
-                    for kind in kinds {
-                        self.ports
-                            .store
-                            .mark_pending(&memory_ref, kind, since)
-                            .await;
-                    }
+                    self.mark_tiers_pending(&memory_ref, validated.iter().map(|e| e.tier), since)
+                        .await;
                 }
                 return Ok(out);
             }
@@ -550,13 +542,7 @@ impl MemoryWriter {
             .collect();
         self.embed(&mut stored).await;
         let output = PutOutput {
-            written: stored
-                .iter()
-                .map(|s| Written {
-                    id: s.entry.id.clone(),
-                    created_at: s.entry.created_at,
-                })
-                .collect(),
+            written: written_of(&stored),
             redactions,
             replayed: false,
         };
@@ -591,11 +577,25 @@ impl MemoryWriter {
             }
         }
 
+        self.announce_written(&memory_ref, &stored).await;
+        tracing::info!(
+            tenant = %tenant,
+            entries = stored.len(),
+            redactions,
+            "entries written"
+        );
+        Ok(output)
+    }
+
+    /// Announces stored entries (`memory.written`). The entries are durable at this point;
+    /// failing the call now would invite a retry that writes them twice. Publishing already
+    /// retried inside the adapter, so report and go on.
+    async fn announce_written(&self, memory_ref: &MemoryRef, stored: &[StoredEntry]) {
         let events: Vec<DomainEvent> = stored
             .iter()
             .map(|s| {
                 DomainEvent::memory_written(
-                    &memory_ref,
+                    memory_ref,
                     &s.entry.id,
                     s.entry.created_at,
                     s.tier,
@@ -604,18 +604,22 @@ impl MemoryWriter {
                 )
             })
             .collect();
-        // The entries are durable at this point; failing the call now would invite a retry that
-        // writes them twice. Publishing already retried inside the adapter, so report and go on.
         if let Err(e) = self.ports.publisher.publish(&events).await {
             tracing::error!(error = %e, events = events.len(), "memory.written not published");
         }
-        tracing::info!(
-            tenant = %tenant,
-            entries = stored.len(),
-            redactions,
-            "entries written"
-        );
-        Ok(output)
+    }
+
+    /// Marks the background work of each tier written as pending since `since`.
+    async fn mark_tiers_pending(
+        &self,
+        memory_ref: &MemoryRef,
+        tiers: impl Iterator<Item = Tier>,
+        since: Timestamp,
+    ) {
+        let kinds: BTreeSet<WorkKind> = tiers.map(WorkKind::for_tier).collect();
+        for kind in kinds {
+            self.ports.store.mark_pending(memory_ref, kind, since).await;
+        }
     }
 
     fn replay(result: &str) -> Result<PutOutput, CoreError> {
@@ -683,26 +687,9 @@ impl MemoryWriter {
             .collect();
         self.embed(&mut stored).await;
         self.ports.store.replace(&stored, replaces).await?;
-        let kinds: BTreeSet<WorkKind> = stored.iter().map(|e| WorkKind::for_tier(e.tier)).collect();
-        for kind in kinds {
-            self.ports.store.mark_pending(&memory_ref, kind, now).await;
-        }
-        let events: Vec<DomainEvent> = stored
-            .iter()
-            .map(|s| {
-                DomainEvent::memory_written(
-                    &memory_ref,
-                    &s.entry.id,
-                    s.entry.created_at,
-                    s.tier,
-                    &s.entry.tags,
-                    &s.attribution,
-                )
-            })
-            .collect();
-        if let Err(e) = self.ports.publisher.publish(&events).await {
-            tracing::error!(error = %e, events = events.len(), "memory.written not published");
-        }
+        self.mark_tiers_pending(&memory_ref, stored.iter().map(|e| e.tier), now)
+            .await;
+        self.announce_written(&memory_ref, &stored).await;
         tracing::info!(
             tenant = %tenant,
             entries = stored.len(),
@@ -711,13 +698,7 @@ impl MemoryWriter {
             "entries rewritten"
         );
         Ok(PutOutput {
-            written: stored
-                .iter()
-                .map(|s| Written {
-                    id: s.entry.id.clone(),
-                    created_at: s.entry.created_at,
-                })
-                .collect(),
+            written: written_of(&stored),
             redactions,
             replayed: false,
         })
@@ -797,4 +778,15 @@ impl MemoryWriter {
                 key: "idempotency record".into(),
             }))
     }
+}
+
+/// The ids and creation times a put answers with.
+fn written_of(stored: &[StoredEntry]) -> Vec<Written> {
+    stored
+        .iter()
+        .map(|s| Written {
+            id: s.entry.id.clone(),
+            created_at: s.entry.created_at,
+        })
+        .collect()
 }
