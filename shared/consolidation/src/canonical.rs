@@ -1,8 +1,10 @@
 //! One spelling per value (README "Consolidation"; RFC 0068 "merge duplicates"): after
 //! [`normalise`](crate::normalise) has tokenised a text, numbers, times, percentages, money,
-//! temperatures, dates and common abbreviations are rewritten to one notation, so "3 pm" /
-//! "15:00", "1,000" / "1000", "$5" / "5 dollars", "1 March 2026" / "2026-03-01" and "appt" /
-//! "appointment" are the same words. Every rule maps notations *of the same value* to one
+//! temperatures, dates, frequencies, common abbreviations and American spellings are rewritten
+//! to one notation, so "3 pm" / "15:00", "1,000" / "1000", "$5" / "5 dollars", "1 March 2026" /
+//! "2026-03-01", "every three months" / "once a quarter" / "quarterly", "appt" / "appointment"
+//! and "center" / "centre" are the same words. A simple-past passive with its agent at the end
+//! is turned into the active voice ("X was paid by Y" = "Y paid X", see [`active_voice`]). Every rule maps notations *of the same value* to one
 //! another and never rounds or picks between two readings: a slash date ("01/03/2026") is
 //! day-first in some countries and month-first in others, so it stays as written, and a bare
 //! hour ("at 10") is not given a half of the day. Different values therefore stay different
@@ -23,6 +25,10 @@ const TRIGGERS: &[&str] = &[
     "#",
     "acct",
     "am",
+    "analyze",
+    "analyzed",
+    "annually",
+    "apologize",
     "approx",
     "appt",
     "appts",
@@ -33,18 +39,30 @@ const TRIGGERS: &[&str] = &[
     "aug",
     "august",
     "ave",
+    "behavior",
+    "blvd",
+    "canceled",
+    "catalog",
+    "center",
+    "centers",
     "ceo",
     "cfo",
     "cm",
+    "color",
+    "colors",
     "cto",
+    "ctr",
+    "day",
     "dec",
     "december",
+    "defense",
     "degrees",
     "dept",
     "dollar",
     "dollars",
     "dr",
     "e",
+    "each",
     "eight",
     "eighteen",
     "eleven",
@@ -52,8 +70,12 @@ const TRIGGERS: &[&str] = &[
     "eur",
     "euro",
     "euros",
+    "every",
+    "favorite",
+    "favorites",
     "feb",
     "february",
+    "fiber",
     "fifteen",
     "fifty",
     "five",
@@ -63,6 +85,9 @@ const TRIGGERS: &[&str] = &[
     "fri",
     "fyi",
     "govt",
+    "gray",
+    "honor",
+    "hour",
     "hq",
     "hr",
     "hrs",
@@ -76,22 +101,37 @@ const TRIGGERS: &[&str] = &[
     "july",
     "jun",
     "june",
+    "kilometer",
+    "kilometers",
+    "kilometre",
     "km",
+    "labor",
+    "liter",
+    "liters",
     "m",
     "mar",
     "march",
     "may",
+    "meter",
+    "meters",
+    "metre",
+    "metres",
     "mgmt",
     "mgr",
+    "mile",
     "millisecond",
     "milliseconds",
     "min",
     "mins",
+    "minute",
     "mon",
+    "month",
     "mr",
     "ms",
     "msg",
     "mtg",
+    "neighbor",
+    "neighbors",
     "nine",
     "nineteen",
     "nov",
@@ -100,18 +140,27 @@ const TRIGGERS: &[&str] = &[
     "nyc",
     "oct",
     "october",
+    "once",
     "ops",
+    "organization",
+    "organizations",
+    "organize",
+    "organized",
     "p1",
     "p2",
     "p3",
     "per",
     "percent",
     "pm",
+    "prioritize",
     "q1",
     "q2",
     "q3",
     "q4",
     "rd",
+    "realize",
+    "realized",
+    "recognize",
     "s",
     "sec",
     "second",
@@ -126,6 +175,8 @@ const TRIGGERS: &[&str] = &[
     "sla",
     "st",
     "ten",
+    "theater",
+    "theaters",
     "thirteen",
     "thirty",
     "three",
@@ -133,15 +184,20 @@ const TRIGGERS: &[&str] = &[
     "thur",
     "thurs",
     "tmrw",
+    "traveled",
     "tue",
     "tues",
     "twelve",
     "twenty",
     "two",
     "usd",
+    "was",
     "wed",
+    "week",
+    "were",
     "wk",
     "wks",
+    "year",
     "yr",
     "yrs",
     "zero",
@@ -154,6 +210,18 @@ static TRIGGER_SET: WordSet = WordSet::new(TRIGGERS);
 #[cfg(test)]
 const FOLLOWERS: &[&str] = &[
     "am",
+    "day",
+    "hour",
+    "kilometre",
+    "meter",
+    "meters",
+    "metre",
+    "metres",
+    "mile",
+    "minute",
+    "month",
+    "week",
+    "year",
     "cm",
     "degrees",
     "dollar",
@@ -231,7 +299,11 @@ pub(crate) fn rewrite(norm: &str) -> String {
             }
         }
     }
-    out
+    let tokens: Vec<&str> = out.split(' ').collect();
+    match active_voice(&tokens) {
+        Some(active) => active.join(" "),
+        None => out,
+    }
 }
 
 /// The tokens that replace `words[i..i + used]`, or `None` when `words[i]` stays as it is.
@@ -314,9 +386,168 @@ fn rewritten_at(words: &[&str], i: usize) -> Option<(Vec<String>, usize)> {
     if matches!(cur, "eur") && w(1).and_then(number).is_some() {
         return Some((vec!["€".into()], 1));
     }
+    if let Some(frequency) = frequency_at(words, i) {
+        return Some(frequency);
+    }
     let prev = i.checked_sub(1).map(|p| words[p]);
-    let expanded = abbreviation(cur, prev, w(1))?;
+    let expanded = abbreviation(cur, prev, w(1)).or_else(|| spelling(cur))?;
     Some((expanded.split(' ').map(str::to_owned).collect(), 1))
+}
+
+/// The adverb of a period ("every month" = "monthly").
+fn period(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "day" => "daily",
+        "week" => "weekly",
+        "month" => "monthly",
+        "quarter" => "quarterly",
+        "year" => "yearly",
+        _ => return None,
+    })
+}
+
+/// The adverb of "every `n` `unit`" when there is one ("every 3 months" = "quarterly").
+fn counted_period(n: &str, unit: &str) -> Option<&'static str> {
+    Some(match (n, unit) {
+        ("1", "day") | ("24", "hours") => "daily",
+        ("7", "days") | ("1", "week") => "weekly",
+        ("2", "weeks") => "fortnightly",
+        ("1", "month") => "monthly",
+        ("3", "months") => "quarterly",
+        ("12", "months") | ("1", "year") => "yearly",
+        _ => return None,
+    })
+}
+
+/// Frequencies, one word each: "every month", "each month", "once a month" and "once per
+/// month" are "monthly"; "every three months" and "once a quarter" are "quarterly"; "every
+/// other week" is "fortnightly", "annually" is "yearly". A lone "each" is "every" ("on the
+/// first of each month" = "of every month"). A count other than once ("twice a month") keeps
+/// its words: it is a different value.
+fn frequency_at(words: &[&str], i: usize) -> Option<(Vec<String>, usize)> {
+    let w = |k: usize| words.get(i + k).copied();
+    let found = match (words[i], w(1), w(2)) {
+        ("every" | "each", Some(p), _) if period(p).is_some() => (period(p)?, 2),
+        ("every" | "each", Some(n), Some(unit)) if counted_period(n, unit).is_some() => {
+            (counted_period(n, unit)?, 3)
+        }
+        ("every", Some("other"), Some("week")) => ("fortnightly", 3),
+        ("once", Some("a" | "per" | "every" | "each"), Some(p)) if period(p).is_some() => {
+            (period(p)?, 3)
+        }
+        ("annually", _, _) => ("yearly", 1),
+        ("each", _, _) => ("every", 1),
+        _ => return None,
+    };
+    Some((vec![found.0.to_owned()], found.1))
+}
+
+/// American spellings of words that notes use in both spellings, to the British one the
+/// abbreviations expand to ("center" = "centre", "kilometers" = "kilometres").
+fn spelling(t: &str) -> Option<&'static str> {
+    Some(match t {
+        "center" => "centre",
+        "centers" => "centres",
+        "color" => "colour",
+        "colors" => "colours",
+        "favorite" => "favourite",
+        "favorites" => "favourites",
+        "theater" => "theatre",
+        "theaters" => "theatres",
+        "fiber" => "fibre",
+        "liter" => "litre",
+        "liters" => "litres",
+        "gray" => "grey",
+        "organize" => "organise",
+        "organized" => "organised",
+        "organization" => "organisation",
+        "organizations" => "organisations",
+        "realize" => "realise",
+        "realized" => "realised",
+        "analyze" => "analyse",
+        "analyzed" => "analysed",
+        "canceled" => "cancelled",
+        "traveled" => "travelled",
+        "defense" => "defence",
+        "honor" => "honour",
+        "labor" => "labour",
+        "neighbor" => "neighbour",
+        "neighbors" => "neighbours",
+        "behavior" => "behaviour",
+        "catalog" => "catalogue",
+        "apologize" => "apologise",
+        "prioritize" => "prioritise",
+        "recognize" => "recognise",
+        "kilometer" => "kilometre",
+        "kilometers" => "kilometres",
+        _ => return None,
+    })
+}
+
+/// Past participles that are also the simple past, besides the regular "-ed" ones: the verbs
+/// whose passive "X was paid by Y" has the active "Y paid X" in the same word.
+const PAST_BOTH: &[&str] = &[
+    "bought", "brought", "built", "caught", "felt", "found", "had", "heard", "held", "hired",
+    "kept", "led", "left", "lent", "lost", "made", "meant", "met", "paid", "read", "sent", "sold",
+    "spent", "taught", "told", "won",
+];
+
+/// Participles after which "by" is usually a place or a deadline ("located by the river",
+/// "finished by Friday" is caught by its value word), not the one who acted.
+fn is_placing(v: &str) -> bool {
+    matches!(
+        v,
+        "located" | "based" | "situated" | "seated" | "parked" | "placed" | "stored" | "held"
+    )
+}
+
+/// The position of the one word that satisfies `is`; `None` when none or several do.
+fn only_position(words: &[&str], is: impl Fn(&str) -> bool) -> Option<usize> {
+    let mut at = words
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| is(t))
+        .map(|(i, _)| i);
+    let first = at.next()?;
+    at.next().is_none().then_some(first)
+}
+
+/// A simple-past passive in the active voice: "invoice 22 was paid in full by halvorsen ltd"
+/// is "halvorsen ltd paid invoice 22 in full". Only the clear case is turned: one "was" /
+/// "were", a participle that is also the simple past right after it, and one "by" followed by
+/// an agent of one to four words that closes the text and holds no value word or number (then
+/// "by" is a deadline: "sent by Friday", "paid by 5 March"). The present passive ("is paid
+/// by") is left alone: its active form is another word ("pays").
+fn active_voice(words: &[&str]) -> Option<Vec<String>> {
+    let aux = only_position(words, |t| matches!(t, "was" | "were"))?;
+    let by = only_position(words, |t| t == "by")?;
+    let verb = *words.get(aux + 1)?;
+    let past = verb.len() > 3 && verb.ends_with("ed") || PAST_BOTH.contains(&verb);
+    let (subject, middle, agent) = (
+        &words[..aux],
+        &words[aux + 2..by.max(aux + 2)],
+        &words[by + 1..],
+    );
+    if aux == 0
+        || by <= aux + 1
+        || !past
+        || is_placing(verb)
+        || !(1..=4).contains(&agent.len())
+        || agent.iter().any(|t| {
+            crate::substitution::is_value_word(t) || t.starts_with(|c: char| c.is_ascii_digit())
+        })
+    {
+        return None;
+    }
+    Some(
+        agent
+            .iter()
+            .chain([&verb])
+            .chain(subject)
+            .chain(middle)
+            .map(|t| (*t).to_owned())
+            .collect(),
+    )
 }
 
 fn is_plain_number(t: &str) -> bool {
@@ -586,7 +817,17 @@ fn abbreviation(t: &str, prev: Option<&str>, next: Option<&str>) -> Option<&'sta
         "wed" => "wednesday",
         "thu" | "thur" | "thurs" => "thursday",
         "fri" => "friday",
-        "km" if after_number => "kilometres",
+        "km" | "kilometre" | "kilometer" | "kilometers" if after_number => "kilometres",
+        "metre" | "metres" | "meter" | "meters" if after_number => "m",
+        "mile" if after_number => "miles",
+        // A unit in the singular after a number is the same quantity ("a 15-minute response",
+        // "15 minutes").
+        "minute" if after_number => "minutes",
+        "hour" if after_number => "hours",
+        "day" if after_number => "days",
+        "week" if after_number => "weeks",
+        "month" if after_number => "months",
+        "year" if after_number => "years",
         "s" | "sec" | "secs" | "second" if after_number => "seconds",
         "hr" | "hrs" if after_number => "hours",
         "hr" => "human resources",
@@ -594,7 +835,9 @@ fn abbreviation(t: &str, prev: Option<&str>, next: Option<&str>) -> Option<&'sta
         "wk" | "wks" if after_number => "weeks",
         "yr" | "yrs" if after_number => "years",
         "st" if next.is_none_or(|n| n.bytes().all(|b| b.is_ascii_digit())) => "street",
-        "ave" if next.is_none_or(|n| n.bytes().all(|b| b.is_ascii_digit())) => "avenue",
+        "ave" => "avenue",
+        "blvd" => "boulevard",
+        "ctr" => "centre",
         "rd" if next.is_none_or(|n| n.bytes().all(|b| b.is_ascii_digit())) => "road",
         _ => return None,
     })
@@ -642,6 +885,28 @@ mod tests {
             ("starts on mon", "starts on monday"),
             ("dr lindqvist", "doctor lindqvist"),
             ("3 km away", "3 kilometres away"),
+            ("3 kilometers away", "3 km away"),
+            ("a 15 minute response", "a 15 min response"),
+            ("a 2 hour call", "a 2 hrs call"),
+            ("board meets every 3 months", "board meets quarterly"),
+            ("board meets once a quarter", "board meets quarterly"),
+            (
+                "paid on the first of each month",
+                "paid on the first of every month",
+            ),
+            ("runs every day", "runs daily"),
+            ("runs once per week", "runs weekly"),
+            ("reviewed annually", "reviewed yearly"),
+            ("stand up every other week", "stand up fortnightly"),
+            ("distribution ctr", "distribution center"),
+            ("distribution centre", "distribution center"),
+            ("her favorite color", "her favourite colour"),
+            ("kestrel ave has a garden", "kestrel avenue has a garden"),
+            (
+                "invoice 22 was paid in full by halvorsen ltd",
+                "halvorsen ltd paid invoice 22 in full",
+            ),
+            ("the boxes were sent by tom", "tom sent the boxes"),
         ] {
             assert_eq!(canon(a), canon(b), "{a} / {b}");
         }
@@ -663,6 +928,24 @@ mod tests {
             ("st mary church", "street mary church"),
             ("at 25:00", "at 01:00"),
             ("it may 5 times", "it 05-05 times"),
+            ("board meets every 2 months", "board meets quarterly"),
+            ("board meets twice a month", "board meets monthly"),
+            ("a 15 minute response", "a 15 hour response"),
+            // The passive keeps its roles: Tom paid Ana.
+            ("ana was paid by tom", "ana paid tom"),
+            // "by" before a value word or a number is a deadline, not who acted.
+            ("the report was sent by friday", "friday sent the report"),
+            ("tom was hired by acme in 2020", "acme hired tom in 2020"),
+            // The present passive has another word in the active ("pays").
+            ("ana is paid by tom", "tom paid ana"),
+            (
+                "the shop was located by the river",
+                "the river located the shop",
+            ),
+            (
+                "ana was paid by tom and was happy",
+                "tom paid ana and was happy",
+            ),
         ] {
             assert_ne!(canon(a), canon(b), "{a} / {b}");
         }
@@ -675,7 +958,19 @@ mod tests {
                 || month(t).is_some()
                 || abbreviation(t, None, None).is_some()
                 || abbreviation(t, Some("1"), None).is_some()
-                || matches!(*t, "#" | "e" | "usd" | "eur")
+                || spelling(t).is_some()
+                || matches!(
+                    *t,
+                    "#" | "e"
+                        | "usd"
+                        | "eur"
+                        | "every"
+                        | "each"
+                        | "once"
+                        | "annually"
+                        | "was"
+                        | "were"
+                )
                 || FOLLOWERS.contains(t);
             assert!(known, "{t} triggers no rule");
             assert!(may_start_rule(t), "{t}");

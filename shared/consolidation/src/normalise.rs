@@ -28,9 +28,11 @@
 //!
 //! 7. One notation per value (`crate::canonical`): times ("3 pm" = "15:00"), numbers ("1,000" =
 //!    "1000", "12.5k" = "12500", "fifteen" = "15"), percentages, money, temperatures, dates
-//!    ("1 March 2026" = "2026-03-01") and a curated list of abbreviations ("appt" =
-//!    "appointment"). Only notations of the same value meet; a slash date or a bare hour keeps
-//!    its form, because it has more than one reading.
+//!    ("1 March 2026" = "2026-03-01"), frequencies ("every three months" = "quarterly"), a
+//!    curated list of abbreviations ("appt" = "appointment") and American spellings ("center" =
+//!    "centre"); a simple-past passive is turned active ("X was paid by Y" = "Y paid X"). Only
+//!    notations of the same value meet; a slash date or a bare hour keeps its form, because it
+//!    has more than one reading.
 //!
 //! No NFC/NFKC normalisation is applied (that would need a Unicode-tables dependency): two
 //! canonically equivalent spellings in different forms stay different words, which can only keep
