@@ -4,10 +4,11 @@
 //! to one notation, so "3 pm" / "15:00", "1,000" / "1000", "$5" / "5 dollars", "1 March 2026" /
 //! "2026-03-01", "every three months" / "once a quarter" / "quarterly", "appt" / "appointment"
 //! and "center" / "centre" are the same words. A simple-past passive with its agent at the end
-//! is turned into the active voice ("X was paid by Y" = "Y paid X", see [`active_voice`]). Every rule maps notations *of the same value* to one
-//! another and never rounds or picks between two readings: a slash date ("01/03/2026") is
-//! day-first in some countries and month-first in others, so it stays as written, and a bare
-//! hour ("at 10") is not given a half of the day. Different values therefore stay different
+//! is turned into the active voice ("X was paid by Y" = "Y paid X", see [`active_voice`]).
+//! Every rule maps notations *of the same value* to one another and never rounds or picks
+//! between two readings: a slash date ("01/03/2026") is day-first in some countries and
+//! month-first in others, so it stays as written, and a bare hour ("at 10") is not given a half
+//! of the day. Different values therefore stay different
 //! words, and the distinct-fact guard keeps their entries apart as before.
 //!
 //! The abbreviation list is the project's own (written for this repo, Apache-2.0): expansions
@@ -84,6 +85,7 @@ const TRIGGERS: &[&str] = &[
     "fourteen",
     "fri",
     "fyi",
+    "got",
     "govt",
     "gray",
     "honor",
@@ -514,12 +516,12 @@ fn only_position(words: &[&str], is: impl Fn(&str) -> bool) -> Option<usize> {
 
 /// A simple-past passive in the active voice: "invoice 22 was paid in full by halvorsen ltd"
 /// is "halvorsen ltd paid invoice 22 in full". Only the clear case is turned: one "was" /
-/// "were", a participle that is also the simple past right after it, and one "by" followed by
-/// an agent of one to four words that closes the text and holds no value word or number (then
-/// "by" is a deadline: "sent by Friday", "paid by 5 March"). The present passive ("is paid
-/// by") is left alone: its active form is another word ("pays").
+/// "were" / "got", a participle that is also the simple past right after it, and one "by"
+/// followed by an agent of one to four words that closes the text and holds no value word or
+/// number (then "by" is a deadline: "sent by Friday", "paid by 5 March"). The present passive
+/// ("is paid by") is left alone: its active form is another word ("pays").
 fn active_voice(words: &[&str]) -> Option<Vec<String>> {
-    let aux = only_position(words, |t| matches!(t, "was" | "were"))?;
+    let aux = only_position(words, |t| matches!(t, "was" | "were" | "got"))?;
     let by = only_position(words, |t| t == "by")?;
     let verb = *words.get(aux + 1)?;
     let past = verb.len() > 3 && verb.ends_with("ed") || PAST_BOTH.contains(&verb);
@@ -907,6 +909,7 @@ mod tests {
                 "halvorsen ltd paid invoice 22 in full",
             ),
             ("the boxes were sent by tom", "tom sent the boxes"),
+            ("the invoice got paid by tom", "tom paid the invoice"),
         ] {
             assert_eq!(canon(a), canon(b), "{a} / {b}");
         }
@@ -970,6 +973,7 @@ mod tests {
                         | "annually"
                         | "was"
                         | "were"
+                        | "got"
                 )
                 || FOLLOWERS.contains(t);
             assert!(known, "{t} triggers no rule");
