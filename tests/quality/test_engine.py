@@ -29,7 +29,7 @@ FOLDED_FLOORS = {
     "abbreviation": 0.94,
     "reformulation": 0.05,
 }
-PLAIN_SUPERSESSION_FLOOR = 0.80
+PLAIN_SUPERSESSION_FLOOR = 0.89
 # With the optional embedding stage (all-MiniLM-L6-v2 vectors from infra/local/embedder.py).
 EMBEDDED_FLOORS = {**FOLDED_FLOORS, "case-punct": 1.0, "synonym": 0.66, "reformulation": 0.66}
 

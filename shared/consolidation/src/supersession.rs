@@ -19,8 +19,14 @@
 //!   - a change verb (moved, changed, switched, renamed, rebooked, pushed back, postponed,
 //!     replaced, …, after optional auxiliaries): the subject has two or more words, or the verb
 //!     is "moved" and the older text states where the subject is (`is in`, `lives in`, `is
-//!     based at` …), or the newer text says what it switched *from* and the older text says it;
+//!     based at` …), or the newer text says what it switched *from* and the older text says it,
+//!     or the verb names the older text's attribute ("changed her surname", "switched
+//!     dentists" against "Lotte's dentist is …");
 //!   - after an introduction: the subject (with its verb) has two or more words.
+//! - or the newer text changes the older one's subject as its object: "We switched the office
+//!   internet provider to Stellar Broadband" against "The office internet provider is FibreNet"
+//!   (at most two words of agent before the change verb, a shared subject of two or more words
+//!   stated with a copula in the older text, the new value after "to" or "with").
 //!
 //! Two statements that merely contradict each other ("The shipment left on Tuesday" / "… on
 //! Wednesday") carry no update language and are never linked: they stay side by side. A
@@ -147,7 +153,7 @@ impl Scanner {
         if self.lead.is_none() && !is_determiner(w) {
             self.lead = Some(hash_bytes(w.as_bytes()));
         }
-        self.update |= matches!(w, "now" | "longer") || is_change_verb(w);
+        self.update |= matches!(w, "now" | "longer" | "anymore") || is_change_verb(w);
     }
 
     /// (update language, lead fingerprint).
@@ -196,6 +202,9 @@ pub(crate) fn leads_of(newer: &[&str]) -> Vec<u64> {
     if let Some(intro) = introduction(newer) {
         words.extend(newer.iter().skip(intro).take(10).copied());
     }
+    if let Some((_, object)) = changed_object(newer) {
+        words.extend(object.first());
+    }
     let mut out: Vec<u64> = words.iter().map(|w| fingerprint(w)).collect();
     out.extend(lead(newer).map(|w| fingerprint(&format!("{w}s"))));
     out.sort_unstable();
@@ -208,7 +217,7 @@ pub(crate) fn leads_of(newer: &[&str]) -> Vec<u64> {
 /// owner as its subject ("Femi changed her surname …").
 pub(crate) fn supersedes(o: &[&str], u: &[&str]) -> bool {
     let o = strip_determiners(o);
-    if supersedes_as_said(o, u) {
+    if supersedes_as_said(o, u) || object_changed(o, u) {
         return true;
     }
     match o.split_first() {
@@ -218,6 +227,38 @@ pub(crate) fn supersedes(o: &[&str], u: &[&str]) -> bool {
         }),
         None => false,
     }
+}
+
+/// The change verb near the start of `u` and the words after it (determiners dropped), when
+/// `u` opens with at most two words of agent (and auxiliaries) before the verb: "we switched the
+/// office internet provider to …" gives ("switched", "office internet provider to …").
+fn changed_object<'a, 'b>(u: &'b [&'a str]) -> Option<(&'a str, &'b [&'a str])> {
+    let agent = u.iter().take(2).take_while(|w| !is_change_verb(w)).count();
+    let aux = u[agent..]
+        .iter()
+        .take(2)
+        .take_while(|w| is_auxiliary(w))
+        .count();
+    let verb = *u.get(agent + aux)?;
+    (agent >= 1 && is_change_verb(verb)).then(|| (verb, strip_determiners(&u[agent + aux + 1..])))
+}
+
+/// Whether `u` changes, as the object of its change verb, what `o` states with a copula: "The
+/// office internet provider is FibreNet" and "We switched the office internet provider to
+/// Stellar Broadband", "The wifi password is …" and "IT changed the wifi password to …". The
+/// shared subject needs two or more words (one word is too thin: "We moved the meeting to
+/// Friday" against "The meeting is on Thursday" may be another meeting), and the new value is
+/// introduced by "to" or "with".
+fn object_changed(o: &[&str], u: &[&str]) -> bool {
+    let Some((_, object)) = changed_object(u) else {
+        return false;
+    };
+    let shared = o.iter().zip(object).take_while(|(a, b)| a == b).count();
+    shared >= 2
+        && o.get(shared).is_some_and(|w| is_copula(w))
+        && object
+            .get(shared)
+            .is_some_and(|w| matches!(*w, "to" | "with"))
 }
 
 fn supersedes_as_said(o: &[&str], u: &[&str]) -> bool {
@@ -273,8 +314,10 @@ fn supersedes_as_said(o: &[&str], u: &[&str]) -> bool {
                 let moved_place = matches!(*verb, "moved" | "relocated") && states_place;
                 let switched_from = matches!(tail, ["from", old, ..] if rest_o.contains(old));
                 // "changed her surname to …" names the attribute the older text states.
+                // So does "switched dentists" against "Lotte's dentist is …".
                 let names_attribute = match tail {
                     [owner, attribute, ..] if is_determiner(owner) => *attribute == rest_o[0],
+                    [attribute, ..] => same_word(attribute, rest_o[0]),
                     _ => false,
                 };
                 subject >= 2 || moved_place || switched_from || names_attribute
@@ -401,6 +444,14 @@ mod tests {
                 "Marisol works at Helios Energy.",
                 "Marisol doesn't work at Helios Energy anymore.",
             ),
+            (
+                "Lotte's dentist is Dr. Brandsma.",
+                "Lotte switched dentists.",
+            ),
+            (
+                "Tomas's team is Payments.",
+                "Tomas changed teams; he is in Search now.",
+            ),
         ] {
             assert!(rule(older, newer), "{older} / {newer}");
         }
@@ -410,6 +461,47 @@ mod tests {
             (
                 "Marisol works at Helios Energy.",
                 "Marisol does not work on Fridays.",
+            ),
+            ("Lotte's dentist is Dr. Brandsma.", "Lotte switched gyms."),
+        ] {
+            assert!(!rule(older, newer), "{older} / {newer}");
+        }
+    }
+
+    #[test]
+    fn a_changed_object_supersedes_what_its_subject_stated() {
+        for (older, newer) in [
+            (
+                "The office internet provider is FibreNet.",
+                "We switched the office internet provider to Stellar Broadband.",
+            ),
+            (
+                "The guest wifi password is Lantern22.",
+                "IT has changed the guest wifi password to Harbour51.",
+            ),
+        ] {
+            assert!(rule(older, newer), "{older} / {newer}");
+        }
+        for (older, newer) in [
+            // One word of subject is too thin.
+            (
+                "The meeting is on Thursday.",
+                "We moved the meeting to Friday.",
+            ),
+            // The older text does not state its subject with a copula.
+            (
+                "The office internet provider sends invoices monthly.",
+                "We switched the office internet provider to Stellar Broadband.",
+            ),
+            // Another subject.
+            (
+                "The office internet provider is FibreNet.",
+                "We switched the office phone provider to Stellar Broadband.",
+            ),
+            // No new value introduced.
+            (
+                "The office internet provider is FibreNet.",
+                "We switched the office internet provider off.",
             ),
         ] {
             assert!(!rule(older, newer), "{older} / {newer}");
