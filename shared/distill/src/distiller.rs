@@ -26,9 +26,10 @@
 //!
 //! 1. **Floor.** A budget below [`MIN_TOKEN_BUDGET`] (32) is a request error
 //!    ([`DistillError::BudgetBelowFloor`], `validation_error` on `tokenBudget` at the edge). The
-//!    floor is the fixed overhead of a summary, rounded up: the smallest document,
-//!    `## (untagged)\n- x (x4294967295, latest 2026-11-20)\n`, is 23 tokens, and the one-token
-//!    source it comes from makes 24; 32 leaves a short topic heading room too.
+//!    floor is the fixed overhead of a summary, rounded up: the smallest document with the
+//!    longest suffix, `## (untagged)\n- x (pinned, x4294967295, latest 2026-11-20)\n`, is 26
+//!    tokens, and the one-token source it comes from makes 27; 32 leaves a short topic heading
+//!    room too.
 //! 2. **Every source is consumed.** The run's sources are all of the snapshot: all are archived
 //!    (the archive lists every id, so forget and audits reach them), all are the output entry's
 //!    provenance, and the watermark passes all of them. None is left for a later run, and none
@@ -78,10 +79,14 @@
 //! case-insensitively, neither holding a `:`) share one bullet with the common word prefix
 //! factored out — at most [`MAX_MERGED_FACTS`] to a bullet, the prefix as long as all of them
 //! share and every fact keeps at least one word of its own. Each fact carries a compact suffix:
-//! `(latest D)` when one source states it, `(xN, latest D)` when N do. Bullets (by their first
-//! fact) and the facts in a bullet are ordered by weight, recency, key:
+//! `(latest D)` when one source states it, `(xN, latest D)` when N do, and for a pinned fact the
+//! same led by `pinned, ` — `(pinned, latest D)`, `(pinned, xN, latest D)` — so the flag survives
+//! in the text (a summary entry is not tagged `pinned`: it holds many facts). Bullets (by their
+//! first fact) and the facts in a bullet are ordered by weight, recency, key:
 //!
 //! ```text
+//! ## office
+//! - Door code changes monthly (pinned, latest 2026-11-17)
 //! ## preference
 //! - Customer prefers email (x3, latest 2026-11-20)
 //! - Alice prefers: tea (latest 2026-11-19); window seats (latest 2026-11-02)
@@ -90,9 +95,13 @@
 //! ```
 //!
 //! A summary read back as a source (recursive distillation) gives its facts back: a bullet
-//! `- text (xN, latest D)` counts with weight N and that date, `(latest D)` with weight 1, and a
-//! merged bullet `- P: a (…); b (…)` (two or more items, each with its suffix) is the facts
-//! `P a` and `P b`; the suffix of version 1 summaries, `(x1, latest D)`, still reads.
+//! `- text (xN, latest D)` counts with weight N and that date, `(latest D)` with weight 1, a
+//! leading `pinned, ` in the suffix makes the fact pinned again (so a pinned fact stays first
+//! through any number of re-distillations), and a merged bullet `- P: a (…); b (…)` (two or more
+//! items, each with its own suffix) is the facts `P a` and `P b`. Only the suffix counts: the
+//! last ` (…)` of a bullet or item, in exactly these spellings — `pinned` anywhere else in a
+//! fact's text is text. Summaries of versions 1 and 2 (no pinned marker; version 1 wrote
+//! `(x1, latest D)` too) still read.
 
 use std::borrow::Cow;
 use std::cmp::{Ordering, Reverse};
@@ -104,9 +113,10 @@ use crate::tokens;
 use crate::DistillError;
 
 /// Version of [`DeterministicDistiller`]; part of the archive digest, so any change to its
-/// output for the same input must bump it. Version 2: ranked greedy fill over all sources,
-/// merged bullets, compact suffixes, floor 32.
-pub const DETERMINISTIC_VERSION: &str = "wop-memory.deterministic/2";
+/// output for the same input must bump it. Version 3: a pinned fact's suffix says so
+/// (`pinned, `), and reading it back pins the fact again. Version 2: ranked greedy fill over all
+/// sources, merged bullets, compact suffixes, floor 32.
+pub const DETERMINISTIC_VERSION: &str = "wop-memory.deterministic/3";
 
 /// Budgets below this are a request error: they cannot hold the fixed overhead of a summary
 /// (derivation in the module docs; `floor_covers_the_smallest_document` checks it).
@@ -137,6 +147,9 @@ pub const PINNED_TAG: &str = "pinned";
 /// Most facts merged into one bullet: bounds the bullet a new fact re-renders when it joins (so
 /// filling stays linear) and keeps a bullet readable.
 pub const MAX_MERGED_FACTS: usize = 8;
+
+/// How a summary suffix marks a pinned fact: `(pinned, latest D)`, `(pinned, xN, latest D)`.
+const PINNED_SUFFIX: &str = "pinned, ";
 
 /// Tag prefixes that are provenance, not topic, and never name a section.
 const IGNORED_TAG_PREFIXES: &[&str] = &["compacted-from:"];
@@ -310,6 +323,8 @@ pub struct SummaryItem {
     pub weight: u32,
     /// The first millisecond of the suffix's date, if there is one.
     pub latest_ms: Option<i64>,
+    /// The suffix starts with `pinned, ` (the fact ranks first when distilled again).
+    pub pinned: bool,
 }
 
 /// The facts of a summary this distiller wrote, in its order — exactly what recursive
@@ -326,13 +341,14 @@ pub fn summary_items(summary: &str) -> Vec<SummaryItem> {
             continue;
         }
         split_line(strip_bullet(line), &mut parsed);
-        for (text, weight, latest_ms) in parsed.drain(..) {
+        for (text, weight, latest_ms, pinned) in parsed.drain(..) {
             if has_substance(&text) {
                 out.push(SummaryItem {
                     section: section.clone(),
                     text: text.into_owned(),
                     weight,
                     latest_ms,
+                    pinned,
                 });
             }
         }
@@ -362,7 +378,7 @@ struct Fact<'a> {
     source: u32,
     /// The last source that stated it, so repeats inside one source count once.
     last_source: u32,
-    /// Some source stating it carries [`PINNED_TAG`].
+    /// Some source stating it carries [`PINNED_TAG`], or an earlier summary marked it pinned.
     pinned: bool,
 }
 
@@ -383,8 +399,9 @@ enum Section {
     Untagged,
 }
 
-/// One fact read off a line: its text, weight and (for summary lines) date.
-type Parsed<'a> = (Cow<'a, str>, u32, Option<i64>);
+/// One fact read off a line: its text, weight, (for summary lines) date, and whether a summary
+/// suffix marked it pinned.
+type Parsed<'a> = (Cow<'a, str>, u32, Option<i64>, bool);
 
 impl<'a> Facts<'a> {
     fn extract(order: &[&'a SourceEntry]) -> Self {
@@ -425,7 +442,7 @@ impl<'a> Facts<'a> {
                     continue;
                 }
                 split_line(strip_bullet(line), &mut parsed);
-                for (text, weight, dated) in parsed.drain(..) {
+                for (text, weight, dated, marked) in parsed.drain(..) {
                     if !has_substance(&text) {
                         continue;
                     }
@@ -456,7 +473,7 @@ impl<'a> Facts<'a> {
                     fact.last_source = source_index;
                     fact.weight += u64::from(weight);
                     fact.latest_ms = fact.latest_ms.max(latest);
-                    fact.pinned |= pinned;
+                    fact.pinned |= pinned || marked;
                     let voters: &[usize] = match section {
                         Section::EntryTags => &entry_tags,
                         Section::Named(ref id) => std::slice::from_ref(id),
@@ -604,16 +621,21 @@ fn strip_bullet(line: &str) -> &str {
     line
 }
 
-/// Splits a trailing ` (xN, latest YYYY-MM-DD)` or ` (latest YYYY-MM-DD)` written by an earlier
-/// distillation, returning the text, its weight (1 when absent or without `xN`) and the date's
-/// first millisecond.
-fn split_suffix(body: &str) -> (&str, u32, Option<i64>) {
-    let plain = (body, 1, None);
+/// Splits a trailing ` (xN, latest YYYY-MM-DD)` or ` (latest YYYY-MM-DD)`, either led by
+/// `pinned, `, written by an earlier distillation ([`push_suffix`]), returning the text, its
+/// weight (1 when absent or without `xN`), the date's first millisecond and the pinned mark.
+/// Only the last ` (…)` closing the text is a suffix, and only in exactly these spellings.
+fn split_suffix(body: &str) -> (&str, u32, Option<i64>, bool) {
+    let plain = (body, 1, None, false);
     let Some(open) = body.rfind(" (") else {
         return plain;
     };
     let Some(inner) = body[open + 2..].strip_suffix(')') else {
         return plain;
+    };
+    let (pinned, inner) = match inner.strip_prefix(PINNED_SUFFIX) {
+        Some(rest) => (true, rest),
+        None => (false, inner),
     };
     let (weight, date) = match inner.split_once(", latest ") {
         Some((count, date)) => {
@@ -635,7 +657,7 @@ fn split_suffix(body: &str) -> (&str, u32, Option<i64>) {
     };
     let text = body[..open].trim_end();
     match time::parse_date(date) {
-        Some(day) if !text.is_empty() => (text, weight, Some(day)),
+        Some(day) if !text.is_empty() => (text, weight, Some(day), pinned),
         _ => plain,
     }
 }
@@ -646,8 +668,8 @@ fn split_line<'a>(body: &'a str, out: &mut Vec<Parsed<'a>>) {
     out.clear();
     if !split_merged(body, out) {
         out.clear();
-        let (text, weight, dated) = split_suffix(body);
-        out.push((Cow::Borrowed(text), weight, dated));
+        let (text, weight, dated, pinned) = split_suffix(body);
+        out.push((Cow::Borrowed(text), weight, dated, pinned));
     }
 }
 
@@ -664,17 +686,27 @@ fn split_merged<'a>(body: &'a str, out: &mut Vec<Parsed<'a>>) -> bool {
     }
     let mut start = 0;
     for (at, _) in rest.match_indices("); ") {
-        let (text, weight, dated) = split_suffix(&rest[start..=at]);
+        let (text, weight, dated, pinned) = split_suffix(&rest[start..=at]);
         if dated.is_some() {
-            out.push((Cow::Owned(format!("{prefix} {text}")), weight, dated));
+            out.push((
+                Cow::Owned(format!("{prefix} {text}")),
+                weight,
+                dated,
+                pinned,
+            ));
             start = at + 3;
         }
     }
-    let (text, weight, dated) = split_suffix(&rest[start..]);
+    let (text, weight, dated, pinned) = split_suffix(&rest[start..]);
     if dated.is_none() || out.is_empty() {
         return false;
     }
-    out.push((Cow::Owned(format!("{prefix} {text}")), weight, dated));
+    out.push((
+        Cow::Owned(format!("{prefix} {text}")),
+        weight,
+        dated,
+        pinned,
+    ));
     true
 }
 
@@ -1192,14 +1224,23 @@ fn render_line(facts: &Facts<'_>, members: &[Member]) -> (String, usize) {
     (out, prefix_words)
 }
 
-/// ` (latest D)` for one source, ` (xN, latest D)` for N.
+/// ` (latest D)` for one source, ` (xN, latest D)` for N; after `(`, `pinned, ` for a pinned
+/// fact ([`split_suffix`] reads all four back).
 fn push_suffix(out: &mut String, fact: &Fact<'_>) {
-    let date = time::format_date(fact.latest_ms);
-    if fact.weight > 1 {
-        out.push_str(&format!(" (x{}, latest {date})", fact.weight));
-    } else {
-        out.push_str(&format!(" (latest {date})"));
+    write_suffix(out, fact.weight, fact.latest_ms, fact.pinned);
+}
+
+fn write_suffix(out: &mut String, weight: u64, latest_ms: i64, pinned: bool) {
+    out.push_str(" (");
+    if pinned {
+        out.push_str(PINNED_SUFFIX);
     }
+    if weight > 1 {
+        out.push_str(&format!("x{weight}, "));
+    }
+    out.push_str("latest ");
+    out.push_str(&time::format_date(latest_ms));
+    out.push(')');
 }
 
 fn heading_line(section: Option<&str>) -> String {
@@ -1278,18 +1319,50 @@ mod tests {
         let day = time::parse_date("2026-11-20");
         assert_eq!(
             split_suffix("Customer prefers email (x3, latest 2026-11-20)"),
-            ("Customer prefers email", 3, day)
+            ("Customer prefers email", 3, day, false)
         );
         assert_eq!(
             split_suffix("Customer prefers email (latest 2026-11-20)"),
-            ("Customer prefers email", 1, day)
+            ("Customer prefers email", 1, day, false)
         );
         // Version 1 wrote `x1` too.
         assert_eq!(
             split_suffix("Customer prefers email (x1, latest 2026-11-20)"),
-            ("Customer prefers email", 1, day)
+            ("Customer prefers email", 1, day, false)
+        );
+        // Version 3 marks pinned facts.
+        assert_eq!(
+            split_suffix("Door code is 4411 (pinned, latest 2026-11-20)"),
+            ("Door code is 4411", 1, day, true)
+        );
+        assert_eq!(
+            split_suffix("Door code is 4411 (pinned, x3, latest 2026-11-20)"),
+            ("Door code is 4411", 3, day, true)
+        );
+        // Only the suffix position pins: the word elsewhere, or an earlier parenthesis, is text.
+        assert_eq!(
+            split_suffix("Note (pinned, latest 2026-11-19) on the board (latest 2026-11-20)"),
+            (
+                "Note (pinned, latest 2026-11-19) on the board",
+                1,
+                day,
+                false
+            )
+        );
+        assert_eq!(
+            split_suffix("The pinned note moved (x2, latest 2026-11-20)"),
+            ("The pinned note moved", 2, day, false)
         );
         for plain in [
+            "Paid (pinned)",
+            "Paid (pinned, x3)",
+            "Paid (Pinned, latest 2026-11-20)",
+            "Paid (pinned,latest 2026-11-20)",
+            "Paid (pinned, pinned, latest 2026-11-20)",
+            "Paid (x3, pinned, latest 2026-11-20)",
+            "Paid (latest 2026-11-20, pinned)",
+            "Paid (pinned, latest 2026-11-20) today",
+            "(pinned, latest 2026-11-20)",
             "Paid (x3)",
             "Paid (x0, latest 2026-11-20)",
             "Paid (xA, latest 2026-11-20)",
@@ -1300,15 +1373,43 @@ mod tests {
             "(x3, latest 2026-11-20)",
             "(latest 2026-11-20)",
         ] {
-            assert_eq!(split_suffix(plain), (plain, 1, None), "{plain}");
+            assert_eq!(split_suffix(plain), (plain, 1, None, false), "{plain}");
         }
     }
 
-    fn facts_of(line: &str) -> Vec<(String, u32, Option<i64>)> {
+    proptest::proptest! {
+        /// Whatever a fact's text, the suffix written after it reads back as exactly what was
+        /// written, and the text before it comes back whole (a fact whose own text ends in
+        /// something suffix-like keeps it: only the last ` (…)` is the suffix).
+        #[test]
+        fn written_suffixes_read_back(
+            text in "[a-zA-Z0-9(),;: -]{0,24}[a-z0-9.)]",
+            weight in 1_u64..=u64::from(u32::MAX),
+            day in 0_i64..40_000,
+            pinned in proptest::bool::ANY,
+            tail in proptest::option::of(
+                proptest::sample::select(vec![" (pinned)", " (pinned, latest 2026-11-20)", " (x2, latest 2026-11-20)"])
+            ),
+        ) {
+            let text = format!("{}{}", collapse(&text), tail.unwrap_or(""));
+            proptest::prop_assume!(!text.is_empty());
+            let latest_ms = day * 86_400_000 + 12_345;
+            let mut line = text.clone();
+            write_suffix(&mut line, weight, latest_ms, pinned);
+            let day_start = day * 86_400_000;
+            let weight = u32::try_from(weight).unwrap_or(u32::MAX);
+            proptest::prop_assert_eq!(
+                split_suffix(&line),
+                (text.as_str(), weight, Some(day_start), pinned)
+            );
+        }
+    }
+
+    fn facts_of(line: &str) -> Vec<(String, u32, Option<i64>, bool)> {
         let mut out = Vec::new();
         split_line(line, &mut out);
         out.into_iter()
-            .map(|(t, w, d)| (t.into_owned(), w, d))
+            .map(|(t, w, d, p)| (t.into_owned(), w, d, p))
             .collect()
     }
 
@@ -1319,8 +1420,17 @@ mod tests {
         assert_eq!(
             facts_of("Alice prefers: tea (latest 2026-11-19); window seats; quiet (x2, latest 2026-11-20)"),
             vec![
-                ("Alice prefers tea".to_owned(), 1, d1),
-                ("Alice prefers window seats; quiet".to_owned(), 2, d2),
+                ("Alice prefers tea".to_owned(), 1, d1, false),
+                ("Alice prefers window seats; quiet".to_owned(), 2, d2, false),
+            ]
+        );
+        // Each item carries its own pinned mark.
+        assert_eq!(
+            facts_of("Alice prefers: tea (pinned, latest 2026-11-19); coffee (latest 2026-11-20); water (pinned, x2, latest 2026-11-20)"),
+            vec![
+                ("Alice prefers tea".to_owned(), 1, d1, true),
+                ("Alice prefers coffee".to_owned(), 1, d2, false),
+                ("Alice prefers water".to_owned(), 2, d2, true),
             ]
         );
         // Not merged bullets: one item, a one-word prefix, a prefix with `:`, an item without
@@ -1331,10 +1441,10 @@ mod tests {
             "Re: Alice prefers: tea (latest 2026-11-19); coffee (latest 2026-11-20)",
             "Alice prefers: tea (latest 2026-11-19); coffee",
         ] {
-            let (text, weight, date) = split_suffix(single);
+            let (text, weight, date, pinned) = split_suffix(single);
             assert_eq!(
                 facts_of(single),
-                vec![(text.to_owned(), weight, date)],
+                vec![(text.to_owned(), weight, date, pinned)],
                 "{single}"
             );
         }
@@ -1344,21 +1454,21 @@ mod tests {
     fn summary_items_follow_the_layout() {
         let summary = "## preference\n\
                        - Customer prefers email (x3, latest 2026-11-20)\n\
-                       - Alice prefers: tea (latest 2026-11-19); window seats (x2, latest 2026-11-18)\n\
+                       - Alice prefers: tea (latest 2026-11-19); window seats (pinned, x2, latest 2026-11-18)\n\
                        ## (untagged)\n\
-                       - Key is [REDACTED:db]… (latest 2026-11-19)\n";
+                       - Key is [REDACTED:db]… (pinned, latest 2026-11-19)\n";
         let items = summary_items(summary);
-        let short: Vec<(Option<&str>, &str, u32)> = items
+        let short: Vec<(Option<&str>, &str, u32, bool)> = items
             .iter()
-            .map(|i| (i.section.as_deref(), i.text.as_str(), i.weight))
+            .map(|i| (i.section.as_deref(), i.text.as_str(), i.weight, i.pinned))
             .collect();
         assert_eq!(
             short,
             vec![
-                (Some("preference"), "Customer prefers email", 3),
-                (Some("preference"), "Alice prefers tea", 1),
-                (Some("preference"), "Alice prefers window seats", 2),
-                (None, "Key is [REDACTED:db]…", 1),
+                (Some("preference"), "Customer prefers email", 3, false),
+                (Some("preference"), "Alice prefers tea", 1, false),
+                (Some("preference"), "Alice prefers window seats", 2, true),
+                (None, "Key is [REDACTED:db]…", 1, true),
             ]
         );
         assert_eq!(items[3].latest_ms, time::parse_date("2026-11-19"));
@@ -1386,14 +1496,29 @@ mod tests {
         assert_eq!(grouping_name("compacted-from:r1"), None);
     }
 
+    /// 2026-11-20T00:00:00.000Z
+    const DAY_2026_11_20: i64 = 1_795_132_800_000;
+
     #[test]
     fn floor_covers_the_smallest_document() {
         // The fixed overhead (module docs, rule step 1): the untagged heading and one bullet of a
-        // one-character fact with the longest suffix, plus its one-token source.
-        let smallest = "## (untagged)\n- x (x4294967295, latest 2026-11-20)\n";
-        let overhead = tokens::count(smallest) + tokens::count("x");
-        assert_eq!(overhead, 24);
+        // one-character fact with the longest suffix (pinned, the largest count the suffix reads
+        // back), plus its one-token source.
+        let mut smallest = String::from("## (untagged)\n- x");
+        write_suffix(&mut smallest, u64::from(u32::MAX), DAY_2026_11_20, true);
+        smallest.push('\n');
+        assert_eq!(
+            smallest,
+            "## (untagged)\n- x (pinned, x4294967295, latest 2026-11-20)\n"
+        );
+        let overhead = tokens::count(&smallest) + tokens::count("x");
+        assert_eq!(overhead, 27);
         assert!(overhead <= MIN_TOKEN_BUDGET as usize);
+        // Version 2's longest suffix, for the record: the pinned mark costs three tokens.
+        assert_eq!(
+            tokens::count("## (untagged)\n- x (x4294967295, latest 2026-11-20)\n") + 1,
+            24
+        );
         // The lower bound the fill skips by: a suffix is at least two words and two tokens.
         assert!(tokens::count(" (latest 2026-11-20)") as u64 >= SUFFIX_WORDS);
     }

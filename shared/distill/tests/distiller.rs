@@ -9,8 +9,8 @@ use std::collections::BTreeSet;
 use common::*;
 use distill::distiller::{source_tokens, MAX_FACT_CHARS};
 use distill::{
-    count, DeterministicDistiller, DistillError, DistillInput, Distillation, Distiller,
-    SourceEntry, MIN_TOKEN_BUDGET,
+    count, summary_items, DeterministicDistiller, DistillError, DistillInput, Distillation,
+    Distiller, SourceEntry, SummaryItem, MIN_TOKEN_BUDGET,
 };
 use proptest::prelude::*;
 
@@ -148,7 +148,7 @@ fn folding_and_grouping_table() {
         (
             "provenance tags and the pinned flag never name a section",
             vec![entry("a", "Renewal due in March", &["compacted-from:run-7", "Pinned"], DAY0)],
-            "## (untagged)\n- Renewal due in March (latest 2026-11-20)\n",
+            "## (untagged)\n- Renewal due in March (pinned, latest 2026-11-20)\n",
         ),
         (
             "bullets stripped, blank and punctuation-only lines skipped, headings name sections",
@@ -258,6 +258,229 @@ fn recursive_counts_add_to_fresh_statements() {
     );
 }
 
+/// Distils `earlier` (a summary) as the only source of a run whose budget holds it plus exactly
+/// `kept` (a heading and one bullet): what the second summary keeps is the top-ranked fact.
+fn redistil_to_one_fact(earlier: &str, kept: &str) -> String {
+    let sources = vec![entry(
+        "long-term-1",
+        earlier,
+        &["compacted-from:run-1"],
+        DAY0 + 30 * DAY,
+    )];
+    let budget = u32::try_from(count(earlier) + count(kept)).unwrap_or(u32::MAX);
+    let d = run(sources.clone(), budget).unwrap_or_else(|e| panic!("{e}"));
+    assert_accounting(&sources, &d, budget);
+    assert_eq!(d.facts_kept, 1, "{}", d.summary);
+    d.summary
+}
+
+#[test]
+fn a_pinned_fact_stays_pinned_and_first_through_redistillation() {
+    let mut sources = vec![
+        // Pinned, but old and stated once: without its pin it ranks last.
+        entry(
+            "pin",
+            "Door code changes monthly",
+            &["pinned", "office"],
+            DAY0 - 3 * DAY,
+        ),
+        // The word, and even a whole pinned suffix, in the middle of a fact is text.
+        entry(
+            "word",
+            "Note (pinned, latest 2026-11-01) on the fridge is outdated",
+            &["office"],
+            DAY0 + 5 * DAY,
+        ),
+        entry(
+            "word-2",
+            "The pinned tab (pinned) lists open tickets",
+            &["office"],
+            DAY0 + 5 * DAY,
+        ),
+    ];
+    for i in 0..3 {
+        sources.push(entry(
+            &format!("note-{i}"),
+            "Note (pinned, latest 2026-11-01) on the fridge is outdated",
+            &["office"],
+            DAY0 + i64::from(i) * DAY,
+        ));
+        sources.push(entry(
+            &format!("tab-{i}"),
+            "The pinned tab (pinned) lists open tickets",
+            &["office"],
+            DAY0 + i64::from(i) * DAY,
+        ));
+        sources.push(entry(
+            &format!("pref-{i}"),
+            "Customer prefers email",
+            &["preference"],
+            DAY0 + i64::from(i) * DAY,
+        ));
+    }
+    let first = summary(sources);
+    assert_eq!(
+        first,
+        "## office\n\
+         - Note (pinned, latest 2026-11-01) on the fridge is outdated (x4, latest 2026-11-25)\n\
+         - The pinned tab (pinned) lists open tickets (x4, latest 2026-11-25)\n\
+         - Door code changes monthly (pinned, latest 2026-11-17)\n\
+         ## preference\n\
+         - Customer prefers email (x3, latest 2026-11-22)\n"
+    );
+    let items = summary_items(&first);
+    let pinned: Vec<(&str, bool)> = items.iter().map(|i| (i.text.as_str(), i.pinned)).collect();
+    assert_eq!(
+        pinned,
+        vec![
+            (
+                "Note (pinned, latest 2026-11-01) on the fridge is outdated",
+                false
+            ),
+            ("The pinned tab (pinned) lists open tickets", false),
+            ("Door code changes monthly", true),
+            ("Customer prefers email", false),
+        ]
+    );
+
+    // Room for one fact: the pinned one, though every other fact is newer and corroborated.
+    let pinned_only = "## office\n- Door code changes monthly (pinned, latest 2026-11-17)\n";
+    assert_eq!(redistil_to_one_fact(&first, pinned_only), pinned_only);
+    // And again: the mark carries on.
+    let again = redistil_to_one_fact(pinned_only, pinned_only);
+    assert_eq!(again, pinned_only);
+
+    // Control: without the mark (a version 2 summary of the same facts) the fact is not pinned
+    // and another one takes the room.
+    let unmarked = first.replace(" (pinned, latest 2026-11-17)", " (latest 2026-11-17)");
+    let lost = redistil_to_one_fact(&unmarked, pinned_only);
+    assert!(!lost.contains("Door code"), "{lost}");
+
+    // A large budget gives the summary back unchanged, marks included.
+    let fixed = summary(vec![entry(
+        "long-term-1",
+        &first,
+        &["compacted-from:run-1"],
+        DAY0 + 30 * DAY,
+    )]);
+    assert_eq!(fixed, first);
+}
+
+#[test]
+fn a_merged_bullet_keeps_each_items_pin() {
+    let sources = vec![
+        entry(
+            "tea",
+            "Alice prefers green tea",
+            &["pinned", "preference"],
+            DAY0,
+        ),
+        entry(
+            "coffee-1",
+            "Alice prefers black coffee",
+            &["preference"],
+            DAY0 + DAY,
+        ),
+        entry(
+            "coffee-2",
+            "Alice prefers black coffee",
+            &["preference"],
+            DAY0 + 2 * DAY,
+        ),
+        entry(
+            "seats",
+            "Alice prefers window seats",
+            &["preference"],
+            DAY0 + 2 * DAY,
+        ),
+        entry(
+            "water",
+            "Alice prefers sparkling water",
+            &["preference", "PINNED"],
+            DAY0 + DAY,
+        ),
+        entry(
+            "water-2",
+            "Alice prefers sparkling water",
+            &["preference"],
+            DAY0 + 2 * DAY,
+        ),
+    ];
+    let first = summary(sources);
+    assert_eq!(
+        first,
+        "## preference\n\
+         - Alice prefers: black coffee (x2, latest 2026-11-22); \
+         sparkling water (pinned, x2, latest 2026-11-22); window seats (latest 2026-11-22); \
+         green tea (pinned, latest 2026-11-20)\n"
+    );
+    let items: Vec<(String, u32, bool)> = summary_items(&first)
+        .into_iter()
+        .map(|i| (i.text, i.weight, i.pinned))
+        .collect();
+    assert_eq!(
+        items,
+        vec![
+            ("Alice prefers black coffee".to_owned(), 2, false),
+            ("Alice prefers sparkling water".to_owned(), 2, true),
+            ("Alice prefers window seats".to_owned(), 1, false),
+            ("Alice prefers green tea".to_owned(), 1, true),
+        ]
+    );
+    // Room for one fact: a pinned item (the corroborated one of the two), not the unpinned
+    // black coffee that heads the bullet.
+    let water = "## preference\n- Alice prefers sparkling water (pinned, x2, latest 2026-11-22)\n";
+    assert_eq!(redistil_to_one_fact(&first, water), water);
+    // Unchanged at a large budget.
+    assert_eq!(
+        summary(vec![entry("lt", &first, &[], DAY0 + 30 * DAY)]),
+        first
+    );
+}
+
+#[test]
+fn a_version_2_summary_still_reads_back() {
+    // Written by version 2: no pinned marks, `xN` from two on, merged bullets.
+    let v2 = "## preference\n\
+              - Customer prefers email (x3, latest 2026-11-20)\n\
+              - Alice prefers: window seats (x2, latest 2026-11-18); tea (latest 2026-11-19)\n\
+              ## (untagged)\n\
+              - Order 48213 shipped late (latest 2026-11-19)\n";
+    let item = |section: Option<&str>, text: &str, weight: u32, latest_ms: i64| SummaryItem {
+        section: section.map(str::to_owned),
+        text: text.to_owned(),
+        weight,
+        latest_ms: Some(latest_ms),
+        pinned: false,
+    };
+    let pref = Some("preference");
+    assert_eq!(
+        summary_items(v2),
+        vec![
+            item(pref, "Customer prefers email", 3, DAY0),
+            item(pref, "Alice prefers window seats", 2, DAY0 - 2 * DAY),
+            item(pref, "Alice prefers tea", 1, DAY0 - DAY),
+            item(None, "Order 48213 shipped late", 1, DAY0 - DAY),
+        ]
+    );
+    // Distilled again it comes back as it was (version 3 writes unpinned facts the same way),
+    // its counts adding to fresh statements.
+    assert_eq!(summary(vec![entry("lt", v2, &[], DAY0 + DAY)]), v2);
+    let d = summary(vec![
+        entry("lt", v2, &[], DAY0 + DAY),
+        entry(
+            "n",
+            "Customer prefers email",
+            &["preference", "pinned"],
+            DAY0 + 2 * DAY,
+        ),
+    ]);
+    assert!(
+        d.contains("- Customer prefers email (pinned, x4, latest 2026-11-22)\n"),
+        "{d}"
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // Ranking
 
@@ -302,7 +525,7 @@ fn a_tight_summary_keeps_pinned_then_corroborated_recent_and_unique_facts() {
     );
     let s = &d.summary;
     assert!(
-        s.contains("## office\n- Door code changes monthly (latest 2026-11-17)\n"),
+        s.contains("## office\n- Door code changes monthly (pinned, latest 2026-11-17)\n"),
         "{s}"
     );
     assert!(
@@ -454,10 +677,10 @@ fn budget_256_over_100_short_entries_keeps_the_highest_ranked_facts() {
     assert_accounting(&sources, &d, 256);
     let s = &d.summary;
     // The pinned facts first, then the most corroborated.
-    assert!(s.contains("Never schedule anything for Greta on Friday afternoons, she is on leave (latest 2026-11-20)"), "{s}");
+    assert!(s.contains("Never schedule anything for Greta on Friday afternoons, she is on leave (pinned, latest 2026-11-20)"), "{s}");
     assert!(
         s.contains(
-            "The fire drill meeting point is the car park behind building B (latest 2026-11-20)"
+            "The fire drill meeting point is the car park behind building B (pinned, latest 2026-11-20)"
         ),
         "{s}"
     );
@@ -493,7 +716,19 @@ fn budget_256_over_100_short_entries_keeps_the_highest_ranked_facts() {
 fn coverage_grows_with_the_budget_and_never_exceeds_it() {
     let sources = hundred_short_entries();
     let mut last = (0, 0);
-    let mut budget = MIN_TOKEN_BUDGET;
+    // The top fact is pinned: its entry (12 tokens), its heading `## (untagged)` (5) and its
+    // bullet cut to one character, `- T… (pinned, latest …)` (16, the mark 3 of them), make 33,
+    // just over the floor; so the floor fails with the failure rule's `needed` and every budget
+    // from there on works.
+    let mut budget = match run(sources.clone(), MIN_TOKEN_BUDGET) {
+        Ok(_) => MIN_TOKEN_BUDGET,
+        Err(DistillError::TokenBudgetExceeded { needed, budget }) => {
+            assert_eq!(budget, MIN_TOKEN_BUDGET);
+            assert_eq!(needed, 33);
+            needed
+        }
+        Err(e) => panic!("floor: {e}"),
+    };
     while budget <= 8_192 {
         let d = run(sources.clone(), budget).unwrap_or_else(|e| panic!("{budget}: {e}"));
         assert_accounting(&sources, &d, budget);
@@ -593,8 +828,8 @@ fn top_fact_too_large_fails_with_a_needed_budget_that_works() {
         panic!("expected token_budget_exceeded, got {err:?}");
     };
     assert_eq!(budget, t);
-    // Its source, the heading, and the top fact cut to one character: `- T… (latest …)`.
-    let shortest = count("## (untagged)\n") + count("- T… (latest 2026-11-21)\n");
+    // Its source, the heading, and the top fact cut to one character: `- T… (pinned, latest …)`.
+    let shortest = count("## (untagged)\n") + count("- T… (pinned, latest 2026-11-21)\n");
     assert_eq!(needed as usize, t as usize + shortest);
     assert!(run(sources.clone(), needed - 1).is_err());
     let d = run(sources.clone(), needed).unwrap_or_else(|e| panic!("{e}"));
