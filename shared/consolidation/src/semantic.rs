@@ -7,8 +7,9 @@
 //! vectors have a cosine similarity of at least [`Semantic::min_cosine`] are *proposed* as
 //! duplicates. A proposal becomes a link only when [`facts_agree`]: the same numbers, the same
 //! names, the same value words, the same negation, neither text a strict subset of the other,
-//! and not a one- or two-word substitution (which is what a changed value looks like, and
-//! which the deterministic substitution stage has already judged). Embeddings rate two
+//! not a one- or two-word substitution that WordNet does not vouch for (which is what a
+//! changed value looks like), at least half of the shorter text's content words in the other,
+//! and no phrase replaced by an unrelated one (the texts aligned word by word). Embeddings rate two
 //! sentences about one thing as similar whether or not they agree, so the checks, not the
 //! score, are what keeps distinct facts apart.
 //!
@@ -25,8 +26,10 @@ use crate::substitution::{is_value_word, matching, names};
 use crate::wordnet;
 
 /// Default [`Semantic::min_cosine`], chosen on the project's quality corpus with
-/// all-MiniLM-L6-v2 vectors (README "Consolidation").
-pub const DEFAULT_MIN_COSINE: f32 = 0.8;
+/// all-MiniLM-L6-v2 vectors (README "Consolidation"): the fact checks keep every distinct fact
+/// apart down to 0.6 (at 0.5 one pair merges), and folding gains nothing below 0.75, so 0.75
+/// leaves the checks a margin.
+pub const DEFAULT_MIN_COSINE: f32 = 0.75;
 
 /// Largest number of vectors in a partition compared all pairs.
 pub const ALL_PAIRS_VECTORS: usize = 2_048;
@@ -204,7 +207,190 @@ pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
         })
         .is_some();
     }
-    true
+    let sa: Vec<&str> = content_words(a).collect();
+    let sb: Vec<&str> = content_words(b).collect();
+    mostly_shared(&sa, &sb) && replacements_vouched(&sa, &sb)
+}
+
+/// Whether at least half of the shorter text's words that carry content (not
+/// [`is_structural`]) are in the other text, in some inflection. Two statements of one fact
+/// rephrase it around the same things; two sentences that merely share a topic word ("The
+/// quarterly review is in the large boardroom" / "Board meetings happen quarterly") do not,
+/// however an embedding rates them.
+fn mostly_shared(a: &[&str], b: &[&str]) -> bool {
+    let content = |t: &[&str]| -> Vec<String> {
+        t.iter()
+            .filter(|w| !is_structural(w))
+            .map(|w| (*w).to_owned())
+            .collect()
+    };
+    let (ca, cb) = (content(a), content(b));
+    let in_other =
+        |w: &String, other: &[String]| other.iter().any(|o| o == w || wordnet::same_lemma(w, o));
+    let (short, long) = if ca.len() <= cb.len() {
+        (&ca, &cb)
+    } else {
+        (&cb, &ca)
+    };
+    let shared = short.iter().filter(|w| in_other(w, long)).count();
+    2 * shared >= short.len()
+}
+
+/// Words that build a sentence rather than state its content: auxiliaries and copulas,
+/// pronouns, prepositions, conjunctions and relative words. A reformulation moves these around
+/// ("Hugo *is* fluent *in* Portuguese" / "Hugo *speaks* fluent Portuguese"). Negations count
+/// too: how many there are is compared on its own ("never" / "does not"). Quantifiers are not
+/// here: they are compared as values.
+fn is_structural(w: &str) -> bool {
+    NEGATORS.contains(&w)
+        || matches!(
+            w,
+            "am" | "is"
+                | "are"
+                | "was"
+                | "were"
+                | "be"
+                | "been"
+                | "being"
+                | "has"
+                | "have"
+                | "had"
+                | "having"
+                | "do"
+                | "does"
+                | "did"
+                | "get"
+                | "gets"
+                | "got"
+                | "will"
+                | "would"
+                | "shall"
+                | "should"
+                | "can"
+                | "could"
+                | "may"
+                | "might"
+                | "must"
+                | "i"
+                | "you"
+                | "he"
+                | "she"
+                | "it"
+                | "we"
+                | "they"
+                | "me"
+                | "him"
+                | "her"
+                | "us"
+                | "them"
+                | "my"
+                | "your"
+                | "his"
+                | "its"
+                | "our"
+                | "their"
+                | "hers"
+                | "ours"
+                | "theirs"
+                | "in"
+                | "on"
+                | "at"
+                | "to"
+                | "for"
+                | "of"
+                | "with"
+                | "by"
+                | "from"
+                | "about"
+                | "into"
+                | "as"
+                | "and"
+                | "or"
+                | "but"
+                | "so"
+                | "that"
+                | "which"
+                | "who"
+                | "whom"
+                | "whose"
+                | "there"
+                | "this"
+                | "these"
+                | "those"
+                | "something"
+        )
+}
+
+/// Longest texts (in content words) whose replacements are aligned; a longer proposal is not
+/// merged (an entry is a note, not a document: losing a fold there costs little).
+const MAX_ALIGNED_WORDS: usize = 256;
+
+/// Whether every phrase of one text that stands where the other text has a different phrase is
+/// vouched for. The two content-word sequences are aligned by their longest common
+/// subsequence; between two aligned words, a gap with words on both sides is a *replacement*
+/// (words the other text has elsewhere were moved, not replaced, and are left out of it).
+/// A replacement whose words on either side are all structural ([`is_structural`]) is a change
+/// of sentence structure, one whose two sides spell the same letters is a compound written
+/// apart ("standup" / "stand up"). Any other replacement needs at least one pair of words across it that
+/// WordNet relates (the same lemma, a synonym, a direct hypernym, a similar adjective):
+/// "medicine … meals" / "medication … food" has one in each gap, while "came from the chimney
+/// flashing" / "came from a cracked roof tile" replaces one thing with an unrelated one, which
+/// is how a different value reads however close the embeddings are.
+fn replacements_vouched(a: &[&str], b: &[&str]) -> bool {
+    let (n, m) = (a.len(), b.len());
+    if n > MAX_ALIGNED_WORDS || m > MAX_ALIGNED_WORDS {
+        return false;
+    }
+    // lcs[i][j]: longest common subsequence of a[i..] and b[j..].
+    let width = m + 1;
+    let mut lcs = vec![0u16; (n + 1) * width];
+    for i in (0..n).rev() {
+        for j in (0..m).rev() {
+            lcs[i * width + j] = if a[i] == b[j] {
+                lcs[(i + 1) * width + j + 1] + 1
+            } else {
+                lcs[(i + 1) * width + j].max(lcs[i * width + j + 1])
+            };
+        }
+    }
+    // A word the other text has elsewhere (in any inflection: "reception" / "receptions") was
+    // moved, not replaced.
+    let moved =
+        |w: &str, other: &[&str]| other.iter().any(|o| *o == w || wordnet::same_lemma(w, o));
+    let replaced_by_kin = |ga: &[&str], gb: &[&str]| {
+        ga.is_empty()
+            || gb.is_empty()
+            // One compound in two spellings: "standup" / "stand up".
+            || ga.concat() == gb.concat()
+            || ga.iter().all(|w| is_structural(w))
+            || gb.iter().all(|w| is_structural(w))
+            || ga.iter().any(|x| {
+                gb.iter()
+                    .any(|y| wordnet::same_lemma(x, y) || wordnet::neighbours(x, y))
+            })
+    };
+    let vouched = |ga: &[&str], gb: &[&str]| {
+        let ga_kept: Vec<&str> = ga.iter().copied().filter(|w| !moved(w, b)).collect();
+        let gb_kept: Vec<&str> = gb.iter().copied().filter(|w| !moved(w, a)).collect();
+        replaced_by_kin(ga, gb) || replaced_by_kin(&ga_kept, &gb_kept)
+    };
+    let (mut i, mut j) = (0, 0);
+    let (mut gap_a, mut gap_b) = (0, 0);
+    while i < n || j < m {
+        if i < n && j < m && a[i] == b[j] {
+            if !vouched(&a[gap_a..i], &b[gap_b..j]) {
+                return false;
+            }
+            i += 1;
+            j += 1;
+            (gap_a, gap_b) = (i, j);
+        } else if j == m || (i < n && lcs[(i + 1) * width + j] >= lcs[i * width + j + 1]) {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    vouched(&a[gap_a..], &b[gap_b..])
 }
 
 #[cfg(test)]
@@ -258,9 +444,70 @@ mod tests {
                 "The cooldown is 5 minutes.",
                 "The cooldown is five seconds.",
             ),
+            // One thing replaced by an unrelated one.
+            (
+                "The leak in the attic came from the chimney flashing.",
+                "The leak in the attic came from a cracked roof tile.",
+            ),
+            (
+                "Ana keeps her passport in the desk drawer at home.",
+                "Ana keeps her passport in a locked safe at the office.",
+            ),
         ] {
             assert!(!agree(a, b), "{a} / {b}");
         }
+    }
+
+    #[test]
+    fn replacements_need_a_related_pair_unless_they_only_move_structure() {
+        let words =
+            |t: &str| -> Vec<String> { content_words(&normalise(t)).map(str::to_owned).collect() };
+        let vouched = |a: &str, b: &str| {
+            let (x, y) = (words(a), words(b));
+            let x: Vec<&str> = x.iter().map(String::as_str).collect();
+            let y: Vec<&str> = y.iter().map(String::as_str).collect();
+            replacements_vouched(&x, &y)
+        };
+        assert!(
+            vouched(
+                "Grandma's medicine should be taken with meals",
+                "Grandma's medication should be taken with food"
+            ) == (wordnet::neighbours("meals", "food") || wordnet::same_lemma("meals", "food"))
+        );
+        assert!(vouched(
+            "Hugo is fluent in Portuguese",
+            "Hugo speaks fluent Portuguese"
+        ));
+        assert!(vouched(
+            "we pay the cleaner monthly",
+            "the cleaner gets paid monthly"
+        ));
+        assert!(!vouched(
+            "it came from the chimney flashing",
+            "it came from a cracked roof tile"
+        ));
+        assert!(vouched("the standup is at 9:30", "the stand-up is at 9:30"));
+        let shared = |a: &str, b: &str| {
+            let (x, y) = (words(a), words(b));
+            let x: Vec<&str> = x.iter().map(String::as_str).collect();
+            let y: Vec<&str> = y.iter().map(String::as_str).collect();
+            mostly_shared(&x, &y)
+        };
+        assert!(!shared(
+            "The quarterly review is in the large boardroom.",
+            "Board meetings happen quarterly."
+        ));
+        assert!(shared(
+            "Olga never eats meat",
+            "Meat is something Olga doesn't eat"
+        ));
+        assert!(shared(
+            "Every three months the board holds a meeting",
+            "Board meetings happen quarterly"
+        ));
+        assert!(vouched("", ""));
+        let long: String = ["word"; MAX_ALIGNED_WORDS + 1].join(" ");
+        assert!(!vouched(&long, &long));
     }
 
     #[test]

@@ -175,6 +175,16 @@ pub(crate) fn neighbours(a: &str, b: &str) -> bool {
     })
 }
 
+/// Whether two different forms read as one lemma ("paid" / "pay", "meetings" / "meeting"): the
+/// same word in another inflection, which a reformulation may need ("we pay" / "gets paid").
+pub(crate) fn same_lemma(a: &str, b: &str) -> bool {
+    if a == b {
+        return false;
+    }
+    let (ra, rb) = (readings(a), readings(b));
+    ra.iter().any(|(la, _)| rb.iter().any(|(lb, _)| la == lb))
+}
+
 /// Whether two words stand on opposite sides of a WordNet antonym pair (directly, or as
 /// satellites of opposed adjective heads: "intact" / "damaged"), in any reading.
 pub(crate) fn opposed(a: &str, b: &str) -> bool {
@@ -233,6 +243,13 @@ mod tests {
         assert!(neighbours("lengthy", "long"));
         assert!(!neighbours("tea", "coffee"));
         assert!(!neighbours("green", "blue"));
+    }
+
+    #[test]
+    fn same_lemma_across_inflections() {
+        assert!(same_lemma("paid", "pay") && same_lemma("meetings", "meeting"));
+        assert!(same_lemma("cleans", "cleaned"));
+        assert!(!same_lemma("pay", "pay") && !same_lemma("tea", "coffee"));
     }
 
     #[test]
