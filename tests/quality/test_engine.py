@@ -31,7 +31,9 @@ FOLDED_FLOORS = {
 }
 PLAIN_SUPERSESSION_FLOOR = 0.89
 # With the optional embedding stage (all-MiniLM-L6-v2 vectors from infra/local/embedder.py).
-EMBEDDED_FLOORS = {**FOLDED_FLOORS, "case-punct": 1.0, "synonym": 0.72, "reformulation": 0.66}
+EMBEDDED_FLOORS = {**FOLDED_FLOORS, "case-punct": 1.0, "synonym": 0.77, "reformulation": 0.83}
+# The targets, met with the embedding stage on: 90% of duplicate groups folded overall.
+EMBEDDED_OVERALL_FLOOR = 0.90
 
 
 def _run(tmp_path_factory, *flags: str) -> dict:
@@ -88,3 +90,8 @@ def test_the_embedding_stage_merges_no_distinct_fact(embedded):
 def test_the_embedding_stage_folds_at_least_as_reported(embedded, category):
     rate = embedded["duplicates_folded"]["by_category"][category]["rate"]
     assert rate >= EMBEDDED_FLOORS[category], f"{category}: {rate:.3f} < {EMBEDDED_FLOORS[category]}"
+
+
+def test_the_embedding_stage_folds_the_target_overall(embedded):
+    rate = embedded["duplicates_folded"]["overall"]["rate"]
+    assert rate >= EMBEDDED_OVERALL_FLOOR, f"overall: {rate:.3f} < {EMBEDDED_OVERALL_FLOOR}"

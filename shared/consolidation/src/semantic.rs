@@ -27,7 +27,7 @@ use crate::wordnet;
 
 /// Default [`Semantic::min_cosine`], chosen on the project's quality corpus with
 /// all-MiniLM-L6-v2 vectors (README "Consolidation"): the fact checks keep every distinct fact
-/// apart down to 0.6 (at 0.5 one pair merges), and folding gains nothing below 0.75, so 0.75
+/// apart down to 0.55 (at 0.5 one pair merges), and folding gains nothing below 0.7, so 0.75
 /// leaves the checks a margin.
 pub const DEFAULT_MIN_COSINE: f32 = 0.75;
 
@@ -205,7 +205,9 @@ pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
         return matching(&only_a, &only_b, |p, q| {
             !is_value_word(p) && !is_value_word(q) && wordnet::neighbours(p, q)
         })
-        .is_some();
+        .is_some()
+            || alternation(&only_a, a_raw, &only_b)
+            || alternation(&only_b, b_raw, &only_a);
     }
     let sa: Vec<&str> = content_words(a).collect();
     let sb: Vec<&str> = content_words(b).collect();
@@ -234,6 +236,63 @@ fn mostly_shared(a: &[&str], b: &[&str]) -> bool {
     };
     let shared = short.iter().filter(|w| in_other(w, long)).count();
     2 * shared >= short.len()
+}
+
+/// Tense of a form of "be" / "have" / "get" (`Some(true)`: past).
+fn auxiliary_tense(w: &str) -> Option<bool> {
+    match w {
+        "is" | "are" | "am" | "has" | "have" | "gets" | "get" => Some(false),
+        "was" | "were" | "had" | "got" => Some(true),
+        _ => None,
+    }
+}
+
+/// Whether a two-word swap is one of three alternations English states one fact with, where
+/// each swapped pair alone would be a changed value ("is" / "has", "we" / "gets", "pay" /
+/// "paid") but the two together only change the construction. `x` holds the words only in the
+/// text `x_raw`, `y` those only in the other (two each):
+///
+/// - **be + adjective / have + its attribute**: "Eun-ji *is afraid* of flying" / "Eun-ji *has* a
+///   *fear* of flying" — a form of "be" against a form of "have" in the same tense, and an
+///   adjective against a noun WordNet relates to it ([`wordnet::neighbours`]);
+/// - **possessive / have**: "*Matteo's* two dogs *are* a beagle and a collie" / "*Matteo has*
+///   two dogs, a beagle and a collie" — `x` holds a possessive the raw text writes with an
+///   apostrophe and a form of "be", `y` the owner and a form of "have" in the same tense;
+/// - **active with a generic subject / passive without agent**: "*We pay* the cleaning
+///   service …" / "The cleaning service *gets paid* …" — `x` holds "we", "they" or "you" and a
+///   verb, `y` a form of "be" / "get" in the verb's tense and the verb's past participle.
+fn alternation(x: &[&str], x_raw: &str, y: &[&str]) -> bool {
+    let [x1, x2] = x else {
+        return false;
+    };
+    let be = |w: &str| matches!(w, "is" | "are" | "am" | "was" | "were");
+    let have = |w: &str| matches!(w, "has" | "have" | "had");
+    let same_tense =
+        |p: &str, q: &str| auxiliary_tense(p).is_some() && auxiliary_tense(p) == auxiliary_tense(q);
+    let raw = x_raw.to_lowercase().replace('\u{2019}', "'");
+    [(*x1, *x2), (*x2, *x1)].into_iter().any(|(xa, xb)| {
+        [(y[0], y[1]), (y[1], y[0])].into_iter().any(|(ya, yb)| {
+            // be + adjective / have + attribute noun.
+            let attribute = be(xa)
+                && have(ya)
+                && same_tense(xa, ya)
+                && !is_value_word(xb)
+                && !is_value_word(yb)
+                && wordnet::neighbours(xb, yb);
+            // possessive + be / owner + have.
+            let possessive = be(xb)
+                && have(yb)
+                && same_tense(xb, yb)
+                && xa.strip_suffix('s') == Some(ya)
+                && raw.contains(&format!("{ya}'s"));
+            // generic subject + verb / be-or-get + participle.
+            let passive = matches!(xa, "we" | "they" | "you")
+                && auxiliary_tense(ya).is_some_and(|past| past == wordnet::is_past_form(xb))
+                && !matches!(ya, "has" | "have" | "had")
+                && wordnet::participle_of(yb, xb);
+            attribute || possessive || passive
+        })
+    })
 }
 
 /// Words that build a sentence rather than state its content: auxiliaries and copulas,
@@ -413,6 +472,59 @@ mod tests {
             "Hugo speaks fluent Portuguese."
         ));
         assert!(agree("Olga never eats meat.", "Olga does not eat meat."));
+    }
+
+    #[test]
+    fn alternations_of_one_fact_agree() {
+        assert!(agree(
+            "Eun-ji has a fear of flying.",
+            "Eun-ji is afraid of flying."
+        ));
+        assert!(agree(
+            "Matteo's two dogs are a beagle and a collie.",
+            "Matteo has two dogs, a beagle and a collie."
+        ));
+        assert!(agree(
+            "We pay the cleaning service on the first of each month.",
+            "The cleaning service gets paid on the first of every month."
+        ));
+        assert!(agree(
+            "They clean the staff kitchen every evening.",
+            "The staff kitchen gets cleaned every evening."
+        ));
+    }
+
+    #[test]
+    fn alternations_keep_their_tense_and_roles() {
+        for (a, b) in [
+            // be / have alone is another fact.
+            ("Ana is a doctor.", "Ana has a doctor."),
+            // Tense.
+            (
+                "Eun-ji had a fear of flying.",
+                "Eun-ji is afraid of flying.",
+            ),
+            (
+                "We paid the cleaning service.",
+                "The cleaning service gets paid.",
+            ),
+            (
+                "We pay the cleaning service.",
+                "The cleaning service was paid.",
+            ),
+            // A plural is not a possessive.
+            (
+                "The dogs are a beagle and a collie.",
+                "The dog has a beagle and a collie.",
+            ),
+            // A named subject is not generic: who pays is the fact.
+            (
+                "Lena pays the cleaning service.",
+                "The cleaning service gets paid.",
+            ),
+        ] {
+            assert!(!agree(a, b), "{a} / {b}");
+        }
     }
 
     #[test]

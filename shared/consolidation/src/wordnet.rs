@@ -1,9 +1,11 @@
-//! The synonym resource of [`crate::substitution`]: which words share a WordNet synset.
+//! The word relations of consolidation: which words share a WordNet synset (synonyms, for
+//! [`crate::substitution`]), which stand one step apart (neighbours, for the embedding stage in
+//! [`crate::semantic`]) and which oppose each other (antonyms).
 //!
 //! The table (`data/wordnet-synsets.tsv`, built from WordNet 3.1 by `data/build_wordnet.py`;
-//! WordNet licence in `data/LICENSE-WordNet`) lists, per lemma, the synsets it shares with at
-//! least one other single word. It is parsed on first use only: a pass asks it only about word
-//! pairs that already agree on every other word, so most passes never load it.
+//! WordNet licence in `data/LICENSE-WordNet`) lists, per lemma, its synsets, antonym sides and
+//! neighbour synsets. It is parsed on first use only: a pass asks it only about word pairs that
+//! already agree on every other word, so most passes never load it.
 //!
 //! Lemmas are found with a few English inflection rules (plural, -s, -ed, -ing and irregular
 //! pasts); two words are synonyms only in the same inflection ("bought"/"purchased" yes,
@@ -160,15 +162,19 @@ fn readings(w: &str) -> Vec<(String, Inflection)> {
 
 /// Whether two different words share a WordNet synset in the same inflection.
 pub(crate) fn synonyms(a: &str, b: &str) -> bool {
-    related(a, b, true, |x, y| intersect(x.synsets, y.synsets))
+    related(a, b, Agreement::Same, |x, y| {
+        intersect(x.synsets, y.synsets)
+    })
 }
 
-/// Whether two different words are WordNet neighbours in the same inflection: synonyms, or one
-/// a direct hypernym of the other ("faucet" / "tap", "enjoy" / "like"), or similar adjectives
-/// ("lengthy" / "long"). Looser than [`synonyms`]: only the embedding stage uses it, where an
+/// Whether two different words are WordNet neighbours in the same tense: synonyms, one a
+/// direct hypernym of the other ("faucet" / "tap", "enjoy" / "like") or, for nouns, a hypernym
+/// two steps up ("meal" / "nutriment" / "food"), similar adjectives ("lengthy" / "long"), or an
+/// adjective and the attribute it values ("afraid" / "fear"); a plural may meet a singular
+/// ("meals" / "food"). Looser than [`synonyms`]: only the embedding stage uses it, where an
 /// embedding has already judged the two sentences alike.
 pub(crate) fn neighbours(a: &str, b: &str) -> bool {
-    related(a, b, true, |x, y| {
+    related(a, b, Agreement::Tense, |x, y| {
         intersect(x.synsets, y.synsets)
             || intersect(x.neighbours, y.synsets)
             || intersect(y.neighbours, x.synsets)
@@ -185,17 +191,63 @@ pub(crate) fn same_lemma(a: &str, b: &str) -> bool {
     ra.iter().any(|(la, _)| rb.iter().any(|(lb, _)| la == lb))
 }
 
+/// Whether `w` reads as a past form ("paid", "cleaned") and not as a present one.
+pub(crate) fn is_past_form(w: &str) -> bool {
+    let r = readings(w);
+    r.iter().any(|(_, i)| *i == Inflection::Past) && !w.ends_with('s')
+}
+
+/// Whether `participle` is the past participle of the verb form `verb` ("paid" / "pay",
+/// "cleaned" / "cleans", "stolen" / "steals"): the same lemma, read as a past form.
+pub(crate) fn participle_of(participle: &str, verb: &str) -> bool {
+    let (rp, rv) = (readings(participle), readings(verb));
+    rp.iter().any(|(lp, ip)| {
+        *ip == Inflection::Past
+            && rv.iter().any(|(lv, iv)| {
+                lv == lp && matches!(iv, Inflection::Base | Inflection::S | Inflection::Past)
+            })
+    })
+}
+
 /// Whether two words stand on opposite sides of a WordNet antonym pair (directly, or as
 /// satellites of opposed adjective heads: "intact" / "damaged"), in any reading.
 pub(crate) fn opposed(a: &str, b: &str) -> bool {
-    related(a, b, false, |x, y| {
+    related(a, b, Agreement::Any, |x, y| {
         x.sides
             .iter()
             .any(|s| y.sides.binary_search(&(s ^ 1)).is_ok())
     })
 }
 
-fn related(a: &str, b: &str, same_inflection: bool, test: impl Fn(&Lemma, &Lemma) -> bool) -> bool {
+/// Which inflections of two different lemmas [`related`] lets meet.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Agreement {
+    /// Any: antonyms oppose in every form.
+    Any,
+    /// The same inflection: "bought" / "purchased", never "buys" / "bought".
+    Same,
+    /// The same tense, while a plural may meet a singular: a mass noun has no plural
+    /// ("with meals" / "with food").
+    Tense,
+}
+
+impl Agreement {
+    fn allows(self, a: Inflection, b: Inflection) -> bool {
+        match self {
+            Agreement::Any => true,
+            Agreement::Same => a == b,
+            Agreement::Tense => {
+                a == b
+                    || matches!(
+                        (a, b),
+                        (Inflection::Base, Inflection::S) | (Inflection::S, Inflection::Base)
+                    )
+            }
+        }
+    }
+}
+
+fn related(a: &str, b: &str, agreement: Agreement, test: impl Fn(&Lemma, &Lemma) -> bool) -> bool {
     if a == b || !a.is_ascii() || !b.is_ascii() {
         return false;
     }
@@ -206,7 +258,7 @@ fn related(a: &str, b: &str, same_inflection: bool, test: impl Fn(&Lemma, &Lemma
             return false;
         };
         rb.iter().any(|(lb, ib)| {
-            (!same_inflection || ia == ib) && la != lb && t.get(lb).is_some_and(|y| test(&x, &y))
+            agreement.allows(*ia, *ib) && la != lb && t.get(lb).is_some_and(|y| test(&x, &y))
         })
     })
 }
@@ -243,6 +295,8 @@ mod tests {
         assert!(neighbours("lengthy", "long"));
         assert!(!neighbours("tea", "coffee"));
         assert!(!neighbours("green", "blue"));
+        assert!(neighbours("meals", "food") && neighbours("afraid", "fear"));
+        assert!(!neighbours("bought", "buy"));
     }
 
     #[test]
