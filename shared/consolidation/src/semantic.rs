@@ -200,7 +200,8 @@ pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
     }
     // A one- or two-word swap with everything else equal is a changed value ("tea" /
     // "coffee") unless WordNet puts each pair side by side ("tap" / "faucet", "enjoys" /
-    // "likes": a synonym, a direct hypernym or a similar adjective).
+    // "likes", "meals" / "food": see `wordnet::neighbours`) or the two swaps are one
+    // alternation of the same fact ("is afraid" / "has a fear").
     if only_a.len() == only_b.len() && only_a.len() <= 2 {
         return matching(&only_a, &only_b, |p, q| {
             !is_value_word(p) && !is_value_word(q) && wordnet::neighbours(p, q)
@@ -262,7 +263,7 @@ fn auxiliary_tense(w: &str) -> Option<bool> {
 ///   service …" / "The cleaning service *gets paid* …" — `x` holds "we", "they" or "you" and a
 ///   verb, `y` a form of "be" / "get" in the verb's tense and the verb's past participle.
 fn alternation(x: &[&str], x_raw: &str, y: &[&str]) -> bool {
-    let [x1, x2] = x else {
+    let ([x1, x2], [y1, y2]) = (x, y) else {
         return false;
     };
     let be = |w: &str| matches!(w, "is" | "are" | "am" | "was" | "were");
@@ -271,7 +272,7 @@ fn alternation(x: &[&str], x_raw: &str, y: &[&str]) -> bool {
         |p: &str, q: &str| auxiliary_tense(p).is_some() && auxiliary_tense(p) == auxiliary_tense(q);
     let raw = x_raw.to_lowercase().replace('\u{2019}', "'");
     [(*x1, *x2), (*x2, *x1)].into_iter().any(|(xa, xb)| {
-        [(y[0], y[1]), (y[1], y[0])].into_iter().any(|(ya, yb)| {
+        [(*y1, *y2), (*y2, *y1)].into_iter().any(|(ya, yb)| {
             // be + adjective / have + attribute noun.
             let attribute = be(xa)
                 && have(ya)
