@@ -141,9 +141,10 @@ pub(crate) fn analyse_with(
         }
         norm.push_str(token);
         if !is_filler(token) {
-            let term = term(hash_bytes(token.as_bytes()));
+            let fingerprint = hash_bytes(token.as_bytes());
+            let term = term(fingerprint);
             guard = guard.wrapping_add(term);
-            scanner.word(token);
+            scanner.word(token, fingerprint);
             longest.word(token, term);
         }
         rewrite |= crate::canonical::needs_rewrite(token);
@@ -156,9 +157,10 @@ pub(crate) fn analyse_with(
             *scanner = crate::supersession::Scanner::default();
             *longest = crate::substitution::Longest::default();
             for w in content_words(norm) {
-                let term = term(hash_bytes(w.as_bytes()));
+                let fingerprint = hash_bytes(w.as_bytes());
+                let term = term(fingerprint);
                 guard = guard.wrapping_add(term);
-                scanner.word(w);
+                scanner.word(w, fingerprint);
                 longest.word(w, term);
             }
         }

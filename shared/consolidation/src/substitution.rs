@@ -47,8 +47,13 @@ pub(crate) const MAX_SUBSTITUTION_RUN: usize = 32;
 /// during the one tokenising pass.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Longest {
+    /// The kept `(length, term)` pairs, in no order ([`Longest::keys`] sorts them): an
+    /// unordered top-k costs one comparison per rejected word.
     words: [(usize, u64); KEYED_WORDS],
     n: usize,
+    /// Index of the worst kept word once all [`KEYED_WORDS`] slots are full: the one a better
+    /// word replaces.
+    worst: usize,
     /// The guard fingerprint with every word of five letters or more replaced by its first
     /// two letters: texts that differ only by typos past the second letter share it.
     skeleton: u64,
@@ -85,31 +90,39 @@ impl Longest {
             return;
         }
         let item = (token.len(), term);
-        let better = |a: (usize, u64), b: (usize, u64)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
         if self.n < KEYED_WORDS {
             self.words[self.n] = item;
             self.n += 1;
-        } else if better(item, self.words[KEYED_WORDS - 1]) {
-            self.words[KEYED_WORDS - 1] = item;
+        } else if better(item, self.words[self.worst]) {
+            self.words[self.worst] = item;
         } else {
             return;
         }
-        let mut i = self.n - 1;
-        while i > 0 && better(self.words[i], self.words[i - 1]) {
-            self.words.swap(i, i - 1);
-            i -= 1;
+        if self.n == KEYED_WORDS {
+            self.worst = (1..KEYED_WORDS).fold(0, |w, i| {
+                if better(self.words[w], self.words[i]) {
+                    i
+                } else {
+                    w
+                }
+            });
         }
     }
 
     /// The fingerprints of the text's content-word multiset minus each keyed word, and its
     /// skeleton.
-    pub(crate) fn keys(&self, guard: u64) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn keys(&self, guard: u64) -> impl Iterator<Item = u64> {
+        // Best first, as [`better`] orders them: which repeat the check below skips depends on
+        // the order (a repeat leaves its `seen` slot 0, which a later term 0 matches).
+        let mut words = self.words;
+        words[..self.n].sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         let mut seen: [u64; KEYED_WORDS] = [0; KEYED_WORDS];
         std::iter::once(self.skeleton ^ SKELETON_SALT).chain(
-            self.words[..self.n]
-                .iter()
+            words
+                .into_iter()
+                .take(self.n)
                 .enumerate()
-                .filter_map(move |(i, &(_, term))| {
+                .filter_map(move |(i, (_, term))| {
                     // A word keyed twice (it occurs twice) gives the same key twice; once is enough.
                     if seen[..i].contains(&term) {
                         return None;
@@ -119,6 +132,13 @@ impl Longest {
                 }),
         )
     }
+}
+
+/// The order [`Longest`] keeps words by: longer first, ties by the smaller term. Pairs that
+/// neither beats are equal, so the kept multiset is the top [`KEYED_WORDS`] of a text whatever
+/// the order its words come in.
+fn better(a: (usize, u64), b: (usize, u64)) -> bool {
+    a.0 > b.0 || (a.0 == b.0 && a.1 < b.1)
 }
 
 /// Whether two normalised texts (with their raw forms, for capitalisation) differ by exactly one
@@ -550,6 +570,57 @@ mod tests {
             "Ines wants a room away from the lift.",
             "Ines wants a room away from the elevator."
         ));
+    }
+
+    /// The tracker as it was before the unordered top-k, kept as the reference: an array
+    /// kept sorted by insertion, keyed in that order.
+    fn keys_of_the_insertion_sorted_tracker(words: &[(String, u64)], guard: u64) -> Vec<u64> {
+        let mut kept: Vec<(usize, u64)> = Vec::new();
+        for (w, term) in words {
+            if w.len() < 3 || !w.bytes().all(|b| b.is_ascii_alphabetic()) {
+                continue;
+            }
+            let item = (w.len(), *term);
+            if kept.len() < KEYED_WORDS {
+                kept.push(item);
+            } else if better(item, kept[KEYED_WORDS - 1]) {
+                kept[KEYED_WORDS - 1] = item;
+            } else {
+                continue;
+            }
+            let mut i = kept.len() - 1;
+            while i > 0 && better(kept[i], kept[i - 1]) {
+                kept.swap(i, i - 1);
+                i -= 1;
+            }
+        }
+        let mut seen = [0u64; KEYED_WORDS];
+        let mut keys = Vec::new();
+        for (i, &(_, term)) in kept.iter().enumerate() {
+            if seen[..i].contains(&term) {
+                continue;
+            }
+            seen[i] = term;
+            keys.push(guard.wrapping_sub(term));
+        }
+        keys
+    }
+
+    proptest::proptest! {
+        /// The unordered top-k gives exactly the keys, in the same order, that the insertion-
+        /// sorted tracker gave (terms drawn from a small range, so ties, repeats and term 0
+        /// occur).
+        #[test]
+        fn longest_keys_are_those_of_the_insertion_sorted_tracker(
+            words in proptest::collection::vec(("[a-z0-9]{1,9}", 0u64..6), 0..24),
+        ) {
+            let mut l = Longest::default();
+            for (w, t) in &words {
+                l.word(w, *t);
+            }
+            let got: Vec<u64> = l.keys(100).skip(1).collect();
+            proptest::prop_assert_eq!(got, keys_of_the_insertion_sorted_tracker(&words, 100));
+        }
     }
 
     #[test]
