@@ -135,11 +135,7 @@ pub(crate) fn analyse_with(
     norm.clear();
     let mut guard = GUARD_SEED;
     let mut rewrite = false;
-    for_each_token(text, |token| {
-        if !norm.is_empty() {
-            norm.push(' ');
-        }
-        norm.push_str(token);
+    tokenise_into(text, norm, |token| {
         if !is_filler(token) {
             let fingerprint = hash_bytes(token.as_bytes());
             let term = term(fingerprint);
@@ -181,8 +177,12 @@ fn term(token_hash: u64) -> u64 {
 /// The canonical form used for exact-duplicate detection: the [`tokenised`] text with one
 /// notation per value (`crate::canonical`); see the module documentation.
 pub fn normalise(text: &str) -> String {
-    let out = tokenised(text);
-    if out.split(' ').any(crate::canonical::needs_rewrite) {
+    let mut out = String::with_capacity(text.len());
+    let mut rewrite = false;
+    tokenise_into(text, &mut out, |token| {
+        rewrite |= crate::canonical::needs_rewrite(token);
+    });
+    if rewrite {
         crate::canonical::rewrite(&out)
     } else {
         out
@@ -192,12 +192,7 @@ pub fn normalise(text: &str) -> String {
 /// Steps 1-6 of the module documentation: the tokens of `text` joined by single spaces.
 pub fn tokenised(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for_each_token(text, |token| {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(token);
-    });
+    tokenise_into(text, &mut out, |_| {});
     out
 }
 
@@ -490,21 +485,195 @@ impl<F: FnMut(&str)> Tokeniser<F> {
     }
 }
 
-/// Calls `emit` with each normalised token of `text`, in order. Streams over the characters
-/// with a three-character window; per-character lowercasing equals `str::to_lowercase` here
-/// because the one context-dependent rule (final sigma) is folded away by [`fold_char`].
-fn for_each_token(text: &str, emit: impl FnMut(&str)) {
+/// Appends the normalised tokens of `text` to `out` (empty, or ending in a token), joined by
+/// single spaces, and calls `emit` with each token as it lands in `out`, in order.
+///
+/// ASCII text (the common case) is read by [`tokenise_ascii`], which writes straight into
+/// `out`; other text by [`tokenise`], the general definition, which streams over the
+/// characters with a three-character window (per-character lowercasing equals
+/// `str::to_lowercase` there because the one context-dependent rule, final sigma, is folded
+/// away by [`fold_char`]). A property test checks the two agree on ASCII text.
+fn tokenise_into(text: &str, out: &mut String, mut emit: impl FnMut(&str)) {
     if text.is_ascii() {
-        // Fast path for the common case; `fold_char` is the identity on ASCII.
-        tokenise(
-            text.bytes().map(|b| char::from(b.to_ascii_lowercase())),
-            emit,
-        );
+        tokenise_ascii(text.as_bytes(), out, &mut emit);
     } else {
         tokenise(
             text.chars().flat_map(char::to_lowercase).map(fold_char),
-            emit,
+            |token| {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                let start = out.len();
+                out.push_str(token);
+                emit(&out[start..]);
+            },
         );
+    }
+}
+
+/// How [`tokenise`] treats each ASCII character (after lowercasing).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AsciiClass {
+    /// Part of a word (`char::is_alphanumeric`).
+    Word,
+    /// [`is_separator`]: ends a word and is dropped.
+    Separator,
+    /// Any other character: ends a word and is a one-character token, unless a rule of
+    /// [`tokenise`] keeps it inside a number or a contraction.
+    Symbol,
+}
+
+/// [`AsciiClass`] per byte; a unit test checks it against `char::is_alphanumeric` and
+/// [`is_separator`].
+const ASCII_CLASS: [AsciiClass; 128] = {
+    let mut table = [AsciiClass::Symbol; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        table[b] = if c.is_ascii_alphanumeric() {
+            AsciiClass::Word
+        } else if c <= b' '
+            || c == 0x7f
+            || matches!(
+                c,
+                b'.' | b','
+                    | b';'
+                    | b':'
+                    | b'!'
+                    | b'?'
+                    | b'"'
+                    | b'\''
+                    | b'`'
+                    | b'('
+                    | b')'
+                    | b'['
+                    | b']'
+                    | b'{'
+                    | b'}'
+                    | b'-'
+                    | b'_'
+                    | b'*'
+                    | b'/'
+                    | b'\\'
+                    | b'|'
+            )
+        {
+            AsciiClass::Separator
+        } else {
+            AsciiClass::Symbol
+        };
+        b += 1;
+    }
+    table
+};
+
+/// [`tokenise`] for ASCII text, on bytes and without a word buffer: each word is built in
+/// place at the end of `out`, then kept, expanded or (if it ends up empty) taken back. The
+/// rules are [`tokenise`]'s, case by case; every ASCII letter, digit and symbol is one byte.
+fn tokenise_ascii(text: &[u8], out: &mut String, emit: &mut impl FnMut(&str)) {
+    let lower = |i: usize| text.get(i).map(u8::to_ascii_lowercase);
+    // The word being built: where `out` ended before it (and its separating space), and where
+    // the word itself starts.
+    let mut word: Option<(usize, usize)> = None;
+    let mut i = 0;
+    while i < text.len() {
+        let c = text[i].to_ascii_lowercase();
+        match ASCII_CLASS[usize::from(c)] {
+            AsciiClass::Word => push_word_byte(out, &mut word, c),
+            class => {
+                let next = lower(i + 1);
+                let next_is_digit = next.is_some_and(|n| n.is_ascii_digit());
+                let last = word.and_then(|(_, start)| out.as_bytes()[start..].last().copied());
+                if matches!(c, b'.' | b',' | b':' | b'/' | b'-')
+                    && last.is_some_and(|l| l.is_ascii_digit())
+                    && next_is_digit
+                {
+                    push_word_byte(out, &mut word, c);
+                } else if c == b'-'
+                    && word.is_none()
+                    && next_is_digit
+                    && (i == 0 || !text[i - 1].is_ascii_alphanumeric())
+                {
+                    push_word_byte(out, &mut word, c);
+                } else if c == b'\''
+                    && last.is_some_and(|l| l.is_ascii_alphabetic())
+                    && next.is_some_and(|n| n.is_ascii_alphabetic())
+                {
+                    if last == Some(b'n')
+                        && next == Some(b't')
+                        && lower(i + 2).is_none_or(|a| !a.is_ascii_alphanumeric())
+                    {
+                        // `n't`: split the negation off as its own word.
+                        out.pop();
+                        if let Some((_, start)) = word {
+                            let stem = match &out[start..] {
+                                "ca" => Some("can"),
+                                "wo" => Some("will"),
+                                "sha" => Some("shall"),
+                                _ => None,
+                            };
+                            if let Some(stem) = stem {
+                                out.truncate(start);
+                                out.push_str(stem);
+                            }
+                        }
+                        flush_word(out, &mut word, emit);
+                        for b in *b"not" {
+                            push_word_byte(out, &mut word, b);
+                        }
+                        flush_word(out, &mut word, emit);
+                        i += 1;
+                    }
+                    // Otherwise a possessive or other contraction: the apostrophe joins the word.
+                } else {
+                    flush_word(out, &mut word, emit);
+                    if class == AsciiClass::Symbol {
+                        if !out.is_empty() {
+                            out.push(' ');
+                        }
+                        out.push(char::from(c));
+                        emit(&out[out.len() - 1..]);
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    flush_word(out, &mut word, emit);
+}
+
+/// Appends an ASCII byte to the word being built at the end of `out`, starting one if needed.
+fn push_word_byte(out: &mut String, word: &mut Option<(usize, usize)>, b: u8) {
+    if word.is_none() {
+        let before = out.len();
+        if before > 0 {
+            out.push(' ');
+        }
+        *word = Some((before, out.len()));
+    }
+    out.push(char::from(b));
+}
+
+/// Ends the word being built at the end of `out` as [`Tokeniser::flush`] does: an
+/// apostrophe-less negation is expanded, an empty word taken back with its space.
+fn flush_word(out: &mut String, word: &mut Option<(usize, usize)>, emit: &mut impl FnMut(&str)) {
+    let Some((before, start)) = word.take() else {
+        return;
+    };
+    if out.len() == start {
+        out.truncate(before);
+        return;
+    }
+    if let Some(stem) = expand_bare_contraction(&out[start..]) {
+        out.truncate(start);
+        out.push_str(stem);
+        emit(&out[start..]);
+        out.push(' ');
+        let not = out.len();
+        out.push_str("not");
+        emit(&out[not..]);
+    } else {
+        emit(&out[start..]);
     }
 }
 
@@ -588,6 +757,7 @@ fn tokenise(mut chars: impl Iterator<Item = char>, emit: impl FnMut(&str)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     #[test]
     fn filler_list_and_filler_match_agree() {
@@ -661,6 +831,88 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(tokenised(input), *want, "input {input:?}");
+        }
+    }
+
+    /// The general definition's tokens of `text`, joined by single spaces.
+    fn tokenised_by_the_general_path(text: &str) -> String {
+        let mut tokens: Vec<String> = Vec::new();
+        tokenise(
+            text.chars().flat_map(char::to_lowercase).map(fold_char),
+            |t| tokens.push(t.to_owned()),
+        );
+        tokens.join(" ")
+    }
+
+    #[test]
+    fn ascii_classes_follow_the_general_definition() {
+        for b in 0..128u8 {
+            let c = char::from(b);
+            let want = if c.is_alphanumeric() {
+                AsciiClass::Word
+            } else if is_separator(c) {
+                AsciiClass::Separator
+            } else {
+                AsciiClass::Symbol
+            };
+            assert!(ASCII_CLASS[usize::from(b)] == want, "{b:#x}");
+            assert!(!is_attached_mark(c));
+        }
+    }
+
+    /// Text made of the pieces the tokeniser's rules are about (contractions, signs and
+    /// punctuation inside numbers, symbols), with some non-ASCII among them.
+    fn tricky_text() -> impl proptest::strategy::Strategy<Value = String> {
+        const PIECES: &[&str] = &[
+            "don't", "DON'T", "can't", "Won't", "shan't", "n't", "N'T", "-5", "3.5", "1,2",
+            "10:30", "e-mail", "don", "DON", "n", "N", "'", "t", "T", "ca", "wo", "sha", "Sha",
+            "-", "5", "03", ".", ",", ":", "/", " ", "  ", "\t", "\n", "cannot", "dont", "isnt",
+            "x", "us", "$", "%", "#", "@", "+", "_", "*", "\"", "(", ")", "\u{7f}", "\u{b}", "É",
+            "’", "ς", "Σ", "\u{301}", "–", "❤️", "。", "İ",
+        ];
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..24).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// The ASCII fast path tokenises exactly like the general definition.
+        #[test]
+        fn ascii_tokeniser_matches_the_general_one(
+            text in proptest::prop_oneof![
+                "[ -~\t\n]{0,60}",
+                "[a-zA-Z0-9 '.,:/$-]{0,60}",
+                tricky_text().prop_filter("ascii", |t| t.is_ascii()),
+            ],
+        ) {
+            let mut out = String::new();
+            let mut emitted: Vec<String> = Vec::new();
+            tokenise_ascii(text.as_bytes(), &mut out, &mut |t: &str| emitted.push(t.to_owned()));
+            proptest::prop_assert_eq!(&out, &tokenised_by_the_general_path(&text));
+            proptest::prop_assert_eq!(emitted.join(" "), out);
+        }
+
+        /// Whatever the text (ASCII or not), the tokens handed to `emit` are those written to
+        /// `out`, the general definition's, and the sweep's analysis equals the separate
+        /// functions'.
+        #[test]
+        fn tokens_and_analysis_match_the_general_definition(
+            text in proptest::prop_oneof![
+                tricky_text(),
+                "\\PC{0,40}",
+                "[a-zA-Zé0-9 '’.,:/$%-]{0,60}",
+            ],
+        ) {
+            let mut out = String::new();
+            let mut emitted: Vec<String> = Vec::new();
+            tokenise_into(&text, &mut out, |t| emitted.push(t.to_owned()));
+            proptest::prop_assert_eq!(&out, &tokenised_by_the_general_path(&text));
+            proptest::prop_assert_eq!(emitted.join(" "), out.clone());
+            proptest::prop_assert_eq!(tokenised(&text), out);
+            let mut norm = String::from("stale");
+            let guard = analyse_into(&text, &mut norm);
+            proptest::prop_assert_eq!(&norm, &normalise(&text));
+            proptest::prop_assert_eq!(guard, guard_fingerprint(&norm));
         }
     }
 
