@@ -140,16 +140,24 @@ pub(crate) fn find_groups(
     let mut substitution_keys: Vec<u64> =
         Vec::with_capacity(entries.len().saturating_mul(substitution::KEYED_WORDS + 1));
     let mut norm = String::new();
+    // The partition of entries with neither a subject nor a fact key, usually most of them,
+    // is kept outside the map, so they are not hashed.
+    let mut plain_partition: Option<usize> = None;
     for (i, e) in entries.iter().enumerate() {
         let keys = fact_keys(&e.tags);
-        let next = partition_of.len();
+        let next = slotless.len();
         let is_slotless = keys.is_empty();
-        let p = *partition_of
-            .entry((e.subject.as_deref(), keys))
-            .or_insert_with(|| {
-                slotless.push(is_slotless);
-                next
-            });
+        let new_partition = || {
+            slotless.push(is_slotless);
+            next
+        };
+        let p = if is_slotless && e.subject.is_none() {
+            *plain_partition.get_or_insert_with(new_partition)
+        } else {
+            *partition_of
+                .entry((e.subject.as_deref(), keys))
+                .or_insert_with(new_partition)
+        };
         keyed.push((id_prefix(&e.id), i, p));
         let mut scanner = supersession::Scanner::default();
         let mut longest = Longest::default();

@@ -182,17 +182,17 @@ pub(crate) fn plan_group(
 /// whitespace as `str::split_whitespace` defines it.
 pub(crate) fn display_len(s: &str) -> usize {
     if s.is_ascii() {
-        // Same result, one pass over the bytes (this runs for every slot-less entry).
-        let (mut len, mut pending_space) = (0usize, false);
-        for b in s.bytes() {
-            if b.is_ascii_whitespace() || b == 0x0b {
-                pending_space = len > 0;
-            } else {
-                len += 1 + usize::from(pending_space);
-                pending_space = false;
-            }
+        // Same result in one branch-free pass over the bytes (this runs for every entry of a
+        // pass): the non-whitespace bytes, and the words, each starting at a non-whitespace
+        // byte that is first or follows whitespace.
+        let (mut bytes, mut words, mut after_space) = (0usize, 0usize, true);
+        for &b in s.as_bytes() {
+            let space = b.is_ascii_whitespace() || b == 0x0b;
+            bytes += usize::from(!space);
+            words += usize::from(after_space & !space);
+            after_space = space;
         }
-        return len;
+        return bytes + words.saturating_sub(1);
     }
     let (mut bytes, mut words) = (0usize, 0usize);
     for w in s.split_whitespace() {
@@ -362,6 +362,18 @@ mod tests {
             "\u{a0}a\u{a0}",
         ] {
             assert_eq!(display_len(s), general(s), "{s:?}");
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn display_len_matches_the_general_definition_on_any_text(
+            s in proptest::prop_oneof!["[ a-c\t\n\r\u{b}\u{c}]{0,40}", "\\PC{0,40}", "[ a\u{a0}é]{0,20}"],
+        ) {
+            let words: Vec<&str> = s.split_whitespace().collect();
+            let general =
+                words.iter().map(|w| w.len()).sum::<usize>() + words.len().saturating_sub(1);
+            proptest::prop_assert_eq!(display_len(&s), general);
         }
     }
 }
