@@ -710,6 +710,14 @@ mod tests {
     }
 
     #[test]
+    fn no_filler_is_a_trigger() {
+        // The sweep asks `needs_rewrite` about content words only.
+        for w in crate::normalise::FILLER_WORDS {
+            assert!(!needs_rewrite(w) && !may_start_rule(w), "{w}");
+        }
+    }
+
+    #[test]
     fn text_without_numbers_or_known_words_is_untouched() {
         let norm = "lena okafor prefers email over phone calls";
         assert!(!may_rewrite(norm));

@@ -178,7 +178,7 @@ pub(crate) fn find_groups(
     }
     drop(partition_of);
     drop(norm);
-    let substitution_pairs = substitution_candidates(substitution_keys, &texts, &guards);
+    let substitution_pairs = substitution_candidates(substitution_keys, &guards);
     // Node of each entry within its partition, written by `components` (only candidate pairs
     // read it, so entries of other partitions are never confused: pairs are per partition).
     let mut node_of_entry: Vec<usize> = if substitution_pairs.is_empty() {
@@ -502,11 +502,7 @@ const NONE: usize = usize::MAX;
 
 /// Candidate pairs for substitution links: entries sharing a key (different texts, different
 /// content words), sorted. Runs longer than [`MAX_SUBSTITUTION_RUN`] are not searched.
-fn substitution_candidates(
-    mut keys: Vec<u64>,
-    texts: &[MemberText],
-    guards: &[u64],
-) -> Vec<(usize, usize)> {
+fn substitution_candidates(mut keys: Vec<u64>, guards: &[u64]) -> Vec<(usize, usize)> {
     keys.sort_unstable();
     keys.dedup();
     let entry = |k: u64| (k & 0xffff_ffff) as usize;
@@ -519,7 +515,8 @@ fn substitution_candidates(
             for &b in &run[x + 1..] {
                 let (a, b) = (entry(a), entry(b));
                 // Equal guards: the same content words, which near-duplicate folding decides.
-                if texts[a].digest != texts[b].digest && guards[a] != guards[b] {
+                // (Equal texts have equal guards, so their digests need no comparison.)
+                if guards[a] != guards[b] {
                     pairs.push((a.min(b), a.max(b)));
                 }
             }

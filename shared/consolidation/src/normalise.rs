@@ -142,8 +142,9 @@ pub(crate) fn analyse_with(
             guard = guard.wrapping_add(term);
             scanner.word(token, fingerprint);
             longest.word(token, term);
+            // No filler is a rewrite trigger (a unit test of `canonical` checks it).
+            rewrite |= crate::canonical::needs_rewrite(token);
         }
-        rewrite |= crate::canonical::needs_rewrite(token);
     });
     if rewrite {
         let canonical = crate::canonical::rewrite(norm);
@@ -446,10 +447,16 @@ fn is_attached_mark(c: char) -> bool {
 
 /// Apostrophe-less negated contractions and `cannot`, expanded like their apostrophe forms.
 /// `wont` is left alone on purpose: it is also an English word.
+#[inline]
 fn expand_bare_contraction(word: &str) -> Option<&'static str> {
-    if !word.ends_with("nt") && word != "cannot" {
-        return None; // the common case, decided without comparing against every spelling
+    if !word.ends_with("nt") && !word.ends_with("ot") {
+        return None; // the common case (every word is asked), decided on two bytes, inline
     }
+    bare_contraction_stem(word)
+}
+
+#[cold]
+fn bare_contraction_stem(word: &str) -> Option<&'static str> {
     Some(match word {
         "cannot" | "cant" => "can",
         "dont" => "do",

@@ -23,6 +23,7 @@ impl WordSet {
         self.words
     }
 
+    #[inline]
     pub(crate) fn contains(&self, t: &str) -> bool {
         let b = t.as_bytes();
         let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
