@@ -182,15 +182,28 @@ pub(crate) fn plan_group(
 /// whitespace as `str::split_whitespace` defines it.
 pub(crate) fn display_len(s: &str) -> usize {
     if s.is_ascii() {
-        // Same result in one branch-free pass over the bytes (this runs for every entry of a
-        // pass): the non-whitespace bytes, and the words, each starting at a non-whitespace
-        // byte that is first or follows whitespace.
+        // Same result from branch-free counts over blocks of 64 bytes, with 8-bit counters so
+        // the compiler vectorises them (this runs for every entry of a pass): the
+        // non-whitespace bytes, and the words, each starting at a non-whitespace byte that is
+        // first or follows whitespace.
+        let space = |c: u8| c == b' ' || c.wrapping_sub(b'\t') < 5; // \t \n \v \f \r
         let (mut bytes, mut words, mut after_space) = (0usize, 0usize, true);
-        for &b in s.as_bytes() {
-            let space = b.is_ascii_whitespace() || b == 0x0b;
-            bytes += usize::from(!space);
-            words += usize::from(after_space & !space);
-            after_space = space;
+        for block in s.as_bytes().chunks(64) {
+            let mut spaces = [false; 64];
+            for (sp, &c) in spaces.iter_mut().zip(block) {
+                *sp = space(c);
+            }
+            let spaces = &spaces[..block.len()];
+            let non_space: u8 = spaces.iter().map(|&sp| u8::from(!sp)).sum();
+            let starts: u8 = spaces
+                .iter()
+                .zip(&spaces[1..])
+                .map(|(&before, &sp)| u8::from(before & !sp))
+                .sum();
+            let first = spaces.first().is_some_and(|&sp| after_space & !sp);
+            bytes += usize::from(non_space);
+            words += usize::from(starts) + usize::from(first);
+            after_space = spaces.last().copied().unwrap_or(after_space);
         }
         return bytes + words.saturating_sub(1);
     }
