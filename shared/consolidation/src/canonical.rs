@@ -180,7 +180,7 @@ pub(crate) fn needs_rewrite(t: &str) -> bool {
             t.contains(',')
                 || t.ends_with('k')
                 || (b[0] == b'0' && b.len() > 1 && b[1].is_ascii_digit() && t.contains(':'))
-                || day(t).is_some_and(|_| !is_plain_number(t))
+                || (!is_plain_number(t) && day(t).is_some())
         }
         Some(_) => TRIGGER_SET.contains(t),
         None => false,
