@@ -597,16 +597,14 @@ fn tokenise_ascii(text: &[u8], out: &mut String, emit: &mut impl FnMut(&str)) {
                 let next = lower(i + 1);
                 let next_is_digit = next.is_some_and(|n| n.is_ascii_digit());
                 let last = word.and_then(|(_, start)| out.as_bytes()[start..].last().copied());
-                if matches!(c, b'.' | b',' | b':' | b'/' | b'-')
+                let inside_number = matches!(c, b'.' | b',' | b':' | b'/' | b'-')
                     && last.is_some_and(|l| l.is_ascii_digit())
-                    && next_is_digit
-                {
-                    push_word_byte(out, &mut word, c);
-                } else if c == b'-'
+                    && next_is_digit;
+                let sign = c == b'-'
                     && word.is_none()
                     && next_is_digit
-                    && (i == 0 || !text[i - 1].is_ascii_alphanumeric())
-                {
+                    && (i == 0 || !text[i - 1].is_ascii_alphanumeric());
+                if inside_number || sign {
                     push_word_byte(out, &mut word, c);
                 } else if c == b'\''
                     && last.is_some_and(|l| l.is_ascii_alphabetic())
