@@ -381,7 +381,7 @@ mod tests {
     proptest::proptest! {
         #[test]
         fn display_len_matches_the_general_definition_on_any_text(
-            s in proptest::prop_oneof!["[ a-c\t\n\r\u{b}\u{c}]{0,40}", "\\PC{0,40}", "[ a\u{a0}é]{0,20}"],
+            s in proptest::prop_oneof!["[ a-c\t\n\r\u{b}\u{c}]{0,300}", "\\PC{0,200}", "[ a\u{a0}é]{0,150}"],
         ) {
             let words: Vec<&str> = s.split_whitespace().collect();
             let general =
