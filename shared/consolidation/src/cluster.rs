@@ -140,16 +140,24 @@ pub(crate) fn find_groups(
     let mut substitution_keys: Vec<u64> =
         Vec::with_capacity(entries.len().saturating_mul(substitution::KEYED_WORDS + 1));
     let mut norm = String::new();
+    // The partition of entries with neither a subject nor a fact key, usually most of them,
+    // is kept outside the map, so they are not hashed.
+    let mut plain_partition: Option<usize> = None;
     for (i, e) in entries.iter().enumerate() {
         let keys = fact_keys(&e.tags);
-        let next = partition_of.len();
+        let next = slotless.len();
         let is_slotless = keys.is_empty();
-        let p = *partition_of
-            .entry((e.subject.as_deref(), keys))
-            .or_insert_with(|| {
-                slotless.push(is_slotless);
-                next
-            });
+        let new_partition = || {
+            slotless.push(is_slotless);
+            next
+        };
+        let p = if is_slotless && e.subject.is_none() {
+            *plain_partition.get_or_insert_with(new_partition)
+        } else {
+            *partition_of
+                .entry((e.subject.as_deref(), keys))
+                .or_insert_with(new_partition)
+        };
         keyed.push((id_prefix(&e.id), i, p));
         let mut scanner = supersession::Scanner::default();
         let mut longest = Longest::default();
@@ -166,11 +174,11 @@ pub(crate) fn find_groups(
         texts.push(text);
         guards.push(guard);
         let (update, lead) = scanner.finish();
-        plain.push(Plain { update, lead });
+        plain.push(Plain::new(update, lead));
     }
     drop(partition_of);
     drop(norm);
-    let substitution_pairs = substitution_candidates(substitution_keys, &texts, &guards);
+    let substitution_pairs = substitution_candidates(substitution_keys, &guards);
     // Node of each entry within its partition, written by `components` (only candidate pairs
     // read it, so entries of other partitions are never confused: pairs are per partition).
     let mut node_of_entry: Vec<usize> = if substitution_pairs.is_empty() {
@@ -264,19 +272,29 @@ fn id_prefix(id: &str) -> u128 {
     u128::from_be_bytes(bytes)
 }
 
-/// The duplicate groups of one slot-less partition (`members` in id order).
-///
-/// A node is one distinct normalised text, numbered in the id order of its first member. Only
-/// nodes that share a guard fingerprint with another node are normalised again, once each and
-/// in input order; their normalised texts are the only text a pass holds besides the input,
-/// each dropped once its guard bucket has been searched.
-/// What the sweep learnt of each entry's text for plain-language supersession.
+/// What the sweep learnt of each entry's text for plain-language supersession. One per entry
+/// of a pass, so 16 bytes rather than the 24 of an `Option<u64>` beside a `bool`.
 #[derive(Clone, Copy)]
 struct Plain {
-    /// Whether the text holds update language (`supersession::has_update_language`).
+    /// Fingerprint of its lead word, the key older statements are found by (if `has_lead`).
+    lead: u64,
+    has_lead: bool,
+    /// Whether the text holds update language (`supersession::Scanner::finish`).
     update: bool,
-    /// Fingerprint of its lead word, the key older statements are found by.
-    lead: Option<u64>,
+}
+
+impl Plain {
+    fn new(update: bool, lead: Option<u64>) -> Plain {
+        Plain {
+            lead: lead.unwrap_or_default(),
+            has_lead: lead.is_some(),
+            update,
+        }
+    }
+
+    fn lead(&self) -> Option<u64> {
+        self.has_lead.then_some(self.lead)
+    }
 }
 
 /// The sweep's per-entry results, indexed like the input.
@@ -292,8 +310,14 @@ struct Analysed<'a> {
 /// the next pass and the pass stays idempotent.
 pub(crate) const MAX_SUPERSESSION_LEAD: usize = 512;
 
-/// The groups of one slot-less partition: connected components of the duplicate relation and
-/// of plain-language supersession; a component with a supersession in it is a supersede group.
+/// The groups of one slot-less partition (`members` in id order): connected components of the
+/// duplicate relation and of plain-language supersession; a component with a supersession in
+/// it is a supersede group.
+///
+/// A node is one distinct normalised text, numbered in the id order of its first member. Only
+/// nodes that share a guard fingerprint with another node are normalised again, once each and
+/// in input order; their normalised texts are the only text a pass holds besides the input,
+/// each dropped once its guard bucket has been searched.
 fn components(
     entries: &[Entry],
     found: &Analysed<'_>,
@@ -326,25 +350,30 @@ fn components(
         .map(|(node, &m)| (guards[m], node))
         .collect();
     by_guard.sort_unstable();
-    let runs: Vec<&[(u64, usize)]> = by_guard
+    let mut candidates: Vec<(u64, usize)> = by_guard
         .chunk_by(|a, b| a.0 == b.0)
         .filter(|run| run.len() >= 2)
+        .flatten()
+        .copied()
         .collect();
-    // The candidates' normalised texts, computed in input order (indexed by node).
-    let mut candidates: Vec<usize> = runs
-        .iter()
-        .flat_map(|run| run.iter().map(|&(_, node)| node))
+    drop(by_guard);
+    // The candidates' normalised texts, computed in input order, then bucketed by guard (in
+    // node order within a bucket). Only candidates get a slot: this is the peak of a pass.
+    candidates.sort_unstable_by_key(|&(_, node)| first_member[node]);
+    let mut normalised: Vec<(u64, usize, String)> = candidates
+        .into_iter()
+        .map(|(guard, node)| {
+            let norm = normalise(&entries[first_member[node]].content);
+            (guard, node, norm)
+        })
         .collect();
-    candidates.sort_unstable_by_key(|&node| first_member[node]);
-    let mut norm_of: Vec<String> = vec![String::new(); nodes];
-    for node in candidates {
-        norm_of[node] = normalise(&entries[first_member[node]].content);
-    }
-    for run in runs {
-        let bucket: Vec<(usize, String)> = run
-            .iter()
-            .map(|&(_, node)| (node, std::mem::take(&mut norm_of[node])))
-            .collect();
+    normalised.sort_unstable_by_key(|&(guard, node, _)| (guard, node));
+    let mut normalised = normalised.into_iter().peekable();
+    while let Some((guard, node, norm)) = normalised.next() {
+        let mut bucket: Vec<(usize, String)> = vec![(node, norm)];
+        while let Some((_, node, norm)) = normalised.next_if(|next| next.0 == guard) {
+            bucket.push((node, norm));
+        }
         for class in guard_classes(&bucket) {
             if (2..=MAX_NEAR_DUPLICATE_CLASS).contains(&class.len()) {
                 link_near_duplicates(&class, threshold, &mut uf);
@@ -429,7 +458,7 @@ fn link_supersessions(
     // content-word sequences is not searched (see MAX_SUPERSESSION_LEAD).
     let mut by_lead: HashMap<u64, Vec<usize>> = HashMap::new();
     for (node, &first) in first_member.iter().enumerate() {
-        if let Some(lead) = found.plain[first].lead {
+        if let Some(lead) = found.plain[first].lead() {
             by_lead.entry(lead).or_default().push(node);
         }
     }
@@ -473,11 +502,7 @@ const NONE: usize = usize::MAX;
 
 /// Candidate pairs for substitution links: entries sharing a key (different texts, different
 /// content words), sorted. Runs longer than [`MAX_SUBSTITUTION_RUN`] are not searched.
-fn substitution_candidates(
-    mut keys: Vec<u64>,
-    texts: &[MemberText],
-    guards: &[u64],
-) -> Vec<(usize, usize)> {
+fn substitution_candidates(mut keys: Vec<u64>, guards: &[u64]) -> Vec<(usize, usize)> {
     keys.sort_unstable();
     keys.dedup();
     let entry = |k: u64| (k & 0xffff_ffff) as usize;
@@ -490,7 +515,8 @@ fn substitution_candidates(
             for &b in &run[x + 1..] {
                 let (a, b) = (entry(a), entry(b));
                 // Equal guards: the same content words, which near-duplicate folding decides.
-                if texts[a].digest != texts[b].digest && guards[a] != guards[b] {
+                // (Equal texts have equal guards, so their digests need no comparison.)
+                if guards[a] != guards[b] {
                     pairs.push((a.min(b), a.max(b)));
                 }
             }

@@ -201,7 +201,9 @@ pub fn plan(entries: &[Entry], settings: &Settings) -> Plan {
 /// vector per entry of `entries` (same index), all of one model.
 pub fn plan_with(entries: &[Entry], settings: &Settings, semantic: Option<&Semantic<'_>>) -> Plan {
     let groups = cluster::find_groups(entries, settings.threshold(), semantic);
-    let mut merges = Vec::new();
+    // A group that fits one transaction (nearly all of them) is one merge: sized for that, the
+    // plan is not left with up to half its capacity unused by the last doubling.
+    let mut merges = Vec::with_capacity(groups.len());
     // Each group is freed once merged, so the groups and the growing plan are not both whole.
     for group in groups {
         merge::plan_group(

@@ -137,18 +137,16 @@ pub(crate) fn analyse_with(
     norm.clear();
     let mut guard = GUARD_SEED;
     let mut rewrite = false;
-    for_each_token(text, |token| {
-        if !norm.is_empty() {
-            norm.push(' ');
-        }
-        norm.push_str(token);
+    tokenise_into(text, norm, |token| {
         if !is_filler(token) {
-            let term = term(hash_bytes(token.as_bytes()));
+            let fingerprint = hash_bytes(token.as_bytes());
+            let term = term(fingerprint);
             guard = guard.wrapping_add(term);
-            scanner.word(token);
+            scanner.word(token, fingerprint);
             longest.word(token, term);
+            // No filler is a rewrite trigger (a unit test of `canonical` checks it).
+            rewrite |= crate::canonical::needs_rewrite(token);
         }
-        rewrite |= crate::canonical::needs_rewrite(token);
     });
     if rewrite {
         let canonical = crate::canonical::rewrite(norm);
@@ -158,9 +156,10 @@ pub(crate) fn analyse_with(
             *scanner = crate::supersession::Scanner::default();
             *longest = crate::substitution::Longest::default();
             for w in content_words(norm) {
-                let term = term(hash_bytes(w.as_bytes()));
+                let fingerprint = hash_bytes(w.as_bytes());
+                let term = term(fingerprint);
                 guard = guard.wrapping_add(term);
-                scanner.word(w);
+                scanner.word(w, fingerprint);
                 longest.word(w, term);
             }
         }
@@ -181,8 +180,12 @@ fn term(token_hash: u64) -> u64 {
 /// The canonical form used for exact-duplicate detection: the [`tokenised`] text with one
 /// notation per value (`crate::canonical`); see the module documentation.
 pub fn normalise(text: &str) -> String {
-    let out = tokenised(text);
-    if out.split(' ').any(crate::canonical::needs_rewrite) {
+    let mut out = String::with_capacity(text.len());
+    let mut rewrite = false;
+    tokenise_into(text, &mut out, |token| {
+        rewrite |= crate::canonical::needs_rewrite(token);
+    });
+    if rewrite {
         crate::canonical::rewrite(&out)
     } else {
         out
@@ -192,18 +195,16 @@ pub fn normalise(text: &str) -> String {
 /// Steps 1-6 of the module documentation: the tokens of `text` joined by single spaces.
 pub fn tokenised(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for_each_token(text, |token| {
-        if !out.is_empty() {
-            out.push(' ');
-        }
-        out.push_str(token);
-    });
+    tokenise_into(text, &mut out, |_| {});
     out
 }
 
-/// Iterates the tokens of an already normalised text.
+/// Iterates the tokens of an already normalised text. A normalised text holds no whitespace
+/// but the single spaces between its tokens (a property test checks it), so this is its split
+/// on `' '`, by std's byte-level splitter: `split(' ')` searches with `memchr` and compares
+/// the match with `memcmp`, two library calls per token of a few bytes.
 pub(crate) fn tokens(norm: &str) -> impl Iterator<Item = &str> {
-    norm.split(' ').filter(|t| !t.is_empty())
+    norm.split_ascii_whitespace()
 }
 
 /// The guard's content-word sequence of a normalised text, as an iterator (no allocation).
@@ -299,15 +300,18 @@ pub(crate) fn reorder_allowed(a: &str, b: &str) -> bool {
 /// token yields its 1-shingle; an empty text yields the empty set). Fingerprints come from a
 /// fixed, release-independent hash so a pass next year shingles exactly like a pass today.
 pub(crate) fn shingles(norm: &str) -> Vec<u64> {
-    let hashes: Vec<u64> = tokens(norm).map(|t| hash_bytes(t.as_bytes())).collect();
-    let mut out: Vec<u64> = match hashes.len() {
-        0 => Vec::new(),
-        1 => vec![fmix64(hashes[0] ^ 0x5851_f42d_4c95_7f2d)],
-        _ => hashes
-            .windows(2)
-            .map(|w| fmix64(w[0].wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ w[1]))
-            .collect(),
-    };
+    let mut out: Vec<u64> = Vec::new();
+    let mut previous: Option<u64> = None;
+    for t in tokens(norm) {
+        let h = hash_bytes(t.as_bytes());
+        if let Some(p) = previous {
+            out.push(fmix64(p.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ h));
+        }
+        previous = Some(h);
+    }
+    if let (true, Some(only)) = (out.is_empty(), previous) {
+        out.push(fmix64(only ^ 0x5851_f42d_4c95_7f2d));
+    }
     out.sort_unstable();
     out.dedup();
     out
@@ -445,10 +449,16 @@ fn is_attached_mark(c: char) -> bool {
 
 /// Apostrophe-less negated contractions and `cannot`, expanded like their apostrophe forms.
 /// `wont` is left alone on purpose: it is also an English word.
+#[inline]
 fn expand_bare_contraction(word: &str) -> Option<&'static str> {
-    if !word.ends_with("nt") && word != "cannot" {
-        return None; // the common case, decided without comparing against every spelling
+    if !word.ends_with("nt") && !word.ends_with("ot") {
+        return None; // the common case (every word is asked), decided on two bytes, inline
     }
+    bare_contraction_stem(word)
+}
+
+#[cold]
+fn bare_contraction_stem(word: &str) -> Option<&'static str> {
     Some(match word {
         "cannot" | "cant" => "can",
         "dont" => "do",
@@ -490,21 +500,193 @@ impl<F: FnMut(&str)> Tokeniser<F> {
     }
 }
 
-/// Calls `emit` with each normalised token of `text`, in order. Streams over the characters
-/// with a three-character window; per-character lowercasing equals `str::to_lowercase` here
-/// because the one context-dependent rule (final sigma) is folded away by [`fold_char`].
-fn for_each_token(text: &str, emit: impl FnMut(&str)) {
+/// Appends the normalised tokens of `text` to `out` (empty, or ending in a token), joined by
+/// single spaces, and calls `emit` with each token as it lands in `out`, in order.
+///
+/// ASCII text (the common case) is read by [`tokenise_ascii`], which writes straight into
+/// `out`; other text by [`tokenise`], the general definition, which streams over the
+/// characters with a three-character window (per-character lowercasing equals
+/// `str::to_lowercase` there because the one context-dependent rule, final sigma, is folded
+/// away by [`fold_char`]). A property test checks the two agree on ASCII text.
+fn tokenise_into(text: &str, out: &mut String, mut emit: impl FnMut(&str)) {
     if text.is_ascii() {
-        // Fast path for the common case; `fold_char` is the identity on ASCII.
-        tokenise(
-            text.bytes().map(|b| char::from(b.to_ascii_lowercase())),
-            emit,
-        );
+        tokenise_ascii(text.as_bytes(), out, &mut emit);
     } else {
         tokenise(
             text.chars().flat_map(char::to_lowercase).map(fold_char),
-            emit,
+            |token| {
+                if !out.is_empty() {
+                    out.push(' ');
+                }
+                let start = out.len();
+                out.push_str(token);
+                emit(&out[start..]);
+            },
         );
+    }
+}
+
+/// How [`tokenise`] treats each ASCII character (after lowercasing).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum AsciiClass {
+    /// Part of a word (`char::is_alphanumeric`).
+    Word,
+    /// [`is_separator`]: ends a word and is dropped.
+    Separator,
+    /// Any other character: ends a word and is a one-character token, unless a rule of
+    /// [`tokenise`] keeps it inside a number or a contraction.
+    Symbol,
+}
+
+/// [`AsciiClass`] per byte; a unit test checks it against `char::is_alphanumeric` and
+/// [`is_separator`].
+const ASCII_CLASS: [AsciiClass; 128] = {
+    let mut table = [AsciiClass::Symbol; 128];
+    let mut b = 0;
+    while b < 128 {
+        let c = b as u8;
+        table[b] = if c.is_ascii_alphanumeric() {
+            AsciiClass::Word
+        } else if c <= b' '
+            || c == 0x7f
+            || matches!(
+                c,
+                b'.' | b','
+                    | b';'
+                    | b':'
+                    | b'!'
+                    | b'?'
+                    | b'"'
+                    | b'\''
+                    | b'`'
+                    | b'('
+                    | b')'
+                    | b'['
+                    | b']'
+                    | b'{'
+                    | b'}'
+                    | b'-'
+                    | b'_'
+                    | b'*'
+                    | b'/'
+                    | b'\\'
+                    | b'|'
+            )
+        {
+            AsciiClass::Separator
+        } else {
+            AsciiClass::Symbol
+        };
+        b += 1;
+    }
+    table
+};
+
+/// [`tokenise`] for ASCII text, on bytes and without a word buffer: each word is built in
+/// place at the end of `out`, then kept, expanded or (if it ends up empty) taken back. The
+/// rules are [`tokenise`]'s, case by case; every ASCII letter, digit and symbol is one byte.
+fn tokenise_ascii(text: &[u8], out: &mut String, emit: &mut impl FnMut(&str)) {
+    let lower = |i: usize| text.get(i).map(u8::to_ascii_lowercase);
+    // The word being built: where `out` ended before it (and its separating space), and where
+    // the word itself starts.
+    let mut word: Option<(usize, usize)> = None;
+    let mut i = 0;
+    while i < text.len() {
+        let c = text[i].to_ascii_lowercase();
+        match ASCII_CLASS[usize::from(c)] {
+            AsciiClass::Word => push_word_byte(out, &mut word, c),
+            class => {
+                let next = lower(i + 1);
+                let next_is_digit = next.is_some_and(|n| n.is_ascii_digit());
+                let last = word.and_then(|(_, start)| out.as_bytes()[start..].last().copied());
+                let inside_number = matches!(c, b'.' | b',' | b':' | b'/' | b'-')
+                    && last.is_some_and(|l| l.is_ascii_digit())
+                    && next_is_digit;
+                let sign = c == b'-'
+                    && word.is_none()
+                    && next_is_digit
+                    && (i == 0 || !text[i - 1].is_ascii_alphanumeric());
+                if inside_number || sign {
+                    push_word_byte(out, &mut word, c);
+                } else if c == b'\''
+                    && last.is_some_and(|l| l.is_ascii_alphabetic())
+                    && next.is_some_and(|n| n.is_ascii_alphabetic())
+                {
+                    if last == Some(b'n')
+                        && next == Some(b't')
+                        && lower(i + 2).is_none_or(|a| !a.is_ascii_alphanumeric())
+                    {
+                        // `n't`: split the negation off as its own word.
+                        out.pop();
+                        if let Some((_, start)) = word {
+                            let stem = match &out[start..] {
+                                "ca" => Some("can"),
+                                "wo" => Some("will"),
+                                "sha" => Some("shall"),
+                                _ => None,
+                            };
+                            if let Some(stem) = stem {
+                                out.truncate(start);
+                                out.push_str(stem);
+                            }
+                        }
+                        flush_word(out, &mut word, emit);
+                        for b in *b"not" {
+                            push_word_byte(out, &mut word, b);
+                        }
+                        flush_word(out, &mut word, emit);
+                        i += 1;
+                    }
+                    // Otherwise a possessive or other contraction: the apostrophe joins the word.
+                } else {
+                    flush_word(out, &mut word, emit);
+                    if class == AsciiClass::Symbol {
+                        if !out.is_empty() {
+                            out.push(' ');
+                        }
+                        out.push(char::from(c));
+                        emit(&out[out.len() - 1..]);
+                    }
+                }
+            }
+        }
+        i += 1;
+    }
+    flush_word(out, &mut word, emit);
+}
+
+/// Appends an ASCII byte to the word being built at the end of `out`, starting one if needed.
+fn push_word_byte(out: &mut String, word: &mut Option<(usize, usize)>, b: u8) {
+    if word.is_none() {
+        let before = out.len();
+        if before > 0 {
+            out.push(' ');
+        }
+        *word = Some((before, out.len()));
+    }
+    out.push(char::from(b));
+}
+
+/// Ends the word being built at the end of `out` as [`Tokeniser::flush`] does: an
+/// apostrophe-less negation is expanded, an empty word taken back with its space.
+fn flush_word(out: &mut String, word: &mut Option<(usize, usize)>, emit: &mut impl FnMut(&str)) {
+    let Some((before, start)) = word.take() else {
+        return;
+    };
+    if out.len() == start {
+        out.truncate(before);
+        return;
+    }
+    if let Some(stem) = expand_bare_contraction(&out[start..]) {
+        out.truncate(start);
+        out.push_str(stem);
+        emit(&out[start..]);
+        out.push(' ');
+        let not = out.len();
+        out.push_str("not");
+        emit(&out[not..]);
+    } else {
+        emit(&out[start..]);
     }
 }
 
@@ -588,6 +770,7 @@ fn tokenise(mut chars: impl Iterator<Item = char>, emit: impl FnMut(&str)) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::strategy::Strategy;
 
     #[test]
     fn filler_list_and_filler_match_agree() {
@@ -661,6 +844,93 @@ mod tests {
         ];
         for (input, want) in cases {
             assert_eq!(tokenised(input), *want, "input {input:?}");
+        }
+    }
+
+    /// The general definition's tokens of `text`, joined by single spaces.
+    fn tokenised_by_the_general_path(text: &str) -> String {
+        let mut tokens: Vec<String> = Vec::new();
+        tokenise(
+            text.chars().flat_map(char::to_lowercase).map(fold_char),
+            |t| tokens.push(t.to_owned()),
+        );
+        tokens.join(" ")
+    }
+
+    #[test]
+    fn ascii_classes_follow_the_general_definition() {
+        for b in 0..128u8 {
+            let c = char::from(b);
+            let want = if c.is_alphanumeric() {
+                AsciiClass::Word
+            } else if is_separator(c) {
+                AsciiClass::Separator
+            } else {
+                AsciiClass::Symbol
+            };
+            assert!(ASCII_CLASS[usize::from(b)] == want, "{b:#x}");
+            assert!(!is_attached_mark(c));
+        }
+    }
+
+    /// Text made of the pieces the tokeniser's rules are about (contractions, signs and
+    /// punctuation inside numbers, symbols), with some non-ASCII among them.
+    fn tricky_text() -> impl proptest::strategy::Strategy<Value = String> {
+        const PIECES: &[&str] = &[
+            "don't", "DON'T", "can't", "Won't", "shan't", "n't", "N'T", "-5", "3.5", "1,2",
+            "10:30", "e-mail", "don", "DON", "n", "N", "'", "t", "T", "ca", "wo", "sha", "Sha",
+            "-", "5", "03", ".", ",", ":", "/", " ", "  ", "\t", "\n", "cannot", "dont", "isnt",
+            "x", "us", "$", "%", "#", "@", "+", "_", "*", "\"", "(", ")", "\u{7f}", "\u{b}", "É",
+            "’", "ς", "Σ", "\u{301}", "–", "❤️", "。", "İ", "3 pm", "1,000", "12.5k", "1st",
+            "march", "nyc", "\u{a0}",
+        ];
+        proptest::collection::vec(proptest::sample::select(PIECES), 0..24).prop_map(|v| v.concat())
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(4096))]
+
+        /// The ASCII fast path tokenises exactly like the general definition.
+        #[test]
+        fn ascii_tokeniser_matches_the_general_one(
+            text in proptest::prop_oneof![
+                "[ -~\t\n]{0,60}",
+                "[a-zA-Z0-9 '.,:/$-]{0,60}",
+                tricky_text().prop_filter("ascii", |t| t.is_ascii()),
+            ],
+        ) {
+            let mut out = String::new();
+            let mut emitted: Vec<String> = Vec::new();
+            tokenise_ascii(text.as_bytes(), &mut out, &mut |t: &str| emitted.push(t.to_owned()));
+            proptest::prop_assert_eq!(&out, &tokenised_by_the_general_path(&text));
+            proptest::prop_assert_eq!(emitted.join(" "), out);
+        }
+
+        /// Whatever the text (ASCII or not), the tokens handed to `emit` are those written to
+        /// `out`, the general definition's, and the sweep's analysis equals the separate
+        /// functions'.
+        #[test]
+        fn tokens_and_analysis_match_the_general_definition(
+            text in proptest::prop_oneof![
+                tricky_text(),
+                "\\PC{0,40}",
+                "[a-zA-Zé0-9 '’.,:/$%-]{0,60}",
+            ],
+        ) {
+            let mut out = String::new();
+            let mut emitted: Vec<String> = Vec::new();
+            tokenise_into(&text, &mut out, |t| emitted.push(t.to_owned()));
+            proptest::prop_assert_eq!(&out, &tokenised_by_the_general_path(&text));
+            proptest::prop_assert_eq!(emitted.join(" "), out.clone());
+            proptest::prop_assert_eq!(tokenised(&text), out);
+            let mut norm = String::from("stale");
+            let guard = analyse_into(&text, &mut norm);
+            proptest::prop_assert_eq!(&norm, &normalise(&text));
+            proptest::prop_assert_eq!(guard, guard_fingerprint(&norm));
+            proptest::prop_assert!(!norm.contains(|c: char| c.is_whitespace() && c != ' '));
+            proptest::prop_assert!(!norm.starts_with(' ') && !norm.ends_with(' '));
+            proptest::prop_assert!(!norm.contains("  "));
+            proptest::prop_assert!(tokens(&norm).eq(norm.split(' ').filter(|t| !t.is_empty())));
         }
     }
 

@@ -47,11 +47,53 @@ pub(crate) const MAX_SUBSTITUTION_RUN: usize = 32;
 /// during the one tokenising pass.
 #[derive(Clone, Copy, Default)]
 pub(crate) struct Longest {
-    words: [(usize, u64); KEYED_WORDS],
+    /// The kept words as [`rank`]s, in no order ([`Longest::keys`] sorts them): an unordered
+    /// top-k costs one comparison per rejected word.
+    words: [u128; KEYED_WORDS],
     n: usize,
+    /// Index of the worst kept word once all [`KEYED_WORDS`] slots are full: the one a better
+    /// word replaces.
+    worst: usize,
     /// The guard fingerprint with every word of five letters or more replaced by its first
     /// two letters: texts that differ only by typos past the second letter share it.
     skeleton: u64,
+}
+
+/// A word's place in the order [`Longest`] keeps words by, as one integer (greater is
+/// better): longer first, ties by the smaller term. Equal ranks are equal (length, term) pairs,
+/// so the kept multiset is the top [`KEYED_WORDS`] of a text whatever the order its words come
+/// in; and one integer comparison (no branch on the length, then the term) lets the worst slot
+/// be chosen without mispredicted branches.
+fn rank(len: usize, term: u64) -> u128 {
+    (len as u128) << 64 | u128::from(!term)
+}
+
+fn term_of(rank: u128) -> u64 {
+    !(rank as u64)
+}
+
+/// A long word's share of the skeleton: a fingerprint of its first two bytes.
+const fn skeleton_term_of(first: u8, second: u8) -> u64 {
+    fmix64(((first as u64) << 8 | second as u64) ^ SKELETON_SALT)
+}
+
+/// [`skeleton_term_of`] every pair of lowercase ASCII letters, the common case.
+const LOWERCASE_SKELETON_TERMS: [u64; 26 * 26] = {
+    let mut table = [0u64; 26 * 26];
+    let mut i = 0;
+    while i < 26 * 26 {
+        table[i] = skeleton_term_of(b'a' + (i / 26) as u8, b'a' + (i % 26) as u8);
+        i += 1;
+    }
+    table
+};
+
+fn skeleton_term(first: u8, second: u8) -> u64 {
+    if first.is_ascii_lowercase() && second.is_ascii_lowercase() {
+        LOWERCASE_SKELETON_TERMS[usize::from(first - b'a') * 26 + usize::from(second - b'a')]
+    } else {
+        skeleton_term_of(first, second)
+    }
 }
 
 impl Longest {
@@ -77,39 +119,48 @@ impl Longest {
         self.skeleton = self.skeleton.wrapping_add(if alphabetic && long {
             // The first two letters (as bytes: a non-ASCII letter contributes its lead
             // bytes, which is as good a prefix).
-            fmix64((u64::from(b[0]) << 8 | u64::from(b[1])) ^ SKELETON_SALT)
+            skeleton_term(b[0], b[1])
         } else {
             term
         });
         if !alphabetic {
             return;
         }
-        let item = (token.len(), term);
-        let better = |a: (usize, u64), b: (usize, u64)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
+        let item = rank(token.len(), term);
         if self.n < KEYED_WORDS {
             self.words[self.n] = item;
             self.n += 1;
-        } else if better(item, self.words[KEYED_WORDS - 1]) {
-            self.words[KEYED_WORDS - 1] = item;
+        } else if item > self.words[self.worst] {
+            self.words[self.worst] = item;
         } else {
             return;
         }
-        let mut i = self.n - 1;
-        while i > 0 && better(self.words[i], self.words[i - 1]) {
-            self.words.swap(i, i - 1);
-            i -= 1;
+        if self.n == KEYED_WORDS {
+            let mut worst = 0;
+            for i in 1..KEYED_WORDS {
+                if self.words[i] < self.words[worst] {
+                    worst = i;
+                }
+            }
+            self.worst = worst;
         }
     }
 
     /// The fingerprints of the text's content-word multiset minus each keyed word, and its
     /// skeleton.
-    pub(crate) fn keys(&self, guard: u64) -> impl Iterator<Item = u64> + '_ {
+    pub(crate) fn keys(&self, guard: u64) -> impl Iterator<Item = u64> {
+        // Best rank first: which repeat the check below skips depends on the order (a repeat
+        // leaves its `seen` slot 0, which a later term 0 matches).
+        let mut words = self.words;
+        words[..self.n].sort_unstable_by(|a, b| b.cmp(a));
         let mut seen: [u64; KEYED_WORDS] = [0; KEYED_WORDS];
         std::iter::once(self.skeleton ^ SKELETON_SALT).chain(
-            self.words[..self.n]
-                .iter()
+            words
+                .into_iter()
+                .take(self.n)
+                .map(term_of)
                 .enumerate()
-                .filter_map(move |(i, &(_, term))| {
+                .filter_map(move |(i, term)| {
                     // A word keyed twice (it occurs twice) gives the same key twice; once is enough.
                     if seen[..i].contains(&term) {
                         return None;
@@ -550,6 +601,67 @@ mod tests {
             "Ines wants a room away from the lift.",
             "Ines wants a room away from the elevator."
         ));
+    }
+
+    /// The tracker as it was before the unordered top-k, kept as the reference: an array
+    /// kept sorted by insertion, keyed in that order.
+    fn keys_of_the_insertion_sorted_tracker(words: &[(String, u64)], guard: u64) -> Vec<u64> {
+        let better = |a: (usize, u64), b: (usize, u64)| a.0 > b.0 || (a.0 == b.0 && a.1 < b.1);
+        let mut kept: Vec<(usize, u64)> = Vec::new();
+        for (w, term) in words {
+            if w.len() < 3 || !w.bytes().all(|b| b.is_ascii_alphabetic()) {
+                continue;
+            }
+            let item = (w.len(), *term);
+            if kept.len() < KEYED_WORDS {
+                kept.push(item);
+            } else if better(item, kept[KEYED_WORDS - 1]) {
+                kept[KEYED_WORDS - 1] = item;
+            } else {
+                continue;
+            }
+            let mut i = kept.len() - 1;
+            while i > 0 && better(kept[i], kept[i - 1]) {
+                kept.swap(i, i - 1);
+                i -= 1;
+            }
+        }
+        let mut seen = [0u64; KEYED_WORDS];
+        let mut keys = Vec::new();
+        for (i, &(_, term)) in kept.iter().enumerate() {
+            if seen[..i].contains(&term) {
+                continue;
+            }
+            seen[i] = term;
+            keys.push(guard.wrapping_sub(term));
+        }
+        keys
+    }
+
+    proptest::proptest! {
+        /// The unordered top-k gives exactly the keys, in the same order, that the insertion-
+        /// sorted tracker gave (terms drawn from a small range, so ties, repeats and term 0
+        /// occur).
+        #[test]
+        fn longest_keys_are_those_of_the_insertion_sorted_tracker(
+            words in proptest::collection::vec(("[a-z0-9]{1,9}", 0u64..6), 0..24),
+        ) {
+            let mut l = Longest::default();
+            for (w, t) in &words {
+                l.word(w, *t);
+            }
+            let got: Vec<u64> = l.keys(100).skip(1).collect();
+            proptest::prop_assert_eq!(got, keys_of_the_insertion_sorted_tracker(&words, 100));
+        }
+    }
+
+    #[test]
+    fn skeleton_table_holds_the_skeleton_terms() {
+        for a in 0..=255u8 {
+            for b in 0..=255u8 {
+                assert_eq!(skeleton_term(a, b), skeleton_term_of(a, b), "{a} {b}");
+            }
+        }
     }
 
     #[test]

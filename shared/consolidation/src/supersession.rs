@@ -145,13 +145,15 @@ fn intro_words() -> &'static [u64; 16] {
 }
 
 impl Scanner {
-    pub(crate) fn word(&mut self, w: &str) {
+    /// Reads the next content word `w`, whose [`fingerprint`] the tokenising pass has already
+    /// computed (for the guard) and hands in, so a word is hashed once.
+    pub(crate) fn word(&mut self, w: &str, fingerprint: u64) {
         if self.seen < self.head.len() {
-            self.head[self.seen] = hash_bytes(w.as_bytes());
+            self.head[self.seen] = fingerprint;
         }
         self.seen += 1;
         if self.lead.is_none() && !is_determiner(w) {
-            self.lead = Some(hash_bytes(w.as_bytes()));
+            self.lead = Some(fingerprint);
         }
         self.update |= matches!(w, "now" | "longer" | "anymore") || is_change_verb(w);
     }
