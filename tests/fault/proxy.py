@@ -46,7 +46,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from tenant_iam import TenantIam, denial
+from tenant_iam import TenantIam, credential_scope, denial
 
 KINDS = ("500", "throttle", "conflict", "drop")
 # Kinds answered by the proxy instead of the upstream (drop is forwarded first).
@@ -142,13 +142,7 @@ def s3_operation(method: str, path: str, query: dict[str, str], headers: dict[st
 
 def scope_service(headers: dict[str, str], query: dict[str, str]) -> str | None:
     """The service of the SigV4 credential scope (`.../<date>/<region>/<service>/aws4_request`)."""
-    auth = headers.get("authorization", "")
-    credential = ""
-    if "Credential=" in auth:
-        credential = auth.split("Credential=", 1)[1].split(",", 1)[0].strip()
-    elif query.get("X-Amz-Credential"):
-        credential = query["X-Amz-Credential"]
-    parts = credential.split("/")
+    parts = credential_scope(headers, query).split("/")
     return parts[3].lower() if len(parts) >= 5 else None
 
 

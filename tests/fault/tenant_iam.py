@@ -45,15 +45,18 @@ S3_LIST_OPS = {"ListObjectsV2", "ListObjects", "ListObjectVersions"}
 TENANT_TAG = "tenant"
 
 
+def credential_scope(headers: dict[str, str], query: dict[str, str]) -> str:
+    """The SigV4 credential (`AKID/date/region/service/aws4_request`) of a signed request, from
+    its Authorization header or a presigned query; "" when unsigned."""
+    auth = headers.get("authorization", "")
+    if "Credential=" in auth:
+        return auth.split("Credential=", 1)[1].split(",", 1)[0].strip()
+    return query.get("X-Amz-Credential", "")
+
+
 def access_key(headers: dict[str, str], query: dict[str, str]) -> str | None:
     """The access key id of the SigV4 credential scope (`Credential=AKID/date/region/...`)."""
-    auth = headers.get("authorization", "")
-    credential = ""
-    if "Credential=" in auth:
-        credential = auth.split("Credential=", 1)[1].split(",", 1)[0].strip()
-    elif query.get("X-Amz-Credential"):
-        credential = query["X-Amz-Credential"]
-    return credential.split("/", 1)[0] or None
+    return credential_scope(headers, query).split("/", 1)[0] or None
 
 
 def _s(value: Any) -> str | None:

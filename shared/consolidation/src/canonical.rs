@@ -8,8 +8,8 @@
 //! Every rule maps notations *of the same value* to one another and never rounds or picks
 //! between two readings: a slash date ("01/03/2026") is day-first in some countries and
 //! month-first in others, so it stays as written, and a bare hour ("at 10") is not given a half
-//! of the day. Different values therefore stay different
-//! words, and the distinct-fact guard keeps their entries apart as before.
+//! of the day. Different values therefore stay different words, and the distinct-fact guard
+//! keeps their entries apart as before.
 //!
 //! The abbreviation list is the project's own (written for this repo, Apache-2.0): expansions
 //! that are unambiguous in notes about customers, people, offices and operations.

@@ -170,8 +170,10 @@ pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
     {
         return false;
     }
-    let mut ca: Vec<&str> = content_words(a).collect();
-    let mut cb: Vec<&str> = content_words(b).collect();
+    // In order for the alignment below, sorted and deduplicated for the word sets.
+    let sa: Vec<&str> = content_words(a).collect();
+    let sb: Vec<&str> = content_words(b).collect();
+    let (mut ca, mut cb) = (sa.clone(), sb.clone());
     ca.sort_unstable();
     ca.dedup();
     cb.sort_unstable();
@@ -210,8 +212,6 @@ pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
             || alternation(&only_a, a_raw, &only_b)
             || alternation(&only_b, b_raw, &only_a);
     }
-    let sa: Vec<&str> = content_words(a).collect();
-    let sb: Vec<&str> = content_words(b).collect();
     mostly_shared(&sa, &sb) && replacements_vouched(&sa, &sb)
 }
 
@@ -221,22 +221,22 @@ pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
 /// quarterly review is in the large boardroom" / "Board meetings happen quarterly") do not,
 /// however an embedding rates them.
 fn mostly_shared(a: &[&str], b: &[&str]) -> bool {
-    let content = |t: &[&str]| -> Vec<String> {
-        t.iter()
-            .filter(|w| !is_structural(w))
-            .map(|w| (*w).to_owned())
-            .collect()
-    };
+    fn content<'t>(t: &[&'t str]) -> Vec<&'t str> {
+        t.iter().copied().filter(|w| !is_structural(w)).collect()
+    }
     let (ca, cb) = (content(a), content(b));
-    let in_other =
-        |w: &String, other: &[String]| other.iter().any(|o| o == w || wordnet::same_lemma(w, o));
     let (short, long) = if ca.len() <= cb.len() {
         (&ca, &cb)
     } else {
         (&cb, &ca)
     };
-    let shared = short.iter().filter(|w| in_other(w, long)).count();
+    let shared = short.iter().filter(|w| in_some_inflection(w, long)).count();
     2 * shared >= short.len()
+}
+
+/// Whether `other` holds `w`, in this or another inflection ("reception" / "receptions").
+fn in_some_inflection(w: &str, other: &[&str]) -> bool {
+    other.iter().any(|o| *o == w || wordnet::same_lemma(w, o))
 }
 
 /// Tense of a form of "be" / "have" / "get" (`Some(true)`: past).
@@ -413,10 +413,6 @@ fn replacements_vouched(a: &[&str], b: &[&str]) -> bool {
             };
         }
     }
-    // A word the other text has elsewhere (in any inflection: "reception" / "receptions") was
-    // moved, not replaced.
-    let moved =
-        |w: &str, other: &[&str]| other.iter().any(|o| *o == w || wordnet::same_lemma(w, o));
     let replaced_by_kin = |ga: &[&str], gb: &[&str]| {
         ga.is_empty()
             || gb.is_empty()
@@ -430,8 +426,17 @@ fn replacements_vouched(a: &[&str], b: &[&str]) -> bool {
             })
     };
     let vouched = |ga: &[&str], gb: &[&str]| {
-        let ga_kept: Vec<&str> = ga.iter().copied().filter(|w| !moved(w, b)).collect();
-        let gb_kept: Vec<&str> = gb.iter().copied().filter(|w| !moved(w, a)).collect();
+        // A word the other text has elsewhere (in any inflection) was moved, not replaced.
+        let ga_kept: Vec<&str> = ga
+            .iter()
+            .copied()
+            .filter(|w| !in_some_inflection(w, b))
+            .collect();
+        let gb_kept: Vec<&str> = gb
+            .iter()
+            .copied()
+            .filter(|w| !in_some_inflection(w, a))
+            .collect();
         replaced_by_kin(ga, gb) || replaced_by_kin(&ga_kept, &gb_kept)
     };
     let (mut i, mut j) = (0, 0);

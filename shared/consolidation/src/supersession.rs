@@ -204,7 +204,7 @@ pub(crate) fn leads_of(newer: &[&str]) -> Vec<u64> {
     if let Some(intro) = introduction(newer) {
         words.extend(newer.iter().skip(intro).take(10).copied());
     }
-    if let Some((_, object)) = changed_object(newer) {
+    if let Some(object) = changed_object(newer) {
         words.extend(object.first());
     }
     let mut out: Vec<u64> = words.iter().map(|w| fingerprint(w)).collect();
@@ -231,10 +231,10 @@ pub(crate) fn supersedes(o: &[&str], u: &[&str]) -> bool {
     }
 }
 
-/// The change verb near the start of `u` and the words after it (determiners dropped), when
-/// `u` opens with at most two words of agent (and auxiliaries) before the verb: "we switched the
-/// office internet provider to …" gives ("switched", "office internet provider to …").
-fn changed_object<'a, 'b>(u: &'b [&'a str]) -> Option<(&'a str, &'b [&'a str])> {
+/// The words after the change verb near the start of `u` (determiners dropped), when `u` opens
+/// with at most two words of agent (and auxiliaries) before the verb: "we switched the office
+/// internet provider to …" gives "office internet provider to …".
+fn changed_object<'a, 'b>(u: &'b [&'a str]) -> Option<&'b [&'a str]> {
     let agent = u.iter().take(2).take_while(|w| !is_change_verb(w)).count();
     let aux = u[agent..]
         .iter()
@@ -242,7 +242,7 @@ fn changed_object<'a, 'b>(u: &'b [&'a str]) -> Option<(&'a str, &'b [&'a str])> 
         .take_while(|w| is_auxiliary(w))
         .count();
     let verb = *u.get(agent + aux)?;
-    (agent >= 1 && is_change_verb(verb)).then(|| (verb, strip_determiners(&u[agent + aux + 1..])))
+    (agent >= 1 && is_change_verb(verb)).then(|| strip_determiners(&u[agent + aux + 1..]))
 }
 
 /// Whether `u` changes, as the object of its change verb, what `o` states with a copula: "The
@@ -252,7 +252,7 @@ fn changed_object<'a, 'b>(u: &'b [&'a str]) -> Option<(&'a str, &'b [&'a str])> 
 /// Friday" against "The meeting is on Thursday" may be another meeting), and the new value is
 /// introduced by "to" or "with".
 fn object_changed(o: &[&str], u: &[&str]) -> bool {
-    let Some((_, object)) = changed_object(u) else {
+    let Some(object) = changed_object(u) else {
         return false;
     };
     let shared = o.iter().zip(object).take_while(|(a, b)| a == b).count();
