@@ -342,7 +342,7 @@ async fn forget_reaches_the_abstractive_output() {
 /// write: a redelivered job whose model answered differently (or not at all).
 struct DuplicateFirst {
     other: Dreamer,
-    done: std::sync::Mutex<bool>,
+    done: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait]
@@ -351,10 +351,7 @@ impl BeforeArchiveCall for DuplicateFirst {
         let ArchiveCall::PutIfAbsent(_) = call else {
             return Ok(());
         };
-        let first = !std::mem::replace(
-            &mut *self.done.lock().unwrap_or_else(|p| p.into_inner()),
-            true,
-        );
+        let first = !self.done.swap(true, std::sync::atomic::Ordering::SeqCst);
         if first {
             self.other
                 .run("t1", &r().to_string(), None, &none())

@@ -527,7 +527,7 @@ async fn secrets_never_reach_archive_entry_or_index() {
 /// On its first index write, lets another dream's index write land first.
 struct RacingIndex {
     inner: Arc<InMemoryArchiveStore>,
-    raced: std::sync::Mutex<bool>,
+    raced: std::sync::atomic::AtomicBool,
 }
 
 #[async_trait]
@@ -536,10 +536,7 @@ impl BeforeArchiveCall for RacingIndex {
         let ArchiveCall::PutExpecting(k) = call else {
             return Ok(());
         };
-        let first = !std::mem::replace(
-            &mut *self.raced.lock().unwrap_or_else(|p| p.into_inner()),
-            true,
-        );
+        let first = !self.raced.swap(true, std::sync::atomic::Ordering::SeqCst);
         if first && k.as_str().ends_with("MEMORY-INDEX.json") {
             // The other dream: a line for another archive of the same ref.
             let mut other = distill::index::upsert(
