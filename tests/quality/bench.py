@@ -81,6 +81,10 @@ DUPLICATE_CATEGORIES = (
 DISTINCT_CATEGORIES = (
     "customer-number", "date", "amount", "name", "negation", "unit", "quantity", "time", "place",
     "subject", "version", "qualifier", "role-swap",
+    # Written for the second held-out set: kin terms, other numbers, antonyms, other values,
+    # polarity, a more general or specific word, and an update of another attribute of the
+    # same subject (which must not supersede).
+    "kin", "number", "antonym", "value", "polarity", "hypernym", "other-attribute",
 )
 SUPERSESSION_CATEGORIES = ("moved", "now", "no-longer", "changed-to", "switched", "from-now-on", "correction")
 CONFLICT_CATEGORIES = ("contradiction", "different-source")

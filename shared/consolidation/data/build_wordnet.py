@@ -30,6 +30,12 @@ from collections import defaultdict
 from pathlib import Path
 
 
+# Lemmas WordNet writes in lower case in at least one synset: common words. A lemma only ever
+# written with a capital ("Mary", "Anne", "Raman") is a proper name, and a one-letter change
+# between two names is another person, never a typo.
+COMMON = set()
+
+
 def read_data(d):
     """synset key (pos, offset) -> (ss_type, [lemmas], [(symbol, target key)])."""
     out = {}
@@ -39,7 +45,11 @@ def read_data(d):
                 continue
             parts = line.split(" ")
             off, ss, wcnt = parts[0], parts[2], int(parts[3], 16)
-            words = [parts[4 + 2 * i].split("(")[0].lower() for i in range(wcnt)]
+            raw = [parts[4 + 2 * i].split("(")[0] for i in range(wcnt)]
+            words = [w.lower() for w in raw]
+            for w in raw:
+                if w.islower():
+                    COMMON.add(w)
             k = 4 + 2 * wcnt
             ptrs = []
             for i in range(int(parts[k])):
@@ -91,20 +101,14 @@ def main(dict_dir):
             continue
         pos = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}[rest[0]]
         members[(pos, offset)].add(lemma)
-    # Neighbours: hypernyms (@, @i), for nouns also the hypernyms of those ("meal" ->
-    # "nutriment" -> "food"), for adjectives similar-to (&), and attributes (=) both ways
-    # ("afraid" / "fear", "heavy" / "weight").
-    def hypernyms(key):
-        return {t for sym, t in data[key][2] if sym in ("@", "@i") and t in data}
-
+    # Neighbours: for adjectives similar-to (&), and attributes (=) both ways ("afraid" /
+    # "fear", "heavy" / "weight"). Hypernyms are not neighbours: a more general word states a
+    # different fact ("allergic to nuts" / "allergic to peanuts").
     up = {}
     for key, (_, _, ptrs) in data.items():
         if key not in members:
             continue
-        near = {t for sym, t in ptrs if sym in ("@", "@i", "&", "=")}
-        if key[0] == "n":
-            for h in hypernyms(key):
-                near |= hypernyms(h)
+        near = {t for sym, t in ptrs if sym in ("&", "=")}
         up[key] = {t for t in near if t in members}
     # Synsets that can meet another word: shared by two lemmas, or a neighbour of another's.
     wanted = {k for k, lemmas in members.items() if len(lemmas) >= 2}
@@ -121,12 +125,14 @@ def main(dict_dir):
         for lemma in lemmas:
             own[lemma].add(ids[k])
             near[lemma] |= {ids[t] for t in up.get(k, ())}
-    print("# lemma\tsynsets\toppositions\tneighbours (WordNet 3.1, Princeton University; see LICENSE-WordNet; built by build_wordnet.py)")
-    for lemma in sorted(set(own) | {w for w in opposed if ok(w)}):
+    lemmas = {w for ws in members.values() for w in ws}
+    print("# lemma\tsynsets\toppositions\tneighbours\tkind (WordNet 3.1, Princeton University; see LICENSE-WordNet; built by build_wordnet.py)")
+    for lemma in sorted(set(own) | {w for w in opposed if ok(w)} | lemmas):
         syns = " ".join(str(i) for i in sorted(own.get(lemma, ())))
         opp = " ".join(sorted(opposed.get(lemma, ())))
         nb = " ".join(str(i) for i in sorted(near.get(lemma, ())))
-        print(f"{lemma}\t{syns}\t{opp}\t{nb}")
+        kind = "c" if lemma in COMMON else "p"
+        print(f"{lemma}\t{syns}\t{opp}\t{nb}\t{kind}")
 
 
 if __name__ == "__main__":

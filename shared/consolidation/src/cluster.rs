@@ -488,7 +488,11 @@ fn link_supersessions(
                     .entry(o)
                     .or_insert_with(|| normalise(&entries[first_member[o]].content));
                 let o_words: Vec<&str> = content_words(o_norm).collect();
-                if supersession::supersedes(&o_words, &u_words) {
+                let names = supersession::Names::of(&[
+                    &entries[first_member[o]].content,
+                    &entries[first_member[u]].content,
+                ]);
+                if supersession::supersedes(&o_words, &u_words, &names) {
                     uf.union(o, u);
                     linked.extend([o, u]);
                 }

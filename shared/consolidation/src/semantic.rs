@@ -22,7 +22,7 @@
 
 use crate::minhash::fmix64;
 use crate::normalise::{content_words, tokens};
-use crate::substitution::{is_value_word, matching, names};
+use crate::substitution::{capitalised_words, is_value_word, matching, names};
 use crate::wordnet;
 
 /// Default [`Semantic::min_cosine`], chosen on the project's quality corpus with
@@ -165,9 +165,25 @@ pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
         t.iter()
             .any(|w| *w == n || n.strip_suffix('s') == Some(w) || w.strip_suffix('s') == Some(n))
     };
-    if names(a_raw).iter().any(|n| !named_in(n, &tb))
-        || names(b_raw).iter().any(|n| !named_in(n, &ta))
+    // A capital at the start of a sentence names someone too unless the word is a common
+    // one ("Mark's birthday" / "Mary's birthday").
+    let named = |raw: &str| {
+        let mut n = names(raw);
+        n.extend(
+            capitalised_words(raw)
+                .into_iter()
+                .filter(|w| !wordnet::is_common_word(w)),
+        );
+        n
+    };
+    if named(a_raw).iter().any(|n| !named_in(n, &tb))
+        || named(b_raw).iter().any(|n| !named_in(n, &ta))
     {
+        return false;
+    }
+    // Identifiers (addresses, hosts, paths, versions, codes) are values, compared whole:
+    // "https://app.example.com" is not "https://staging.app.example.com".
+    if identifiers(a_raw) != identifiers(b_raw) {
         return false;
     }
     // In order for the alignment below, sorted and deduplicated for the word sets.
@@ -213,6 +229,27 @@ pub(crate) fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
             || alternation(&only_b, b_raw, &only_a);
     }
     mostly_shared(&sa, &sb) && replacements_vouched(&sa, &sb)
+}
+
+/// A text's identifier-like tokens, sorted: a run of non-space characters that, stripped of
+/// the punctuation around it, keeps a `/`, `@`, `.`, `_`, `:` or `#` between two
+/// alphanumerics (a URL, an email address, a host, a path, a version "2.4.1", a time "9:45").
+fn identifiers(raw: &str) -> Vec<String> {
+    let mut out: Vec<String> = raw
+        .split_whitespace()
+        .map(|t| t.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|t| {
+            let chars: Vec<char> = t.chars().collect();
+            chars.windows(3).any(|w| {
+                w[0].is_alphanumeric()
+                    && matches!(w[1], '/' | '@' | '.' | '_' | ':' | '#')
+                    && w[2].is_alphanumeric()
+            })
+        })
+        .map(str::to_lowercase)
+        .collect();
+    out.sort_unstable();
+    out
 }
 
 /// Whether at least half of the shorter text's words that carry content (not
@@ -570,6 +607,29 @@ mod tests {
             (
                 "Ana keeps her passport in the desk drawer at home.",
                 "Ana keeps her passport in a locked safe at the office.",
+            ),
+            // A more specific or more general value is another fact.
+            (
+                "Leo is allergic to peanuts.",
+                "Leo is allergic to tree nuts.",
+            ),
+            (
+                "Leo is allergic to shrimp.",
+                "Leo is allergic to shellfish.",
+            ),
+            // A sentence-initial name is a name.
+            (
+                "Mark's birthday is on 3 July.",
+                "Mary's birthday is on 3 July.",
+            ),
+            // Identifiers are values.
+            (
+                "The production dashboard is at https://app.example.com.",
+                "The staging dashboard is at https://staging.app.example.com.",
+            ),
+            (
+                "Send the contract to legal@example.org.",
+                "Send the contract to legal@example.com.",
             ),
         ] {
             assert!(!agree(a, b), "{a} / {b}");

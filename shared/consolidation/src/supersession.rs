@@ -35,7 +35,9 @@
 //! stale one.
 
 use crate::minhash::hash_bytes;
+use crate::substitution::{capitalised_words, is_value_word, names};
 use crate::word_set::WordSet;
+use crate::wordnet;
 
 /// Possessive and demonstrative determiners dropped at the start of a statement ("Our office"
 /// = "The office"; articles are fillers already).
@@ -214,23 +216,203 @@ pub(crate) fn leads_of(newer: &[&str]) -> Vec<u64> {
     out
 }
 
+/// Words a reader takes for names in either raw text: written with a capital mid-sentence, or
+/// with a capital at the start of a sentence and not a common English word ("Kwame", "Mensah";
+/// "Timesheets" is a common word). A subject made only of names is an *entity* (a person, a
+/// company), whose attributes its statements must name.
+pub(crate) struct Names(Vec<String>);
+
+impl Names {
+    pub(crate) fn of(raws: &[&str]) -> Names {
+        let mut out = Vec::new();
+        for raw in raws {
+            out.extend(names(raw));
+            out.extend(
+                capitalised_words(raw)
+                    .into_iter()
+                    .filter(|w| !wordnet::is_common_word(w)),
+            );
+        }
+        // Months and weekdays are written with a capital and are values, not names.
+        out.retain(|w| !is_value_word(w));
+        out.sort_unstable();
+        out.dedup();
+        Names(out)
+    }
+
+    fn contains(&self, w: &str) -> bool {
+        self.0.binary_search_by(|n| n.as_str().cmp(w)).is_ok()
+    }
+
+    #[cfg(test)]
+    fn none() -> Names {
+        Names(Vec::new())
+    }
+}
+
 /// Whether the newer statement `u` supersedes the older statement `o` (content words of both);
 /// an older statement with a possessive subject ("Femi's surname is …") is also read with the
-/// owner as its subject ("Femi changed her surname …").
-pub(crate) fn supersedes(o: &[&str], u: &[&str]) -> bool {
+/// owner as its subject ("Femi changed her surname …"). `names` are the name words of the two
+/// raw texts ([`Names::of`]).
+pub(crate) fn supersedes(o: &[&str], u: &[&str], names: &Names) -> bool {
     let o = strip_determiners(o);
-    if supersedes_as_said(o, u) || object_changed(o, u) {
+    if supersedes_as_said(o, u, names) || object_changed(o, u) {
         return true;
     }
     match o.split_first() {
         Some((first, rest)) => owner(first).is_some_and(|owner| {
             let read: Vec<&str> = std::iter::once(owner).chain(rest.iter().copied()).collect();
-            supersedes_as_said(&read, u)
+            supersedes_as_said(&read, u, names)
         }),
         None => false,
     }
 }
 
+/// Words that shape a predicate without naming an attribute: they never count as the shared
+/// attribute word of two statements.
+fn is_frame_word(w: &str) -> bool {
+    is_copula(w)
+        || is_auxiliary(w)
+        || is_determiner(w)
+        || is_preposition(w)
+        || matches!(
+            w,
+            "now"
+                | "no"
+                | "not"
+                | "longer"
+                | "anymore"
+                | "and"
+                | "or"
+                | "but"
+                | "he"
+                | "she"
+                | "they"
+                | "it"
+                | "we"
+                | "i"
+                | "you"
+                | "him"
+                | "them"
+                | "us"
+                | "me"
+                | "instead"
+                | "also"
+                | "still"
+                | "new"
+                | "old"
+                | "does"
+                | "do"
+                | "did"
+                | "will"
+                | "would"
+                | "can"
+                | "could"
+                | "should"
+                | "must"
+                | "may"
+        )
+}
+
+fn is_preposition(w: &str) -> bool {
+    matches!(
+        w,
+        "in" | "at"
+            | "on"
+            | "to"
+            | "from"
+            | "for"
+            | "with"
+            | "by"
+            | "of"
+            | "into"
+            | "onto"
+            | "off"
+            | "over"
+            | "under"
+            | "about"
+            | "as"
+            | "until"
+            | "till"
+            | "since"
+            | "after"
+            | "before"
+            | "during"
+    )
+}
+
+/// Whether the two predicates name one attribute by a shared word: "is in the Porto office" /
+/// "moved to the Lisbon office", "is on the data team" / "switched to the platform team". Frame
+/// words, names, numbers and the change verbs say nothing of which attribute is meant.
+///
+/// The older predicate's first word is its verb, which says how, not which: "works remotely" /
+/// "now works full-time" share it and state two attributes.
+///
+/// Two dates or two times (normalised to one notation: "06-10", "15:00") name one attribute
+/// as well: "is scheduled for 10 June" / "was pushed back to 24 June".
+fn shared_attribute(rest_o: &[&str], rest_u: &[&str], names: &Names) -> bool {
+    rest_o.iter().skip(1).any(|w| {
+        let shared_word = !is_frame_word(w)
+            && !is_change_verb(w)
+            && !names.contains(w)
+            && !w.chars().any(|c| c.is_ascii_digit())
+            && rest_u.iter().any(|v| same_word(w, v));
+        shared_word
+            || shape(w).is_some_and(|s| rest_u.iter().any(|v| shape(v).as_ref() == Some(&s)))
+    })
+}
+
+/// The shape of a date or time token ("06-10" and "06-24" are both `dd-dd`): digits with a
+/// separator between them, digits as 0. Plain numbers have none (a count is not a date).
+fn shape(w: &str) -> Option<String> {
+    let separated = w.contains(['-', ':', '/']) && w.chars().any(|c| c.is_ascii_digit());
+    let only = w
+        .chars()
+        .all(|c| c.is_ascii_digit() || matches!(c, '-' | ':' | '/'));
+    (separated && only).then(|| {
+        w.chars()
+            .map(|c| if c.is_ascii_digit() { '0' } else { c })
+            .collect()
+    })
+}
+
+/// The opening of a predicate that fixes which attribute it states: a copula or verb, and
+/// the preposition or participle after it ("is in", "lives in", "is chaired by", "works at").
+/// Two predicates that open alike state the same attribute ("works at Helios" / "now works at
+/// Orbis"), while "is in room 4" / "is now on Fridays" or "is chaired by" / "is now in" do not.
+fn frame<'a>(rest: &[&'a str]) -> (Option<&'a str>, Option<&'a str>) {
+    let verb = rest.first().copied();
+    let next = rest
+        .get(1)
+        .copied()
+        .filter(|w| is_preposition(w) || (verb.is_some_and(is_copula) && wordnet::is_past_form(w)));
+    (verb.map(|v| if is_copula(v) { "be" } else { v }), next)
+}
+
+/// The words after a leading copula.
+fn value_of<'a, 'b>(rest: &'b [&'a str]) -> &'b [&'a str] {
+    match rest.split_first() {
+        Some((first, value)) if is_copula(first) => value,
+        _ => rest,
+    }
+}
+
+/// Whether two values are of one kind that tells their attribute: both numbers ("214" /
+/// "388") or both names ("Rodrigo" / "Fatima"). Two common words ("a bungalow" / "a rental")
+/// may be values of two attributes.
+fn same_kind(a: &[&str], b: &[&str], names: &Names) -> bool {
+    let number = |v: &[&str]| {
+        v.first()
+            .is_some_and(|w| w.chars().any(|c| c.is_ascii_digit()))
+    };
+    let name = |v: &[&str]| v.first().is_some_and(|w| names.contains(w));
+    (number(a) && number(b)) || (name(a) && name(b))
+}
+
+fn same_frame(rest_o: &[&str], rest_u: &[&str]) -> bool {
+    let ((vo, no), (vu, nu)) = (frame(rest_o), frame(rest_u));
+    vo.is_some() && vo == vu && no == nu
+}
 /// The words after the change verb near the start of `u` (determiners dropped), when `u` opens
 /// with at most two words of agent (and auxiliaries) before the verb: "we switched the office
 /// internet provider to …" gives "office internet provider to …".
@@ -263,7 +445,7 @@ fn object_changed(o: &[&str], u: &[&str]) -> bool {
             .is_some_and(|w| matches!(*w, "to" | "with"))
 }
 
-fn supersedes_as_said(o: &[&str], u: &[&str]) -> bool {
+fn supersedes_as_said(o: &[&str], u: &[&str], names: &Names) -> bool {
     let Some(&first) = o.first() else {
         return false;
     };
@@ -280,14 +462,65 @@ fn supersedes_as_said(o: &[&str], u: &[&str]) -> bool {
         if shared == 0 || shared >= o.len() || shared >= u.len() {
             return false;
         }
-        let subject = o[..shared].iter().filter(|w| !is_copula(w)).count();
+        let subject_words: Vec<&str> = o[..shared]
+            .iter()
+            .copied()
+            .filter(|w| !is_copula(w))
+            .collect();
+        let subject = subject_words.len();
+        // A subject of names only (a person, a company) has many attributes: the newer text
+        // must name the one it changes. A subject with a common noun ("Sam's phone
+        // extension", "the office internet provider") is itself the attribute.
+        let entity = subject_words.iter().all(|w| names.contains(w));
         let (rest_o, rest_u) = (&o[shared..], &u[shared..]);
+        // The older text states its subject's value directly ("… is Rodrigo", "… is
+        // FibreNet"), not a participle's ("is chaired by …") or a place's ("is in …").
+        let states_value = is_copula(o[shared - 1]) || is_copula(rest_o[0]);
+        let value_after_copula = |rest: &[&str]| {
+            let value = if is_copula(rest[0]) { &rest[1..] } else { rest };
+            value
+                .first()
+                .is_some_and(|w| !is_preposition(w) && !wordnet::is_past_form(w) && *w != "not")
+        };
         if intro.is_some() {
-            return subject >= 2;
+            // The shared words reach into the predicate: "timesheets are due on" / "Jonas
+            // Keller lives in", not only "Jonas Keller is".
+            let copula = o[..shared].iter().position(|w| is_copula(w));
+            let predicate_shared = match copula {
+                Some(k) => k + 1 < shared,
+                // Without a copula, only a named subject shows where its predicate starts.
+                None => {
+                    o[..shared].iter().any(|w| names.contains(w))
+                        && o[..shared].iter().any(|w| !names.contains(w))
+                }
+            };
+            return subject >= 2
+                && (shared_attribute(rest_o, rest_u, names)
+                    || same_frame(rest_o, rest_u)
+                    || predicate_shared
+                    || (!entity && states_value && is_copula(o[shared - 1])));
         }
         if rest_u[0] == "now" {
-            let same_verb = rest_u.get(1) == Some(&rest_o[0]);
-            return subject >= 2 && rest_u.len() > 1 && (is_copula(o[shared - 1]) || same_verb);
+            let after = &rest_u[1..];
+            if subject < 2 || after.is_empty() {
+                return false;
+            }
+            if shared_attribute(rest_o, after, names) {
+                return true;
+            }
+            let same_verb = after.first() == rest_o.first() && !is_copula(rest_o[0]);
+            if entity {
+                // "now works at" against "works at": the verb and its preposition.
+                return same_frame(rest_o, after) && frame(rest_o).1.is_some();
+            }
+            // "… is Rodrigo" / "… is now Fatima", "… is 214" / "… is now 388": a value of
+            // the same kind (a name, a number); "has a septic tank" / "now has solar panels"
+            // share only the verb.
+            return (is_copula(o[shared - 1])
+                && value_after_copula(rest_o)
+                && value_after_copula(after)
+                && same_kind(value_of(rest_o), value_of(after), names))
+                || (same_verb && same_frame(rest_o, after) && frame(rest_o).1.is_some());
         }
         let after_aux = rest_u
             .iter()
@@ -322,7 +555,23 @@ fn supersedes_as_said(o: &[&str], u: &[&str]) -> bool {
                     [attribute, ..] => same_word(attribute, rest_o[0]),
                     _ => false,
                 };
-                subject >= 2 || moved_place || switched_from || names_attribute
+                // "… has been renamed to main" against "… is master": the subject (not a
+                // name) is the attribute, and the newer text gives it a new value.
+                // So does "… got rebooked; the new flight is LH 1240" or "… changed again; it
+                // is now Ishaan": the newer text states the subject's value again.
+                let restated = tail.windows(2).any(|w| {
+                    (matches!(w[0], "it" | "this")
+                        || (subject_words.contains(&w[0]) && !names.contains(w[0])))
+                        && is_copula(w[1])
+                });
+                let new_value = !entity
+                    && states_value
+                    && value_after_copula(rest_o)
+                    && (matches!(tail.first(), Some(&"to" | &"from" | &"with")) || restated);
+                moved_place
+                    || switched_from
+                    || names_attribute
+                    || (subject >= 2 && (shared_attribute(rest_o, tail, names) || new_value))
             }
             _ => false,
         }
@@ -345,7 +594,13 @@ mod tests {
         let (o, u) = (words(older), words(newer));
         let o: Vec<&str> = o.iter().map(String::as_str).collect();
         let u: Vec<&str> = u.iter().map(String::as_str).collect();
-        supersedes(&o, &u)
+        let linked = supersedes(&o, &u, &Names::of(&[older, newer]));
+        // Names only ever take evidence away.
+        assert!(
+            !linked || supersedes(&o, &u, &Names::none()),
+            "{older} / {newer}"
+        );
+        linked
     }
 
     #[test]
@@ -419,6 +674,66 @@ mod tests {
             ),
         ] {
             assert!(!rule(older, newer), "{older} / {newer}");
+        }
+    }
+
+    #[test]
+    fn a_change_supersedes_only_the_attribute_it_changes() {
+        for (older, newer) in [
+            (
+                "Kwame Mensah is allergic to penicillin.",
+                "Kwame Mensah switched to the platform team.",
+            ),
+            (
+                "Priya Raman is vegetarian.",
+                "Priya Raman moved to the Lisbon office.",
+            ),
+            (
+                "Jonas Keller lives in Graz.",
+                "Starting in March, Jonas Keller is on parental leave.",
+            ),
+            (
+                "Jonas Keller works at the Graz office.",
+                "From now on, Jonas Keller is on parental leave.",
+            ),
+            (
+                "Ivan Petrov is a designer.",
+                "Ivan Petrov is now vegetarian.",
+            ),
+            (
+                "The weekly planning meeting is chaired by Ana.",
+                "The weekly planning meeting moved to room 2.03.",
+            ),
+            (
+                "The weekly planning meeting is in room 4.",
+                "The weekly planning meeting is now on Fridays.",
+            ),
+            (
+                "Olu Bello works remotely.",
+                "Olu Bello now works full-time.",
+            ),
+        ] {
+            assert!(!rule(older, newer), "{older} / {newer}");
+        }
+        for (older, newer) in [
+            (
+                "Kwame Mensah is on the data team.",
+                "Kwame Mensah switched to the platform team.",
+            ),
+            (
+                "Priya Raman works in the Porto office.",
+                "Priya Raman moved to the Lisbon office.",
+            ),
+            (
+                "Olu Bello works at Helios.",
+                "Olu Bello now works at Orbis.",
+            ),
+            (
+                "Ivan Petrov is the design lead.",
+                "Ivan Petrov is now the product lead.",
+            ),
+        ] {
+            assert!(rule(older, newer), "{older} / {newer}");
         }
     }
 

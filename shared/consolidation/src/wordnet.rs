@@ -22,6 +22,9 @@ struct Table {
     lemmas: Vec<&'static str>,
     spans: Vec<[u32; 4]>,
     pool: Vec<u32>,
+    /// Per lemma: whether WordNet writes it in lower case somewhere (a common word) rather
+    /// than only with a capital (a proper name: "Mary", "Anne").
+    common: Vec<bool>,
 }
 
 /// One lemma's three sorted lists.
@@ -50,6 +53,7 @@ fn table() -> &'static Table {
             lemmas: Vec::new(),
             spans: Vec::new(),
             pool: Vec::new(),
+            common: Vec::new(),
         };
         let pos = |pool: &Vec<u32>| u32::try_from(pool.len()).unwrap_or(u32::MAX);
         for line in TABLE.lines().filter(|l| !l.starts_with('#')) {
@@ -72,6 +76,7 @@ fn table() -> &'static Table {
                 t.pool[start..].sort_unstable();
             }
             span[3] = pos(&t.pool);
+            t.common.push(cols.next() != Some("p"));
             t.lemmas.push(lemma);
             t.spans.push(span);
         }
@@ -167,18 +172,39 @@ pub(crate) fn synonyms(a: &str, b: &str) -> bool {
     })
 }
 
-/// Whether two different words are WordNet neighbours in the same tense: synonyms, one a
-/// direct hypernym of the other ("faucet" / "tap", "enjoy" / "like") or, for nouns, a hypernym
-/// two steps up ("meal" / "nutriment" / "food"), similar adjectives ("lengthy" / "long"), or an
-/// adjective and the attribute it values ("afraid" / "fear"); a plural may meet a singular
-/// ("meals" / "food"). Looser than [`synonyms`]: only the embedding stage uses it, where an
-/// embedding has already judged the two sentences alike.
+/// Whether two different words are WordNet neighbours in the same tense: synonyms, similar
+/// adjectives ("lengthy" / "long"), or an adjective and the attribute it values ("afraid" /
+/// "fear"); a plural may meet a singular. Never a hypernym: a more general word states another
+/// fact ("allergic to nuts" is not "allergic to peanuts", "food" is not "meals"). Looser than
+/// [`synonyms`]: only the embedding stage uses it, where an embedding has already judged the
+/// two sentences alike.
 pub(crate) fn neighbours(a: &str, b: &str) -> bool {
     related(a, b, Agreement::Tense, |x, y| {
         intersect(x.synsets, y.synsets)
             || intersect(x.neighbours, y.synsets)
             || intersect(y.neighbours, x.synsets)
     })
+}
+
+/// Whether `w` is an English word WordNet knows as a common word, in some inflection ("marks",
+/// "grandma"); a name WordNet only knows with a capital ("marys") is not.
+pub(crate) fn is_common_word(w: &str) -> bool {
+    let t = table();
+    w.is_ascii()
+        && readings(w).iter().any(|(lemma, _)| {
+            t.lemmas
+                .binary_search(&lemma.as_str())
+                .is_ok_and(|i| t.common[i])
+        })
+}
+
+/// Whether WordNet knows `w` in some inflection, as a common word or as a name.
+pub(crate) fn is_known(w: &str) -> bool {
+    let t = table();
+    w.is_ascii()
+        && readings(w)
+            .iter()
+            .any(|(lemma, _)| t.lemmas.binary_search(&lemma.as_str()).is_ok())
 }
 
 /// Whether two different forms read as one lemma ("paid" / "pay", "meetings" / "meeting"): the
@@ -290,13 +316,35 @@ mod tests {
 
     #[test]
     fn neighbours_are_looser_than_synonyms() {
-        assert!(neighbours("faucet", "tap") && !synonyms("faucet", "tap"));
-        assert!(neighbours("enjoys", "likes"));
-        assert!(neighbours("lengthy", "long"));
+        assert!(neighbours("lengthy", "long") && !synonyms("lengthy", "long"));
+        assert!(neighbours("afraid", "fear"));
         assert!(!neighbours("tea", "coffee"));
         assert!(!neighbours("green", "blue"));
-        assert!(neighbours("meals", "food") && neighbours("afraid", "fear"));
         assert!(!neighbours("bought", "buy"));
+    }
+
+    #[test]
+    fn a_general_word_is_not_a_neighbour_of_a_specific_one() {
+        for (specific, general) in [
+            ("peanuts", "nuts"),
+            ("shrimp", "shellfish"),
+            ("meals", "food"),
+            ("apples", "fruit"),
+            ("faucet", "tap"),
+        ] {
+            assert!(!neighbours(specific, general), "{specific} / {general}");
+        }
+    }
+
+    #[test]
+    fn names_are_told_from_common_words() {
+        for w in ["marks", "grandma", "grandpas", "anna", "robs", "bobs"] {
+            assert!(is_common_word(w), "{w}");
+        }
+        for w in ["marys", "anne", "mensah"] {
+            assert!(!is_common_word(w), "{w}");
+        }
+        assert!(is_known("anne") && is_known("marys") && !is_known("mensah"));
     }
 
     #[test]
