@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The layering rules of README §Architecture, checked on the real dependency graph:
 
-- a pure crate (memory-guard, distill, consolidation, commitments, text-search) links no AWS, Lambda or async
+- a pure crate (memory-guard, distill, consolidation, commitments, text-search, lexicon) links no AWS, Lambda or async
   crate;
 - the core and the services link no AWS SDK, Lambda or HTTP crate (only adapters name them);
 - no function links a test-only crate;
@@ -26,7 +26,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PURE = ["memory-guard", "distill", "consolidation", "commitments", "text-search"]
+PURE = ["memory-guard", "distill", "consolidation", "commitments", "text-search", "lexicon"]
 CORE = ["memory-core", "memory-api", "dream-service", "consolidation-service",
         "commitment-service", "memory-tool", "mcp-server"]
 FUNCTIONS = ["memory-read", "memory-write", "memory-forget", "memory-dream",

@@ -16,7 +16,7 @@
 
 use std::borrow::Cow;
 
-use crate::word_set::WordSet;
+use lexicon::WordSet;
 
 /// Every word that can make a rule change a text, besides some numbers: the keys of
 /// [`number_word`], [`month`] and [`abbreviation`], "#", "e", the currency codes, and the
@@ -445,45 +445,9 @@ fn frequency_at(words: &[&str], i: usize) -> Option<(Vec<String>, usize)> {
 }
 
 /// American spellings of words that notes use in both spellings, to the British one the
-/// abbreviations expand to ("center" = "centre", "kilometers" = "kilometres").
+/// abbreviations expand to (`lexicon` `data/spellings.tsv`: "center" = "centre").
 fn spelling(t: &str) -> Option<&'static str> {
-    Some(match t {
-        "center" => "centre",
-        "centers" => "centres",
-        "color" => "colour",
-        "colors" => "colours",
-        "favorite" => "favourite",
-        "favorites" => "favourites",
-        "theater" => "theatre",
-        "theaters" => "theatres",
-        "fiber" => "fibre",
-        "liter" => "litre",
-        "liters" => "litres",
-        "gray" => "grey",
-        "organize" => "organise",
-        "organized" => "organised",
-        "organization" => "organisation",
-        "organizations" => "organisations",
-        "realize" => "realise",
-        "realized" => "realised",
-        "analyze" => "analyse",
-        "analyzed" => "analysed",
-        "canceled" => "cancelled",
-        "traveled" => "travelled",
-        "defense" => "defence",
-        "honor" => "honour",
-        "labor" => "labour",
-        "neighbor" => "neighbour",
-        "neighbors" => "neighbours",
-        "behavior" => "behaviour",
-        "catalog" => "catalogue",
-        "apologize" => "apologise",
-        "prioritize" => "prioritise",
-        "recognize" => "recognise",
-        "kilometer" => "kilometre",
-        "kilometers" => "kilometres",
-        _ => return None,
-    })
+    lexicon::british_spelling(t)
 }
 
 /// Past participles that are also the simple past, besides the regular "-ed" ones: the verbs
@@ -652,37 +616,10 @@ fn clock(n: &str, pm: Option<bool>) -> Option<String> {
     Some(format!("{hour}:{minute:02}"))
 }
 
-/// Month names and their short forms, with their numbers.
-const MONTHS: [(&str, u32); 24] = [
-    ("jan", 1),
-    ("january", 1),
-    ("feb", 2),
-    ("february", 2),
-    ("mar", 3),
-    ("march", 3),
-    ("apr", 4),
-    ("april", 4),
-    // "may" is also a verb: only a month beside a day number (see `date_at`).
-    ("may", 5),
-    ("jun", 6),
-    ("june", 6),
-    ("jul", 7),
-    ("july", 7),
-    ("aug", 8),
-    ("august", 8),
-    ("sep", 9),
-    ("sept", 9),
-    ("september", 9),
-    ("oct", 10),
-    ("october", 10),
-    ("nov", 11),
-    ("november", 11),
-    ("dec", 12),
-    ("december", 12),
-];
-
+/// The month a name or short form stands for (`lexicon` `data/months.tsv`; "may" is also a
+/// verb: only a month beside a day number, see `date_at`).
 fn month(t: &str) -> Option<u32> {
-    MONTHS.iter().find(|(name, _)| *name == t).map(|&(_, n)| n)
+    lexicon::month(t).map(|(n, _)| u32::from(n))
 }
 
 /// A day of the month, plain ("1") or ordinal ("1st", "22nd").
@@ -739,110 +676,42 @@ fn date_at(words: &[&str], i: usize) -> Option<(Vec<String>, usize)> {
     })
 }
 
-/// Number words to digits ("fifteen" -> "15"): only whole words with one meaning.
+/// Number words to digits ("fifteen" -> "15"): only whole words with one meaning
+/// (`lexicon` `data/number-words.tsv`).
 fn number_word(t: &str) -> Option<&'static str> {
     if !may_start_rule(t) || t.as_bytes()[0].is_ascii_digit() {
         return None;
     }
-    Some(match t {
-        "zero" => "0",
-        "two" => "2",
-        "three" => "3",
-        "four" => "4",
-        "five" => "5",
-        "six" => "6",
-        "seven" => "7",
-        "eight" => "8",
-        "nine" => "9",
-        "ten" => "10",
-        "eleven" => "11",
-        "twelve" => "12",
-        "thirteen" => "13",
-        "fourteen" => "14",
-        "fifteen" => "15",
-        "sixteen" => "16",
-        "seventeen" => "17",
-        "eighteen" => "18",
-        "nineteen" => "19",
-        "twenty" => "20",
-        "thirty" => "30",
-        "forty" => "40",
-        "fifty" => "50",
-        "hundred" => "100",
-        _ => return None,
-    })
+    lexicon::number_word(t)
 }
 
 /// The expansion of an abbreviation, given its neighbours (some are abbreviations only in
-/// one position: "st" is "street" after a name and at the end, "hr" is "hours" after a number).
+/// one position: "st" is "street" before a number and at the end, "hr" is "hours" after a
+/// number). The words are `lexicon` data: `units.tsv` after a number, then
+/// `abbreviations.tsv`, then a weekday's short form ("sat" and "sun" are also words: left
+/// alone).
 fn abbreviation(t: &str, prev: Option<&str>, next: Option<&str>) -> Option<&'static str> {
     let after_number = prev.is_some_and(|p| p.bytes().next().is_some_and(|b| b.is_ascii_digit()));
-    Some(match t {
-        "appt" => "appointment",
-        "appts" => "appointments",
-        "mgr" => "manager",
-        "mgmt" => "management",
-        "dept" => "department",
-        "approx" => "approximately",
-        "ops" => "operations",
-        "eta" => "estimated time of arrival",
-        "ceo" => "chief executive officer",
-        "cfo" => "chief financial officer",
-        "cto" => "chief technology officer",
-        "nyc" => "new york city",
-        "ny" => "new york",
-        "q1" => "first quarter",
-        "q2" => "second quarter",
-        "q3" => "third quarter",
-        "q4" => "fourth quarter",
-        "info" => "information",
-        "govt" => "government",
-        "intl" => "international",
-        "asap" => "as soon as possible",
-        "mtg" => "meeting",
-        "msg" => "message",
-        "tmrw" => "tomorrow",
-        "hq" => "headquarters",
-        "id" => "identification",
-        "apt" => "apartment",
-        "acct" => "account",
-        "dr" => "doctor",
-        "mr" => "mister",
-        "sla" => "service level agreement",
-        "fyi" => "for your information",
-        "p1" => "priority 1",
-        "p2" => "priority 2",
-        "p3" => "priority 3",
-        // Weekdays ("sat" and "sun" are also words: left alone).
-        "mon" => "monday",
-        "tue" | "tues" => "tuesday",
-        "wed" => "wednesday",
-        "thu" | "thur" | "thurs" => "thursday",
-        "fri" => "friday",
-        "km" | "kilometre" | "kilometer" | "kilometers" if after_number => "kilometres",
-        "metre" | "metres" | "meter" | "meters" if after_number => "m",
-        "mile" if after_number => "miles",
-        // A unit in the singular after a number is the same quantity ("a 15-minute response",
-        // "15 minutes").
-        "minute" if after_number => "minutes",
-        "hour" if after_number => "hours",
-        "day" if after_number => "days",
-        "week" if after_number => "weeks",
-        "month" if after_number => "months",
-        "year" if after_number => "years",
-        "s" | "sec" | "secs" | "second" if after_number => "seconds",
-        "hr" | "hrs" if after_number => "hours",
-        "hr" => "human resources",
-        "min" | "mins" if after_number => "minutes",
-        "wk" | "wks" if after_number => "weeks",
-        "yr" | "yrs" if after_number => "years",
-        "st" if next.is_none_or(|n| n.bytes().all(|b| b.is_ascii_digit())) => "street",
-        "ave" => "avenue",
-        "blvd" => "boulevard",
-        "ctr" => "centre",
-        "rd" if next.is_none_or(|n| n.bytes().all(|b| b.is_ascii_digit())) => "road",
-        _ => return None,
-    })
+    let before_number_or_end = next.is_none_or(|n| n.bytes().all(|b| b.is_ascii_digit()));
+    if after_number {
+        if let Some(unit) = lexicon::unit_after_number(t) {
+            return Some(unit);
+        }
+    }
+    if let Some(expanded) = lexicon::abbreviation(t) {
+        return Some(expanded);
+    }
+    if let Some((day, lexicon::Kind::Short)) = lexicon::weekday(t) {
+        return lexicon::WEEKDAYS
+            .iter()
+            .find(|(_, n, kind)| *n == day && *kind == lexicon::Kind::Name)
+            .map(|(name, _, _)| *name);
+    }
+    match t {
+        "st" if before_number_or_end => Some("street"),
+        "rd" if before_number_or_end => Some("road"),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -983,6 +852,27 @@ mod tests {
             TRIGGERS.windows(2).all(|w| w[0] < w[1]),
             "sorted, no repeats"
         );
+        // Every word of the lexicon's lists a rule reads is a trigger, or the rule would never
+        // see it.
+        let lists = lexicon::NUMBER_WORDS
+            .iter()
+            .chain(lexicon::ABBREVIATIONS)
+            .chain(lexicon::UNITS)
+            .chain(lexicon::SPELLINGS)
+            .map(|(w, _)| *w)
+            .chain(lexicon::MONTHS.iter().map(|(w, _, _)| *w))
+            .chain(
+                lexicon::WEEKDAYS
+                    .iter()
+                    .filter(|(_, _, kind)| *kind == lexicon::Kind::Short)
+                    .map(|(w, _, _)| *w),
+            );
+        for word in lists {
+            assert!(
+                TRIGGERS.contains(&word),
+                "{word} is in the lexicon but no trigger"
+            );
+        }
         // Each rule's words, spelled here once more, are triggers.
         for word in [
             "appt", "mgr", "dept", "hq", "dr", "nyc", "mon", "thurs", "fifteen", "march", "sept",

@@ -60,8 +60,6 @@ pub mod semantic;
 mod substitution;
 mod supersession;
 pub mod tags;
-mod word_set;
-mod wordnet;
 
 use std::collections::HashMap;
 use std::fmt;

@@ -23,7 +23,7 @@
 use crate::minhash::fmix64;
 use crate::normalise::{content_words, tokens};
 use crate::substitution::{capitalised_words, is_value_word, matching, names};
-use crate::wordnet;
+use lexicon::wordnet;
 
 /// Default [`Semantic::min_cosine`], chosen on the project's quality corpus with
 /// all-MiniLM-L6-v2 vectors (README "Consolidation"): the fact checks keep every distinct fact

@@ -9,7 +9,7 @@
 //!   deletion, substitution or a swap of neighbours: "recieve"/"receive"), and neither written
 //!   with a capital inside the sentence (a capitalised word is a name: "Holt"/"Holm",
 //!   "Bergen"/"Berger" are different people) unless the pair is a misspelt weekday or month; or
-//! - **synonyms**: they share a WordNet synset ([`crate::wordnet`]; "faucet"/"tap" do not,
+//! - **synonyms**: they share a WordNet synset (`lexicon::wordnet`; "faucet"/"tap" do not,
 //!   "lift"/"elevator" and "near"/"close" do), in the same inflection.
 //!
 //! Either way, neither word may be a *value word* ([`is_value_word`]): units, times, weekdays,
@@ -33,7 +33,7 @@
 
 use crate::minhash::fmix64;
 use crate::normalise::{content_words, near_in_class, tokens};
-use crate::wordnet;
+use lexicon::wordnet;
 
 const SKELETON_SALT: u64 = 0x3c6e_f372_fe94_f82b;
 
@@ -318,114 +318,8 @@ fn both_words(p: &str, q: &str) -> bool {
 /// capital at the start of a sentence does not make a name.
 pub(crate) fn capitalised_words(raw: &str) -> Vec<String> {
     let mut out = capitals(raw);
-    out.retain(|w| !is_function_word(w));
+    out.retain(|w| !lexicon::is_function_word(w));
     out
-}
-
-/// Pronouns, determiners, prepositions, conjunctions and auxiliaries: never a name, and not
-/// in WordNet, which lists content words only.
-pub(crate) fn is_function_word(w: &str) -> bool {
-    matches!(
-        w,
-        "a" | "about"
-            | "above"
-            | "after"
-            | "all"
-            | "an"
-            | "and"
-            | "any"
-            | "are"
-            | "as"
-            | "at"
-            | "be"
-            | "because"
-            | "been"
-            | "before"
-            | "both"
-            | "but"
-            | "by"
-            | "can"
-            | "could"
-            | "did"
-            | "do"
-            | "does"
-            | "during"
-            | "each"
-            | "either"
-            | "every"
-            | "for"
-            | "from"
-            | "had"
-            | "has"
-            | "have"
-            | "he"
-            | "her"
-            | "hers"
-            | "him"
-            | "his"
-            | "how"
-            | "i"
-            | "if"
-            | "in"
-            | "into"
-            | "is"
-            | "it"
-            | "its"
-            | "may"
-            | "me"
-            | "might"
-            | "must"
-            | "my"
-            | "neither"
-            | "no"
-            | "nor"
-            | "not"
-            | "of"
-            | "off"
-            | "on"
-            | "once"
-            | "or"
-            | "our"
-            | "ours"
-            | "shall"
-            | "she"
-            | "should"
-            | "since"
-            | "so"
-            | "some"
-            | "than"
-            | "that"
-            | "the"
-            | "their"
-            | "them"
-            | "then"
-            | "there"
-            | "these"
-            | "they"
-            | "this"
-            | "those"
-            | "to"
-            | "until"
-            | "us"
-            | "was"
-            | "we"
-            | "were"
-            | "what"
-            | "when"
-            | "where"
-            | "which"
-            | "while"
-            | "who"
-            | "whom"
-            | "whose"
-            | "why"
-            | "will"
-            | "with"
-            | "would"
-            | "you"
-            | "your"
-            | "yours"
-    )
 }
 
 fn capitals(raw: &str) -> Vec<String> {
@@ -478,189 +372,10 @@ pub(crate) fn names(raw: &str) -> Vec<String> {
 }
 
 fn is_calendar_word(w: &str) -> bool {
-    matches!(
-        w,
-        "monday"
-            | "tuesday"
-            | "wednesday"
-            | "thursday"
-            | "friday"
-            | "saturday"
-            | "sunday"
-            | "january"
-            | "february"
-            | "march"
-            | "april"
-            | "june"
-            | "july"
-            | "august"
-            | "september"
-            | "october"
-            | "november"
-            | "december"
-    )
+    lexicon::is_calendar_name(w)
 }
 
-/// Words that carry the value of a fact: a substitution there is a different fact. Plurals
-/// are checked through their singular.
-pub(crate) fn is_value_word(w: &str) -> bool {
-    let singular = w
-        .strip_suffix("es")
-        .filter(|s| s.ends_with(['s', 'x', 'h']))
-        .or_else(|| w.strip_suffix('s'))
-        .unwrap_or(w);
-    is_calendar_word(w)
-        || is_calendar_word(singular)
-        || VALUE_WORDS.binary_search(&w).is_ok()
-        || VALUE_WORDS.binary_search(&singular).is_ok()
-}
-
-/// Sorted (a unit test checks it).
-const VALUE_WORDS: &[&str] = &[
-    "above",
-    "after",
-    "afternoon",
-    "all",
-    "any",
-    "back",
-    "before",
-    "below",
-    "billion",
-    "black",
-    "blue",
-    "bottom",
-    "brown",
-    "byte",
-    "celsius",
-    "cent",
-    "centimetre",
-    "century",
-    "cup",
-    "day",
-    "decade",
-    "degree",
-    "dollar",
-    "double",
-    "down",
-    "dozen",
-    "early",
-    "east",
-    "eight",
-    "eighteen",
-    "eighty",
-    "eleven",
-    "euro",
-    "evening",
-    "every",
-    "fahrenheit",
-    "fifteen",
-    "fifty",
-    "first",
-    "five",
-    "foot",
-    "fortnight",
-    "forty",
-    "four",
-    "fourteen",
-    "franc",
-    "front",
-    "gallon",
-    "gigabyte",
-    "gold",
-    "gram",
-    "gray",
-    "green",
-    "grey",
-    "half",
-    "hour",
-    "hundred",
-    "inch",
-    "inside",
-    "kilo",
-    "kilobyte",
-    "kilogram",
-    "kilometer",
-    "kilometre",
-    "last",
-    "late",
-    "left",
-    "less",
-    "liter",
-    "litre",
-    "lower",
-    "many",
-    "megabyte",
-    "meter",
-    "metre",
-    "midnight",
-    "mile",
-    "million",
-    "minute",
-    "month",
-    "more",
-    "morning",
-    "most",
-    "never",
-    "next",
-    "night",
-    "nine",
-    "nineteen",
-    "ninety",
-    "none",
-    "noon",
-    "north",
-    "not",
-    "ounce",
-    "outside",
-    "percent",
-    "pink",
-    "pint",
-    "pound",
-    "previous",
-    "purple",
-    "quarter",
-    "red",
-    "right",
-    "second",
-    "seven",
-    "seventeen",
-    "seventy",
-    "silver",
-    "single",
-    "six",
-    "sixteen",
-    "sixty",
-    "some",
-    "south",
-    "ten",
-    "terabyte",
-    "third",
-    "thirteen",
-    "thirty",
-    "thousand",
-    "three",
-    "today",
-    "tomorrow",
-    "ton",
-    "tonight",
-    "tonne",
-    "top",
-    "twelve",
-    "twenty",
-    "twice",
-    "two",
-    "upper",
-    "violet",
-    "watt",
-    "week",
-    "weekend",
-    "west",
-    "white",
-    "yard",
-    "year",
-    "yellow",
-    "yesterday",
-];
+pub(crate) use lexicon::is_value_word;
 
 #[cfg(test)]
 mod tests {
@@ -675,11 +390,6 @@ mod tests {
             &normalise(b),
             crate::DEFAULT_NEAR_DUPLICATE_THRESHOLD,
         )
-    }
-
-    #[test]
-    fn value_words_are_sorted() {
-        assert!(VALUE_WORDS.windows(2).all(|w| w[0] < w[1]));
     }
 
     #[test]

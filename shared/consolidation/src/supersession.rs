@@ -36,8 +36,7 @@
 
 use crate::minhash::hash_bytes;
 use crate::substitution::{capitalised_words, is_value_word, names};
-use crate::word_set::WordSet;
-use crate::wordnet;
+use lexicon::wordnet;
 
 /// Possessive and demonstrative determiners dropped at the start of a statement ("Our office"
 /// = "The office"; articles are fillers already).
@@ -59,30 +58,9 @@ fn is_auxiliary(w: &str) -> bool {
     )
 }
 
-/// Verbs that say a fact changed, sorted (a [`WordSet`]).
-const CHANGE_VERBS: &[&str] = &[
-    "changed",
-    "extended",
-    "increased",
-    "lowered",
-    "moved",
-    "postponed",
-    "pushed",
-    "raised",
-    "rebooked",
-    "reduced",
-    "relocated",
-    "renamed",
-    "replaced",
-    "rescheduled",
-    "shortened",
-    "switched",
-    "updated",
-];
-static CHANGE_VERB_SET: WordSet = WordSet::new(CHANGE_VERBS);
-
+/// A past form that says a fact changed (`lexicon` `data/change-verbs.txt`).
 fn is_change_verb(w: &str) -> bool {
-    CHANGE_VERB_SET.contains(w)
+    lexicon::is_change_verb(w)
 }
 
 /// Words that state where something is, after which a "moved" changes the place.
@@ -735,15 +713,6 @@ mod tests {
         ] {
             assert!(rule(older, newer), "{older} / {newer}");
         }
-    }
-
-    #[test]
-    fn the_change_verbs_are_sorted_and_found() {
-        assert!(CHANGE_VERBS.windows(2).all(|w| w[0] < w[1]));
-        for v in CHANGE_VERB_SET.words() {
-            assert!(is_change_verb(v), "{v}");
-        }
-        assert!(!is_change_verb("move") && !is_change_verb("") && is_change_verb("moved"));
     }
 
     #[test]

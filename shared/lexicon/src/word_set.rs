@@ -3,7 +3,7 @@
 
 /// `words` must be sorted, free of repeats and of empty words (unit tests of the users check
 /// it; an empty word fails the build).
-pub(crate) struct WordSet {
+pub struct WordSet {
     words: &'static [&'static str],
     /// Per first byte (ASCII) and length (capped at 15): a bit per last byte modulo 64. Built at
     /// compile time, so a lookup is two loads and a bit test.
@@ -11,7 +11,7 @@ pub(crate) struct WordSet {
 }
 
 impl WordSet {
-    pub(crate) const fn new(words: &'static [&'static str]) -> Self {
+    pub const fn new(words: &'static [&'static str]) -> Self {
         let mut shapes = [[0u64; 16]; 128];
         let mut i = 0;
         while i < words.len() {
@@ -23,13 +23,12 @@ impl WordSet {
         WordSet { words, shapes }
     }
 
-    #[cfg(test)]
-    pub(crate) fn words(&self) -> &'static [&'static str] {
+    pub fn words(&self) -> &'static [&'static str] {
         self.words
     }
 
     #[inline]
-    pub(crate) fn contains(&self, t: &str) -> bool {
+    pub fn contains(&self, t: &str) -> bool {
         let b = t.as_bytes();
         let (Some(&first), Some(&last)) = (b.first(), b.last()) else {
             return false;
