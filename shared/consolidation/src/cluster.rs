@@ -37,6 +37,10 @@ use std::hash::{BuildHasherDefault, Hash, Hasher};
 
 use sha2::{Digest, Sha256};
 
+use crate::link::fact_check::FactCheck;
+use crate::link::supersession;
+use crate::link::supersession::Supersession;
+use crate::link::LinkRule;
 use crate::merge::display_len;
 use crate::minhash::{band_key, signature, Signature, BANDS};
 use crate::normalise::{
@@ -44,7 +48,6 @@ use crate::normalise::{
 };
 use crate::semantic::{self, Semantic};
 use crate::substitution::{self, Longest, MAX_SUBSTITUTION_RUN};
-use crate::supersession;
 use crate::tags::fact_keys;
 use crate::{Entry, MergeKind};
 
@@ -487,12 +490,11 @@ fn link_supersessions(
                 let o_norm = norms
                     .entry(o)
                     .or_insert_with(|| normalise(&entries[first_member[o]].content));
-                let o_words: Vec<&str> = content_words(o_norm).collect();
-                let names = supersession::Names::of(&[
-                    &entries[first_member[o]].content,
-                    &entries[first_member[u]].content,
-                ]);
-                if supersession::supersedes(&o_words, &u_words, &names) {
+                let (o_raw, u_raw) = (
+                    entries[first_member[o]].content.as_str(),
+                    entries[first_member[u]].content.as_str(),
+                );
+                if Supersession::links_normalised(o_raw, o_norm, u_raw, &u_norm) {
                     uf.union(o, u);
                     linked.extend([o, u]);
                 }
@@ -546,7 +548,7 @@ fn partition_slice(pairs: &[(usize, usize, usize)], p: usize) -> &[(usize, usize
 }
 
 /// Joins the nodes of one partition whose embeddings propose them as duplicates and whose
-/// facts agree ([`semantic::facts_agree`]).
+/// facts agree ([`fact_check::facts_agree`]).
 fn link_semantic(
     entries: &[Entry],
     members: &[usize],
@@ -568,7 +570,7 @@ fn link_semantic(
         proposals,
         |e| node_of_entry.get(&e).copied(),
         uf,
-        semantic::facts_agree,
+        FactCheck::links_normalised,
     );
 }
 

@@ -53,12 +53,13 @@
 mod canonical;
 mod cluster;
 mod error;
+mod link;
 pub mod merge;
 pub mod minhash;
+mod names;
 pub mod normalise;
 pub mod semantic;
 mod substitution;
-mod supersession;
 pub mod tags;
 
 use std::collections::HashMap;

@@ -121,7 +121,7 @@ pub(crate) fn analyse_into(text: &str, norm: &mut String) -> u64 {
     analyse_with(
         text,
         norm,
-        &mut crate::supersession::Scanner::default(),
+        &mut crate::link::supersession::Scanner::default(),
         &mut crate::substitution::Longest::default(),
     )
 }
@@ -131,7 +131,7 @@ pub(crate) fn analyse_into(text: &str, norm: &mut String) -> u64 {
 pub(crate) fn analyse_with(
     text: &str,
     norm: &mut String,
-    scanner: &mut crate::supersession::Scanner,
+    scanner: &mut crate::link::supersession::Scanner,
     longest: &mut crate::substitution::Longest,
 ) -> u64 {
     norm.clear();
@@ -153,7 +153,7 @@ pub(crate) fn analyse_with(
         if canonical != *norm {
             *norm = canonical;
             guard = GUARD_SEED;
-            *scanner = crate::supersession::Scanner::default();
+            *scanner = crate::link::supersession::Scanner::default();
             *longest = crate::substitution::Longest::default();
             for w in content_words(norm) {
                 let fingerprint = hash_bytes(w.as_bytes());

@@ -3,20 +3,11 @@
 //! pass never merges two different facts).
 //!
 //! Two texts of one partition are linked when their content words are the same multiset but for
-//! exactly one word on each side, and that pair of words is
-//!
-//! - a **typo**: both alphabetic, the shorter at least four letters, one edit apart (insertion,
-//!   deletion, substitution or a swap of neighbours: "recieve"/"receive"), and neither written
-//!   with a capital inside the sentence (a capitalised word is a name: "Holt"/"Holm",
-//!   "Bergen"/"Berger" are different people) unless the pair is a misspelt weekday or month; or
-//! - **synonyms**: they share a WordNet synset (`lexicon::wordnet`; "faucet"/"tap" do not,
-//!   "lift"/"elevator" and "near"/"close" do), in the same inflection.
-//!
-//! Either way, neither word may be a *value word* ([`is_value_word`]): units, times, weekdays,
-//! months, colours, directions, number words, quantifiers and negations carry the fact itself
-//! ("5 minutes" / "5 seconds" share WordNet's "an instant"), so a substitution there is a
-//! different fact, never a paraphrase. The meaning-neutral words must agree, and the rest of
-//! the sentence must not swap roles ([`crate::normalise::role_swap`]).
+//! up to three words on each side, and each pair of words is allowed by one word-pair rule:
+//! a typo ([`crate::link::typo`]) or, as the only substitution, a synonym
+//! ([`crate::link::synonym`]). With the substituted words aligned, the two must be near
+//! duplicates: the meaning-neutral words agree and the rest of the sentence does not swap roles
+//! ([`crate::normalise::role_swap`]).
 //!
 //! # Candidates
 //!
@@ -31,9 +22,9 @@
 //! Whether two texts are linked depends only on the two texts (plus the fixed word lists), so
 //! consolidation stays idempotent and order-independent.
 
+use crate::link::{synonym, typo};
 use crate::minhash::fmix64;
 use crate::normalise::{content_words, near_in_class, tokens};
-use lexicon::wordnet;
 
 const SKELETON_SALT: u64 = 0x3c6e_f372_fe94_f82b;
 
@@ -175,6 +166,24 @@ impl Longest {
 /// Whether two normalised texts (with their raw forms, for capitalisation) differ by exactly one
 /// typo or synonym substitution, as the module documentation describes.
 pub(crate) fn linked(a_raw: &str, a: &str, b_raw: &str, b: &str, threshold: f64) -> bool {
+    linked_by(a, b, threshold, |p, q, substituted| {
+        typo::allows(p, q, a_raw, b_raw) || synonym::allows(p, q, substituted)
+    })
+}
+
+/// [`linked`] with one word-pair rule alone (`allowed(p, q, substituted)`), at the default
+/// threshold: how a rule's tables are checked.
+#[cfg_attr(not(test), allow(dead_code))]
+pub(crate) fn linked_with(a: &str, b: &str, allowed: impl Fn(&str, &str, usize) -> bool) -> bool {
+    linked_by(a, b, crate::DEFAULT_NEAR_DUPLICATE_THRESHOLD, allowed)
+}
+
+fn linked_by(
+    a: &str,
+    b: &str,
+    threshold: f64,
+    allowed: impl Fn(&str, &str, usize) -> bool,
+) -> bool {
     let mut x: Vec<&str> = content_words(a).collect();
     let mut y: Vec<&str> = content_words(b).collect();
     if x.len() != y.len() || x.is_empty() {
@@ -212,19 +221,8 @@ pub(crate) fn linked(a_raw: &str, a: &str, b_raw: &str, b: &str, threshold: f64)
     if only_a.is_empty() || only_a.len() != only_b.len() || only_a.len() > MAX_SUBSTITUTIONS {
         return false;
     }
-    let allowed = |p: &str, q: &str| {
-        // A misspelt weekday or month is the one capitalised word a typo may touch: every
-        // other capitalised word may be a name, at the start of a sentence too ("Mark's" /
-        // "Mary's"), and a one-letter change of a name is another person.
-        let calendar = is_calendar_word(p) || is_calendar_word(q);
-        let typo = is_typo(p, q)
-            && (calendar || (!capitalised(a_raw, p) && !capitalised(b_raw, q)))
-            && (calendar || !both_words(p, q));
-        // A synonym only as the one substitution: two at once drift from the fact.
-        let synonym =
-            only_a.len() == 1 && !is_value_word(p) && !is_value_word(q) && wordnet::synonyms(p, q);
-        typo || synonym
-    };
+    let substituted = only_a.len();
+    let allowed = |p: &str, q: &str| allowed(p, q, substituted);
     let Some(pairing) = matching(&only_a, &only_b, allowed) else {
         return false;
     };
@@ -266,112 +264,7 @@ pub(crate) fn matching<'w>(
     })
 }
 
-/// One edit apart (optimal string alignment distance 1), both alphabetic, the shorter at
-/// least four letters, and not two different value words ("minute"/"minutes" is a typo-sized
-/// difference between two value words and stays apart).
-fn is_typo(p: &str, q: &str) -> bool {
-    let (a, b): (Vec<char>, Vec<char>) = (p.chars().collect(), q.chars().collect());
-    if a.len().min(b.len()) < 4
-        || !a.iter().all(|c| c.is_alphabetic())
-        || !b.iter().all(|c| c.is_alphabetic())
-        || (is_value_word(p) && is_value_word(q))
-    {
-        return false;
-    }
-    one_edit(&a, &b)
-}
-
-fn one_edit(a: &[char], b: &[char]) -> bool {
-    let (short, long) = if a.len() <= b.len() { (a, b) } else { (b, a) };
-    match long.len() - short.len() {
-        0 => {
-            let diff: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
-            match diff.as_slice() {
-                [_] => true,
-                [i, j] => *j == i + 1 && a[*i] == b[*j] && a[*j] == b[*i],
-                _ => false,
-            }
-        }
-        1 => {
-            let k = short.iter().zip(long).take_while(|(x, y)| x == y).count();
-            short[k..] == long[k + 1..]
-        }
-        _ => false,
-    }
-}
-
-/// Whether `token` is written with a capital anywhere in `raw`, the start of a sentence
-/// included: it may be a name, whose one-letter variants are other names.
-fn capitalised(raw: &str, token: &str) -> bool {
-    capitalised_words(raw).iter().any(|n| n == token)
-}
-
-/// Whether both words of a one-edit pair are words WordNet knows (in some inflection, as a
-/// common word or a name): "grandpa" / "grandma", "marks" / "mary's", "robs" / "bobs". A typo
-/// makes a word nobody writes on purpose; two real words one letter apart are two meanings.
-fn both_words(p: &str, q: &str) -> bool {
-    wordnet::is_known(p) && wordnet::is_known(q)
-}
-
-/// The words of `raw` written with a capital, wherever they stand (lower case, apostrophes
-/// dropped, as normalised tokens are), but for function words ("We", "The", "On"), which a
-/// capital at the start of a sentence does not make a name.
-pub(crate) fn capitalised_words(raw: &str) -> Vec<String> {
-    let mut out = capitals(raw);
-    out.retain(|w| !lexicon::is_function_word(w));
-    out
-}
-
-fn capitals(raw: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut capital = false;
-    for c in raw.chars().chain(std::iter::once(' ')) {
-        if c.is_alphanumeric() {
-            if word.is_empty() {
-                capital = c.is_uppercase();
-            }
-            word.extend(c.to_lowercase());
-        } else if c != '\'' && c != '\u{2019}' && !word.is_empty() {
-            if capital {
-                out.push(std::mem::take(&mut word));
-            }
-            word.clear();
-        }
-    }
-    out
-}
-
-/// The words of `raw` written with a capital other than at the start of a sentence (lower
-/// case, apostrophes dropped, as normalised tokens are).
-pub(crate) fn names(raw: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut sentence_start = true;
-    let mut word = String::new();
-    let mut capital = false;
-    for c in raw.chars().chain(std::iter::once(' ')) {
-        if c.is_alphanumeric() {
-            if word.is_empty() {
-                capital = c.is_uppercase();
-            }
-            word.extend(c.to_lowercase());
-        } else if c != '\'' && c != '\u{2019}' {
-            if !word.is_empty() {
-                if capital && !sentence_start {
-                    out.push(std::mem::take(&mut word));
-                }
-                sentence_start = false;
-                word.clear();
-            }
-            if matches!(c, '.' | '!' | '?' | ':' | '\n') {
-                sentence_start = true;
-            }
-        }
-    }
-    out
-}
-
-fn is_calendar_word(w: &str) -> bool {
+pub(crate) fn is_calendar_word(w: &str) -> bool {
     lexicon::is_calendar_name(w)
 }
 

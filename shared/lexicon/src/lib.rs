@@ -35,7 +35,7 @@ pub use word_set::WordSet;
 
 static CHANGE_VERB_SET: WordSet = WordSet::new(CHANGE_VERBS);
 
-fn lookup<'a, T: Copy>(table: &'a [(&'static str, T)], key: &str) -> Option<T> {
+fn lookup<T: Copy>(table: &[(&'static str, T)], key: &str) -> Option<T> {
     table
         .binary_search_by(|(k, _)| (*k).cmp(key))
         .ok()

@@ -34,8 +34,10 @@
 //! in marketing") is not enough evidence either: losing a distinct fact is worse than keeping a
 //! stale one.
 
+use super::LinkRule;
 use crate::minhash::hash_bytes;
-use crate::substitution::{capitalised_words, is_value_word, names};
+use crate::names::Names;
+use crate::normalise::content_words;
 use lexicon::wordnet;
 
 /// Possessive and demonstrative determiners dropped at the start of a statement ("Our office"
@@ -194,45 +196,11 @@ pub(crate) fn leads_of(newer: &[&str]) -> Vec<u64> {
     out
 }
 
-/// Words a reader takes for names in either raw text: written with a capital mid-sentence, or
-/// with a capital at the start of a sentence and not a common English word ("Kwame", "Mensah";
-/// "Timesheets" is a common word). A subject made only of names is an *entity* (a person, a
-/// company), whose attributes its statements must name.
-pub(crate) struct Names(Vec<String>);
-
-impl Names {
-    pub(crate) fn of(raws: &[&str]) -> Names {
-        let mut out = Vec::new();
-        for raw in raws {
-            out.extend(names(raw));
-            out.extend(
-                capitalised_words(raw)
-                    .into_iter()
-                    .filter(|w| !wordnet::is_common_word(w)),
-            );
-        }
-        // Months and weekdays are written with a capital and are values, not names.
-        out.retain(|w| !is_value_word(w));
-        out.sort_unstable();
-        out.dedup();
-        Names(out)
-    }
-
-    fn contains(&self, w: &str) -> bool {
-        self.0.binary_search_by(|n| n.as_str().cmp(w)).is_ok()
-    }
-
-    #[cfg(test)]
-    fn none() -> Names {
-        Names(Vec::new())
-    }
-}
-
 /// Whether the newer statement `u` supersedes the older statement `o` (content words of both);
 /// an older statement with a possessive subject ("Femi's surname is …") is also read with the
 /// owner as its subject ("Femi changed her surname …"). `names` are the name words of the two
 /// raw texts ([`Names::of`]).
-pub(crate) fn supersedes(o: &[&str], u: &[&str], names: &Names) -> bool {
+fn supersedes(o: &[&str], u: &[&str], names: &Names) -> bool {
     let o = strip_determiners(o);
     if supersedes_as_said(o, u, names) || object_changed(o, u) {
         return true;
@@ -554,6 +522,70 @@ fn supersedes_as_said(o: &[&str], u: &[&str], names: &Names) -> bool {
             _ => false,
         }
     })
+}
+
+/// The plain-language supersession rule.
+pub(crate) struct Supersession;
+
+impl LinkRule for Supersession {
+    const NAME: &'static str = "plain-language supersession";
+    const MEET: &'static [(&'static str, &'static str)] = &[
+        ("Our office is in Paris.", "The office moved to Berlin."),
+        (
+            "Sam Whitaker's phone extension is 214.",
+            "Sam Whitaker's phone extension is now 388.",
+        ),
+        ("Ivan is vegetarian.", "Ivan is no longer vegetarian."),
+        (
+            "Timesheets are due on Fridays.",
+            "From now on, timesheets are due on Mondays.",
+        ),
+        (
+            "Kwame Mensah is on the data team.",
+            "Kwame Mensah switched to the platform team.",
+        ),
+        (
+            "Priya Raman works in the Porto office.",
+            "Priya Raman moved to the Lisbon office.",
+        ),
+        (
+            "The Halcyon app launch is scheduled for 10 June.",
+            "The Halcyon app launch was pushed back to 24 June.",
+        ),
+    ];
+    const APART: &'static [(&'static str, &'static str)] = &[
+        (
+            "Kwame Mensah is allergic to penicillin.",
+            "Kwame Mensah switched to the platform team.",
+        ),
+        (
+            "Priya Raman is vegetarian.",
+            "Priya Raman moved to the Lisbon office.",
+        ),
+        (
+            "Jonas Keller lives in Graz.",
+            "Starting in March, Jonas Keller is on parental leave.",
+        ),
+        (
+            "Ivan Petrov is a designer.",
+            "Ivan Petrov is now vegetarian.",
+        ),
+        (
+            "The Kessler house has a septic tank.",
+            "The Kessler house now has solar panels on the roof.",
+        ),
+        (
+            "The Lagos shipment left port on Tuesday.",
+            "The Lagos shipment left port on Wednesday.",
+        ),
+        ("Grete works in marketing.", "Grete has moved to Trondheim."),
+    ];
+
+    fn links_normalised(older_raw: &str, older: &str, newer_raw: &str, newer: &str) -> bool {
+        let o: Vec<&str> = content_words(older).collect();
+        let u: Vec<&str> = content_words(newer).collect();
+        supersedes(&o, &u, &Names::of(&[older_raw, newer_raw]))
+    }
 }
 
 #[cfg(test)]
