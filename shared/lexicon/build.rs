@@ -90,6 +90,7 @@ fn main() {
     pairs(&mut out, "SPELLINGS", "spellings.tsv");
     pairs(&mut out, "ABBREVIATIONS", "abbreviations.tsv");
     pairs(&mut out, "UNITS", "units.tsv");
+    pairs(&mut out, "MODALITY", "modality.tsv");
     calendar(&mut out, "MONTHS", "months.tsv", 12);
     calendar(&mut out, "WEEKDAYS", "weekdays.tsv", 7);
     println!("cargo:rerun-if-changed=data/wordnet-synsets.tsv");

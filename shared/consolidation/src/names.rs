@@ -14,21 +14,28 @@ pub(crate) fn capitalised_words(raw: &str) -> Vec<String> {
     out
 }
 
+/// The parts of a hyphenated word carry its first part's capital ("Eun-ji" is the name "eun"
+/// "ji", as normalisation splits it).
 fn capitals(raw: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut word = String::new();
     let mut capital = false;
+    let mut joined = false;
     for c in raw.chars().chain(std::iter::once(' ')) {
         if c.is_alphanumeric() {
-            if word.is_empty() {
+            if word.is_empty() && !joined {
                 capital = c.is_uppercase();
             }
+            joined = false;
             word.extend(c.to_lowercase());
         } else if c != '\'' && c != '\u{2019}' && !word.is_empty() {
             if capital {
                 out.push(std::mem::take(&mut word));
             }
             word.clear();
+            joined = c == '-';
+        } else {
+            joined = false;
         }
     }
     out

@@ -34,6 +34,9 @@ from pathlib import Path
 # written with a capital ("Mary", "Anne", "Raman") is a proper name, and a one-letter change
 # between two names is another person, never a typo.
 COMMON = set()
+# The parts of speech of each lemma (n, v, a, r): a word that is only a noun names a thing,
+# and two texts that each name a thing the other lacks state two facts.
+POS = {}
 
 
 def read_data(d):
@@ -101,6 +104,7 @@ def main(dict_dir):
             continue
         pos = {"1": "n", "2": "v", "3": "a", "4": "r", "5": "a"}[rest[0]]
         members[(pos, offset)].add(lemma)
+        POS.setdefault(lemma, set()).add(pos)
     # Neighbours: for adjectives similar-to (&), and attributes (=) both ways ("afraid" /
     # "fear", "heavy" / "weight"). Hypernyms are not neighbours: a more general word states a
     # different fact ("allergic to nuts" / "allergic to peanuts").
@@ -126,13 +130,14 @@ def main(dict_dir):
             own[lemma].add(ids[k])
             near[lemma] |= {ids[t] for t in up.get(k, ())}
     lemmas = {w for ws in members.values() for w in ws}
-    print("# lemma\tsynsets\toppositions\tneighbours\tkind (WordNet 3.1, Princeton University; see LICENSE-WordNet; built by build_wordnet.py)")
+    print("# lemma\tsynsets\toppositions\tneighbours\tkind and parts of speech (WordNet 3.1, Princeton University; see LICENSE-WordNet; built by build_wordnet.py)")
     for lemma in sorted(set(own) | {w for w in opposed if ok(w)} | lemmas):
         syns = " ".join(str(i) for i in sorted(own.get(lemma, ())))
         opp = " ".join(sorted(opposed.get(lemma, ())))
         nb = " ".join(str(i) for i in sorted(near.get(lemma, ())))
         kind = "c" if lemma in COMMON else "p"
-        print(f"{lemma}\t{syns}\t{opp}\t{nb}\t{kind}")
+        pos = "".join(sorted(POS.get(lemma, ())))
+        print(f"{lemma}\t{syns}\t{opp}\t{nb}\t{kind}{pos}")
 
 
 if __name__ == "__main__":

@@ -28,8 +28,8 @@ mod word_set;
 pub mod wordnet;
 
 pub use tables::{
-    Kind, ABBREVIATIONS, CHANGE_VERBS, FUNCTION_WORDS, IRREGULAR_PAST, MONTHS, NUMBER_WORDS,
-    SPELLINGS, UNITS, VALUE_WORDS, WEEKDAYS,
+    Kind, ABBREVIATIONS, CHANGE_VERBS, FUNCTION_WORDS, IRREGULAR_PAST, MODALITY, MONTHS,
+    NUMBER_WORDS, SPELLINGS, UNITS, VALUE_WORDS, WEEKDAYS,
 };
 pub use word_set::WordSet;
 
@@ -85,6 +85,11 @@ pub fn unit_after_number(w: &str) -> Option<&'static str> {
     lookup(UNITS, w)
 }
 
+/// Whether a word makes something obligatory, optional, prohibited or permitted, and which.
+pub fn modality(w: &str) -> Option<&'static str> {
+    lookup(MODALITY, w)
+}
+
 /// The lemma of an irregular past form ("bought" -> "buy").
 pub fn irregular_past(w: &str) -> Option<&'static str> {
     lookup(IRREGULAR_PAST, w)
@@ -130,6 +135,7 @@ mod tests {
             SPELLINGS,
             ABBREVIATIONS,
             UNITS,
+            MODALITY,
         ] {
             assert!(list.windows(2).all(|w| w[0].0 < w[1].0));
         }

@@ -25,6 +25,8 @@ struct Table {
     /// Per lemma: whether WordNet writes it in lower case somewhere (a common word) rather
     /// than only with a capital (a proper name: "Mary", "Anne").
     common: Vec<bool>,
+    /// Per lemma: whether its only part of speech is the noun.
+    only_noun: Vec<bool>,
 }
 
 /// One lemma's three sorted lists.
@@ -54,6 +56,7 @@ fn table() -> &'static Table {
             spans: Vec::new(),
             pool: Vec::new(),
             common: Vec::new(),
+            only_noun: Vec::new(),
         };
         let pos = |pool: &Vec<u32>| u32::try_from(pool.len()).unwrap_or(u32::MAX);
         for line in TABLE.lines().filter(|l| !l.starts_with('#')) {
@@ -76,7 +79,9 @@ fn table() -> &'static Table {
                 t.pool[start..].sort_unstable();
             }
             span[3] = pos(&t.pool);
-            t.common.push(cols.next() != Some("p"));
+            let kind = cols.next().unwrap_or("c");
+            t.common.push(!kind.starts_with('p'));
+            t.only_noun.push(kind.get(1..) == Some("n"));
             t.lemmas.push(lemma);
             t.spans.push(span);
         }
@@ -162,6 +167,24 @@ pub fn is_common_word(w: &str) -> bool {
                 .binary_search(&lemma.as_str())
                 .is_ok_and(|i| t.common[i])
         })
+}
+
+/// Whether every reading of `w` WordNet knows is a noun and nothing else ("meat", "pork",
+/// "manager"; not "report", "own", "belong"): a word that names a thing.
+pub fn is_only_noun(w: &str) -> bool {
+    let t = table();
+    let mut known = false;
+    let all_nouns = w.is_ascii()
+        && readings(w)
+            .iter()
+            .all(|(lemma, _)| match t.lemmas.binary_search(&lemma.as_str()) {
+                Ok(i) => {
+                    known = true;
+                    t.only_noun[i]
+                }
+                Err(_) => true,
+            });
+    all_nouns && known
 }
 
 /// Whether WordNet knows `w` in some inflection, as a common word or as a name.
@@ -311,6 +334,16 @@ mod tests {
             assert!(!is_common_word(w), "{w}");
         }
         assert!(is_known("anne") && is_known("marys") && !is_known("mensah"));
+    }
+
+    #[test]
+    fn nouns_that_are_only_nouns() {
+        for w in ["meat", "pork", "manager", "suitcase"] {
+            assert!(is_only_noun(w), "{w}");
+        }
+        for w in ["reports", "owns", "belongs", "fast", "mensah"] {
+            assert!(!is_only_noun(w), "{w}");
+        }
     }
 
     #[test]

@@ -71,6 +71,31 @@ impl LinkRule for FactCheck {
             "The leak in the attic came from the chimney flashing.",
             "The leak in the attic came from a cracked roof tile.",
         ),
+        (
+            "Kaito's flat is on the fourth floor.",
+            "Kaito's manager's apartment is on the fourth floor.",
+        ),
+        ("Olga does not eat meat.", "Olga never eats pork."),
+        (
+            "The Mill Lane venue has no parking.",
+            "Parking isn't unavailable at the Mill Lane venue.",
+        ),
+        (
+            "Every three months the board holds a meeting.",
+            "The board meets once a month.",
+        ),
+        (
+            "Meat is something Olga doesn't eat.",
+            "Olga never eats pork.",
+        ),
+        (
+            "Visitors must sign the NDA before the visit.",
+            "Signing the NDA is optional before the visit.",
+        ),
+        (
+            "Gluten is off-limits for Priya.",
+            "Priya can eat anything containing gluten.",
+        ),
     ];
 
     fn links_normalised(older_raw: &str, older: &str, newer_raw: &str, newer: &str) -> bool {
@@ -94,10 +119,10 @@ fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
     let tb: Vec<&str> = tokens(b).collect();
     let number = |w: &str| w.chars().any(|c| c.is_ascii_digit());
     let value = |w: &str| is_value_word(w) && !NEGATORS.contains(&w);
-    let negator = |w: &str| NEGATORS.contains(&w);
     if sorted(&ta, number) != sorted(&tb, number)
         || sorted(&ta, value) != sorted(&tb, value)
-        || sorted(&ta, negator).len() != sorted(&tb, negator).len()
+        || modalities(&ta) != modalities(&tb)
+        || negations(&ta) != negations(&tb)
     {
         return false;
     }
@@ -132,6 +157,19 @@ fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
     };
     if named(a_raw).iter().any(|n| !named_in(n, &tb))
         || named(b_raw).iter().any(|n| !named_in(n, &ta))
+    {
+        return false;
+    }
+    // Whose thing it is: a possessor in one text and not the other must be named in the
+    // other ("Matteo's dogs" / "Matteo has dogs"), never new ("Kaito's flat" / "Kaito's
+    // manager's flat").
+    let (pa, pb) = (possessors(a_raw), possessors(b_raw));
+    if pa
+        .iter()
+        .any(|p| !pb.contains(p) && !tb.contains(&p.as_str()))
+        || pb
+            .iter()
+            .any(|p| !pa.contains(p) && !ta.contains(&p.as_str()))
     {
         return false;
     }
@@ -182,7 +220,75 @@ fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
             || alternation(&only_a, a_raw, &only_b)
             || alternation(&only_b, b_raw, &only_a);
     }
-    mostly_shared(&sa, &sb) && replacements_vouched(&sa, &sb)
+    mostly_shared(&sa, &sb) && !replaced_somewhere(&sa, &sb) && replacements_vouched(&sa, &sb)
+}
+
+/// Whether each text holds a word of content the other lacks and that no word the other
+/// alone holds stands for: one thing replaced by another, wherever in the sentence ("Meat is
+/// something Olga doesn't eat" / "Olga never eats pork"). A rewording may add words on one
+/// side ("Hugo is fluent in" / "Hugo speaks fluent"), not trade one thing for another.
+fn replaced_somewhere(a: &[&str], b: &[&str]) -> bool {
+    let alone = |x: &[&str], y: &[&str]| -> Vec<String> {
+        x.iter()
+            .filter(|w| !is_structural(w) && !in_some_inflection(w, y))
+            .map(|w| (*w).to_owned())
+            .collect()
+    };
+    // Things only: a verb or adjective traded for another is how a rewording reads ("owns"
+    // / "belongs to", "reports to" / "manages"); a noun traded for a noun is a new thing.
+    let things = |x: Vec<String>| -> Vec<String> {
+        x.into_iter().filter(|w| wordnet::is_only_noun(w)).collect()
+    };
+    let (xa, xb) = (alone(a, b), alone(b, a));
+    let (ta, tb) = (things(xa.clone()), things(xb.clone()));
+    if ta.is_empty() || tb.is_empty() {
+        return false;
+    }
+    let unmatched = |x: &[String], y: &[String]| {
+        x.iter().any(|p| {
+            !y.iter()
+                .any(|q| wordnet::neighbours(p, q) || wordnet::same_lemma(p, q))
+        })
+    };
+    unmatched(&ta, &xb) && unmatched(&tb, &xa)
+}
+
+/// The modal classes of a text, sorted (`lexicon` `data/modality.tsv`): "must" and
+/// "required" are one, "optional" another.
+fn modalities(t: &[&str]) -> Vec<&'static str> {
+    let mut out: Vec<&'static str> = t.iter().filter_map(|w| lexicon::modality(w)).collect();
+    out.sort_unstable();
+    out
+}
+
+/// How many negations a text holds: negating words, and words negated by "un" or "non"
+/// whose stem is a common word ("unavailable", "unable"): "isn't unavailable" is two.
+fn negations(t: &[&str]) -> usize {
+    t.iter()
+        .filter(|w| {
+            NEGATORS.contains(w)
+                || ["un", "non"].iter().any(|p| {
+                    w.strip_prefix(p)
+                        .is_some_and(|stem| stem.len() >= 4 && wordnet::is_common_word(stem))
+                })
+        })
+        .count()
+}
+
+/// The possessors of a raw text ("Kaito's", "the manager's"), lower case.
+fn possessors(raw: &str) -> Vec<String> {
+    let mut out: Vec<String> = raw
+        .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '\u{2019}' || c == '-'))
+        .filter_map(|t| {
+            t.strip_suffix("'s")
+                .or_else(|| t.strip_suffix("\u{2019}s"))
+                .filter(|p| !p.is_empty())
+                .map(str::to_lowercase)
+        })
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 /// A text's identifier-like tokens, sorted: a run of non-space characters that, stripped of
@@ -382,11 +488,12 @@ const MAX_ALIGNED_WORDS: usize = 256;
 /// (words the other text has elsewhere were moved, not replaced, and are left out of it).
 /// A replacement whose words on either side are all structural ([`is_structural`]) is a change
 /// of sentence structure, one whose two sides spell the same letters is a compound written
-/// apart ("standup" / "stand up"). Any other replacement needs at least one pair of words across it that
-/// WordNet relates (the same lemma, a synonym, a direct hypernym, a similar adjective):
-/// "medicine … meals" / "medication … food" has one in each gap, while "came from the chimney
-/// flashing" / "came from a cracked roof tile" replaces one thing with an unrelated one, which
-/// is how a different value reads however close the embeddings are.
+/// apart ("standup" / "stand up"). In any other replacement every word of content on either
+/// side needs a word on the other side that WordNet relates to it (the same lemma, a synonym,
+/// a similar adjective, an adjective and its attribute): "came from the chimney flashing" /
+/// "came from a cracked roof tile" replaces one thing with an unrelated one, and "does not eat
+/// meat" / "never eats pork" relates its verbs but not its objects, which is how a different
+/// value reads however close the embeddings are.
 fn replacements_vouched(a: &[&str], b: &[&str]) -> bool {
     let (n, m) = (a.len(), b.len());
     if n > MAX_ALIGNED_WORDS || m > MAX_ALIGNED_WORDS {
@@ -404,6 +511,13 @@ fn replacements_vouched(a: &[&str], b: &[&str]) -> bool {
             };
         }
     }
+    let related =
+        |x: &str, y: &str| x == y || wordnet::same_lemma(x, y) || wordnet::neighbours(x, y);
+    let covered = |from: &[&str], to: &[&str]| {
+        from.iter()
+            .filter(|w| !is_structural(w))
+            .all(|x| to.iter().any(|y| related(x, y)))
+    };
     let replaced_by_kin = |ga: &[&str], gb: &[&str]| {
         ga.is_empty()
             || gb.is_empty()
@@ -411,10 +525,10 @@ fn replacements_vouched(a: &[&str], b: &[&str]) -> bool {
             || ga.concat() == gb.concat()
             || ga.iter().all(|w| is_structural(w))
             || gb.iter().all(|w| is_structural(w))
-            || ga.iter().any(|x| {
-                gb.iter()
-                    .any(|y| wordnet::same_lemma(x, y) || wordnet::neighbours(x, y))
-            })
+            // Every word of content on either side stands for a related word on the other:
+            // "medicine" for "medication" is a rewording, while "does not eat meat" / "never
+            // eats pork" relates "eat" / "eats" and replaces "meat" with "pork".
+            || (covered(ga, gb) && covered(gb, ga))
     };
     let vouched = |ga: &[&str], gb: &[&str]| {
         // A word the other text has elsewhere (in any inflection) was moved, not replaced.
