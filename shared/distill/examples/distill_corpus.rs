@@ -1,6 +1,6 @@
 //! Distils one JSON document from standard input and prints what made it in — the measurement
 //! behind the quality benchmark's "distillation coverage at budgets 256 / 1,000 / 4,000"
-//! (`tests/quality/bench.py`, issue 17 item 4):
+//! (`tests/quality/bench.py`):
 //!
 //! ```text
 //! {"budget": 256, "sources": [{"id", "content", "tags", "createdAtMs"}, ...]}

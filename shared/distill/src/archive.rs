@@ -17,7 +17,7 @@
 //!
 //! ```text
 //! {"format":"wop-memory.archive/v2","digest":"3f1c…(64 hex)","tenantId":"t-1",
-//!  "memoryRef":"workspaces/t-1/agents/a-1/memories","distillerVersion":"wop-memory.deterministic/3",
+//!  "memoryRef":"workspaces/t-1/agents/a-1/memories","distillerVersion":"wop-memory.deterministic/4",
 //!  "tokenizer":"cl100k_base","tokenBudget":100000,"tokensUsed":171,"inputTokens":120,
 //!  "outputTokens":51,"inputCount":3,"sourceCount":3,"sourcesIncluded":3,
 //!  "sourceIds":["01J…A","01J…B","01J…C"],"outputEntryId":"01JD…",

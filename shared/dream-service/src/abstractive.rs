@@ -9,9 +9,12 @@
 //!   with the same redactor before anything else looks at it, so a secret the model reintroduces
 //!   (from its training, a prompt injection, or a guess at a marker) is masked like in any put.
 //! - **Budget.** The answer is recounted with the tokenizer every figure uses (cl100k_base, not
-//!   the model's own) and rejected when it takes more than the summary allowance
-//!   (`min(4096, budget - input tokens)`, so `tokensUsed <= budget` as before) or
-//!   `MAX_SUMMARY_BYTES`.
+//!   the model's own) and rejected when it takes more than the allowance
+//!   (`min(MAX_MODEL_OUTPUT_TOKENS, budget - input tokens)`, so `tokensUsed <= budget` as
+//!   before) or `MAX_SUMMARY_BYTES`. The deterministic summary grows with the budget; a model's
+//!   answer stays within what one call may write.
+//! - **Current facts only.** Values the distiller marked superseded are not sent: a rewrite
+//!   could drop the mark and state an old phone number as the current one.
 //! - **Fallback.** An error, a timeout (the whole call, retries included, is bounded here), an
 //!   empty or an over-budget answer keeps the deterministic summary; the log says which (a
 //!   reason code and counts, never text).
@@ -21,7 +24,7 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use distill::distiller::{MAX_SUMMARY_BYTES, MAX_SUMMARY_TOKENS, UNTAGGED_HEADING};
+use distill::distiller::{MAX_SUMMARY_BYTES, UNTAGGED_HEADING};
 use distill::{Archive, DistillError, DistillInput, Distillation, Distiller};
 use memory_core::error::{CoreError, StoreError};
 use memory_core::ports::{ArchiveStore, ObjectKey, Summariser, SummaryFact, SummaryRequest};
@@ -32,10 +35,17 @@ use memory_guard::Redactor;
 /// archive key with one without, nor with one of another model.
 pub const ABSTRACTIVE_VERSION: &str = "wop-memory.abstractive/1";
 
-/// How long a dream waits for the model by default: a summary is at most 4,096 tokens, which a
-/// small model writes in 10-40 s at 100-400 tokens/s, and the prompt asks for far fewer; the
-/// dream function's own timeout (300 s) leaves room for retries of the store calls around it.
+/// How long a dream waits for the model by default: an answer is at most
+/// [`MAX_MODEL_OUTPUT_TOKENS`], which a small model writes in 10-40 s at 100-400 tokens/s, and
+/// the prompt asks for far fewer; the dream function's own timeout (300 s) leaves room for
+/// retries of the store calls around it.
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Most tokens a model's answer may take (its `maxTokens`). A bound on one model call, not on a
+/// summary: the usual Bedrock text models accept it as an output limit (some refuse larger
+/// values), and it keeps a call within [`DEFAULT_TIMEOUT`]. A larger deterministic summary is
+/// still sent whole; an answer cut at this limit falls back to it.
+pub const MAX_MODEL_OUTPUT_TOKENS: u32 = 4_096;
 
 /// Why a dream kept the deterministic summary instead of the model's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -274,21 +284,22 @@ pub async fn adopt_stored(
     })
 }
 
-/// Tokens a summary may take (`distill::distiller` budget rule: input + output within the
-/// budget, the summary within `MAX_SUMMARY_TOKENS`).
+/// Tokens the model's summary may take: what the budget leaves after the included sources
+/// (`distill::distiller` budget rule), within one call's [`MAX_MODEL_OUTPUT_TOKENS`].
 pub fn allowance(distillation: &Distillation) -> u32 {
-    MAX_SUMMARY_TOKENS.min(
+    MAX_MODEL_OUTPUT_TOKENS.min(
         distillation
             .token_budget
             .saturating_sub(distillation.input_tokens),
     )
 }
 
-/// The facts of a deterministic summary, in its order, as the distiller reads a summary back
-/// (merged bullets split, suffixes parsed into weights).
+/// The current facts of a deterministic summary, in its order, as the distiller reads a summary
+/// back (merged bullets split, suffixes parsed into weights); superseded values are left out.
 pub fn facts(summary: &str) -> Vec<SummaryFact> {
     distill::summary_items(summary)
         .into_iter()
+        .filter(|item| !item.superseded)
         .map(|item| SummaryFact {
             section: item.section.unwrap_or_else(|| UNTAGGED_HEADING.to_owned()),
             text: item.text,
@@ -306,6 +317,8 @@ mod tests {
         let summary = "## preference\n\
                        - Customer prefers email (x3, latest 2026-11-20)\n\
                        - Alice prefers: tea (latest 2026-11-19); window seats (latest 2026-11-02)\n\
+                       ## contact\n\
+                       - Maria's phone number is: 555-0199 (latest 2026-11-20); 555-0101 (superseded, latest 2026-11-02)\n\
                        ## (untagged)\n\
                        - Key is [REDACTED:db] (latest 2026-11-18)\n";
         let got: Vec<(String, String, u32)> = facts(summary)
@@ -316,6 +329,7 @@ mod tests {
             ("preference", "Customer prefers email", 3),
             ("preference", "Alice prefers tea", 1),
             ("preference", "Alice prefers window seats", 1),
+            ("contact", "Maria's phone number is 555-0199", 1),
             ("(untagged)", "Key is [REDACTED:db]", 1),
         ];
         assert_eq!(

@@ -282,6 +282,54 @@ async fn budget_is_clamped_defaulted_and_counted_honestly() {
     );
 }
 
+/// The summary is not held to a fixed token cap: it grows with the budget the caller gives,
+/// up to the distiller's byte bound for one entry.
+#[tokio::test]
+async fn a_large_budget_gives_a_summary_beyond_four_thousand_tokens() {
+    const WORDS: &[&str] = &[
+        "invoice",
+        "refund",
+        "warehouse",
+        "Berlin",
+        "courier",
+        "pallet",
+        "renewal",
+        "contract",
+        "Monday",
+        "discount",
+        "ticket",
+        "escalated",
+        "printer",
+        "laptop",
+        "badge",
+        "parking",
+    ];
+    let w = world();
+    let entries: Vec<_> = (0..1_200_u64)
+        .map(|i| {
+            let pick = |k: u64| WORDS[((i / 16_u64.pow(k as u32)) % 16) as usize];
+            let text = format!(
+                "Note {i}: {} {} {} checked by desk {}",
+                pick(0),
+                pick(1),
+                pick(2),
+                i % 37
+            );
+            entry(&r(), i, &text, &["notes"])
+        })
+        .collect();
+    for chunk in entries.chunks(25) {
+        w.store.put_entries(chunk).await.expect("seed");
+    }
+    let report = w.dream(Some(20_000)).await.expect("dream");
+    assert!(report.tokens_used <= 20_000);
+    let summary = output_of(&w).entry.content;
+    let bpe = tiktoken_rs::cl100k_base().expect("tokenizer");
+    let tokens = bpe.encode_ordinary(&summary).len();
+    assert!(tokens > 4_096, "{tokens}");
+    assert!(summary.len() <= distill::distiller::MAX_SUMMARY_BYTES);
+}
+
 /// 100 short entries (8-15 words): 80 statements, a few stated again, two pinned.
 async fn seed_hundred_short(w: &World) -> Vec<String> {
     const WHO: &[&str] = &[
