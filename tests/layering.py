@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""The layering rules of README §Architecture, checked on the real dependency graph:
+"""The layering rules of docs/architecture.md "Layering: each function links only what it runs",
+checked on the real dependency graph:
 
 - a pure crate (memory-guard, distill, consolidation, commitments, text-search, lexicon) links no AWS, Lambda or async
   crate;

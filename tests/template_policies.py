@@ -970,8 +970,9 @@ def check_model_switches(resources: dict[str, Any], params: dict[str, Any],
 
 
 # --------------------------------------------------------------------------------------------
-# Tenant-scoped credentials (README "Tenant isolation in three layers"): TenantAccessRole, who
-# may assume it, and that every statement of its policy pins the caller's tenant.
+# Tenant-scoped credentials (docs/guarantees.md "Tenant isolation in three layers"):
+# TenantAccessRole, who may assume it, and that every statement of its policy pins the caller's
+# tenant.
 # --------------------------------------------------------------------------------------------
 TENANT_ROLE = "TenantAccessRole"
 TENANT_ASSUME_POLICY = "TenantAccessAssumePolicy"

@@ -1,7 +1,7 @@
 """Helpers of the fault-injection suite: the proxy process (tests/fault/proxy.py) and AWS clients
 through it or straight to the emulator.
 
-    with FaultProxy() as proxy:                 # serialised upstream by default (see README)
+    with FaultProxy() as proxy:       # serialised upstream by default (tests/fault/README.md "CLI")
         proxy.config(rates={"throttle": 0.1}, only="dynamodb:TransactWriteItems", seed=7)
         env = dict(os.environ, AWS_ENDPOINT_URL=proxy.url)   # for the function binaries
         ...

@@ -269,7 +269,7 @@ class Recorder:
         self.checks: Counter[str] = Counter()
         self.violation_counts: Counter[str] = Counter()
         self.violations: list[dict[str, str]] = []
-        # Behaviour worth a look that the brief's invariants do not cover (not violations).
+        # Behaviour worth a look that the checked invariants do not cover (not violations).
         self.findings: list[dict[str, str]] = []
 
     def op(self, kind: str, n: int = 1) -> None:
@@ -1459,7 +1459,8 @@ class Run:
                             self.rec.violation("acked_present_once",
                                                f"stored {len(copies)} times (keyed put)", where)
                         else:
-                            # Without a key a retry after a lost answer writes again (README).
+                            # Without a key a retry after a lost answer writes again
+                            # (docs/guarantees.md "Idempotent writes").
                             self.rec.note("keyless_duplicate", len(copies) - 1)
             elif a.fate == "deleted":
                 self.rec.check("acked_present_once")
@@ -1597,7 +1598,7 @@ class Run:
                         self.rec.note("f_commitment_not_fired")
 
     def check_work_markers(self, state: State) -> None:
-        """Finding (not one of the brief's invariants): a ref holding transactional entries
+        """Finding (not one of the checked invariants): a ref holding transactional entries
         newer than its last dream's watermark must be in the pending-work index, or the
         scheduled fan-out never visits it (until its next write marks it)."""
         for pk, entries in state.by_partition.items():

@@ -1,4 +1,5 @@
-"""The tenant-isolation side of the proxy (README "Tenant isolation in three layers"): it records
+"""The tenant-isolation side of the proxy (docs/guarantees.md "Tenant isolation in three layers"):
+it records
 which credentials signed every DynamoDB and S3 call and, when `tenantIam` is on, enforces
 TenantAccessRole's policy (template.yaml) the way IAM would.
 

@@ -1,4 +1,4 @@
-"""Tenant-scoped credentials end to end (issue 19; README "Tenant isolation in three layers").
+"""Tenant-scoped credentials end to end (docs/guarantees.md "Tenant isolation in three layers").
 
 The real function binaries run behind `local_gateway` with `TENANT_ROLE_ARN` set, and every AWS
 call they make goes through the proxy with `tenantIam` on (tenant_iam.py): it learns from each

@@ -265,7 +265,8 @@ def test_logs_and_records_carry_no_text(server, client):
 
 
 def test_latency(client):
-    """The stand-in answers in a few milliseconds (figure for the README)."""
+    """The stand-in answers in a few milliseconds (the figure in docs/dreams.md "Abstractive dreams
+    (optional)")."""
     converse(client)
     took = []
     for _ in range(30):

@@ -1,4 +1,4 @@
-"""Tag lists through the real functions and the official client (README "Tag lists"):
+"""Tag lists through the real functions and the official client (docs/api.md "Tag lists"):
 `tag=a&tag=b` means all of them, `anyTag=a&anyTag=b` any of them, repeated parameters are read
 from the raw query string (so a tag may contain a comma), a filtered page is full, and its
 cursor is bound to the filter."""

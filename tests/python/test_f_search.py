@@ -1,6 +1,6 @@
-"""Ranked text search through the real functions and the official client (README "Search"):
-rare terms first, tags respected, deterministic, read-your-writes, and never an expired, deleted,
-forgotten or other tenant's entry."""
+"""Ranked text search through the real functions and the official client (docs/search.md "Ranked
+text search"): rare terms first, tags respected, deterministic, read-your-writes, and never an
+expired, deleted, forgotten or other tenant's entry."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Semantic and hybrid search through the real functions (README "Semantic search"): a second
-local gateway runs memory-write and memory-read with `EMBEDDING_MODEL_ID` set and the Bedrock
+"""Semantic and hybrid search through the real functions (docs/search.md "Semantic search"): a
+second local gateway runs memory-write and memory-read with `EMBEDDING_MODEL_ID` set and the Bedrock
 Runtime endpoint pointed at the local InvokeModel stand-in (infra/local/embedder.py: real
 all-MiniLM-L6-v2 embeddings, Titan V2 wire shapes), reached through the Rust SDK. The session's
 plain gateway (no embedder) must refuse the modes and advertise `filter` only."""

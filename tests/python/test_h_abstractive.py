@@ -1,6 +1,7 @@
-"""Abstractive dreams through the real functions (README "Abstractive dreams"): a second local
-gateway runs memory-dream with `DISTILLER_MODEL_ID` set and the Bedrock Runtime endpoint pointed
-at the local Converse stand-in (infra/local/converse.py), reached through the Rust SDK.
+"""Abstractive dreams through the real functions (docs/dreams.md "Abstractive dreams (optional)"):
+a second local gateway runs memory-dream with `DISTILLER_MODEL_ID` set and the Bedrock Runtime
+endpoint pointed at the local Converse stand-in (infra/local/converse.py), reached through the
+Rust SDK.
 
 What must hold: the long-term entry carries the model's text; a secret the model reintroduces
 is masked again and a registered secret never leaves for the model; every way the model can

@@ -49,9 +49,9 @@ PATH_TAG = "memory-tool:path:"
 
 
 class WopMemoryTool(BetaAbstractMemoryTool):
-    """The application side of the wiring (README "The Claude memory tool"): each command's input
-    is POSTed as the model emitted it; an `is_error` result becomes the SDK's `ToolError`, which
-    its tool runner hands back to the model as an error `tool_result`."""
+    """The application side of the wiring (docs/api.md "The Claude memory tool"): each command's
+    input is POSTed as the model emitted it; an `is_error` result becomes the SDK's `ToolError`,
+    which its tool runner hands back to the model as an error `tool_result`."""
 
     def __init__(self, base_url: str, tenant: str, ref: str, subject: str | None = None) -> None:
         super().__init__()

@@ -48,7 +48,7 @@ The result is a partition of the input ids into surviving entries, which is what
                         share of labelled groups with at least one member among the included
                         sources (figures only, no target).
 
-Targets (the acceptance of the issue that asked for this benchmark): distinct facts kept 100%,
+Targets (what a consolidation planner must reach on this corpus): distinct facts kept 100%,
 duplicates folded >= 90% overall and >= 75% in every category, plain-language supersession
 >= 80%, identical runs. --check exits 1 when one is missed.
 """

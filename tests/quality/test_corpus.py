@@ -46,7 +46,7 @@ def test_corpus_is_valid_and_sized(corpus):
     kinds = Counter(g["kind"] for g in groups)
     assert kinds["distinct"] >= 40 and kinds["supersession"] >= 30
     assert kinds["conflict"] >= 6 and kinds["slot"] >= 6 and kinds["singleton"] >= 10
-    # The distinct look-alikes cover the differences the issue names.
+    # The distinct look-alikes cover the differences a merge must never erase.
     distinct = {g["category"] for g in groups if g["kind"] == "distinct"}
     assert {"customer-number", "date", "amount", "name", "negation", "unit", "quantity"} <= distinct
     assert {g["category"] for g in groups if g["kind"] == "conflict"} == set(bench.CONFLICT_CATEGORIES)

@@ -1,5 +1,5 @@
-"""The retrieval claims of README "Search", checked on the project's corpus with our engine
-(the `rank_corpus` example that `cargo test` builds; RANK_CORPUS_CMD overrides) and real
+"""The retrieval claims of docs/figures.md "Retrieval quality", checked on the project's corpus with
+our engine (the `rank_corpus` example that `cargo test` builds; RANK_CORPUS_CMD overrides) and real
 all-MiniLM-L6-v2 embeddings from the local stand-in's model, beside the contenders run here:
 text search at least bm25s's recall@5 and MRR overall and clearly above it on CJK and accented
 text; hybrid at least the embedding-only contender's recall@5; the newer version of an updated

@@ -19,11 +19,12 @@ fn main() -> Result<(), Error> {
 async fn serve() -> Result<(), Error> {
     // The tokenizer (~40 ms to build) is built by the first dream that counts tokens, not at
     // start-up: dreams are background jobs, where a first run 40 ms slower costs nothing, while
-    // every cold start (billed init included) would pay it (README §Figures).
+    // every cold start (billed init included) would pay it (docs/figures.md "Overview").
     let ports = AwsPorts::from_env().await?;
     // Entries younger than this wait for the next run (see Dreamer::with_settle_millis);
     // default: twice the write function's timeout, since a keyed put taken over after its first
-    // attempt's lease commits with the first attempt's `createdAt` (README §Idempotent writes).
+    // attempt's lease commits with the first attempt's `createdAt` (docs/guarantees.md
+    // "Idempotent writes").
     let settle_seconds: i64 = lambda_adapter::env_number("DREAM_SETTLE_SECONDS", 30)?;
     // Abstractive dreams, only with DISTILLER_MODEL_ID set: how long a dream waits for the model.
     let timeout_ms: u64 = lambda_adapter::env_number(

@@ -1,7 +1,7 @@
 //! `memory-mcp`: the standard doors of agent memory, behind the HTTP API and its JWT authorizer
 //! (tenant from the token, as on the read API): the MCP server, `/v1/host/wop-memory/mcp`
-//! (README "The MCP server"), and the Claude memory tool's backend,
-//! `POST /v1/host/wop-memory/memory-tool` (README "The Claude memory tool"). Both call the
+//! (docs/api.md "The MCP server"), and the Claude memory tool's backend,
+//! `POST /v1/host/wop-memory/memory-tool` (docs/api.md "The Claude memory tool"). Both call the
 //! services the REST functions call, wired here the same way.
 
 use std::sync::Arc;
@@ -101,8 +101,8 @@ fn mcp_request(r: &HttpRequest) -> McpRequest<'_> {
 }
 
 /// The SR-1 secrets every write of this function redacts: `REDACTION_SECRETS`, a JSON list of
-/// `{"secretId", "value"}` (README "Configuration"). A value that does not decode stops the
-/// function at start-up, naming the variable and never the value.
+/// `{"secretId", "value"}` (docs/operating.md "Configuration"). A value that does not decode stops
+/// the function at start-up, naming the variable and never the value.
 fn configured_secrets() -> Result<Vec<SecretInput>, Error> {
     match std::env::var("REDACTION_SECRETS") {
         Ok(raw) if !raw.trim().is_empty() => {

@@ -15,7 +15,8 @@ fn main() -> Result<(), Error> {
 
 async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
-    // How long an idempotency key answers with its recorded result (README §Idempotent writes).
+    // How long an idempotency key answers with its recorded result (docs/guarantees.md
+    // "Idempotent writes").
     let key_ttl_seconds: i64 = lambda_adapter::env_number(
         "IDEMPOTENCY_TTL_SECONDS",
         memory_core::idempotency::DEFAULT_KEY_TTL_SECONDS,

@@ -67,8 +67,8 @@ pub async fn handle(
 ) -> Result<Value, WireError> {
     match command {
         CommitmentCommand::Written(detail) => {
-            // Acts for the event's tenant (tenant-scoped credentials, README "Tenant isolation
-            // in three layers").
+            // Acts for the event's tenant (tenant-scoped credentials, docs/guarantees.md "Tenant
+            // isolation in three layers").
             let report = acting_for(
                 Some(&detail.tenant_id),
                 service.on_written(&detail.tenant_id, &detail.memory_ref, detail.entry_id()?),

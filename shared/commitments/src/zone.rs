@@ -38,7 +38,8 @@ impl TimeZoneSpec {
         self.0.name()
     }
 
-    /// The bundled tz database release, for the README and for diagnosing a changed answer.
+    /// The bundled tz database release, for shared/commitments/README.md and for diagnosing a
+    /// changed answer.
     pub fn database_version() -> &'static str {
         chrono_tz::IANA_TZDB_VERSION
     }

@@ -1,6 +1,6 @@
 //! Benchmark of one consolidation planning pass over 10,000 and over 100,000 entries with 30%
-//! duplicates: CPU time and peak memory (target: 100k no more than 12 times 10k; README
-//! §Figures).
+//! duplicates: CPU time and peak memory (target: 100k no more than 12 times 10k;
+//! docs/figures.md "Overview", docs/consolidation.md "Cost of a pass").
 //!
 //! A plain `main` (harness = false): builds a deterministic synthetic corpus (~200-byte entries,
 //! 30% exact or filler-variant duplicates, fact slots with several versions, subjects), then

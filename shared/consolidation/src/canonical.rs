@@ -1,5 +1,5 @@
-//! One spelling per value (README "Consolidation"; RFC 0068 "merge duplicates"): after
-//! [`normalise`](crate::normalise) has tokenised a text, numbers, times, percentages, money,
+//! One spelling per value (docs/consolidation.md "What a pass does"; RFC 0068 "merge duplicates"):
+//! after [`normalise`](crate::normalise) has tokenised a text, numbers, times, percentages, money,
 //! temperatures, dates, frequencies, common abbreviations and American spellings are rewritten
 //! to one notation, so "3 pm" / "15:00", "1,000" / "1000", "$5" / "5 dollars", "1 March 2026" /
 //! "2026-03-01", "every three months" / "once a quarter" / "quarterly", "appt" / "appointment"

@@ -3,8 +3,8 @@
 //! entries to fold together and what each surviving entry looks like. It reads no clock, draws
 //! no randomness and does no I/O; the caller executes the [`Plan`] against the store (one
 //! all-or-nothing transaction per [`Merge`], in order), redacts merged content like a fresh put
-//! (contract item 3, SR-1 carry-forward) and emits `agent.memory.consolidated` with
-//! [`Plan::input_count`] / [`Plan::output_count`] (contract item 4).
+//! (the spec's consolidation contract, §3: SR-1 carry-forward) and emits
+//! `agent.memory.consolidated` with [`Plan::input_count`] / [`Plan::output_count`] (§4).
 //!
 //! What a pass does (contract: "merge duplicates, supersede stale facts, strengthen
 //! corroborated ones"):
@@ -23,15 +23,15 @@
 //!
 //! # Caller obligations
 //!
-//! - Pass exactly one memoryRef's (hence one tenant's) long-term entries (contract item 1), and
-//!   only live ones: the planner has no clock, so an expired entry passed in could lend its
-//!   expiry or text to a merged entry.
+//! - Pass exactly one memoryRef's (hence one tenant's) long-term entries (consolidation
+//!   contract §1), and only live ones: the planner has no clock, so an expired entry passed in
+//!   could lend its expiry or text to a merged entry.
 //! - Execute merges in order; a merge's `replaced` may name the merged id of an earlier merge
 //!   in the same plan (large groups, see [`merge`](mod@merge)). Condition each transaction on the
 //!   replaced entries being unchanged and the merged id being absent; if a condition fails, skip
 //!   that merge and every later merge that replaces its merged id, and let the next pass retry.
 //!
-//! # Idempotency (contract item 2)
+//! # Idempotency (consolidation contract §2)
 //!
 //! Running [`plan`] on the corpus a plan leaves behind yields no merges:
 //!

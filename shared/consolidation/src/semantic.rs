@@ -19,9 +19,9 @@
 use crate::minhash::fmix64;
 
 /// Default [`Semantic::min_cosine`], chosen on the project's quality corpus with
-/// all-MiniLM-L6-v2 vectors (README "Consolidation"): the fact checks keep every distinct fact
-/// apart down to 0.55 (at 0.5 one pair merges), and folding gains nothing below 0.7, so 0.75
-/// leaves the checks a margin.
+/// all-MiniLM-L6-v2 vectors (docs/consolidation.md "The link rules"): the fact checks keep every
+/// distinct fact apart down to 0.55 (at 0.5 one pair merges), and folding gains nothing below 0.7,
+/// so 0.75 leaves the checks a margin.
 pub const DEFAULT_MIN_COSINE: f32 = 0.75;
 
 /// Largest number of vectors in a partition compared all pairs.

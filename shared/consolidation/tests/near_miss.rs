@@ -1,6 +1,6 @@
 //! Distinct facts stay apart, true duplicates fold: two labelled tables
-//! (openwop-agent-memory.md §"Background consolidation (RFC 0068)"; README §Consolidation:
-//! distinct facts are never merged).
+//! (openwop-agent-memory.md §"Background consolidation (RFC 0068)"; docs/consolidation.md "The
+//! invariant: never lose a fact": distinct facts are never merged).
 
 mod common;
 

@@ -1,6 +1,6 @@
 //! Behaviour of a planning pass: folding, supersession, corroboration, boundaries, expiry,
 //! determinism, idempotency and transaction-sized chunking (openwop-agent-memory.md
-//! §"Background consolidation (RFC 0068)", contract items 1-2).
+//! §"Background consolidation (RFC 0068)", consolidation contract §1-2).
 
 mod common;
 

@@ -1,7 +1,7 @@
 //! Generated corpora (duplicates, filler variants, near misses, fact slots, subjects,
 //! corroborated entries): every plan is valid, order-independent, respects the boundaries, and
 //! a second pass is a no-op (openwop-agent-memory.md §"Background consolidation (RFC 0068)",
-//! contract item 2).
+//! consolidation contract §2).
 
 mod common;
 

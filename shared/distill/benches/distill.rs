@@ -1,6 +1,6 @@
 //! Distillation cost: 10,000 entries of about 400 bytes (tokenizing included), CPU time and peak
 //! memory (target under 1 s and under 64 MiB), and the growth from 10k to 100k entries (target:
-//! no worse than linear); README §Figures.
+//! no worse than linear); docs/figures.md "Overview".
 //!
 //! A plain `main` (harness = false): each scenario runs on this thread, its CPU time read from
 //! `CLOCK_THREAD_CPUTIME_ID` (wall time where that fails), its heap measured by a counting

@@ -102,7 +102,7 @@ fn hex(bytes: &[u8]) -> String {
 /// source in (id, content, createdAt, tags) order: id, content, `createdAt` ms (i64 BE), and the
 /// sorted, de-duplicated tags (count u64 BE, then each tag). Input order does not matter.
 ///
-/// Tags and timestamps are included although the brief only names ids and contents: they decide
+/// Tags and timestamps are included, not only ids and contents: they decide
 /// the sections and the input choice, so leaving them out would let two different outputs share
 /// a key.
 pub fn archive_digest(sources: &[SourceEntry], budget: u32, distiller_version: &str) -> String {

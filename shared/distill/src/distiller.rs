@@ -8,7 +8,7 @@
 //! network; an LLM-backed distiller can implement the same trait later, check its input with
 //! [`check_input`] and keep the accounting below.
 //!
-//! # Budget rule (the same text is in the README)
+//! # Budget rule (the same rule is in shared/distill/README.md "Budget rule")
 //!
 //! Tokens are cl100k_base tokens ([`crate::tokens`]). A source's *input tokens* are the tokens of
 //! its `content` ([`source_tokens`]); tags and timestamps are metadata and are not counted. Each

@@ -1,5 +1,5 @@
-//! Instant formatting for the wire shapes — README "Wire shapes" (timestamps are RFC 3339 UTC with
-//! milliseconds).
+//! Instant formatting for the wire shapes — docs/api.md "MemoryEntry" (timestamps are RFC 3339
+//! UTC with milliseconds).
 //!
 //! Calendar maths is chrono's; this module only pins the one spelling the documents use and
 //! accepts nothing else on the way back (a parse is checked by formatting it again), so a

@@ -1,8 +1,8 @@
-//! The distiller against RFC 0062 run contract §2 (budget), §3 (SR-1 markers survive) and README
-//! §Dreams (ranks facts — pinned first, then by information, corroboration and recency — drops
-//! duplicates, merges bullets, fills any budget from the floor up, deterministic). What a small
-//! budget keeps out of a chat log full of filler, and superseded values, are in
-//! `information.rs`.
+//! The distiller against RFC 0062 run contract §2 (budget), §3 (SR-1 markers survive) and
+//! docs/dreams.md "Dreams (RFC 0062)" (ranks facts — pinned first, then by information,
+//! corroboration and recency — drops duplicates, merges bullets, fills any budget from the floor
+//! up, deterministic). What a small budget keeps out of a chat log full of filler, and superseded
+//! values, are in `information.rs`.
 
 mod common;
 
@@ -626,7 +626,7 @@ fn a_fact_that_does_not_fit_is_skipped_and_cheaper_ones_still_fill() {
 
 /// 100 short entries (8-15 words): 70 distinct statements, three corroborated ones (stated
 /// 5, 4 and 3 times, the oldest in the set), two pinned ones among the oldest, and 3 more
-/// duplicates: the acceptance set of the ranked distiller.
+/// duplicates: the set every ranking rule of the distiller is checked on.
 fn hundred_short_entries() -> Vec<SourceEntry> {
     const PEOPLE: &[&str] = &[
         "Amelia", "Bruno", "Chiara", "Dmitri", "Esther", "Farid", "Greta", "Hiro", "Ines", "Jonas",

@@ -485,7 +485,7 @@ fn the_same_log_in_any_order_gives_the_same_bytes() {
 }
 
 /// Prints the fixture's figures (`cargo test -p distill --test information -- --ignored
-/// --nocapture`): what the README quotes.
+/// --nocapture`): what docs/dreams.md quotes ("What a small budget keeps, measured").
 #[test]
 #[ignore]
 fn print_figures() {

@@ -1,6 +1,7 @@
 //! Store round trips per operation, measured with the counting in-memory ports (each port call
 //! is one AWS request in the adapters: one DynamoDB call, one S3 call, one PutEvents per 10
-//! events). The README's cost section is derived from these figures.
+//! events). docs/figures.md "Port calls per operation" shows them, and docs/cost.md is derived
+//! from them.
 //! Run: `cargo bench -p dream-service --bench request_counts`.
 
 use std::sync::Arc;

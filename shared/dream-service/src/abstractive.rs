@@ -1,5 +1,5 @@
-//! Abstractive dreams (README "Abstractive dreams"): optionally, a language model rewrites the
-//! facts the deterministic distiller chose and ranked into a shorter summary.
+//! Abstractive dreams (docs/dreams.md "Abstractive dreams (optional)"): optionally, a language
+//! model rewrites the facts the deterministic distiller chose and ranked into a shorter summary.
 //!
 //! The deterministic distiller always runs first: it chooses the sources (the budget rule), folds
 //! and ranks the facts, and its summary is the fallback. The model only rewrites those facts, and

@@ -72,8 +72,9 @@ pub struct DreamReport {
     pub archive_key: Option<String>,
     pub archive_created: bool,
     pub index_updated: bool,
-    /// With a summariser configured (README "Abstractive dreams"): the model whose summary the
-    /// output entry holds, or why it holds the deterministic one (a `Fallback` code).
+    /// With a summariser configured (docs/dreams.md "Abstractive dreams (optional)"): the model
+    /// whose summary the output entry holds, or why it holds the deterministic one (a `Fallback`
+    /// code).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -164,8 +165,8 @@ impl Dreamer {
         }
     }
 
-    /// A model rewrites the distiller's facts (README "Abstractive dreams"); `None`, the
-    /// default, writes the deterministic summary only.
+    /// A model rewrites the distiller's facts (docs/dreams.md "Abstractive dreams (optional)");
+    /// `None`, the default, writes the deterministic summary only.
     pub fn with_abstractive(mut self, abstractive: Option<Abstractive>) -> Self {
         self.abstractive = abstractive;
         self

@@ -883,7 +883,8 @@ async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
             report.status
         );
         // What was not forgotten is distilled by the next run. (A forget after a finished dream
-        // removes the output and leaves the other sources undistilled: README, forget.)
+        // removes the output and leaves the other sources undistilled: docs/guarantees.md
+        // "Forget is fenced against running passes".)
         dreamer
             .run("t1", &r().to_string(), None, &none())
             .await

@@ -1,5 +1,5 @@
-//! Process start-up of every function binary, up to the first poll of the Runtime API (README
-//! "Figures": start-up is measured from process start to that poll).
+//! Process start-up of every function binary, up to the first poll of the Runtime API
+//! (docs/figures.md "Overview": start-up is measured from process start to that poll).
 //!
 //! Two choices keep it short, both made before any thread exists:
 //! - **Trust roots read once.** The SDK's HTTPS client loads the platform's trust roots when the

@@ -1,6 +1,6 @@
-//! The MCP server of wop-memory (Model Context Protocol, Streamable HTTP transport, README "The
-//! MCP server"), built on the official Rust SDK (`rmcp`): its `ServerHandler` trait, model types
-//! and `StreamableHttpService`, the transport, in stateless mode with JSON responses (every
+//! The MCP server of wop-memory (Model Context Protocol, Streamable HTTP transport, docs/api.md
+//! "The MCP server"), built on the official Rust SDK (`rmcp`): its `ServerHandler` trait, model
+//! types and `StreamableHttpService`, the transport, in stateless mode with JSON responses (every
 //! POST is answered whole, no session is kept, so any Lambda instance can answer any request).
 //!
 //! `rmcp` serves HTTP as a tower service; nothing here runs a server. The Lambda adapter hands

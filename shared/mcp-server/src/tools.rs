@@ -1,5 +1,5 @@
-//! The six tools (README "The MCP server"): each a JSON schema generated from its argument type,
-//! a description a model can act on, and a call into the same services as the REST doors
+//! The six tools (docs/api.md "The MCP server"): each a JSON schema generated from its argument
+//! type, a description a model can act on, and a call into the same services as the REST doors
 //! (`MemoryReader`, the SR-1 `MemoryWriter`, the `Forgetter`). A result is the REST answer's
 //! JSON as structured content (and as text); a failure is an MCP tool error whose content is
 //! the REST error envelope, with the same code (`validation_error`, `not_found`,

@@ -1,5 +1,5 @@
-//! Forget (README §The contracts): direct invoke `{"tenantId", "subject"}`, or the POST route
-//! with `{"subject"}` and the tenant from the JWT. The subject is never logged.
+//! Forget (docs/api.md "Forget (direct invoke)"): direct invoke `{"tenantId", "subject"}`, or the
+//! POST route with `{"subject"}` and the tenant from the JWT. The subject is never logged.
 
 use memory_core::acting_tenant::acting_for;
 use memory_core::forget::Forgetter;

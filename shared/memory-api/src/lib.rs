@@ -1,4 +1,4 @@
-//! The contracts clients and the run engine use (README §The contracts), independent of how
+//! The contracts clients and the run engine use (docs/api.md), independent of how
 //! requests arrive: the Lambda handlers decode API Gateway or direct-invoke events into these
 //! types, call in, and encode what comes back. Keeping routing and parsing here, with no AWS or
 //! Lambda type in sight, lets the whole API run in-process in tests and benchmarks.

@@ -1,6 +1,7 @@
-//! The read API of README §The contracts (`openwop-agent-memory.md` MemoryAdapter list/get, the
-//! RFC 0080 capability document), tenant taken from the JWT claim. Routing accepts any prefix
-//! before `/v1/host/wop-memory/` so a named API Gateway stage in the path changes nothing.
+//! The read API of docs/api.md "The read API (HTTP)" (`openwop-agent-memory.md` MemoryAdapter
+//! list/get, the RFC 0080 capability document), tenant taken from the JWT claim. Routing accepts
+//! any prefix before `/v1/host/wop-memory/` so a named API Gateway stage in the path changes
+//! nothing.
 
 use memory_core::acting_tenant::acting_for;
 use memory_core::capabilities::HostMemoryModel;

@@ -1,4 +1,4 @@
-//! The direct-invoke write contract (README §The contracts): `{"op": "put", ...}` and
+//! The direct-invoke write contract (docs/api.md "Write (direct invoke)"): `{"op": "put", ...}` and
 //! `{"op": "delete", ...}`. Parsing failures are reported by schema path, never by echoing
 //! the payload, which may carry secrets (`decode`).
 
@@ -15,7 +15,7 @@ pub struct DeleteRequest {
     pub tenant_id: String,
     pub memory_ref: String,
     pub id: String,
-    /// Makes the delete's answer stable across retries (README §Idempotent writes).
+    /// Makes the delete's answer stable across retries (docs/guarantees.md "Idempotent writes").
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }

@@ -1,4 +1,5 @@
-//! What an idempotency key costs on a put (README §Idempotent writes): DynamoDB requests, write
+//! What an idempotency key costs on a put (docs/guarantees.md "Idempotent writes"; figures in
+//! docs/figures.md "The cost of an idempotency key"): DynamoDB requests, write
 //! and read capacity and latency per put of `MemoryWriter::put` over `DynamoEntryStore`, for
 //! (a) unkeyed puts, (b) keyed puts with fresh keys and (c) replays of (b) (same key, same
 //! payload). Each put stores one entry of about 200 bytes to one ref. The contender, Powertools

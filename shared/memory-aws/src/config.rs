@@ -1,5 +1,5 @@
-//! Configuration from the environment (README §Configuration): `MEMORY_TABLE`, `ARCHIVE_BUCKET`,
-//! `EVENT_BUS_NAME`, optionally `EMBEDDING_MODEL_ID` / `EMBEDDING_DIMENSIONS` (semantic search)
+//! Configuration from the environment (docs/operating.md "Configuration"): `MEMORY_TABLE`,
+//! `ARCHIVE_BUCKET`, `EVENT_BUS_NAME`, optionally `EMBEDDING_MODEL_ID` / `EMBEDDING_DIMENSIONS` (semantic search)
 //! and `DISTILLER_MODEL_ID` (abstractive dreams), `TENANT_ROLE_ARN` / `TENANT_SESSION_CACHE`
 //! (tenant-scoped credentials, `tenant.rs`), plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
 //! emulator (LocalStack or compatible), S3 switches to path-style addressing, which emulators on

@@ -1,4 +1,4 @@
-//! `EntryStore` on one DynamoDB table (README §Storage layout (one DynamoDB table)).
+//! `EntryStore` on one DynamoDB table (docs/architecture.md "Storage layout (one DynamoDB table)").
 //!
 //! Item layout — every key starts with the tenant, so one Query can never span tenants and IAM
 //! `dynamodb:LeadingKeys` can pin a principal to `"{tenant}#*"`:
@@ -25,10 +25,10 @@
 //! below DynamoDB's 400 KB item limit and forget still sees every source id. Deleting an entry
 //! deletes its overflow items.
 //!
-//! Tag postings (README "Tag lists"): sk `G#{tagKey}#{entryId}`, one per distinct tag of an entry,
-//! holding only keys and the entry's `ttl`, so a tag's entries are one newest-first key range.
-//! They are written before the entry (in transactions of their own: an entry's tags do not fit
-//! the entry's transaction beside 25 entries) and removed after it, so every live entry has its
+//! Tag postings (docs/api.md "Tag lists"): sk `G#{tagKey}#{entryId}`, one per distinct tag of an
+//! entry, holding only keys and the entry's `ttl`, so a tag's entries are one newest-first key
+//! range. They are written before the entry (in transactions of their own: an entry's tags do not
+//! fit the entry's transaction beside 25 entries) and removed after it, so every live entry has its
 //! postings; one left behind by a crash proposes an id that the read then finds missing.
 //!
 //! Tombstones (forget's fence, `memory_core::forget`): sk `T#{entryId}` in the entry's
@@ -36,7 +36,7 @@
 //! ref partition, still under the tenant's leading key), TTL'd after the key's window.
 //!
 //! Reads are strongly consistent (read-your-writes); the `bySubject` index can only be read
-//! eventually consistently, which forget accepts (see README).
+//! eventually consistently, which forget accepts (docs/guarantees.md "Forget").
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
@@ -125,7 +125,8 @@ fn key_item(key: &EntryKey) -> Item {
     ])
 }
 
-/// An entry's attributes as the table stores them (README "Storage layout"), beside its `pk`/`sk`.
+/// An entry's attributes as the table stores them (docs/architecture.md "Storage layout (one
+/// DynamoDB table)"), beside its `pk`/`sk`.
 /// `serde_dynamo` maps this struct to and from DynamoDB attributes, so the struct is the codec;
 /// absent optional attributes stay absent on the wire.
 #[derive(Serialize, Deserialize)]
@@ -1503,8 +1504,9 @@ mod tests {
         }
     }
 
-    /// The attributes other code and the README rely on keep their names and types, absent
-    /// options stay absent, and an item reads back as the entry it was written from.
+    /// The attributes other code and docs/architecture.md "Storage layout (one DynamoDB table)"
+    /// rely on keep their names and types, absent options stay absent, and an item reads back as
+    /// the entry it was written from.
     #[test]
     fn entry_items_keep_their_shape_and_round_trip() {
         let e = stored(true, true);

@@ -1,6 +1,6 @@
-//! Tenant-scoped credentials: token vending with session tags (README "Tenant isolation in three
-//! layers", layer 3; infra/README-deploy.md "Making IAM enforce the tenant"; template.yaml
-//! `TenantAccessRole`).
+//! Tenant-scoped credentials: token vending with session tags (docs/guarantees.md "Tenant
+//! isolation in three layers", layer 3; infra/README-deploy.md "Tenant isolation: what IAM
+//! enforces, and what the code enforces"; template.yaml `TenantAccessRole`).
 //!
 //! With `TENANT_ROLE_ARN` set, every tenant data call - DynamoDB items of one tenant, S3 objects
 //! under one tenant's prefix - is signed with credentials of that role assumed for the tenant the

@@ -157,7 +157,7 @@ async fn tag_page(
         .expect("list")
 }
 
-/// README "Tag lists": a rare tag in a large ref is one page in one call, and the page reads
+/// docs/api.md "Tag lists": a rare tag in a large ref is one page in one call, and the page reads
 /// one Query of at most `limit` postings and one BatchGetItem of the entries they name, whatever
 /// the size of the ref. (The filter-after-Limit list it replaces needed 400 calls of 50 items
 /// each to find 5 entries in 20,000.) The ref lives in a table of its own, deleted afterwards:

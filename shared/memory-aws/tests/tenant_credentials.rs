@@ -1,4 +1,4 @@
-//! Tenant-scoped credentials against the emulator (issue 19; README "Tenant isolation in three
+//! Tenant-scoped credentials against the emulator (docs/guarantees.md "Tenant isolation in three
 //! layers"; `src/tenant.rs`). The adapters run with `TENANT_ROLE_ARN` behind the recording proxy
 //! in `tests/fault` with `--tenant-iam`: it learns from each AssumeRole answer which access key
 //! belongs to which `tenant` session tag and refuses, as IAM would with TenantAccessRole's policy,

@@ -1,6 +1,6 @@
-//! Ranked search latency in process (README "Search"), at 1,000 and 10,000 entries of one ref:
-//! p50 and p99 over 200 queries, beside the `bm25` crate (the most used BM25 search engine on
-//! crates.io) doing the same job on the same texts in the same run.
+//! Ranked search latency in process (docs/figures.md "Overview"), at 1,000 and 10,000 entries of
+//! one ref: p50 and p99 over 200 queries, beside the `bm25` crate (the most used BM25 search engine
+//! on crates.io) doing the same job on the same texts in the same run.
 //!
 //! Rows:
 //! - `search, warm function`: `MemoryReader::search` over the in-memory store: the snapshot

@@ -1,5 +1,6 @@
-//! The tenant a request acts for, as a task-local value (README "Tenant isolation in three
-//! layers", layer 3; infra/README-deploy.md "Making IAM enforce the tenant").
+//! The tenant a request acts for, as a task-local value (docs/guarantees.md "Tenant isolation in
+//! three layers", layer 3; infra/README-deploy.md "Tenant isolation: what IAM enforces, and what
+//! the code enforces").
 //!
 //! The edge sets it once per request from the tenant it trusts - the verified JWT claim, the
 //! direct invoke's `tenantId`, or the queued job's - before any service code runs. Adapters that

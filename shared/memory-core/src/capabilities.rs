@@ -134,7 +134,7 @@ impl HostMemoryModel {
                 "distillation": distillation,
                 "list": {"maxLimit": MAX_LIST_LIMIT},
                 // Host extension (not an RFC 0080 field): the ranked text route beside the
-                // advertised `filter` search; README "Search".
+                // advertised `filter` search; docs/search.md "Ranked text search".
                 "x-wop-memory-search": {
                     "route": "/v1/host/wop-memory/search",
                     "ranking": "bm25",

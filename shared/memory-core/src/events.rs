@@ -1,4 +1,4 @@
-//! The OpenWOP events this host emits (README §Guarantees and the choices behind them). Every
+//! The OpenWOP events this host emits (docs/guarantees.md "Events"). Every
 //! constructor takes ids, refs and counts only, so an event with entry text or a secret in it
 //! cannot be built: content-free by construction rather than by review.
 
@@ -145,8 +145,7 @@ impl DomainEvent {
     }
 }
 
-/// What a forget removed, per kind of derived data (README §Guarantees and the choices
-/// behind them).
+/// What a forget removed, per kind of derived data (docs/guarantees.md "Forget").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ForgetCounts {

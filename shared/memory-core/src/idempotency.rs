@@ -1,9 +1,9 @@
-//! Idempotency keys for writes (README §Idempotent writes), with the semantics of Powertools for
-//! AWS Lambda's idempotency utility and the OpenWOP client's `Idempotency-Key`: the first request
-//! with a key records an in-progress marker, the write itself records the result in the same
-//! all-or-nothing store write, a repeat with the same payload gets the recorded result, a repeat
-//! with another payload is refused (`idempotency_key_mismatch`), a repeat while the first is in
-//! flight is refused (`idempotency_in_flight`), and a marker whose holder died expires after its
+//! Idempotency keys for writes (docs/guarantees.md "Idempotent writes"), with the semantics of
+//! Powertools for AWS Lambda's idempotency utility and the OpenWOP client's `Idempotency-Key`: the
+//! first request with a key records an in-progress marker, the write itself records the result in
+//! the same all-or-nothing store write, a repeat with the same payload gets the recorded result, a
+//! repeat with another payload is refused (`idempotency_key_mismatch`), a repeat while the first is
+//! in flight is refused (`idempotency_in_flight`), and a marker whose holder died expires after its
 //! lease so the retry can proceed.
 //!
 //! Why the result rides in the entries' transaction: a marker completed *after* the write could be
@@ -23,7 +23,8 @@ use crate::model::hex;
 use crate::time::Timestamp;
 use memory_guard::TenantId;
 
-/// How long a completed key answers with its recorded result (README states it).
+/// How long a completed key answers with its recorded result (docs/guarantees.md "Idempotent
+/// writes" states it).
 pub const DEFAULT_KEY_TTL_SECONDS: i64 = 24 * 60 * 60;
 /// Lease of an in-progress marker when the invocation's deadline is unknown.
 pub const DEFAULT_LEASE_MILLIS: i64 = 60_000;

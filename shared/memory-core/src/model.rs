@@ -151,9 +151,10 @@ pub struct StoredEntry {
     /// Ids of the entries this one was derived from (consolidation, distillation); empty for
     /// entries written directly. Host-internal: never on the read API.
     pub provenance: Vec<String>,
-    /// The content's embedding when an embedder was configured at write time (README
-    /// "Semantic search"). Host-internal, and outside [`StoredEntry::revision`]: it is derived
-    /// from the content, and a retried write may get a vector that differs in the last bits.
+    /// The content's embedding when an embedder was configured at write time
+    /// (docs/search.md "Semantic search"). Host-internal, and outside [`StoredEntry::revision`]: it
+    /// is derived from the content, and a retried write may get a vector that differs in the last
+    /// bits.
     pub embedding: Option<Embedding>,
 }
 

@@ -444,7 +444,7 @@ impl IdSource for UlidIds {
     }
 }
 
-/// Turns text into an embedding (README "Semantic search"). Entries are sent after SR-1
+/// Turns text into an embedding (docs/search.md "Semantic search"). Entries are sent after SR-1
 /// redaction, so no registered secret of a write leaves for the model provider; a search query
 /// is sent as the caller typed it (queries carry no secrets registry).
 #[async_trait]
@@ -476,8 +476,9 @@ pub struct SummaryRequest {
     pub max_output_tokens: u32,
 }
 
-/// Rewrites a dream's ranked facts as an abstractive summary with a language model (README
-/// "Abstractive dreams"). Optional: a dream without one writes the deterministic summary.
+/// Rewrites a dream's ranked facts as an abstractive summary with a language model
+/// (docs/dreams.md "Abstractive dreams (optional)"). Optional: a dream without one writes the
+/// deterministic summary.
 ///
 /// Nothing a summariser answers is trusted: the dream re-redacts it with the run's SR-1
 /// redactor, recounts it, and falls back to the deterministic summary when the call fails,

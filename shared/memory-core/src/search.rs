@@ -1,9 +1,9 @@
-//! Ranked text search over one memoryRef (README "Search"; the spec's `search` dimension, RFC 0080
-//! §A, advertises `filter`; this host adds a ranked route as a host extension). CTI-1 exactly as
-//! list: a malformed or foreign ref has no results. Every query reads the ref's live entries
-//! (strongly consistent, so a write is found by the next search, and a deleted, forgotten or
-//! expired entry never is) and ranks them with BM25 in process (`text_search`). With an
-//! embedder configured, `semantic` ranks by cosine similarity of the stored vectors to the
+//! Ranked text search over one memoryRef (docs/search.md "Ranked text search"; the spec's `search`
+//! dimension, RFC 0080 §A, advertises `filter`; this host adds a ranked route as a host extension).
+//! CTI-1 exactly as list: a malformed or foreign ref has no results. Every query reads the ref's
+//! live entries (strongly consistent, so a write is found by the next search, and a deleted,
+//! forgotten or expired entry never is) and ranks them with BM25 in process (`text_search`). With
+//! an embedder configured, `semantic` ranks by cosine similarity of the stored vectors to the
 //! query's, and `hybrid` fuses the BM25 and cosine rankings (reciprocal rank fusion). Text and
 //! semantic scores carry the recency prior (`text_search::recency`): of two entries that answer
 //! alike, the newer ranks first.

@@ -1,6 +1,6 @@
-//! Tag-filtered listing (`MemoryListOptions.tag` of openwop-agent-memory.md, widened as README
-//! "Tag lists" says: `tag=a&tag=b` are entries carrying all of them, `anyTag=a&anyTag=b` entries
-//! carrying any of them).
+//! Tag-filtered listing (`MemoryListOptions.tag` of openwop-agent-memory.md, widened as
+//! docs/api.md "Tag lists" says: `tag=a&tag=b` are entries carrying all of them,
+//! `anyTag=a&anyTag=b` entries carrying any of them).
 //!
 //! A filter on the entries themselves would cost the whole ref for a rare tag (the store examines
 //! `limit` items and keeps the few that match). Instead every entry has one small posting per tag

@@ -5,9 +5,9 @@
 //! A request is validated whole before anything is written, and the write itself is one
 //! all-or-nothing store call, so a rejected or failed request leaves nothing behind.
 //!
-//! With an `idempotencyKey` (README §Idempotent writes, `idempotency.rs`) a put or delete is
-//! done at most once per key within the key's window: the entries' ids come from the key, the
-//! result is recorded in the same store write, and a repeat gets the recorded answer. Without
+//! With an `idempotencyKey` (docs/guarantees.md "Idempotent writes", `idempotency.rs`) a put or
+//! delete is done at most once per key within the key's window: the entries' ids come from the key,
+//! the result is recorded in the same store write, and a repeat gets the recorded answer. Without
 //! one, a client that retries after a timeout whose write did land stores the entries again.
 
 use std::collections::BTreeSet;
@@ -30,9 +30,9 @@ use crate::ports::{CorePorts, Embedder, IdSource, WorkKind};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, SecretRegistry, TenantId, TenantScope};
 
-/// Bounds of one write request (README §Limits). Content is bounded after redaction too, since a
-/// marker can be longer than the secret it replaces; 64 KiB keeps an item far below DynamoDB's
-/// 400 KB with tags and attributes included.
+/// Bounds of one write request (docs/api.md "Limits of a write (whole request rejected, nothing
+/// stored)"). Content is bounded after redaction too, since a marker can be longer than the secret
+/// it replaces; 64 KiB keeps an item far below DynamoDB's 400 KB with tags and attributes included.
 pub const MAX_CONTENT_BYTES: usize = 64 * 1024;
 pub const MAX_TAGS: usize = 32;
 pub use crate::model::MAX_TAG_BYTES;
@@ -87,7 +87,7 @@ pub struct PutRequest {
     pub secrets: Vec<SecretInput>,
     #[serde(default)]
     pub attribution: AttributionInput,
-    /// Makes the put happen at most once per key (README §Idempotent writes).
+    /// Makes the put happen at most once per key (docs/guarantees.md "Idempotent writes").
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -306,7 +306,7 @@ impl MemoryWriter {
         }
     }
 
-    /// Stores each new entry's embedding beside it (README "Semantic search").
+    /// Stores each new entry's embedding beside it (docs/search.md "Semantic search").
     pub fn with_embedder(mut self, embedder: Option<Arc<dyn Embedder>>) -> Self {
         self.embedder = embedder;
         self

@@ -1,5 +1,6 @@
-//! Idempotency keys on put and delete (README §Idempotent writes) over the in-memory ports:
-//! replay, mismatch, in-flight, a crash mid-request, a slow attempt overtaken after its lease.
+//! Idempotency keys on put and delete (docs/guarantees.md "Idempotent writes") over the in-memory
+//! ports: replay, mismatch, in-flight, a crash mid-request, a slow attempt overtaken after its
+//! lease.
 
 use memory_core::events::EventType;
 use memory_core::idempotency::{new_attempt, Claim, IdempotencyKey, KeyClaim};

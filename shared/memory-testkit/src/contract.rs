@@ -203,7 +203,9 @@ pub async fn cross_tenant_probe_returns_nothing(store: Arc<dyn EntryStore>) {
     );
 }
 
-/// The CTI-1 malformed-ref corpus of the foundation issue.
+/// The CTI-1 malformed-ref corpus: traversal, percent-encoding and NUL tricks, empty
+/// segments, stray slashes and backslashes, whitespace, look-alike characters and wrong case,
+/// other schemes, oversize, truncated and extended refs: each must list nothing and get nothing.
 pub fn malformed_refs(tenant: &str) -> Vec<String> {
     let ok = format!("workspaces/{tenant}/agents/agent-1/memories");
     vec![

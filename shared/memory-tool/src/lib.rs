@@ -2,7 +2,7 @@
 //! `view` / `create` / `str_replace` / `insert` / `delete` / `rename` on files under `/memories`
 //! and the application runs them against a backend of its choice) backed by one memoryRef of
 //! wop-memory: CTI-1 on the ref, SR-1 on every write, forget by subject, no lost update between
-//! racing edits (README "The Claude memory tool").
+//! racing edits (docs/api.md "The Claude memory tool").
 
 pub mod command;
 pub mod http;

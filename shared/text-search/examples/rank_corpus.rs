@@ -1,5 +1,5 @@
 //! Ranks a labelled corpus with this crate's engine for the retrieval benchmark
-//! (`tests/retrieval/bench.py`, README "Search"): one JSON document on stdin
+//! (`tests/retrieval/bench.py`, docs/figures.md "Retrieval quality"): one JSON document on stdin
 //! (`{"limit", "stem", "entries": [{"id", "content", "tags", "embedding"?}],
 //! "queries": [{"id", "q", "tags", "embedding"?}]}`), one on stdout (`{"text": {query id: [entry
 //! ids best first]}, "semantic": …, "hybrid": …}`; the last two only when embeddings came in).

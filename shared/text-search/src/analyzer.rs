@@ -1,6 +1,6 @@
-//! Text to index terms (README "Search"): Unicode word segmentation (UAX #29), case folding,
-//! accent folding, overlapping character bigrams for Han, Hiragana, Katakana and Hangul runs, and
-//! optional English stemming (Snowball) for words of Latin letters.
+//! Text to index terms (docs/search.md "Ranked text search"): Unicode word segmentation (UAX #29),
+//! case folding, accent folding, overlapping character bigrams for Han, Hiragana, Katakana and
+//! Hangul runs, and optional English stemming (Snowball) for words of Latin letters.
 //!
 //! CJK text has no spaces, and UAX #29 gives one segment per ideograph, so a word of two or three
 //! characters would otherwise match any text holding those characters anywhere. Bigrams of each

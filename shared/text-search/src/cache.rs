@@ -1,7 +1,7 @@
-//! Analysed documents kept across queries (README "Search"): analysis (normalisation,
-//! segmentation, stemming) is most of a query's CPU time, and a warm function sees the same
-//! entries again and again. Keyed by the analyzer's configuration and the text itself, so a hit
-//! is exactly what analysing the text would give (no id, tenant or hash can alias two texts),
+//! Analysed documents kept across queries (docs/search.md "What a search costs"): analysis
+//! (normalisation, segmentation, stemming) is most of a query's CPU time, and a warm function sees
+//! the same entries again and again. Keyed by the analyzer's configuration and the text itself, so
+//! a hit is exactly what analysing the text would give (no id, tenant or hash can alias two texts),
 //! and results are identical with or without the cache. Bounded: when the kept texts and terms
 //! exceed the budget the cache starts over.
 

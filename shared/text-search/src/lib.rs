@@ -1,8 +1,8 @@
-//! Ranked text search over one memoryRef's entries (README "Search"): the analyzer turns text
-//! into terms, BM25 (Robertson/Sparck Jones weights with Lucene's non-negative IDF) scores each
-//! document against the query's terms. Pure and deterministic: the same documents and query give
-//! the same order and the same scores, bit for bit (documents are scored in input order, ties
-//! broken by id, newest first for time-ordered ids).
+//! Ranked text search over one memoryRef's entries (docs/search.md "Ranked text search"): the
+//! analyzer turns text into terms, BM25 (Robertson/Sparck Jones weights with Lucene's non-negative
+//! IDF) scores each document against the query's terms. Pure and deterministic: the same documents
+//! and query give the same order and the same scores, bit for bit (documents are scored in input
+//! order, ties broken by id, newest first for time-ordered ids).
 
 pub mod analyzer;
 pub mod cache;

@@ -1,6 +1,6 @@
-//! A recency prior (README "Search"): when an old and a new entry both answer a query (a fact
-//! and its update: "the office is in Paris", later "the office moved to Berlin"), the newer one
-//! should come first. Scores are multiplied by `1 + RECENCY_WEIGHT × r`, where `r` is the
+//! A recency prior (docs/search.md "Ranked text search"): when an old and a new entry both answer a
+//! query (a fact and its update: "the office is in Paris", later "the office moved to Berlin"), the
+//! newer one should come first. Scores are multiplied by `1 + RECENCY_WEIGHT × r`, where `r` is the
 //! entry's rank by id among the candidates, scaled to 0 (oldest) … 1 (newest); entry ids are
 //! time-ordered ULIDs, so this is age order, and it needs no clock (replays rank the same).
 //! Measured on the project's retrieval corpus (tests/retrieval): weight 0.2 put the newer

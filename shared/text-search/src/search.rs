@@ -1,7 +1,7 @@
-//! One search over one candidate set, in any mode (README "Search", "Semantic search"): what
-//! the search route runs and what the retrieval benchmark measures, so the two cannot drift.
-//! Text ranks by BM25, semantic by cosine (both times the recency prior), hybrid fuses the two
-//! rankings by reciprocal rank.
+//! One search over one candidate set, in any mode (docs/search.md "Ranked text search" and
+//! "Semantic search"): what the search route runs and what the retrieval benchmark measures, so the
+//! two cannot drift. Text ranks by BM25, semantic by cosine (both times the recency prior), hybrid
+//! fuses the two rankings by reciprocal rank.
 
 use crate::recency::prefer_recent;
 use crate::similarity::{fuse, nearest};

@@ -1,7 +1,7 @@
-//! Semantic and hybrid ranking (README "Search", `mode=semantic|hybrid`): cosine similarity of
-//! embedding vectors, and reciprocal rank fusion of two rankings (Cormack, Clarke and Büttcher,
-//! SIGIR 2009). Pure and deterministic like BM25: documents are scored in input order and equal
-//! scores order by id, descending (newest first for time-ordered ids).
+//! Semantic and hybrid ranking (docs/search.md "Semantic search", `mode=semantic|hybrid`): cosine
+//! similarity of embedding vectors, and reciprocal rank fusion of two rankings (Cormack, Clarke and
+//! Büttcher, SIGIR 2009). Pure and deterministic like BM25: documents are scored in input order and
+//! equal scores order by id, descending (newest first for time-ordered ids).
 
 use std::collections::HashMap;
 

@@ -1,6 +1,6 @@
-//! The README's "run it locally" walkthrough: starts the real function binaries behind the local
-//! Lambda Runtime API and drives write -> list -> get -> cross-tenant probe -> forget against the
-//! emulator, printing what each step did.
+//! The demo the README opens with (`infra/local/demo`, "run it locally"): starts the real function
+//! binaries behind the local Lambda Runtime API and drives write -> list -> get -> cross-tenant
+//! probe -> forget against the emulator, printing what each step did.
 
 use e2e::apigw::{get_event, list_event};
 use e2e::LambdaProcess;

@@ -1,6 +1,6 @@
-//! Prints per-function figures for the closing notes and the README: binary size, peak RSS
+//! Prints per-function figures for docs/figures.md "Overview": binary size, peak RSS
 //! (VmHWM) after a representative invoke, and start-up through this harness (median of 15; the
-//! harness is a debug build and adds about 3 ms: the README's start-up figure comes from
+//! harness is a debug build and adds about 3 ms: the start-up figure in docs/figures.md comes from
 //! `tests/startup_figures.py`, which polls with a bare socket). Run against release binaries:
 //! `cargo build --release --bins && FUNCTION_BIN_DIR=target/release cargo run -p e2e --bin function_figures`
 //! with the emulator settings loaded (`eval "$(infra/local/up)"`).

@@ -1,8 +1,8 @@
 //! Inference of standing intentions from memory (openwop-agent-memory §"Inferred commitments",
 //! RFC 0068 clause 1).
 //!
-//! The rules are a fixed table (see the crate README, "Inference rules"), applied sentence by
-//! sentence to the entry's content as stored — that is, after SR-1 redaction: the caller must
+//! The rules are a fixed table (shared/commitments/README.md "Inference rules"), applied sentence
+//! by sentence to the entry's content as stored — that is, after SR-1 redaction: the caller must
 //! never run inference on unredacted text. A sentence yields at most one commitment, and only
 //! when all of these hold:
 //!

@@ -1,7 +1,7 @@
-//! Plain-language supersession (README "Consolidation"; RFC 0068 "supersede stale facts"): a
-//! newer entry that says a fact *changed* ("The office moved to Berlin", "Amelia's manager is now
-//! Fatima", "Ivan is no longer vegetarian", "Correction: Helga's desk extension is 5512")
-//! supersedes an older entry about the same subject and attribute ("Our office is in Paris",
+//! Plain-language supersession (docs/consolidation.md "The link rules"; RFC 0068 "supersede stale
+//! facts"): a newer entry that says a fact *changed* ("The office moved to Berlin", "Amelia's
+//! manager is now Fatima", "Ivan is no longer vegetarian", "Correction: Helga's desk extension is
+//! 5512") supersedes an older entry about the same subject and attribute ("Our office is in Paris",
 //! "Amelia's manager is Rodrigo", "Ivan is vegetarian", "Helga's desk extension is 5521").
 //!
 //! The rules read the content words (normalised, fillers removed, see [`crate::normalise`]) of

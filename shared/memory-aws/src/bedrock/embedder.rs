@@ -1,8 +1,8 @@
-//! The `Embedder` port over Amazon Bedrock's InvokeModel (README "Semantic search"): Titan Text
-//! Embeddings V2 by default (`EMBEDDING_MODEL_ID`), whose body is `{"inputText", "dimensions"?,
-//! "normalize"}` in and `{"embedding": [..], "inputTextTokenCount"}` out. Other models with the
-//! same body (any Titan text embedding model) work by configuration. Errors carry the operation
-//! and the service's code only: the text sent is never logged.
+//! The `Embedder` port over Amazon Bedrock's InvokeModel (docs/search.md "Semantic search"): Titan
+//! Text Embeddings V2 by default (`EMBEDDING_MODEL_ID`), whose body is `{"inputText",
+//! "dimensions"?, "normalize"}` in and `{"embedding": [..], "inputTextTokenCount"}` out. Other
+//! models with the same body (any Titan text embedding model) work by configuration. Errors carry
+//! the operation and the service's code only: the text sent is never logged.
 
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::primitives::Blob;

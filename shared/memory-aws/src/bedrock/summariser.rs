@@ -1,7 +1,7 @@
-//! The `Summariser` port over Amazon Bedrock's Converse API (README "Abstractive dreams"): one
-//! model-agnostic request shape for every text model Bedrock serves, so the model is a setting
-//! (`DISTILLER_MODEL_ID`), not code. Temperature 0 and a system prompt that asks for the facts
-//! given and nothing else; the dream distrusts the answer anyway (re-redaction, recount,
+//! The `Summariser` port over Amazon Bedrock's Converse API (docs/dreams.md "Abstractive dreams
+//! (optional)"): one model-agnostic request shape for every text model Bedrock serves, so the model
+//! is a setting (`DISTILLER_MODEL_ID`), not code. Temperature 0 and a system prompt that asks for
+//! the facts given and nothing else; the dream distrusts the answer anyway (re-redaction, recount,
 //! fallback). Errors carry the operation and a code only: neither the facts sent nor the answer
 //! ever reach a log line or an error.
 
