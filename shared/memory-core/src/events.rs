@@ -58,9 +58,9 @@ impl DomainEvent {
 
     /// RFC 0057 write attribution: which node/agent of which run wrote which entry, as the
     /// official client's `is_memory_written` reads it (`memoryRef`, `memoryId`; `nodeId`,
-    /// `agentId`, `tags`, `runId` when known). `tags` are the stored, SR-1-redacted tags.
-    /// `entryId` repeats `memoryId` for readers of the previous release (our own commitments
-    /// consumer read it); it will be dropped in a later release.
+    /// `agentId`, `tags`, `runId` when known). `tags` are the stored, SR-1-redacted tags. The
+    /// previous release also sent `entryId`; its only consumer (memory-commitments) reads
+    /// `memoryId` first, so it is no longer sent.
     pub fn memory_written(
         memory_ref: &MemoryRef,
         entry_id: &str,
@@ -73,7 +73,6 @@ impl DomainEvent {
             "tenantId": memory_ref.tenant().as_str(),
             "memoryRef": memory_ref.to_string(),
             "memoryId": entry_id,
-            "entryId": entry_id,
             "createdAt": created_at,
             "tier": tier.as_str(),
         });

@@ -676,29 +676,6 @@ mod tests {
                 "Ana keeps her passport in the desk drawer at home.",
                 "Ana keeps her passport in a locked safe at the office.",
             ),
-            // A more specific or more general value is another fact.
-            (
-                "Leo is allergic to peanuts.",
-                "Leo is allergic to tree nuts.",
-            ),
-            (
-                "Leo is allergic to shrimp.",
-                "Leo is allergic to shellfish.",
-            ),
-            // A sentence-initial name is a name.
-            (
-                "Mark's birthday is on 3 July.",
-                "Mary's birthday is on 3 July.",
-            ),
-            // Identifiers are values.
-            (
-                "The production dashboard is at https://app.example.com.",
-                "The staging dashboard is at https://staging.app.example.com.",
-            ),
-            (
-                "Send the contract to legal@example.org.",
-                "Send the contract to legal@example.com.",
-            ),
         ] {
             assert!(!agree(a, b), "{a} / {b}");
         }

@@ -562,6 +562,66 @@ impl LinkRule for Supersession {
             "The Halcyon app launch is scheduled for 10 June.",
             "The Halcyon app launch was pushed back to 24 June.",
         ),
+        (
+            "The free tier includes 3 projects.",
+            "The free tier now includes 5 projects.",
+        ),
+        (
+            "We use Jira for bug tracking.",
+            "We no longer use Jira; bugs are tracked in Linear.",
+        ),
+        (
+            "The weekly planning meeting is held in room 4.12.",
+            "The weekly planning meeting moved to room 2.03.",
+        ),
+        (
+            "Hamid takes his morning coffee black.",
+            "Hamid has switched from coffee to tea.",
+        ),
+        (
+            "Helga's desk extension is 5521.",
+            "Correction - Helga's desk extension is 5512, not 5521.",
+        ),
+        (
+            "The default branch of the web repo is master.",
+            "The default branch of the web repo has been renamed to main.",
+        ),
+        (
+            "Olu Bello works at Helios.",
+            "Olu Bello now works at Orbis.",
+        ),
+        (
+            "Ivan Petrov is the design lead.",
+            "Ivan Petrov is now the product lead.",
+        ),
+        (
+            "Noah's address is 8 Linden Close.",
+            "Noah moved to 22 Harrow Lane.",
+        ),
+        (
+            "Femi's surname is Adeyemi.",
+            "Femi changed her surname to Clarke.",
+        ),
+        (
+            "Marisol works at Helios Energy.",
+            "Marisol doesn't work at Helios Energy anymore.",
+        ),
+        (
+            "Lotte's dentist is Dr. Brandsma.",
+            "Lotte switched dentists.",
+        ),
+        (
+            "Tomas's team is Payments.",
+            "Tomas changed teams; he is in Search now.",
+        ),
+        (
+            "The office internet provider is FibreNet.",
+            "We switched the office internet provider to Stellar Broadband.",
+        ),
+        (
+            "The guest wifi password is Lantern22.",
+            "IT has changed the guest wifi password to Harbour51.",
+        ),
     ];
     const APART: &'static [(&'static str, &'static str)] = &[
         (
@@ -609,6 +669,64 @@ impl LinkRule for Supersession {
             "The boiler should not be replaced within a year.",
             "The boiler should be replaced within a year.",
         ),
+        (
+            "Chen's favourite colour is green.",
+            "Chen's favourite colour is blue.",
+        ),
+        ("Ivan is a designer.", "Ivan is now vegetarian."),
+        (
+            "The office printer is broken.",
+            "The office moved to Berlin.",
+        ),
+        ("Olu works at Helios.", "Olu now works full-time."),
+        ("We use Slack for chat.", "We no longer use Jira."),
+        (
+            "Hamid lives in Leeds.",
+            "Hamid has switched from coffee to tea.",
+        ),
+        (
+            "Timesheets are due on Fridays.",
+            "Timesheets are due on Mondays.",
+        ),
+        (
+            "Jonas Keller works at the Graz office.",
+            "From now on, Jonas Keller is on parental leave.",
+        ),
+        (
+            "The weekly planning meeting is chaired by Ana.",
+            "The weekly planning meeting moved to room 2.03.",
+        ),
+        (
+            "The weekly planning meeting is in room 4.",
+            "The weekly planning meeting is now on Fridays.",
+        ),
+        (
+            "Olu Bello works remotely.",
+            "Olu Bello now works full-time.",
+        ),
+        ("Noah's cat is called Tom.", "Noah moved to Bath."),
+        ("Femi's surname is Adeyemi.", "Femi changed her job."),
+        (
+            "Marisol works at Helios Energy.",
+            "Marisol does not work on Fridays.",
+        ),
+        ("Lotte's dentist is Dr. Brandsma.", "Lotte switched gyms."),
+        (
+            "The meeting is on Thursday.",
+            "We moved the meeting to Friday.",
+        ),
+        (
+            "The office internet provider sends invoices monthly.",
+            "We switched the office internet provider to Stellar Broadband.",
+        ),
+        (
+            "The office internet provider is FibreNet.",
+            "We switched the office phone provider to Stellar Broadband.",
+        ),
+        (
+            "The office internet provider is FibreNet.",
+            "We switched the office internet provider off.",
+        ),
     ];
 
     fn links_normalised(older_raw: &str, older: &str, newer_raw: &str, newer: &str) -> bool {
@@ -643,215 +761,14 @@ mod tests {
         linked
     }
 
+    /// The rule's tables through the content-word reading the scanner uses, with the check
+    /// that knowing the names never adds a link.
     #[test]
-    fn updates_supersede_what_they_update() {
-        for (older, newer) in [
-            ("Our office is in Paris.", "The office moved to Berlin."),
-            (
-                "Sam Whitaker's phone extension is 214.",
-                "Sam Whitaker's phone extension is now 388.",
-            ),
-            (
-                "The free tier includes 3 projects.",
-                "The free tier now includes 5 projects.",
-            ),
-            ("Ivan is vegetarian.", "Ivan is no longer vegetarian."),
-            (
-                "We use Jira for bug tracking.",
-                "We no longer use Jira; bugs are tracked in Linear.",
-            ),
-            (
-                "The weekly planning meeting is held in room 4.12.",
-                "The weekly planning meeting moved to room 2.03.",
-            ),
-            (
-                "Hamid takes his morning coffee black.",
-                "Hamid has switched from coffee to tea.",
-            ),
-            (
-                "Timesheets are due on Fridays.",
-                "From now on, timesheets are due on Mondays.",
-            ),
-            (
-                "Helga's desk extension is 5521.",
-                "Correction - Helga's desk extension is 5512, not 5521.",
-            ),
-            (
-                "The default branch of the web repo is master.",
-                "The default branch of the web repo has been renamed to main.",
-            ),
-        ] {
+    fn the_tables_hold_on_content_words_and_names_only_take_evidence_away() {
+        for (older, newer) in Supersession::MEET {
             assert!(rule(older, newer), "{older} / {newer}");
         }
-    }
-
-    #[test]
-    fn contradictions_and_thin_evidence_stay_apart() {
-        for (older, newer) in [
-            (
-                "The Lagos shipment left port on Tuesday.",
-                "The Lagos shipment left port on Wednesday.",
-            ),
-            (
-                "Chen's favourite colour is green.",
-                "Chen's favourite colour is blue.",
-            ),
-            ("Grete works in marketing.", "Grete has moved to Trondheim."),
-            ("Ivan is a designer.", "Ivan is now vegetarian."),
-            (
-                "The office printer is broken.",
-                "The office moved to Berlin.",
-            ),
-            ("Olu works at Helios.", "Olu now works full-time."),
-            ("We use Slack for chat.", "We no longer use Jira."),
-            (
-                "Hamid lives in Leeds.",
-                "Hamid has switched from coffee to tea.",
-            ),
-            (
-                "Timesheets are due on Fridays.",
-                "Timesheets are due on Mondays.",
-            ),
-        ] {
-            assert!(!rule(older, newer), "{older} / {newer}");
-        }
-    }
-
-    #[test]
-    fn a_change_supersedes_only_the_attribute_it_changes() {
-        for (older, newer) in [
-            (
-                "Kwame Mensah is allergic to penicillin.",
-                "Kwame Mensah switched to the platform team.",
-            ),
-            (
-                "Priya Raman is vegetarian.",
-                "Priya Raman moved to the Lisbon office.",
-            ),
-            (
-                "Jonas Keller lives in Graz.",
-                "Starting in March, Jonas Keller is on parental leave.",
-            ),
-            (
-                "Jonas Keller works at the Graz office.",
-                "From now on, Jonas Keller is on parental leave.",
-            ),
-            (
-                "Ivan Petrov is a designer.",
-                "Ivan Petrov is now vegetarian.",
-            ),
-            (
-                "The weekly planning meeting is chaired by Ana.",
-                "The weekly planning meeting moved to room 2.03.",
-            ),
-            (
-                "The weekly planning meeting is in room 4.",
-                "The weekly planning meeting is now on Fridays.",
-            ),
-            (
-                "Olu Bello works remotely.",
-                "Olu Bello now works full-time.",
-            ),
-        ] {
-            assert!(!rule(older, newer), "{older} / {newer}");
-        }
-        for (older, newer) in [
-            (
-                "Kwame Mensah is on the data team.",
-                "Kwame Mensah switched to the platform team.",
-            ),
-            (
-                "Priya Raman works in the Porto office.",
-                "Priya Raman moved to the Lisbon office.",
-            ),
-            (
-                "Olu Bello works at Helios.",
-                "Olu Bello now works at Orbis.",
-            ),
-            (
-                "Ivan Petrov is the design lead.",
-                "Ivan Petrov is now the product lead.",
-            ),
-        ] {
-            assert!(rule(older, newer), "{older} / {newer}");
-        }
-    }
-
-    #[test]
-    fn possessives_and_anymore_are_read_but_need_the_same_attribute() {
-        for (older, newer) in [
-            (
-                "Noah's address is 8 Linden Close.",
-                "Noah moved to 22 Harrow Lane.",
-            ),
-            (
-                "Femi's surname is Adeyemi.",
-                "Femi changed her surname to Clarke.",
-            ),
-            (
-                "Marisol works at Helios Energy.",
-                "Marisol doesn't work at Helios Energy anymore.",
-            ),
-            (
-                "Lotte's dentist is Dr. Brandsma.",
-                "Lotte switched dentists.",
-            ),
-            (
-                "Tomas's team is Payments.",
-                "Tomas changed teams; he is in Search now.",
-            ),
-        ] {
-            assert!(rule(older, newer), "{older} / {newer}");
-        }
-        for (older, newer) in [
-            ("Noah's cat is called Tom.", "Noah moved to Bath."),
-            ("Femi's surname is Adeyemi.", "Femi changed her job."),
-            (
-                "Marisol works at Helios Energy.",
-                "Marisol does not work on Fridays.",
-            ),
-            ("Lotte's dentist is Dr. Brandsma.", "Lotte switched gyms."),
-        ] {
-            assert!(!rule(older, newer), "{older} / {newer}");
-        }
-    }
-
-    #[test]
-    fn a_changed_object_supersedes_what_its_subject_stated() {
-        for (older, newer) in [
-            (
-                "The office internet provider is FibreNet.",
-                "We switched the office internet provider to Stellar Broadband.",
-            ),
-            (
-                "The guest wifi password is Lantern22.",
-                "IT has changed the guest wifi password to Harbour51.",
-            ),
-        ] {
-            assert!(rule(older, newer), "{older} / {newer}");
-        }
-        for (older, newer) in [
-            // One word of subject is too thin.
-            (
-                "The meeting is on Thursday.",
-                "We moved the meeting to Friday.",
-            ),
-            // The older text does not state its subject with a copula.
-            (
-                "The office internet provider sends invoices monthly.",
-                "We switched the office internet provider to Stellar Broadband.",
-            ),
-            // Another subject.
-            (
-                "The office internet provider is FibreNet.",
-                "We switched the office phone provider to Stellar Broadband.",
-            ),
-            // No new value introduced.
-            (
-                "The office internet provider is FibreNet.",
-                "We switched the office internet provider off.",
-            ),
-        ] {
+        for (older, newer) in Supersession::APART {
             assert!(!rule(older, newer), "{older} / {newer}");
         }
     }
