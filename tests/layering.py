@@ -37,7 +37,8 @@ ASYNC_OR_AWS = re.compile(r"^(aws-|aws_|lambda_|tokio|hyper|rustls)")
 AWS_OR_LAMBDA = re.compile(r"^(aws-sdk-|aws-config|aws-smithy-|aws_lambda_events|lambda_|hyper|rustls)")
 TEST_ONLY = {"memory-testkit", "aws-test-support", "criterion", "proptest", "e2e"}
 
-DISTILLER = {"distill", "dream-service", "tiktoken-rs", "fancy-regex"}
+TOKENIZER = {"tiktoken-rs", "fancy-regex"}
+DISTILLER = {"distill", "dream-service"} | TOKENIZER
 COMMITMENTS = {"commitments", "commitment-service", "commitment-aws", "chrono-tz"}
 CONSOLIDATION = {"consolidation", "consolidation-service"}
 # What each function must not link, because it never runs it.
@@ -47,14 +48,16 @@ NOT_RUN = {
     "memory-write": DISTILLER | COMMITMENTS | CONSOLIDATION | {"aws-sdk-s3", "aws-sdk-sqs"},
     # Only memory-read and memory-write embed (semantic search), and only memory-dream
     # summarises (abstractive dreams, Converse).
-    "memory-forget": CONSOLIDATION | {"aws-sdk-sqs", "aws-sdk-bedrockruntime"},
+    # Forget's sweep of dream output reads the archive and index formats, never the distiller:
+    # no tokenizer (dream-service and distill without their `dreams` / `distiller` features).
+    "memory-forget": CONSOLIDATION | TOKENIZER | {"aws-sdk-sqs", "aws-sdk-bedrockruntime"},
     "memory-dream": COMMITMENTS | CONSOLIDATION,
     "memory-consolidate": DISTILLER | COMMITMENTS | {"aws-sdk-s3", "aws-sdk-bedrockruntime"},
     "memory-commitments": DISTILLER | CONSOLIDATION
     | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-bedrockruntime"},
     # The standard doors (MCP, the Claude memory tool) read, write and forget like the REST
     # doors together; they run no pass of their own.
-    "memory-mcp": CONSOLIDATION | {"aws-sdk-sqs"},
+    "memory-mcp": CONSOLIDATION | TOKENIZER | {"aws-sdk-sqs"},
 }
 
 

@@ -539,7 +539,10 @@ async fn secrets_are_redacted_everywhere() {
         .find(|e| e["detail-type"] == "memory.written")
         .expect("written event");
     assert_eq!(written["detail"]["memoryId"], id.as_str());
-    assert!(written["detail"].get("entryId").is_none(), "entryId is no longer sent");
+    assert!(
+        written["detail"].get("entryId").is_none(),
+        "entryId is no longer sent"
+    );
     assert_eq!(written["detail"]["runId"], "run-1");
     assert_eq!(written["detail"]["nodeId"], "node-7");
     assert_eq!(written["detail"]["memoryRef"], ra.as_str());

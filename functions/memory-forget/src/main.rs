@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use commitment_aws::DynamoCommitmentStore;
 use commitment_service::firing::CommitmentForgetHook;
-use dream_service::dream::DerivedForgetHook;
+use dream_service::DerivedForgetHook;
 use lambda_adapter::{Answer, HttpTrigger};
 use lambda_runtime::Error;
 use memory_api::forget_api::{self, DirectForget};

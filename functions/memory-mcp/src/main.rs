@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use commitment_aws::DynamoCommitmentStore;
 use commitment_service::firing::CommitmentForgetHook;
-use dream_service::dream::DerivedForgetHook;
+use dream_service::DerivedForgetHook;
 use lambda_adapter::HttpRequest;
 use lambda_runtime::Error;
 use mcp_server::{McpDoor, McpRequest, Services};

@@ -31,12 +31,15 @@
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
+#[cfg(feature = "distiller")]
 use crate::distiller::{DistillInput, Distillation, Distiller, SourceEntry};
 use crate::json::canonical_bytes;
 use crate::keys;
 use crate::time;
-use crate::tokens::TOKENIZER_NAME;
 use crate::DistillError;
+
+/// The `capabilities.memory.distillation.tokenizerName` this crate counts with.
+pub const TOKENIZER_NAME: &str = "cl100k_base";
 
 /// `format` of every archive this version writes.
 pub const ARCHIVE_FORMAT: &str = "wop-memory.archive/v2";
@@ -44,6 +47,7 @@ pub const ARCHIVE_FORMAT: &str = "wop-memory.archive/v2";
 /// The format before `sourcesIncluded`; read, never written.
 const ARCHIVE_FORMAT_V1: &str = "wop-memory.archive/v1";
 
+#[cfg(feature = "distiller")]
 const DIGEST_DOMAIN: &str = "wop-memory.archive-digest/v1";
 const ENTRY_ID_DOMAIN: &str = "wop-memory.output-entry-id/v1";
 const ULID_MAX_MS: i64 = (1 << 48) - 1;
@@ -83,6 +87,7 @@ fn length_prefixed(hasher: &mut Sha256, bytes: &[u8]) {
     hasher.update(bytes);
 }
 
+#[cfg(feature = "distiller")]
 fn hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = String::with_capacity(bytes.len() * 2);
@@ -105,6 +110,7 @@ fn hex(bytes: &[u8]) -> String {
 /// Tags and timestamps are included, not only ids and contents: they decide
 /// the sections and the input choice, so leaving them out would let two different outputs share
 /// a key.
+#[cfg(feature = "distiller")]
 pub fn archive_digest(sources: &[SourceEntry], budget: u32, distiller_version: &str) -> String {
     let mut ordered: Vec<(&SourceEntry, Vec<&str>)> = sources
         .iter()
@@ -155,6 +161,7 @@ impl Archive {
     /// Assembles the archive of a finished run. `distillation` must come from `distiller_version`
     /// over `input` (and carry the carry-forward summary); the memoryRef must be canonical and
     /// belong to `tenant_id`.
+    #[cfg(feature = "distiller")]
     pub fn new(
         tenant_id: &str,
         memory_ref: &str,
@@ -319,6 +326,7 @@ pub fn to_bytes(archive: &Archive) -> Vec<u8> {
 /// given registry; the summary is recounted after it and the run fails with
 /// `token_budget_exceeded` if redaction pushed it over the budget. The tenant/ref check runs
 /// before the distiller so a CTI-1 violation costs nothing.
+#[cfg(feature = "distiller")]
 pub fn build_archive(
     tenant_id: &str,
     memory_ref: &str,
@@ -340,7 +348,7 @@ pub fn build_archive(
     Ok((archive, distillation))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "distiller"))]
 mod tests {
     use super::*;
 

@@ -18,21 +18,33 @@
 //! the long-term entry with its `compacted-from:<runId>` tag, the conditional index update,
 //! events and the watermark.
 
+//!
+//! The `distiller` feature (default) brings the distiller and the tokenizer; without it the
+//! crate holds the archive and index formats and keys alone, which is all forget's sweep of
+//! dream output needs.
+
 pub mod archive;
+#[cfg(feature = "distiller")]
 pub mod distiller;
 mod error;
 pub mod index;
 mod json;
 pub mod keys;
+#[cfg(feature = "distiller")]
 mod marker;
 mod time;
+#[cfg(feature = "distiller")]
 pub mod tokens;
 
-pub use archive::{archive_digest, output_entry_id, to_bytes, Archive, ARCHIVE_FORMAT};
+#[cfg(feature = "distiller")]
+pub use archive::archive_digest;
+pub use archive::{output_entry_id, to_bytes, Archive, ARCHIVE_FORMAT, TOKENIZER_NAME};
+#[cfg(feature = "distiller")]
 pub use distiller::{
     check_input, summary_items, DeterministicDistiller, DistillInput, Distillation, Distiller,
     SourceEntry, SummaryItem, DETERMINISTIC_VERSION, MIN_TOKEN_BUDGET, PINNED_TAG,
 };
 pub use error::DistillError;
 pub use index::{IndexLine, MemoryIndex, INDEX_FORMAT, MAX_INDEX_LINES};
-pub use tokens::{count, TOKENIZER_NAME};
+#[cfg(feature = "distiller")]
+pub use tokens::count;

@@ -19,6 +19,7 @@ fn instant(ms: i64) -> DateTime<Utc> {
 
 /// `YYYY-MM-DD` of the UTC day containing `ms` (the date part of [`format_rfc3339_ms`]; chrono's
 /// strftime machinery is left out of the binary on purpose).
+#[cfg(feature = "distiller")]
 pub(crate) fn format_date(ms: i64) -> String {
     let mut text = format_rfc3339_ms(ms);
     text.truncate(text.find('T').unwrap_or(text.len()));
@@ -31,6 +32,7 @@ pub(crate) fn format_rfc3339_ms(ms: i64) -> String {
 }
 
 /// Parses exactly the `YYYY-MM-DD` form [`format_date`] writes, as the day's first millisecond.
+#[cfg(feature = "distiller")]
 pub(crate) fn parse_date(s: &str) -> Option<i64> {
     let ms = parse_rfc3339_ms(&format!("{s}T00:00:00.000Z"))?;
     (format_date(ms) == s).then_some(ms)
@@ -42,7 +44,7 @@ pub(crate) fn parse_rfc3339_ms(s: &str) -> Option<i64> {
     (format_rfc3339_ms(ms) == s).then_some(ms)
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "distiller"))]
 mod tests {
     use super::*;
 

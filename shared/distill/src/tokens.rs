@@ -13,8 +13,7 @@
 
 use tiktoken_rs::CoreBPE;
 
-/// The `capabilities.memory.distillation.tokenizerName` this crate counts with.
-pub const TOKENIZER_NAME: &str = "cl100k_base";
+pub use crate::archive::TOKENIZER_NAME;
 
 /// Longest slice handed to the encoder in one call, in bytes.
 ///

@@ -21,31 +21,31 @@
 //! is removed again before the error is returned, and the watermark has not moved, so the next
 //! run (the queue retries the job) starts from the same snapshot and converges.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use distill::{DistillError, DistillInput, Distiller, IndexLine, SourceEntry};
 
 use crate::abstractive::{Abstractive, Built};
+use crate::derived::{
+    distill_error, index_json_object, object_key, write_markdown, DerivedForgetHook, INDEX_ATTEMPTS,
+};
 use serde_json::json;
 
 use memory_core::error::{CoreError, StoreError};
-use memory_core::events::{DomainEvent, EventType, ForgetCounts};
-use memory_core::forget::{Fence, ForgetHook};
+use memory_core::events::{DomainEvent, EventType};
+use memory_core::forget::Fence;
 use memory_core::idempotency::{
     new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, DEFAULT_KEY_TTL_SECONDS,
 };
 use memory_core::listing::snapshot;
-use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, Tier};
 use memory_core::ports::{
-    ArchiveStore, Clock, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind, PutOutcome, WorkKind,
+    ArchiveStore, CorePorts, Expect, ObjectKey, ObjectKind, PutOutcome, WorkKind,
 };
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId};
 
 pub use memory_core::capabilities::MAX_TOKEN_BUDGET;
-/// Tries of the index compare-and-swap before the run gives up (and is retried).
-const INDEX_ATTEMPTS: usize = 8;
 /// How long a run that claimed a dream's announcement owns it before a retry may take over.
 const ANNOUNCE_LEASE_MILLIS: i64 = 30_000;
 /// `memory.compacted.sourceIds` is omitted past this many (RFC 0012 §B), `sourceCount` stays.
@@ -88,61 +88,6 @@ pub struct Dreamer {
     distiller: Arc<dyn Distiller + Send + Sync>,
     settle_ms: i64,
     abstractive: Option<Abstractive>,
-}
-
-/// Every distill failure gets its own meaning here; the edge (memory_api::wire) picks the status.
-fn distill_error(e: DistillError) -> CoreError {
-    match e {
-        DistillError::TokenBudgetExceeded { needed, budget } => {
-            CoreError::TokenBudgetExceeded { needed, budget }
-        }
-        // The bound only, never the value asked for (`CoreError::Invalid`'s rule).
-        DistillError::BudgetBelowFloor { floor, .. } => CoreError::invalid(
-            "tokenBudget",
-            format!("must be at least {floor}, the fixed overhead of a summary"),
-        ),
-        DistillError::MalformedMemoryRef | DistillError::TenantMismatch => {
-            CoreError::RefNotAdmitted
-        }
-        // Stored archives and indexes this version cannot read back: data, not a caller error.
-        DistillError::MalformedArchive(_)
-        | DistillError::MalformedIndex(_)
-        | DistillError::MalformedDigest
-        | DistillError::IndexRefMismatch => CoreError::Store(StoreError::Corrupt {
-            key: e.code().to_owned(),
-        }),
-        // A store snapshot never repeats an id and empty runs are skipped before distilling:
-        // reaching these is a defect of ours, reported by code.
-        DistillError::NothingToDistill | DistillError::DuplicateSourceId => {
-            CoreError::Store(StoreError::Backend {
-                op: "distill",
-                code: e.code().to_owned(),
-            })
-        }
-    }
-}
-
-/// The bucket key of a `distill` key, which always starts with the tenant.
-fn object_key(tenant: &TenantId, key: &str) -> Result<ObjectKey, CoreError> {
-    ObjectKey::from_listed(tenant, key).ok_or(CoreError::Store(StoreError::Corrupt {
-        key: "object key".into(),
-    }))
-}
-
-/// The bucket key of a ref's MEMORY-INDEX.json.
-fn index_json_object(tenant: &TenantId, reference: &str) -> Result<ObjectKey, CoreError> {
-    object_key(
-        tenant,
-        &distill::keys::index_json_key(reference).map_err(distill_error)?,
-    )
-}
-
-/// The bucket key of a ref's MEMORY-INDEX.md.
-fn index_md_object(tenant: &TenantId, reference: &str) -> Result<ObjectKey, CoreError> {
-    object_key(
-        tenant,
-        &distill::keys::index_md_key(reference).map_err(distill_error)?,
-    )
 }
 
 /// The deterministic run id of a distillation: the same inputs are the same run.
@@ -553,226 +498,6 @@ impl Dreamer {
         };
         let index = distill::index::from_json_bytes(&current.body).map_err(distill_error)?;
         write_markdown(self.archives.as_ref(), tenant, &reference, &index).await
-    }
-}
-
-/// Rewrites MEMORY-INDEX.md from `index`. Best effort against racing writers: the JSON is the
-/// normative index (RFC 0062 §5); the Markdown sibling may lag one update behind under a race.
-async fn write_markdown(
-    archives: &dyn ArchiveStore,
-    tenant: &TenantId,
-    reference: &str,
-    index: &distill::MemoryIndex,
-) -> Result<(), CoreError> {
-    let md_key = index_md_object(tenant, reference)?;
-    let body = distill::index::render_markdown(index).into_bytes();
-    let current = archives.get(&md_key).await?;
-    if current.as_ref().is_some_and(|o| o.body == body) {
-        return Ok(());
-    }
-    let expect = match current {
-        Some(o) => Expect::ETag(o.etag),
-        None => Expect::Absent,
-    };
-    match archives
-        .put_expecting(
-            &md_key,
-            body,
-            ObjectKind::Index,
-            "text/markdown; charset=utf-8",
-            expect,
-        )
-        .await
-    {
-        Ok(_) | Err(StoreError::Conflict { .. }) => Ok(()),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// Forget for derived data: distilled and merged entries whose provenance
-/// includes a forgotten entry are deleted (their text mixes the subject's content in), archives
-/// whose sources include one are deleted with every version, and index lines pointing at
-/// those archives are removed (the index is rewritten).
-pub struct DerivedForgetHook {
-    pub store: Arc<dyn EntryStore>,
-    pub archives: Arc<dyn ArchiveStore>,
-    pub clock: Arc<dyn Clock>,
-}
-
-#[async_trait::async_trait]
-impl ForgetHook for DerivedForgetHook {
-    async fn forget(
-        &self,
-        tenant: &TenantId,
-        _subject: &SubjectKey,
-        forgotten: &[EntryKey],
-    ) -> Result<ForgetCounts, CoreError> {
-        let mut counts = ForgetCounts::default();
-        let refs: BTreeSet<MemoryRef> = forgotten
-            .iter()
-            .map(|k| k.memory_ref.clone())
-            .filter(|r| r.tenant() == tenant)
-            .collect();
-        for memory_ref in refs {
-            let mut gone: BTreeSet<String> = forgotten
-                .iter()
-                .filter(|k| k.memory_ref == memory_ref)
-                .map(|k| k.id.clone())
-                .collect();
-            counts += self.forget_in_ref(&memory_ref, &mut gone).await?;
-        }
-        Ok(counts)
-    }
-}
-
-impl DerivedForgetHook {
-    /// Everything of one ref derived from `gone`: entries (to any depth, tombstoned first, see
-    /// `forget.rs`), then archives built from any of them, then their index lines.
-    pub async fn forget_in_ref(
-        &self,
-        memory_ref: &MemoryRef,
-        gone: &mut BTreeSet<String>,
-    ) -> Result<ForgetCounts, CoreError> {
-        let tenant = memory_ref.tenant();
-        let now = self.clock.now();
-        let until =
-            now.plus_millis(memory_core::forget::TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
-        let mut counts = ForgetCounts {
-            deleted_entries: memory_core::forget::forget_derived_entries(
-                self.store.as_ref(),
-                memory_ref,
-                gone,
-                until,
-            )
-            .await?,
-            ..Default::default()
-        };
-        let reference = memory_ref.to_string();
-        let prefix = distill::keys::archive_prefix(&reference).map_err(distill_error)?;
-        let relative = prefix
-            .strip_prefix(tenant.as_str())
-            .and_then(|p| p.strip_prefix('/'))
-            .unwrap_or_default();
-        let mut removed_keys: BTreeSet<String> = BTreeSet::new();
-        for key in self.archives.list(tenant, relative).await? {
-            let Some(object) = self.archives.get(&key).await? else {
-                continue;
-            };
-            let Ok(archive) = distill::Archive::from_bytes(&object.body) else {
-                continue;
-            };
-            if archive.source_ids.iter().any(|id| gone.contains(id))
-                || gone.contains(&archive.output_entry_id)
-            {
-                self.archives.delete(&key).await?;
-                counts.deleted_archives += 1;
-                if let Ok(k) = archive.key() {
-                    removed_keys.insert(k);
-                }
-            }
-        }
-        if !removed_keys.is_empty()
-            && self
-                .prune_index(tenant, &reference, &removed_keys, now)
-                .await?
-        {
-            counts.rebuilt_indexes += 1;
-        }
-        Ok(counts)
-    }
-
-    /// A dream's own sweep after its fence was breached (`forget.rs`): if any of its sources is
-    /// tombstoned, what it wrote goes (output entry, archive, index line), whether or not a
-    /// forget already took some of it; then everything else derived from the tombstoned ids.
-    async fn sweep(
-        &self,
-        memory_ref: &MemoryRef,
-        tombstoned: &BTreeSet<String>,
-        own: &distill::Archive,
-        own_key: &ObjectKey,
-    ) -> Result<ForgetCounts, CoreError> {
-        let mut gone = tombstoned.clone();
-        let mut counts = ForgetCounts::default();
-        if own.source_ids.iter().any(|id| gone.contains(id)) {
-            let output = EntryKey {
-                memory_ref: memory_ref.clone(),
-                id: own.output_entry_id.clone(),
-            };
-            let until = self
-                .clock
-                .now()
-                .plus_millis(memory_core::forget::TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
-            self.store
-                .tombstone(std::slice::from_ref(&output), until)
-                .await?;
-            counts.deleted_entries += usize::from(self.store.delete(&output).await?);
-            gone.insert(output.id);
-            self.archives.delete(own_key).await?;
-            if let Ok(k) = own.key() {
-                let removed = BTreeSet::from([k]);
-                if self
-                    .prune_index(
-                        memory_ref.tenant(),
-                        &memory_ref.to_string(),
-                        &removed,
-                        self.clock.now(),
-                    )
-                    .await?
-                {
-                    counts.rebuilt_indexes += 1;
-                }
-            }
-        }
-        counts += self.forget_in_ref(memory_ref, &mut gone).await?;
-        Ok(counts)
-    }
-
-    async fn prune_index(
-        &self,
-        tenant: &TenantId,
-        reference: &str,
-        removed: &BTreeSet<String>,
-        now: Timestamp,
-    ) -> Result<bool, CoreError> {
-        let json_key = index_json_object(tenant, reference)?;
-        for _ in 0..INDEX_ATTEMPTS {
-            let Some(current) = self.archives.get(&json_key).await? else {
-                return Ok(false);
-            };
-            let index = distill::index::from_json_bytes(&current.body).map_err(distill_error)?;
-            let (pruned, n) = distill::index::remove_where(
-                index,
-                |l| removed.contains(&l.archive_key),
-                now.as_millis(),
-            );
-            if n == 0 {
-                return Ok(false);
-            }
-            match self
-                .archives
-                .put_expecting(
-                    &json_key,
-                    distill::index::to_json_bytes(&pruned),
-                    ObjectKind::Index,
-                    "application/json",
-                    Expect::ETag(current.etag),
-                )
-                .await
-            {
-                Ok(_) => {
-                    // Old versions of the index still list the removed lines: drop them too.
-                    self.archives.delete_old_versions(&json_key).await?;
-                    write_markdown(self.archives.as_ref(), tenant, reference, &pruned).await?;
-                    self.archives
-                        .delete_old_versions(&index_md_object(tenant, reference)?)
-                        .await?;
-                    return Ok(true);
-                }
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(CoreError::Store(StoreError::Conflict { op: "index prune" }))
     }
 }
 

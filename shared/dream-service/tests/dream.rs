@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use distill::DeterministicDistiller;
-use dream_service::dream::{DerivedForgetHook, Dreamer, MAX_TOKEN_BUDGET};
+use dream_service::dream::{Dreamer, MAX_TOKEN_BUDGET};
+use dream_service::DerivedForgetHook;
 use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
 use memory_core::model::SubjectKey;
