@@ -5,6 +5,7 @@ checked on the real dependency graph:
 - a pure crate (memory-guard, distill, consolidation, commitments, text-search, lexicon) links no AWS, Lambda or async
   crate;
 - the core and the services link no AWS SDK, Lambda or HTTP crate (only adapters name them);
+- the services link no wire crate (memory-api, lambda-adapter): a function's contract is its own;
 - no function links a test-only crate;
 - each function links only what it runs (the per-function lists below: e.g. memory-read links
   no distiller, tokenizer, time-zone tables, S3, SQS or EventBridge client);
@@ -37,6 +38,10 @@ ASYNC_OR_AWS = re.compile(r"^(aws-|aws_|lambda_|tokio|hyper|rustls)")
 AWS_OR_LAMBDA = re.compile(r"^(aws-sdk-|aws-config|aws-smithy-|aws_lambda_events|lambda_|hyper|rustls)")
 TEST_ONLY = {"memory-testkit", "aws-test-support", "criterion", "proptest", "e2e"}
 
+# The services hold behaviour over the ports; a function's wire contract (the error envelope,
+# request shapes, metrics) lives in memory-api and the function, never in a service.
+SERVICES = ["dream-service", "consolidation-service", "commitment-service"]
+WIRE = {"memory-api", "lambda-adapter"}
 TOKENIZER = {"tiktoken-rs", "fancy-regex"}
 DISTILLER = {"distill", "dream-service"} | TOKENIZER
 COMMITMENTS = {"commitments", "commitment-service", "commitment-aws", "chrono-tz"}
@@ -91,6 +96,8 @@ def violations(graph: dict[str, set[str]], deps: dict[str, list[str]],
     for crate in CORE:
         found += [f"{crate} (core/service) links {d}" for d in sorted(graph[crate])
                   if AWS_OR_LAMBDA.match(d)]
+    for crate in SERVICES:
+        found += [f"{crate} (service) links {d}, the wire" for d in sorted(graph[crate] & WIRE)]
     for fn in FUNCTIONS:
         found += [f"{fn} links test-only {d}" for d in sorted(graph[fn] & TEST_ONLY)]
         found += [f"{fn} links {d}, which it never runs" for d in sorted(graph[fn] & NOT_RUN[fn])]
@@ -107,6 +114,7 @@ def self_test() -> int:
     graph["distill"] = {"tokio"}
     graph["memory-core"] = {"aws-sdk-dynamodb"}
     graph["memory-read"] = {"tiktoken-rs", "memory-testkit"}
+    graph["dream-service"] = {"memory-api"}
     deps = {fn: ["serde_json"] for fn in FUNCTIONS}
     code = {fn: "fn main() { serde_json::json!({}); }" for fn in FUNCTIONS}
     code["memory-write"] = "fn main() {}"
@@ -114,7 +122,8 @@ def self_test() -> int:
     want = ["distill (pure) links tokio", "memory-core (core/service) links aws-sdk-dynamodb",
             "memory-read links test-only memory-testkit",
             "memory-read links tiktoken-rs, which it never runs",
-            "memory-write declares serde_json but its code never uses it"]
+            "memory-write declares serde_json but its code never uses it",
+            "dream-service (service) links memory-api, the wire"]
     if sorted(got) != sorted(want) or violations(clean, deps, {f: code["memory-read"]
                                                                for f in FUNCTIONS}):
         print(f"layering self-test failed: got {got}", file=sys.stderr)

@@ -4,6 +4,7 @@
 //! Configuration: `DEFAULT_TIME_ZONE` (IANA, default UTC), `TENANT_TIME_ZONES` (JSON object
 //! tenant -> IANA zone), `ENQUEUE_RUNS` (`false` to announce fires without `run.requested`).
 
+mod api;
 mod trigger;
 
 use std::collections::BTreeMap;
@@ -39,7 +40,7 @@ async fn serve() -> Result<(), Error> {
     );
     let service = &service;
     lambda_adapter::run(trigger::decode, |command| async move {
-        let report = commitment_service::api::handle(service, command).await?;
+        let report = api::handle(service, command).await?;
         Ok(lambda_adapter::Answer::Json(report))
     })
     .await

@@ -2,8 +2,8 @@
 //! EventBridge rule on `memory.written` (the event itself), the every-minute schedule
 //! `{"action": "tick"}`, an operator's `{"action": "backfill", "tenantId", "memoryRef"}`.
 
+use crate::api::{CommitmentCommand, WrittenDetail};
 use aws_lambda_events::eventbridge::EventBridgeEvent;
-use commitment_service::api::{CommitmentCommand, WrittenDetail};
 use memory_api::{decode, WireError};
 use serde::Deserialize;
 use serde_json::Value;

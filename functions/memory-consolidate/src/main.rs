@@ -1,13 +1,15 @@
 //! `memory-consolidate`: RFC 0068 consolidation. Scheduled fan-out, queued per-ref jobs (SQS),
 //! or a direct invoke for one ref.
 
+mod pass;
+
 use std::sync::Arc;
 
-use consolidation_service::api::ConsolidatePass;
 use consolidation_service::pass::Consolidator;
 use lambda_runtime::Error;
 use memory_aws::AwsPorts;
 use memory_core::ports::JobQueue;
+use pass::ConsolidatePass;
 
 fn main() -> Result<(), Error> {
     lambda_adapter::start(serve())

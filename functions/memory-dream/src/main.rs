@@ -1,16 +1,18 @@
 //! `memory-dream`: RFC 0062 distillation. Nightly fan-out, queued per-ref runs (SQS), or a
 //! direct invoke for one ref with an optional `tokenBudget`.
 
+mod pass;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use distill::DeterministicDistiller;
 use dream_service::abstractive::{Abstractive, DEFAULT_TIMEOUT};
-use dream_service::api::DreamPass;
 use dream_service::dream::Dreamer;
 use lambda_runtime::Error;
 use memory_aws::AwsPorts;
 use memory_core::ports::JobQueue;
+use pass::DreamPass;
 
 fn main() -> Result<(), Error> {
     lambda_adapter::start(serve())

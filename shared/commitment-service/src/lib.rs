@@ -1,8 +1,8 @@
 //! Inferred commitments: the store port (`store`), their events (`events`), inference, firing
-//! and forget's hook (`firing`), and the `memory-commitments` contract (`api`). The inference
-//! and condition rules are the pure `commitments` crate.
+//! and forget's hook (`firing`). The inference
+//! and condition rules are the pure `commitments` crate. The `memory-commitments` contract
+//! (decoding its triggers, the wire errors, metrics) is the function's own.
 
-pub mod api;
 pub mod events;
 pub mod firing;
 pub mod store;

@@ -1,9 +1,7 @@
 //! Consolidation: one pass over one ref's long-term memory (`pass`), planned by the pure
-//! `consolidation` crate and applied as conditional rewrites, and the pass as
-//! `memory-consolidate` exposes it (`api`).
+//! `consolidation` crate and applied as conditional rewrites. How `memory-consolidate` exposes a
+//! pass (its wire contract, metrics) is the function's own.
 
-pub mod api;
 pub mod pass;
 
-pub use api::ConsolidatePass;
 pub use pass::{ConsolidationReport, Consolidator};

@@ -150,7 +150,10 @@ fn folds(a: &str, b: &str) -> bool {
 
 #[test]
 fn near_miss_pairs_stay_apart() {
-    assert!(NEAR_MISSES.len() >= 30, "the issue asks for at least 30");
+    assert!(
+        NEAR_MISSES.len() >= 30,
+        "at least 30 near misses, one per way two facts can look alike"
+    );
     for (a, b) in NEAR_MISSES {
         assert!(!folds(a, b), "merged distinct facts: {a:?} / {b:?}");
         assert!(!is_near_duplicate(a, b, DEFAULT_NEAR_DUPLICATE_THRESHOLD));

@@ -1792,51 +1792,55 @@ mod tests {
     #[test]
     fn suffix_round_trips() {
         let day = time::parse_date("2026-11-20");
-        assert_eq!(
-            split_suffix("Customer prefers email (x3, latest 2026-11-20)"),
-            ("Customer prefers email", 3, day, Mark::Plain)
-        );
-        assert_eq!(
-            split_suffix("Customer prefers email (latest 2026-11-20)"),
-            ("Customer prefers email", 1, day, Mark::Plain)
-        );
-        // Version 1 wrote `x1` too.
-        assert_eq!(
-            split_suffix("Customer prefers email (x1, latest 2026-11-20)"),
-            ("Customer prefers email", 1, day, Mark::Plain)
-        );
-        // Version 3 marks pinned facts.
-        assert_eq!(
-            split_suffix("Door code is 4411 (pinned, latest 2026-11-20)"),
-            ("Door code is 4411", 1, day, Mark::Pinned)
-        );
-        assert_eq!(
-            split_suffix("Door code is 4411 (pinned, x3, latest 2026-11-20)"),
-            ("Door code is 4411", 3, day, Mark::Pinned)
-        );
-        // Version 4 marks superseded values.
-        assert_eq!(
-            split_suffix("Door code is 4411 (superseded, latest 2026-11-20)"),
-            ("Door code is 4411", 1, day, Mark::Superseded)
-        );
-        assert_eq!(
-            split_suffix("Door code is 4411 (superseded, x2, latest 2026-11-20)"),
-            ("Door code is 4411", 2, day, Mark::Superseded)
-        );
-        // Only the suffix position pins: the word elsewhere, or an earlier parenthesis, is text.
-        assert_eq!(
-            split_suffix("Note (pinned, latest 2026-11-19) on the board (latest 2026-11-20)"),
+        for (text, expected) in [
             (
-                "Note (pinned, latest 2026-11-19) on the board",
-                1,
-                day,
-                Mark::Plain
-            )
-        );
-        assert_eq!(
-            split_suffix("The pinned note moved (x2, latest 2026-11-20)"),
-            ("The pinned note moved", 2, day, Mark::Plain)
-        );
+                "Customer prefers email (x3, latest 2026-11-20)",
+                ("Customer prefers email", 3, day, Mark::Plain),
+            ),
+            (
+                "Customer prefers email (latest 2026-11-20)",
+                ("Customer prefers email", 1, day, Mark::Plain),
+            ),
+            // Version 1 wrote `x1` too.
+            (
+                "Customer prefers email (x1, latest 2026-11-20)",
+                ("Customer prefers email", 1, day, Mark::Plain),
+            ),
+            // Version 3 marks pinned facts.
+            (
+                "Door code is 4411 (pinned, latest 2026-11-20)",
+                ("Door code is 4411", 1, day, Mark::Pinned),
+            ),
+            (
+                "Door code is 4411 (pinned, x3, latest 2026-11-20)",
+                ("Door code is 4411", 3, day, Mark::Pinned),
+            ),
+            // Version 4 marks superseded values.
+            (
+                "Door code is 4411 (superseded, latest 2026-11-20)",
+                ("Door code is 4411", 1, day, Mark::Superseded),
+            ),
+            (
+                "Door code is 4411 (superseded, x2, latest 2026-11-20)",
+                ("Door code is 4411", 2, day, Mark::Superseded),
+            ),
+            // Only the suffix position pins: the word elsewhere, or an earlier parenthesis, is text.
+            (
+                "Note (pinned, latest 2026-11-19) on the board (latest 2026-11-20)",
+                (
+                    "Note (pinned, latest 2026-11-19) on the board",
+                    1,
+                    day,
+                    Mark::Plain,
+                ),
+            ),
+            (
+                "The pinned note moved (x2, latest 2026-11-20)",
+                ("The pinned note moved", 2, day, Mark::Plain),
+            ),
+        ] {
+            assert_eq!(split_suffix(text), expected, "{text}");
+        }
         for plain in [
             "Paid (pinned)",
             "Paid (pinned, x3)",

@@ -2,8 +2,8 @@
 //! pass now and answers `{"inputCount", "outputCount", "mergesApplied", "mergesSkipped"}`; the
 //! schedule and queue paths go through `background_api`.
 
-use crate::pass::Consolidator;
 use async_trait::async_trait;
+use consolidation_service::pass::Consolidator;
 use memory_core::ports::WorkKind;
 use memory_core::CoreError;
 use serde_json::{json, Value};

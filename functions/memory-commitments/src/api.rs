@@ -2,14 +2,14 @@
 //! EventBridge rule on `memory.written` delivers the event itself; an operator can backfill a
 //! ref with `{"action": "backfill", "tenantId", "memoryRef"}`.
 
-use crate::firing::CommitmentService;
+use commitment_service::firing::{CommitmentReport, CommitmentService};
 use memory_core::acting_tenant::acting_for;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use memory_api::{ref_hash, WireError};
 
-fn emit(report: &crate::firing::CommitmentReport) {
+fn emit(report: &CommitmentReport) {
     memory_api::metrics::emit(&[
         ("CommitmentsInferred", report.inferred as u64),
         ("CommitmentsFired", report.fired as u64),

@@ -5,8 +5,8 @@
 //! schedule and queue paths go through `background_api` (queued jobs use the advertised maximum
 //! budget).
 
-use crate::dream::Dreamer;
 use async_trait::async_trait;
+use dream_service::dream::Dreamer;
 use memory_core::ports::WorkKind;
 use memory_core::CoreError;
 use serde_json::{json, Value};
