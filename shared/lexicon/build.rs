@@ -93,6 +93,41 @@ fn main() {
     pairs(&mut out, "MODALITY", "modality.tsv");
     calendar(&mut out, "MONTHS", "months.tsv", 12);
     calendar(&mut out, "WEEKDAYS", "weekdays.tsv", 7);
+    // Every word a notation rule reads: the keys of the lists it reads, and its own words.
+    let mut triggers: Vec<String> = rows("notation-triggers.txt", 1)
+        .into_iter()
+        .map(|r| r[0].clone())
+        .collect();
+    for file in [
+        "number-words.tsv",
+        "abbreviations.tsv",
+        "units.tsv",
+        "spellings.tsv",
+    ] {
+        triggers.extend(rows(file, 2).into_iter().map(|r| r[0].clone()));
+    }
+    triggers.extend(rows("months.tsv", 3).into_iter().map(|r| r[0].clone()));
+    triggers.extend(
+        rows("weekdays.tsv", 3)
+            .into_iter()
+            .filter(|r| r[2] == "short")
+            .map(|r| r[0].clone()),
+    );
+    // "#" ("order # 4471") cannot stand on a line of its own in these files, where it opens a
+    // comment.
+    triggers.push("#".to_owned());
+    triggers.sort();
+    triggers.dedup();
+    writeln!(
+        out,
+        "/// Every word that can make a notation rule change a text, sorted: `data/notation-triggers.txt`\n/// and the keys of the lists the rules read."
+    )
+    .ok();
+    writeln!(out, "pub const NOTATION_TRIGGERS: &[&str] = &[").ok();
+    for t in &triggers {
+        writeln!(out, "    {t:?},").ok();
+    }
+    writeln!(out, "];").ok();
     println!("cargo:rerun-if-changed=data/wordnet-synsets.tsv");
     let dir = env::var("OUT_DIR").unwrap_or_else(|e| panic!("OUT_DIR: {e}"));
     fs::write(Path::new(&dir).join("tables.rs"), out).unwrap_or_else(|e| panic!("{e}"));

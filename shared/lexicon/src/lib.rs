@@ -29,7 +29,7 @@ pub mod wordnet;
 
 pub use tables::{
     Kind, ABBREVIATIONS, CHANGE_VERBS, FUNCTION_WORDS, IRREGULAR_PAST, MODALITY, MONTHS,
-    NUMBER_WORDS, SPELLINGS, UNITS, VALUE_WORDS, WEEKDAYS,
+    NOTATION_TRIGGERS, NUMBER_WORDS, SPELLINGS, UNITS, VALUE_WORDS, WEEKDAYS,
 };
 pub use word_set::WordSet;
 
@@ -126,7 +126,7 @@ mod tests {
 
     #[test]
     fn every_list_is_sorted_and_free_of_repeats() {
-        for list in [VALUE_WORDS, CHANGE_VERBS, FUNCTION_WORDS] {
+        for list in [VALUE_WORDS, CHANGE_VERBS, FUNCTION_WORDS, NOTATION_TRIGGERS] {
             assert!(list.windows(2).all(|w| w[0] < w[1]));
         }
         for list in [
