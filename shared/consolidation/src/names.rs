@@ -7,60 +7,71 @@ use lexicon::wordnet;
 
 /// The words of `raw` written with a capital, wherever they stand (lower case, apostrophes
 /// dropped, as normalised tokens are), but for function words ("We", "The", "On"), which a
-/// capital at the start of a sentence does not make a name.
+/// capital at the start of a sentence does not make a name. The parts of a hyphenated word carry
+/// its first part's capital ("Eun-ji" is the name "eun" "ji", as normalisation splits it).
 pub(crate) fn capitalised_words(raw: &str) -> Vec<String> {
-    let mut out = capitals(raw);
+    let mut out = scan(raw).capitalised;
     out.retain(|w| !lexicon::is_function_word(w));
     out
 }
 
-/// The parts of a hyphenated word carry its first part's capital ("Eun-ji" is the name "eun"
-/// "ji", as normalisation splits it).
-fn capitals(raw: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut word = String::new();
-    let mut capital = false;
-    let mut joined = false;
-    for c in raw.chars().chain(std::iter::once(' ')) {
-        if c.is_alphanumeric() {
-            if word.is_empty() && !joined {
-                capital = c.is_uppercase();
-            }
-            joined = false;
-            word.extend(c.to_lowercase());
-        } else if c != '\'' && c != '\u{2019}' && !word.is_empty() {
-            if capital {
-                out.push(std::mem::take(&mut word));
-            }
-            word.clear();
-            joined = c == '-';
-        } else {
-            joined = false;
-        }
-    }
-    out
+/// The words a reader takes for names in one raw text: written with a capital mid-sentence,
+/// or with a capital anywhere and not a common English word ("Kwame", "Mensah"; "Timesheets"
+/// is a common word).
+pub(crate) fn name_words(raw: &str) -> Vec<String> {
+    let Scan {
+        mut mid_sentence,
+        capitalised,
+    } = scan(raw);
+    mid_sentence.extend(
+        capitalised
+            .into_iter()
+            .filter(|w| !lexicon::is_function_word(w) && !wordnet::is_common_word(w)),
+    );
+    mid_sentence
 }
 
-/// The words of `raw` written with a capital other than at the start of a sentence (lower
-/// case, apostrophes dropped, as normalised tokens are).
-pub(crate) fn names(raw: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    let mut sentence_start = true;
+/// The capitalised words of a text, read once: those capitalised mid-sentence (each word's own
+/// first letter), and those capitalised anywhere (a hyphenated word's parts carrying its first
+/// part's capital).
+struct Scan {
+    mid_sentence: Vec<String>,
+    capitalised: Vec<String>,
+}
+
+fn scan(raw: &str) -> Scan {
+    let mut out = Scan {
+        mid_sentence: Vec::new(),
+        capitalised: Vec::new(),
+    };
     let mut word = String::new();
-    let mut capital = false;
+    let (mut first_upper, mut carried) = (false, false);
+    let (mut sentence_start, mut joined) = (true, false);
     for c in raw.chars().chain(std::iter::once(' ')) {
         if c.is_alphanumeric() {
             if word.is_empty() {
-                capital = c.is_uppercase();
+                first_upper = c.is_uppercase();
+                if !joined {
+                    carried = first_upper;
+                }
             }
+            joined = false;
             word.extend(c.to_lowercase());
-        } else if c != '\'' && c != '\u{2019}' {
-            if !word.is_empty() {
-                if capital && !sentence_start {
-                    out.push(std::mem::take(&mut word));
+        } else if c == '\'' || c == '\u{2019}' {
+            joined = false;
+        } else {
+            if word.is_empty() {
+                joined = false;
+            } else {
+                if first_upper && !sentence_start {
+                    out.mid_sentence.push(word.clone());
+                }
+                if carried {
+                    out.capitalised.push(word.clone());
                 }
                 sentence_start = false;
                 word.clear();
+                joined = c == '-';
             }
             if matches!(c, '.' | '!' | '?' | ':' | '\n') {
                 sentence_start = true;
@@ -78,15 +89,7 @@ pub(crate) struct Names(Vec<String>);
 
 impl Names {
     pub(crate) fn of(raws: &[&str]) -> Names {
-        let mut out = Vec::new();
-        for raw in raws {
-            out.extend(names(raw));
-            out.extend(
-                capitalised_words(raw)
-                    .into_iter()
-                    .filter(|w| !wordnet::is_common_word(w)),
-            );
-        }
+        let mut out: Vec<String> = raws.iter().flat_map(|raw| name_words(raw)).collect();
         // Months and weekdays are written with a capital and are values, not names.
         out.retain(|w| !lexicon::is_value_word(w));
         out.sort_unstable();

@@ -161,39 +161,33 @@ pub fn neighbours(a: &str, b: &str) -> bool {
 /// "grandma"); a name WordNet only knows with a capital ("marys") is not.
 pub fn is_common_word(w: &str) -> bool {
     let t = table();
-    w.is_ascii()
-        && readings(w).iter().any(|(lemma, _)| {
-            t.lemmas
-                .binary_search(&lemma.as_str())
-                .is_ok_and(|i| t.common[i])
-        })
+    known_lemmas(w).any(|i| t.common[i])
 }
 
 /// Whether every reading of `w` WordNet knows is a noun and nothing else ("meat", "pork",
 /// "manager"; not "report", "own", "belong"): a word that names a thing.
 pub fn is_only_noun(w: &str) -> bool {
     let t = table();
-    let mut known = false;
-    let all_nouns = w.is_ascii()
-        && readings(w)
-            .iter()
-            .all(|(lemma, _)| match t.lemmas.binary_search(&lemma.as_str()) {
-                Ok(i) => {
-                    known = true;
-                    t.only_noun[i]
-                }
-                Err(_) => true,
-            });
-    all_nouns && known
+    let mut known = known_lemmas(w).peekable();
+    known.peek().is_some() && known.all(|i| t.only_noun[i])
 }
 
 /// Whether WordNet knows `w` in some inflection, as a common word or as a name.
 pub fn is_known(w: &str) -> bool {
+    known_lemmas(w).next().is_some()
+}
+
+/// The table rows of the lemmas `w` reads as (see [`readings`]) that WordNet lists.
+fn known_lemmas(w: &str) -> impl Iterator<Item = usize> {
     let t = table();
-    w.is_ascii()
-        && readings(w)
-            .iter()
-            .any(|(lemma, _)| t.lemmas.binary_search(&lemma.as_str()).is_ok())
+    let readings = if w.is_ascii() {
+        readings(w)
+    } else {
+        Vec::new()
+    };
+    readings
+        .into_iter()
+        .filter_map(move |(lemma, _)| t.lemmas.binary_search(&lemma.as_str()).ok())
 }
 
 /// Whether two different forms read as one lemma ("paid" / "pay", "meetings" / "meeting"): the

@@ -15,7 +15,7 @@
 use lexicon::wordnet;
 
 use super::LinkRule;
-use crate::names::{capitalised_words, names};
+use crate::names::name_words;
 use crate::normalise::{content_words, tokens};
 use crate::substitution::{is_value_word, matching};
 
@@ -146,17 +146,8 @@ fn facts_agree(a_raw: &str, a: &str, b_raw: &str, b: &str) -> bool {
     };
     // A capital at the start of a sentence names someone too unless the word is a common
     // one ("Mark's birthday" / "Mary's birthday").
-    let named = |raw: &str| {
-        let mut n = names(raw);
-        n.extend(
-            capitalised_words(raw)
-                .into_iter()
-                .filter(|w| !wordnet::is_common_word(w)),
-        );
-        n
-    };
-    if named(a_raw).iter().any(|n| !named_in(n, &tb))
-        || named(b_raw).iter().any(|n| !named_in(n, &ta))
+    if name_words(a_raw).iter().any(|n| !named_in(n, &tb))
+        || name_words(b_raw).iter().any(|n| !named_in(n, &ta))
     {
         return false;
     }

@@ -414,11 +414,11 @@ fn supersedes_as_said(o: &[&str], u: &[&str], names: &Names) -> bool {
             .filter(|w| !is_copula(w))
             .collect();
         let subject = subject_words.len();
-        // A subject whose head (its last word before any preposition) is a name ("Kwame Mensah", "Dr. Lindqvist",
-        // "Aunt Folasade", "Project Bluebird") is an entity with many attributes: the newer
-        // text must name the one it changes. A subject headed by a common noun ("Sam's phone
-        // extension", "the office internet provider") is itself the attribute.
-        // The head stands before any prepositional phrase: "Viktor's flight | to Munich".
+        // A subject whose head is a name ("Kwame Mensah", "Dr. Lindqvist", "Aunt Folasade",
+        // "Project Bluebird") is an entity with many attributes: the newer text must name the
+        // one it changes. A subject headed by a common noun ("Sam's phone extension", "the
+        // office internet provider") is itself the attribute. The head stands before any
+        // prepositional phrase: "Viktor's flight | to Munich".
         let head = subject_words
             .iter()
             .position(|w| is_preposition(w))
@@ -430,8 +430,7 @@ fn supersedes_as_said(o: &[&str], u: &[&str], names: &Names) -> bool {
         // FibreNet"), not a participle's ("is chaired by …") or a place's ("is in …").
         let states_value = is_copula(o[shared - 1]) || is_copula(rest_o[0]);
         let value_after_copula = |rest: &[&str]| {
-            let value = if is_copula(rest[0]) { &rest[1..] } else { rest };
-            value
+            value_of(rest)
                 .first()
                 .is_some_and(|w| !is_preposition(w) && !wordnet::is_past_form(w) && *w != "not")
         };
