@@ -20,6 +20,12 @@ pub enum EventType {
     CommitmentFired,
     MemoryForgotten,
     RunRequested,
+    /// OpenIntent RFC-0015 §5 lifecycle events of the keyed door.
+    MemoryCreated,
+    MemoryUpdated,
+    MemoryDeleted,
+    MemoryArchived,
+    MemoryEvicted,
 }
 
 impl EventType {
@@ -33,6 +39,11 @@ impl EventType {
             EventType::CommitmentFired => "commitment.fired",
             EventType::MemoryForgotten => "memory.forgotten",
             EventType::RunRequested => "run.requested",
+            EventType::MemoryCreated => "memory.created",
+            EventType::MemoryUpdated => "memory.updated",
+            EventType::MemoryDeleted => "memory.deleted",
+            EventType::MemoryArchived => "memory.archived",
+            EventType::MemoryEvicted => "memory.evicted",
         }
     }
 }
@@ -139,6 +150,87 @@ impl DomainEvent {
                 "rebuiltIndexes": counts.rebuilt_indexes,
                 "cancelledCommitments": counts.cancelled_commitments,
                 "forgottenAt": at,
+            }),
+        }
+    }
+}
+
+/// What happened to one entry of the OpenIntent door (RFC-0015 §5.1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum KeyedChange {
+    Created,
+    Updated,
+    Deleted,
+    Evicted,
+}
+
+impl DomainEvent {
+    /// RFC-0015 §5.2 without `namespace`, `key` and `tags`: those are chosen by the writer and
+    /// can carry what the entry is about, so the event names the entry by id, tier and
+    /// version only (the value is excluded by the RFC itself).
+    pub fn keyed_entry(
+        change: KeyedChange,
+        tenant: &TenantId,
+        agent_id: &str,
+        entry_id: &str,
+        memory_type: &str,
+        version: u64,
+        at: Timestamp,
+    ) -> Self {
+        let event_type = match change {
+            KeyedChange::Created => EventType::MemoryCreated,
+            KeyedChange::Updated => EventType::MemoryUpdated,
+            KeyedChange::Deleted => EventType::MemoryDeleted,
+            KeyedChange::Evicted => EventType::MemoryEvicted,
+        };
+        let mut detail = json!({
+            "tenantId": tenant.as_str(),
+            "agentId": agent_id,
+            "entryId": entry_id,
+            "memoryType": memory_type,
+            "version": version,
+            "at": at,
+        });
+        if change == KeyedChange::Updated && version > 1 {
+            detail["previousVersion"] = json!(version - 1);
+        }
+        DomainEvent {
+            event_type,
+            tenant: tenant.clone(),
+            event_id: format!(
+                "{}:{}:{}:{}",
+                event_type.as_str(),
+                tenant,
+                entry_id,
+                version
+            ),
+            detail,
+        }
+    }
+
+    /// RFC-0015 §2.1 archival, as a count and the archive's object name (the snapshot itself
+    /// is in the archive, never in the event).
+    pub fn keyed_archived(
+        tenant: &TenantId,
+        agent_id: &str,
+        task_digest: &str,
+        archive: &str,
+        entries_archived: usize,
+        at: Timestamp,
+    ) -> Self {
+        DomainEvent {
+            event_type: EventType::MemoryArchived,
+            tenant: tenant.clone(),
+            event_id: format!(
+                "memory.archived:{tenant}:{agent_id}:{task_digest}:{entries_archived}"
+            ),
+            detail: json!({
+                "tenantId": tenant.as_str(),
+                "agentId": agent_id,
+                "taskDigest": task_digest,
+                "archive": archive,
+                "entriesArchived": entries_archived,
+                "at": at,
             }),
         }
     }

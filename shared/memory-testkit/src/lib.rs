@@ -6,3 +6,4 @@
 pub mod contract;
 pub mod in_memory;
 pub mod intercept;
+pub mod keyed;

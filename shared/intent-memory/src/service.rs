@@ -1,0 +1,631 @@
+//! The door's operations (RFC-0015 API endpoints, §2 tiers, §3 concurrency, §9 security).
+//! Every rule that two callers could race on is a condition of one store step (`store.rs`);
+//! this module decides what to ask and what the answer means.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use memory_core::events::{DomainEvent, KeyedChange};
+use memory_core::model::SubjectKey;
+use memory_core::ports::{Clock, EventPublisher, IdSource};
+use memory_core::time::Timestamp;
+use memory_core::StoreError;
+use memory_guard::{AgentId, Redactor, TenantId};
+use serde_json::{json, Value};
+
+use crate::error::IntentError;
+use crate::model::{
+    task_digest, Caller, Home, IntentEntry, Location, StoredIntent, Tier, VersionRecord,
+};
+use crate::redact::{holds_secret, redact_value};
+use crate::request::{duration_millis, CreateRequest, ListQuery, PatchRequest};
+use crate::store::{ArchiveKey, Capacity, InsertOutcome, IntentStore};
+
+/// How many times a step that lost a race is tried again before the caller is told to retry.
+const ATTEMPTS: usize = 8;
+
+/// The archive document's format tag.
+pub const ARCHIVE_FORMAT: &str = "wop-memory/openintent-working-archive/v1";
+
+#[derive(Clone)]
+pub struct IntentPorts {
+    pub store: Arc<dyn IntentStore>,
+    pub publisher: Arc<dyn EventPublisher>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdSource>,
+}
+
+/// Capacities and retention (docs/openintent.md "Configuration").
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// §9.4 / RFC-0013 `max_working_memory_per_task`: working entries per agent and task.
+    pub working_per_task: u64,
+    /// §2.2: episodic entries per agent (RFC default 1,000).
+    pub episodic_per_agent: u64,
+    /// Version records kept per entry, newest first (the current version always among them).
+    pub versions_kept: u64,
+    /// A read refreshes an entry's LRU access time at most this often, so reads do not turn
+    /// into a write each.
+    pub touch_interval_ms: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            working_per_task: 100,
+            episodic_per_agent: 1000,
+            versions_kept: 20,
+            touch_interval_ms: 60_000,
+        }
+    }
+}
+
+/// What archiving a task's working memory did.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ArchiveOutcome {
+    pub entries_archived: usize,
+    /// The archive's object name; `None` when the task had no working memory.
+    pub archive: Option<String>,
+}
+
+#[derive(Clone)]
+pub struct IntentMemory {
+    ports: IntentPorts,
+    limits: Limits,
+    redactor: Arc<Redactor>,
+}
+
+fn retry_later(op: &'static str) -> IntentError {
+    IntentError::Store(StoreError::Conflict { op })
+}
+
+impl IntentMemory {
+    pub fn new(ports: IntentPorts, limits: Limits, redactor: Arc<Redactor>) -> Self {
+        IntentMemory {
+            ports,
+            limits,
+            redactor,
+        }
+    }
+
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    fn now(&self) -> Timestamp {
+        self.ports.clock.now()
+    }
+
+    async fn publish(&self, events: Vec<DomainEvent>) {
+        // Announcements follow the committed write; a failed publish is logged (ids only)
+        // and the write stands, as for every other event of this host.
+        if let Err(e) = self.ports.publisher.publish(&events).await {
+            tracing::error!(error = %e, events = events.len(), "keyed memory events not published");
+        }
+    }
+
+    fn changed(kind: KeyedChange, e: &StoredIntent, at: Timestamp) -> DomainEvent {
+        DomainEvent::keyed_entry(
+            kind,
+            &e.tenant,
+            e.entry.agent_id.as_str(),
+            &e.entry.id,
+            e.entry.tier.as_str(),
+            e.entry.version,
+            at,
+        )
+    }
+
+    fn refuse_secret(&self, field: &str, text: &str) -> Result<(), IntentError> {
+        if holds_secret(&self.redactor, text) {
+            return Err(IntentError::invalid(
+                field,
+                "contains a registered secret; identifiers are never redacted, choose another",
+            ));
+        }
+        Ok(())
+    }
+
+    fn expiry(
+        now: Timestamp,
+        ttl: Option<&str>,
+        expires_at: Option<Timestamp>,
+    ) -> Result<Option<Timestamp>, IntentError> {
+        // §1.1: an absolute expiry takes precedence over the ttl policy.
+        let at = expires_at.or_else(|| {
+            ttl.and_then(|t| t.strip_prefix("duration:"))
+                .and_then(duration_millis)
+                .map(|ms| now.plus_millis(ms))
+        });
+        if at.is_some_and(|at| at <= now) {
+            return Err(IntentError::invalid("expires_at", "must be in the future"));
+        }
+        Ok(at)
+    }
+
+    /// `POST /api/v1/memory`.
+    pub async fn create(
+        &self,
+        caller: &Caller,
+        req: CreateRequest,
+    ) -> Result<IntentEntry, IntentError> {
+        if req.agent_id != caller.agent.as_str() {
+            return Err(IntentError::NotCaller);
+        }
+        self.refuse_secret("namespace", &req.namespace)?;
+        self.refuse_secret("key", &req.key)?;
+        let now = self.now();
+        let (value, _) = redact_value(&self.redactor, &req.value);
+        let tags = self.redactor.redact_tags(&req.tags);
+        let expires_at = Self::expiry(now, req.ttl.as_deref(), req.expires_at)?;
+        let home = Home::of(req.tier, &caller.agent);
+        let entry = IntentEntry {
+            id: format!("{}{}", home.id_prefix(), self.ports.ids.next_id(now)),
+            agent_id: caller.agent.clone(),
+            namespace: req.namespace,
+            key: req.key,
+            value,
+            tier: req.tier,
+            version: 1,
+            scope: req.scope,
+            tags,
+            ttl: req.ttl,
+            pinned: req.pinned,
+            priority: req.priority,
+            sensitivity: req.sensitivity,
+            curated_by: (req.tier == Tier::Semantic).then(|| caller.agent.as_str().to_owned()),
+            created_at: now,
+            updated_at: now,
+            expires_at,
+        };
+        let stored = StoredIntent {
+            tenant: caller.tenant.clone(),
+            entry,
+            accessed_at: now,
+            subject: req
+                .subject
+                .as_deref()
+                .map(|s| SubjectKey::derive(&caller.tenant, s)),
+        };
+        let first = VersionRecord {
+            entry: stored.entry.clone(),
+            changed_by: caller.agent.as_str().to_owned(),
+            changed_at: now,
+            changes: vec!["created".to_owned()],
+        };
+        let max = match stored.entry.tier {
+            Tier::Working => self.limits.working_per_task,
+            Tier::Episodic => self.limits.episodic_per_agent,
+            Tier::Semantic => 0,
+        };
+        let counted = || match stored.counter() {
+            Some(counter) => Capacity::Count { counter, max },
+            None => Capacity::Unbounded,
+        };
+        let mut capacity = counted();
+        for _ in 0..ATTEMPTS {
+            match self.ports.store.insert(&stored, &first, &capacity).await? {
+                InsertOutcome::Inserted => {
+                    let mut events = Vec::with_capacity(2);
+                    if let Capacity::Evict { victim, .. } = &capacity {
+                        tracing::info!(tenant = %caller.tenant, "episodic entry evicted");
+                        events.push(Self::changed(KeyedChange::Evicted, victim, now));
+                    }
+                    events.push(Self::changed(KeyedChange::Created, &stored, now));
+                    self.publish(events).await;
+                    return Ok(stored.entry);
+                }
+                InsertOutcome::KeyTaken { existing_id } => {
+                    let at = Location {
+                        tenant: caller.tenant.clone(),
+                        home: home.clone(),
+                        id: existing_id.clone(),
+                    };
+                    match self.ports.store.get(&at).await? {
+                        // An expired entry is as good as gone (§9.3): it makes way.
+                        Some(old) if old.entry.is_expired(now) => {
+                            self.ports.store.remove(&old).await?;
+                        }
+                        Some(old) => {
+                            return Err(IntentError::KeyTaken {
+                                existing_id,
+                                version: old.entry.version,
+                            })
+                        }
+                        None => {}
+                    }
+                    capacity = counted();
+                }
+                InsertOutcome::AtCapacity => {
+                    let counter = stored.counter().ok_or_else(|| retry_later("insert"))?;
+                    let full = || async {
+                        let current = self
+                            .ports
+                            .store
+                            .count(&caller.tenant, &home, &counter)
+                            .await?;
+                        Ok::<_, IntentError>(IntentError::CapacityExceeded {
+                            tier: stored.entry.tier,
+                            current: current.max(max),
+                            max,
+                        })
+                    };
+                    if stored.entry.tier != Tier::Episodic {
+                        return Err(full().await?);
+                    }
+                    let Some(at) = self
+                        .ports
+                        .store
+                        .eviction_candidate(&caller.tenant, &caller.agent)
+                        .await?
+                    else {
+                        // Only pinned entries left: pinned entries are never evicted.
+                        return Err(full().await?);
+                    };
+                    capacity = match self.ports.store.get(&at).await? {
+                        Some(victim) => Capacity::Evict {
+                            counter,
+                            max,
+                            victim: Box::new(victim),
+                        },
+                        None => counted(),
+                    };
+                }
+                InsertOutcome::Raced => capacity = counted(),
+            }
+        }
+        Err(retry_later("insert"))
+    }
+
+    /// The live entry at `id` as the caller may see it.
+    async fn visible(&self, caller: &Caller, id: &str) -> Result<StoredIntent, IntentError> {
+        let at = Location::for_id(caller, id).ok_or(IntentError::NotFound)?;
+        match self.ports.store.get(&at).await? {
+            Some(e) if !e.entry.is_expired(self.now()) => Ok(e),
+            _ => Err(IntentError::NotFound),
+        }
+    }
+
+    /// `GET /api/v1/memory/{id}`.
+    pub async fn get(&self, caller: &Caller, id: &str) -> Result<IntentEntry, IntentError> {
+        let stored = self.visible(caller, id).await?;
+        let now = self.now();
+        if stored.evictable()
+            && now.as_millis() - stored.accessed_at.as_millis() >= self.limits.touch_interval_ms
+        {
+            if let Err(e) = self.ports.store.touch(&stored, now).await {
+                tracing::warn!(error = %e, "access time not recorded");
+            }
+        }
+        Ok(stored.entry)
+    }
+
+    /// `GET /api/v1/memory/{id}/versions`, oldest first.
+    pub async fn versions(
+        &self,
+        caller: &Caller,
+        id: &str,
+    ) -> Result<Vec<VersionRecord>, IntentError> {
+        let stored = self.visible(caller, id).await?;
+        Ok(self.ports.store.versions(&stored.location()).await?)
+    }
+
+    /// `PATCH /api/v1/memory/{id}` with `If-Match: <version>`.
+    pub async fn update(
+        &self,
+        caller: &Caller,
+        id: &str,
+        if_match: Option<u64>,
+        patch: PatchRequest,
+    ) -> Result<IntentEntry, IntentError> {
+        let expected = if_match.ok_or(IntentError::PreconditionRequired)?;
+        let previous = self.visible(caller, id).await?;
+        if previous.entry.version != expected {
+            return Err(Self::mismatch(&previous));
+        }
+        let now = self.now();
+        let mut next = previous.clone();
+        let mut changes = Vec::new();
+        let e = &mut next.entry;
+        if let Some(value) = &patch.value {
+            e.value = redact_value(&self.redactor, value).0;
+            changes.push("value");
+        }
+        if let Some(tags) = &patch.tags {
+            e.tags = self.redactor.redact_tags(tags);
+            changes.push("tags");
+        }
+        if let Some(pinned) = patch.pinned {
+            e.pinned = pinned;
+            changes.push("pinned");
+        }
+        if let Some(priority) = patch.priority {
+            e.priority = priority;
+            changes.push("priority");
+        }
+        if let Some(sensitivity) = patch.sensitivity {
+            e.sensitivity = sensitivity;
+            changes.push("sensitivity");
+        }
+        if let Some(ttl) = &patch.ttl {
+            e.ttl = ttl.clone();
+            changes.push("ttl");
+        }
+        if patch.ttl.is_some() || patch.expires_at.is_some() {
+            let explicit = match patch.expires_at {
+                Some(at) => at,
+                None if patch.ttl.is_some() => None,
+                None => e.expires_at,
+            };
+            e.expires_at = Self::expiry(now, e.ttl.as_deref(), explicit)?;
+            changes.push("expires_at");
+        }
+        e.version = previous.entry.version + 1;
+        e.updated_at = now;
+        next.accessed_at = now;
+        let record = VersionRecord {
+            entry: next.entry.clone(),
+            changed_by: caller.agent.as_str().to_owned(),
+            changed_at: now,
+            changes: changes.into_iter().map(str::to_owned).collect(),
+        };
+        let drop_version = next
+            .entry
+            .version
+            .checked_sub(self.limits.versions_kept)
+            .filter(|v| *v >= 1);
+        if self
+            .ports
+            .store
+            .update(&previous, &next, &record, drop_version)
+            .await?
+        {
+            self.publish(vec![Self::changed(KeyedChange::Updated, &next, now)])
+                .await;
+            return Ok(next.entry);
+        }
+        // Lost the race for this version: the caller gets the state that won (§3.2).
+        match self.ports.store.get(&previous.location()).await? {
+            Some(current) if !current.entry.is_expired(now) => Err(Self::mismatch(&current)),
+            _ => Err(IntentError::NotFound),
+        }
+    }
+
+    fn mismatch(current: &StoredIntent) -> IntentError {
+        IntentError::VersionMismatch {
+            current: current.entry.to_json(),
+            current_version: current.entry.version,
+        }
+    }
+
+    /// `DELETE /api/v1/memory/{id}`: immediate and irreversible (§9.3), versions included.
+    pub async fn delete(&self, caller: &Caller, id: &str) -> Result<(), IntentError> {
+        let at = Location::for_id(caller, id).ok_or(IntentError::NotFound)?;
+        let now = self.now();
+        for _ in 0..ATTEMPTS {
+            let Some(stored) = self.ports.store.get(&at).await? else {
+                return Err(IntentError::NotFound);
+            };
+            if self.ports.store.remove(&stored).await? {
+                if stored.entry.is_expired(now) {
+                    return Err(IntentError::NotFound);
+                }
+                self.publish(vec![Self::changed(KeyedChange::Deleted, &stored, now)])
+                    .await;
+                return Ok(());
+            }
+        }
+        Err(retry_later("delete"))
+    }
+
+    /// `GET /api/v1/agents/{agent_id}/memory` (§4): the agent's own working and episodic
+    /// entries when the caller is that agent, and the semantic entries that agent wrote, which
+    /// every agent of the tenant may read. Another agent's private tiers are never listed.
+    pub async fn list(
+        &self,
+        caller: &Caller,
+        agent_id: &str,
+        q: &ListQuery,
+    ) -> Result<Vec<IntentEntry>, IntentError> {
+        let Ok(agent) = AgentId::parse(agent_id) else {
+            return Ok(Vec::new());
+        };
+        let mut homes = Vec::new();
+        if agent == caller.agent && q.tier != Some(Tier::Semantic) {
+            homes.push(Home::Agent(agent.clone()));
+        }
+        if q.tier.is_none() || q.tier == Some(Tier::Semantic) {
+            homes.push(Home::Semantic);
+        }
+        let now = self.now();
+        let mut found: Vec<IntentEntry> = Vec::new();
+        for home in &homes {
+            for s in self.ports.store.list(&caller.tenant, home).await? {
+                let e = s.entry;
+                if e.agent_id == agent && !e.is_expired(now) && matches(&e, q) {
+                    found.push(e);
+                }
+            }
+        }
+        // Creation order across both partitions (ids are time-ordered after their prefix).
+        found.sort_by(|a, b| a.id[4..].cmp(&b.id[4..]));
+        Ok(found.into_iter().skip(q.offset).take(q.limit).collect())
+    }
+
+    /// Working memory of one agent and task, archived and cleared (§2.1): one S3 document per
+    /// agent and task holding every entry's final state, then the entries (and their versions)
+    /// deleted. Safe to run twice or after a crash: a rerun merges what the archive already
+    /// holds with what is left.
+    pub async fn archive_task(
+        &self,
+        tenant: &TenantId,
+        agent: &AgentId,
+        task_id: &str,
+    ) -> Result<ArchiveOutcome, IntentError> {
+        let now = self.now();
+        let key = ArchiveKey {
+            tenant: tenant.clone(),
+            agent: agent.clone(),
+            task: task_digest(task_id),
+        };
+        let mut archived: BTreeMap<String, Value> = BTreeMap::new();
+        let mut archived_at = now;
+        if let Some(doc) = self.ports.store.read_archive(&key).await? {
+            let doc: Value = serde_json::from_slice(&doc).map_err(|_| StoreError::Corrupt {
+                key: "openintent archive".into(),
+            })?;
+            if let Some(at) = doc["archived_at"].as_str() {
+                archived_at = Timestamp::parse_rfc3339(at).unwrap_or(now);
+            }
+            for e in doc["entries"].as_array().into_iter().flatten() {
+                if let Some(id) = e["id"].as_str() {
+                    archived.insert(id.to_owned(), e.clone());
+                }
+            }
+        }
+        let mut remaining: Vec<StoredIntent> = self
+            .ports
+            .store
+            .list(tenant, &Home::Agent(agent.clone()))
+            .await?
+            .into_iter()
+            .filter(|s| s.entry.tier == Tier::Working && s.entry.task_id() == Some(task_id))
+            .collect();
+        if remaining.is_empty() && archived.is_empty() {
+            return Ok(ArchiveOutcome {
+                entries_archived: 0,
+                archive: None,
+            });
+        }
+        for _ in 0..ATTEMPTS {
+            for s in &remaining {
+                archived.insert(s.entry.id.clone(), archived_entry(s));
+            }
+            let mut name = self
+                .write_archive(&key, task_id, agent, archived_at, &archived)
+                .await?;
+            // Delete what was archived; an entry that changed meanwhile is archived again in
+            // its new state, one that vanished (forgotten meanwhile) leaves the archive.
+            let mut again = Vec::new();
+            let mut vanished = BTreeSet::new();
+            for s in &remaining {
+                if !self.ports.store.remove(s).await? {
+                    match self.ports.store.get(&s.location()).await? {
+                        Some(now_state) => again.push(now_state),
+                        None => {
+                            vanished.insert(s.entry.id.clone());
+                        }
+                    }
+                }
+            }
+            if !vanished.is_empty() {
+                archived.retain(|id, _| !vanished.contains(id));
+                name = self
+                    .write_archive(&key, task_id, agent, archived_at, &archived)
+                    .await?;
+            }
+            if again.is_empty() {
+                let count = archived.len();
+                self.publish(vec![DomainEvent::keyed_archived(
+                    tenant,
+                    agent.as_str(),
+                    &key.task,
+                    &name,
+                    count,
+                    now,
+                )])
+                .await;
+                tracing::info!(tenant = %tenant, entries = count, "working memory archived");
+                return Ok(ArchiveOutcome {
+                    entries_archived: count,
+                    archive: Some(name),
+                });
+            }
+            remaining = again;
+        }
+        Err(retry_later("archive"))
+    }
+
+    async fn write_archive(
+        &self,
+        key: &ArchiveKey,
+        task_id: &str,
+        agent: &AgentId,
+        archived_at: Timestamp,
+        entries: &BTreeMap<String, Value>,
+    ) -> Result<String, IntentError> {
+        if entries.is_empty() {
+            self.ports.store.delete_archive(key).await?;
+            return Ok(String::new());
+        }
+        let subjects: BTreeSet<SubjectKey> = entries
+            .values()
+            .filter_map(|e| e["subject_key"].as_str())
+            .filter_map(SubjectKey::from_stored)
+            .collect();
+        let doc = archive_document(task_id, agent, archived_at, entries);
+        let body = serde_json::to_vec(&doc).map_err(|_| retry_later("archive"))?;
+        let subjects: Vec<SubjectKey> = subjects.into_iter().collect();
+        Ok(self.ports.store.write_archive(key, body, &subjects).await?)
+    }
+}
+
+/// The archive document (§2.1's snapshot: namespace, key, value, tags; plus the id, version
+/// and the subject's forget key so forget can take an entry back out).
+pub fn archive_document(
+    task_id: &str,
+    agent: &AgentId,
+    archived_at: Timestamp,
+    entries: &BTreeMap<String, Value>,
+) -> Value {
+    json!({
+        "format": ARCHIVE_FORMAT,
+        "task_id": task_id,
+        "agent_id": agent.as_str(),
+        "archived_at": archived_at,
+        "entries_archived": entries.len(),
+        "entries": entries.values().collect::<Vec<_>>(),
+    })
+}
+
+fn archived_entry(s: &StoredIntent) -> Value {
+    let e = &s.entry;
+    let mut v = json!({
+        "id": e.id,
+        "namespace": e.namespace,
+        "key": e.key,
+        "value": e.value,
+        "tags": e.tags,
+        "version": e.version,
+        "scope": e.scope,
+        "updated_at": e.updated_at,
+    });
+    if let Some(subject) = &s.subject {
+        v["subject_key"] = json!(subject.as_str());
+    }
+    v
+}
+
+fn matches(e: &IntentEntry, q: &ListQuery) -> bool {
+    let tag = |t: &String| e.tags.contains(t);
+    let scope = |field: &str| {
+        e.scope
+            .as_ref()
+            .and_then(|s| s.get(field))
+            .and_then(Value::as_str)
+    };
+    q.tier.is_none_or(|t| t == e.tier)
+        && q.namespace_matches(&e.namespace)
+        && q.key.as_ref().is_none_or(|k| *k == e.key)
+        && q.tags_all.iter().all(tag)
+        && (q.tags_any.is_empty() || q.tags_any.iter().any(tag))
+        && q.task_id
+            .as_deref()
+            .is_none_or(|t| scope("task_id") == Some(t))
+        && q.intent_id
+            .as_deref()
+            .is_none_or(|t| scope("intent_id") == Some(t))
+        && q.pinned.is_none_or(|p| p == e.pinned)
+        && q.updated_after.is_none_or(|t| e.updated_at > t)
+        && q.updated_before.is_none_or(|t| e.updated_at < t)
+}

@@ -1,0 +1,144 @@
+//! The door's store port. Each write is one atomic step of the backend (one DynamoDB
+//! transaction), so uniqueness (§1.2), versions (§3) and capacity (§9.4) are conditions the
+//! store enforces, never a read followed by a write: two clients racing for one key, one
+//! version or the last free slot cannot both win.
+
+use async_trait::async_trait;
+use memory_core::model::SubjectKey;
+use memory_core::time::Timestamp;
+use memory_core::StoreError;
+use memory_guard::{AgentId, TenantId};
+
+use crate::model::{CounterKey, Home, Location, StoredIntent, VersionRecord};
+
+/// How an insert is counted against its tier's capacity.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Capacity {
+    /// Semantic memory: no capacity.
+    Unbounded,
+    /// The counter goes up by one, only while it is below `max`.
+    Count { counter: CounterKey, max: u64 },
+    /// At capacity: `victim` (read just before, at its version) is deleted in the same step,
+    /// which holds only while the counter is still at `max` or above and the victim unchanged.
+    Evict {
+        counter: CounterKey,
+        max: u64,
+        victim: Box<StoredIntent>,
+    },
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum InsertOutcome {
+    Inserted,
+    /// The uniqueness claim is held by this entry id.
+    KeyTaken {
+        existing_id: String,
+    },
+    /// The counter is at `max` (a `Count` insert).
+    AtCapacity,
+    /// The victim changed or the count fell below `max` meanwhile (an `Evict` insert): look
+    /// again.
+    Raced,
+}
+
+/// What a subject's forget finds of this door's data.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum SubjectHit {
+    Entry(Location),
+    /// A version record whose entry may already be gone.
+    Version(Location, u64),
+    /// A working-memory archive holding an entry of the subject.
+    Archive(ArchiveKey),
+}
+
+/// A task's working-memory archive of one agent.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ArchiveKey {
+    pub tenant: TenantId,
+    pub agent: AgentId,
+    /// `model::task_digest` of the task id.
+    pub task: String,
+}
+
+#[async_trait]
+pub trait IntentStore: Send + Sync {
+    /// Writes a new entry with its claim, its first version record and (for episodic,
+    /// unpinned) its place in the eviction order, counted as `capacity` says; all or nothing.
+    async fn insert(
+        &self,
+        entry: &StoredIntent,
+        first: &VersionRecord,
+        capacity: &Capacity,
+    ) -> Result<InsertOutcome, StoreError>;
+
+    /// The entry at `at`, strongly consistent (read-your-writes).
+    async fn get(&self, at: &Location) -> Result<Option<StoredIntent>, StoreError>;
+
+    /// Every entry of one partition, in id (creation) order.
+    async fn list(&self, tenant: &TenantId, home: &Home) -> Result<Vec<StoredIntent>, StoreError>;
+
+    /// Replaces `previous` by `next` (version + 1) and adds `record`, only if the stored entry
+    /// is still at `previous`'s version; drops the version record `drop_version` (retention).
+    /// `Ok(false)`: the version moved (someone else updated or deleted it first).
+    async fn update(
+        &self,
+        previous: &StoredIntent,
+        next: &StoredIntent,
+        record: &VersionRecord,
+        drop_version: Option<u64>,
+    ) -> Result<bool, StoreError>;
+
+    /// Records an access for LRU (§2.2), only if the entry is still at `entry`'s version and
+    /// access time; losing that race is fine (someone else touched it).
+    async fn touch(&self, entry: &StoredIntent, at: Timestamp) -> Result<(), StoreError>;
+
+    /// Deletes the entry, its claim, its place in the eviction order and every version
+    /// record, and counts it out of its counter, if it is still at `entry`'s version.
+    /// `Ok(false)`: it changed or was gone.
+    async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError>;
+
+    /// The version records of one entry, oldest first.
+    async fn versions(&self, at: &Location) -> Result<Vec<VersionRecord>, StoreError>;
+
+    /// The next eviction victim of an agent's episodic memory: lowest priority first, then
+    /// least recently accessed; pinned entries are never candidates.
+    async fn eviction_candidate(
+        &self,
+        tenant: &TenantId,
+        agent: &AgentId,
+    ) -> Result<Option<Location>, StoreError>;
+
+    /// The current value of a capacity counter (for the error a full tier answers).
+    async fn count(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        counter: &CounterKey,
+    ) -> Result<u64, StoreError>;
+
+    /// The archive's JSON document, if one was written.
+    async fn read_archive(&self, key: &ArchiveKey) -> Result<Option<Vec<u8>>, StoreError>;
+
+    /// Writes (or rewrites) the archive, removes its older object versions, and indexes it
+    /// under each subject whose entries it holds (`subjects`), dropping index items of
+    /// subjects it no longer holds. Answers the object's name.
+    async fn write_archive(
+        &self,
+        key: &ArchiveKey,
+        body: Vec<u8>,
+        subjects: &[SubjectKey],
+    ) -> Result<String, StoreError>;
+
+    /// Deletes the archive, every object version and its index items.
+    async fn delete_archive(&self, key: &ArchiveKey) -> Result<(), StoreError>;
+
+    /// Everything of this door indexed under the subject, in the caller's tenant only.
+    async fn subject_hits(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<SubjectHit>, StoreError>;
+
+    /// Deletes one version record (forget of an entry already gone).
+    async fn delete_version(&self, at: &Location, version: u64) -> Result<(), StoreError>;
+}

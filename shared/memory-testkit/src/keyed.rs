@@ -1,0 +1,319 @@
+//! The OpenIntent door's store in memory, with the same all-or-nothing steps as the DynamoDB
+//! adapter (one lock per step stands in for one transaction): the claim, counter and version
+//! conditions hold exactly as there, so the service's race rules are tested here first.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use async_trait::async_trait;
+use intent_memory::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
+use intent_memory::store::{ArchiveKey, Capacity, InsertOutcome, IntentStore, SubjectHit};
+use memory_core::model::SubjectKey;
+use memory_core::time::Timestamp;
+use memory_core::StoreError;
+use memory_guard::{AgentId, TenantId};
+
+type PartKey = (TenantId, Home);
+
+#[derive(Default)]
+struct State {
+    entries: BTreeMap<(PartKey, String), StoredIntent>,
+    claims: BTreeMap<(PartKey, ClaimKey), String>,
+    counters: BTreeMap<(PartKey, CounterKey), u64>,
+    versions: BTreeMap<(PartKey, String, u64), (VersionRecord, Option<SubjectKey>)>,
+    archives: BTreeMap<ArchiveKey, (Vec<u8>, Vec<SubjectKey>)>,
+}
+
+#[derive(Default)]
+pub struct InMemoryIntentStore {
+    state: Mutex<State>,
+}
+
+fn part(e: &StoredIntent) -> PartKey {
+    (e.tenant.clone(), e.home())
+}
+
+fn lock_failed() -> StoreError {
+    StoreError::Backend {
+        op: "in-memory keyed store",
+        code: "Poisoned".into(),
+    }
+}
+
+impl InMemoryIntentStore {
+    fn with<T>(&self, f: impl FnOnce(&mut State) -> T) -> Result<T, StoreError> {
+        let mut state = self.state.lock().map_err(|_| lock_failed())?;
+        Ok(f(&mut state))
+    }
+
+    /// Every stored item of one tenant, as text (for "no trace after forget" checks).
+    pub fn dump(&self, tenant: &TenantId) -> String {
+        let Ok(s) = self.state.lock() else {
+            return String::new();
+        };
+        let mut out = String::new();
+        for ((p, _), e) in &s.entries {
+            if &p.0 == tenant {
+                out.push_str(&e.entry.to_json().to_string());
+            }
+        }
+        for ((p, _, _), (r, _)) in &s.versions {
+            if &p.0 == tenant {
+                out.push_str(&r.to_json().to_string());
+            }
+        }
+        for (k, (body, _)) in &s.archives {
+            if &k.tenant == tenant {
+                out.push_str(&String::from_utf8_lossy(body));
+            }
+        }
+        out
+    }
+
+    pub fn archive_count(&self) -> usize {
+        self.state.lock().map(|s| s.archives.len()).unwrap_or(0)
+    }
+}
+
+impl State {
+    fn remove(&mut self, e: &StoredIntent) -> bool {
+        let p = part(e);
+        let current = self.entries.get(&(p.clone(), e.entry.id.clone()));
+        if current.map(|c| c.entry.version) != Some(e.entry.version) {
+            return false;
+        }
+        self.entries.remove(&(p.clone(), e.entry.id.clone()));
+        self.claims.remove(&(p.clone(), e.claim()));
+        if let Some(c) = e.counter() {
+            let n = self.counters.entry((p.clone(), c)).or_default();
+            *n = n.saturating_sub(1);
+        }
+        self.versions
+            .retain(|(vp, id, _), _| !(vp == &p && id == &e.entry.id));
+        true
+    }
+}
+
+#[async_trait]
+impl IntentStore for InMemoryIntentStore {
+    async fn insert(
+        &self,
+        entry: &StoredIntent,
+        first: &VersionRecord,
+        capacity: &Capacity,
+    ) -> Result<InsertOutcome, StoreError> {
+        self.with(|s| {
+            let p = part(entry);
+            if let Some(id) = s.claims.get(&(p.clone(), entry.claim())) {
+                return InsertOutcome::KeyTaken {
+                    existing_id: id.clone(),
+                };
+            }
+            match capacity {
+                Capacity::Unbounded => {}
+                Capacity::Count { counter, max } => {
+                    let n = s
+                        .counters
+                        .get(&(p.clone(), counter.clone()))
+                        .copied()
+                        .unwrap_or(0);
+                    if n >= *max {
+                        return InsertOutcome::AtCapacity;
+                    }
+                    s.counters.insert((p.clone(), counter.clone()), n + 1);
+                }
+                Capacity::Evict {
+                    counter,
+                    max,
+                    victim,
+                } => {
+                    let n = s
+                        .counters
+                        .get(&(p.clone(), counter.clone()))
+                        .copied()
+                        .unwrap_or(0);
+                    let unchanged = s
+                        .entries
+                        .get(&(part(victim), victim.entry.id.clone()))
+                        .is_some_and(|v| **victim == *v && v.evictable());
+                    if n < *max || !unchanged {
+                        return InsertOutcome::Raced;
+                    }
+                    s.remove(victim);
+                    s.counters.insert((p.clone(), counter.clone()), n);
+                }
+            }
+            s.claims
+                .insert((p.clone(), entry.claim()), entry.entry.id.clone());
+            s.entries
+                .insert((p.clone(), entry.entry.id.clone()), entry.clone());
+            s.versions.insert(
+                (p, entry.entry.id.clone(), 1),
+                (first.clone(), entry.subject.clone()),
+            );
+            InsertOutcome::Inserted
+        })
+    }
+
+    async fn get(&self, at: &Location) -> Result<Option<StoredIntent>, StoreError> {
+        self.with(|s| {
+            s.entries
+                .get(&((at.tenant.clone(), at.home.clone()), at.id.clone()))
+                .cloned()
+        })
+    }
+
+    async fn list(&self, tenant: &TenantId, home: &Home) -> Result<Vec<StoredIntent>, StoreError> {
+        self.with(|s| {
+            s.entries
+                .iter()
+                .filter(|((p, _), _)| p.0 == *tenant && p.1 == *home)
+                .map(|(_, e)| e.clone())
+                .collect()
+        })
+    }
+
+    async fn update(
+        &self,
+        previous: &StoredIntent,
+        next: &StoredIntent,
+        record: &VersionRecord,
+        drop_version: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        self.with(|s| {
+            let p = part(previous);
+            let k = (p.clone(), previous.entry.id.clone());
+            if s.entries.get(&k).map(|e| e.entry.version) != Some(previous.entry.version) {
+                return false;
+            }
+            s.entries.insert(k, next.clone());
+            s.versions.insert(
+                (p.clone(), next.entry.id.clone(), next.entry.version),
+                (record.clone(), next.subject.clone()),
+            );
+            if let Some(v) = drop_version {
+                s.versions.remove(&(p, next.entry.id.clone(), v));
+            }
+            true
+        })
+    }
+
+    async fn touch(&self, entry: &StoredIntent, at: Timestamp) -> Result<(), StoreError> {
+        self.with(|s| {
+            if let Some(e) = s.entries.get_mut(&(part(entry), entry.entry.id.clone())) {
+                if e.entry.version == entry.entry.version && e.accessed_at == entry.accessed_at {
+                    e.accessed_at = at;
+                }
+            }
+        })
+    }
+
+    async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError> {
+        self.with(|s| s.remove(entry))
+    }
+
+    async fn versions(&self, at: &Location) -> Result<Vec<VersionRecord>, StoreError> {
+        self.with(|s| {
+            let p = (at.tenant.clone(), at.home.clone());
+            s.versions
+                .iter()
+                .filter(|((vp, id, _), _)| *vp == p && *id == at.id)
+                .map(|(_, (r, _))| r.clone())
+                .collect()
+        })
+    }
+
+    async fn eviction_candidate(
+        &self,
+        tenant: &TenantId,
+        agent: &AgentId,
+    ) -> Result<Option<Location>, StoreError> {
+        let home = Home::Agent(agent.clone());
+        self.with(|s| {
+            s.entries
+                .iter()
+                .filter(|((p, _), e)| p.0 == *tenant && p.1 == home && e.evictable())
+                .min_by_key(|(_, e)| (e.entry.priority.rank(), e.accessed_at, e.entry.id.clone()))
+                .map(|(_, e)| e.location())
+        })
+    }
+
+    async fn count(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        counter: &CounterKey,
+    ) -> Result<u64, StoreError> {
+        self.with(|s| {
+            s.counters
+                .get(&((tenant.clone(), home.clone()), counter.clone()))
+                .copied()
+                .unwrap_or(0)
+        })
+    }
+
+    async fn read_archive(&self, key: &ArchiveKey) -> Result<Option<Vec<u8>>, StoreError> {
+        self.with(|s| s.archives.get(key).map(|(b, _)| b.clone()))
+    }
+
+    async fn write_archive(
+        &self,
+        key: &ArchiveKey,
+        body: Vec<u8>,
+        subjects: &[SubjectKey],
+    ) -> Result<String, StoreError> {
+        self.with(|s| {
+            s.archives.insert(key.clone(), (body, subjects.to_vec()));
+            format!(
+                "{}/agents/{}/keyed-archives/{}.json",
+                key.tenant, key.agent, key.task
+            )
+        })
+    }
+
+    async fn delete_archive(&self, key: &ArchiveKey) -> Result<(), StoreError> {
+        self.with(|s| {
+            s.archives.remove(key);
+        })
+    }
+
+    async fn subject_hits(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<SubjectHit>, StoreError> {
+        self.with(|s| {
+            let mut hits = Vec::new();
+            for ((p, _), e) in &s.entries {
+                if p.0 == *tenant && e.subject.as_ref() == Some(subject) {
+                    hits.push(SubjectHit::Entry(e.location()));
+                }
+            }
+            for ((p, id, v), (_, subj)) in &s.versions {
+                if p.0 == *tenant && subj.as_ref() == Some(subject) {
+                    hits.push(SubjectHit::Version(
+                        Location {
+                            tenant: p.0.clone(),
+                            home: p.1.clone(),
+                            id: id.clone(),
+                        },
+                        *v,
+                    ));
+                }
+            }
+            for (k, (_, subjects)) in &s.archives {
+                if k.tenant == *tenant && subjects.contains(subject) {
+                    hits.push(SubjectHit::Archive(k.clone()));
+                }
+            }
+            hits
+        })
+    }
+
+    async fn delete_version(&self, at: &Location, version: u64) -> Result<(), StoreError> {
+        self.with(|s| {
+            s.versions
+                .remove(&((at.tenant.clone(), at.home.clone()), at.id.clone(), version));
+        })
+    }
+}
