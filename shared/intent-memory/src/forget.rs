@@ -16,13 +16,21 @@ use async_trait::async_trait;
 use memory_core::events::ForgetCounts;
 use memory_core::forget::ForgetHook;
 use memory_core::model::{EntryKey, SubjectKey};
+use memory_core::ports::{ArchiveStore, Clock};
 use memory_core::{CoreError, StoreError};
 use memory_guard::TenantId;
-use serde_json::Value;
 
+use crate::archive;
 use crate::store::{IntentStore, SubjectHit};
 
-pub struct KeyedForgetHook(pub Arc<dyn IntentStore>);
+/// Attempts before a forget that keeps losing races reports a retryable failure.
+const ATTEMPTS: usize = 16;
+
+pub struct KeyedForgetHook {
+    pub store: Arc<dyn IntentStore>,
+    pub archives: Arc<dyn ArchiveStore>,
+    pub clock: Arc<dyn Clock>,
+}
 
 #[async_trait]
 impl ForgetHook for KeyedForgetHook {
@@ -32,25 +40,30 @@ impl ForgetHook for KeyedForgetHook {
         subject: &SubjectKey,
         _forgotten: &[EntryKey],
     ) -> Result<ForgetCounts, CoreError> {
-        let store = &self.0;
+        let store = self.store.as_ref();
         let mut counts = ForgetCounts::default();
         for hit in store.subject_hits(tenant, subject).await? {
             match hit {
                 SubjectHit::Entry(at) => {
                     // Removal is conditional on the version read; an update in between is read
                     // again, so the loop ends with the entry gone.
-                    for _ in 0..16 {
+                    let mut gone = false;
+                    for _ in 0..ATTEMPTS {
                         match store.get(&at).await? {
-                            None => break,
+                            None => {
+                                gone = true;
+                                break;
+                            }
                             Some(e) => {
                                 if store.remove(&e).await? {
                                     counts.deleted_entries += 1;
+                                    gone = true;
                                     break;
                                 }
                             }
                         }
                     }
-                    if store.get(&at).await?.is_some() {
+                    if !gone {
                         return Err(StoreError::Conflict {
                             op: "forget keyed entry",
                         }
@@ -59,39 +72,55 @@ impl ForgetHook for KeyedForgetHook {
                 }
                 SubjectHit::Version(at, version) => store.delete_version(&at, version).await?,
                 SubjectHit::Archive(key) => {
-                    let Some(body) = store.read_archive(&key).await? else {
-                        store.delete_archive(&key).await?;
-                        continue;
-                    };
-                    let mut doc: Value =
-                        serde_json::from_slice(&body).map_err(|_| StoreError::Corrupt {
-                            key: "openintent archive".into(),
-                        })?;
-                    let entries: Vec<Value> = doc["entries"]
-                        .as_array()
-                        .cloned()
-                        .unwrap_or_default()
-                        .into_iter()
-                        .filter(|e| e["subject_key"].as_str() != Some(subject.as_str()))
-                        .collect();
-                    counts.deleted_archives += 1;
-                    if entries.is_empty() {
-                        store.delete_archive(&key).await?;
-                        continue;
+                    let mut done = false;
+                    for _ in 0..ATTEMPTS {
+                        let Some(mut doc) = archive::read(self.archives.as_ref(), &key).await?
+                        else {
+                            store.index_archive(&key, &[], true).await?;
+                            done = true;
+                            break;
+                        };
+                        let before = doc.entries.len();
+                        doc.entries
+                            .retain(|_, e| e["subject_key"].as_str() != Some(subject.as_str()));
+                        if doc.entries.len() == before {
+                            // Nothing of the subject inside: only the index item was stale.
+                            archive::write(
+                                self.archives.as_ref(),
+                                store,
+                                &key,
+                                &doc,
+                                self.clock.now(),
+                            )
+                            .await
+                            .ok();
+                            done = true;
+                            break;
+                        }
+                        match archive::write(
+                            self.archives.as_ref(),
+                            store,
+                            &key,
+                            &doc,
+                            self.clock.now(),
+                        )
+                        .await
+                        {
+                            Err(StoreError::Conflict { .. }) => continue,
+                            other => {
+                                other?;
+                                counts.deleted_archives += 1;
+                                done = true;
+                                break;
+                            }
+                        }
                     }
-                    let mut subjects: Vec<SubjectKey> = entries
-                        .iter()
-                        .filter_map(|e| e["subject_key"].as_str())
-                        .filter_map(SubjectKey::from_stored)
-                        .collect();
-                    subjects.sort();
-                    subjects.dedup();
-                    doc["entries_archived"] = Value::from(entries.len());
-                    doc["entries"] = Value::Array(entries);
-                    let body = serde_json::to_vec(&doc).map_err(|_| StoreError::Corrupt {
-                        key: "openintent archive".into(),
-                    })?;
-                    store.write_archive(&key, body, &subjects).await?;
+                    if !done {
+                        return Err(StoreError::Conflict {
+                            op: "forget keyed archive",
+                        }
+                        .into());
+                    }
                 }
             }
         }

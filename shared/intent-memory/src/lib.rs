@@ -8,6 +8,7 @@
 //! in-memory one in `memory-testkit`, the HTTP contract in the `memory-intent` function.
 
 pub mod api_key;
+pub mod archive;
 pub mod error;
 pub mod forget;
 pub mod model;

@@ -205,6 +205,43 @@ impl IntentEntry {
     }
 }
 
+impl IntentEntry {
+    /// Reads back what [`IntentEntry::to_json`] wrote (the stored form is the wire form), so
+    /// adapters keep one document per entry; `None` for anything else.
+    pub fn from_json(v: &Value) -> Option<IntentEntry> {
+        let text = |f: &str| v.get(f).and_then(Value::as_str).map(str::to_owned);
+        let time = |f: &str| {
+            v.get(f)
+                .and_then(Value::as_str)
+                .and_then(|t| Timestamp::parse_rfc3339(t).ok())
+        };
+        Some(IntentEntry {
+            id: text("id")?,
+            agent_id: AgentId::parse(v.get("agent_id")?.as_str()?).ok()?,
+            namespace: text("namespace")?,
+            key: text("key")?,
+            value: v.get("value")?.as_object()?.clone(),
+            tier: Tier::parse(v.get("memory_type")?.as_str()?)?,
+            version: v.get("version")?.as_u64()?,
+            scope: v.get("scope").and_then(Value::as_object).cloned(),
+            tags: v
+                .get("tags")?
+                .as_array()?
+                .iter()
+                .filter_map(|t| t.as_str().map(str::to_owned))
+                .collect(),
+            ttl: text("ttl"),
+            pinned: v.get("pinned")?.as_bool()?,
+            priority: Priority::parse(v.get("priority")?.as_str()?)?,
+            sensitivity: text("sensitivity"),
+            curated_by: text("curated_by"),
+            created_at: time("created_at")?,
+            updated_at: time("updated_at")?,
+            expires_at: time("expires_at"),
+        })
+    }
+}
+
 /// An entry with what the store keeps beside it.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StoredIntent {
@@ -315,6 +352,20 @@ pub struct VersionRecord {
 }
 
 impl VersionRecord {
+    pub fn from_json(v: &Value) -> Option<VersionRecord> {
+        Some(VersionRecord {
+            entry: IntentEntry::from_json(v.get("entry")?)?,
+            changed_by: v.get("changed_by")?.as_str()?.to_owned(),
+            changed_at: Timestamp::parse_rfc3339(v.get("changed_at")?.as_str()?).ok()?,
+            changes: v
+                .get("changes")?
+                .as_array()?
+                .iter()
+                .filter_map(|c| c.as_str().map(str::to_owned))
+                .collect(),
+        })
+    }
+
     pub fn to_json(&self) -> Value {
         json!({
             "version": self.entry.version,

@@ -2,17 +2,17 @@
 //! Every rule that two callers could race on is a condition of one store step (`store.rs`);
 //! this module decides what to ask and what the answer means.
 
-use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use memory_core::events::{DomainEvent, KeyedChange};
 use memory_core::model::SubjectKey;
-use memory_core::ports::{Clock, EventPublisher, IdSource};
+use memory_core::ports::{ArchiveStore, Clock, EventPublisher, IdSource};
 use memory_core::time::Timestamp;
 use memory_core::StoreError;
 use memory_guard::{AgentId, Redactor, TenantId};
 use serde_json::{json, Value};
 
+use crate::archive;
 use crate::error::IntentError;
 use crate::model::{
     task_digest, Caller, Home, IntentEntry, Location, StoredIntent, Tier, VersionRecord,
@@ -24,12 +24,10 @@ use crate::store::{ArchiveKey, Capacity, InsertOutcome, IntentStore};
 /// How many times a step that lost a race is tried again before the caller is told to retry.
 const ATTEMPTS: usize = 8;
 
-/// The archive document's format tag.
-pub const ARCHIVE_FORMAT: &str = "wop-memory/openintent-working-archive/v1";
-
 #[derive(Clone)]
 pub struct IntentPorts {
     pub store: Arc<dyn IntentStore>,
+    pub archives: Arc<dyn ArchiveStore>,
     pub publisher: Arc<dyn EventPublisher>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdSource>,
@@ -452,10 +450,10 @@ impl IntentMemory {
         Ok(found.into_iter().skip(q.offset).take(q.limit).collect())
     }
 
-    /// Working memory of one agent and task, archived and cleared (§2.1): one S3 document per
+    /// Working memory of one agent and task, archived and cleared (§2.1): one document per
     /// agent and task holding every entry's final state, then the entries (and their versions)
-    /// deleted. Safe to run twice or after a crash: a rerun merges what the archive already
-    /// holds with what is left.
+    /// deleted. Safe to run twice, concurrently or after a crash: a rerun merges what the
+    /// archive already holds with what is left, and the archive is swapped on its ETag.
     pub async fn archive_task(
         &self,
         tenant: &TenantId,
@@ -468,64 +466,51 @@ impl IntentMemory {
             agent: agent.clone(),
             task: task_digest(task_id),
         };
-        let mut archived: BTreeMap<String, Value> = BTreeMap::new();
-        let mut archived_at = now;
-        if let Some(doc) = self.ports.store.read_archive(&key).await? {
-            let doc: Value = serde_json::from_slice(&doc).map_err(|_| StoreError::Corrupt {
-                key: "openintent archive".into(),
-            })?;
-            if let Some(at) = doc["archived_at"].as_str() {
-                archived_at = Timestamp::parse_rfc3339(at).unwrap_or(now);
-            }
-            for e in doc["entries"].as_array().into_iter().flatten() {
-                if let Some(id) = e["id"].as_str() {
-                    archived.insert(id.to_owned(), e.clone());
-                }
-            }
-        }
-        let mut remaining: Vec<StoredIntent> = self
-            .ports
-            .store
+        let archives = self.ports.archives.as_ref();
+        let store = self.ports.store.as_ref();
+        let mut remaining: Vec<StoredIntent> = store
             .list(tenant, &Home::Agent(agent.clone()))
             .await?
             .into_iter()
             .filter(|s| s.entry.tier == Tier::Working && s.entry.task_id() == Some(task_id))
             .collect();
-        if remaining.is_empty() && archived.is_empty() {
-            return Ok(ArchiveOutcome {
-                entries_archived: 0,
-                archive: None,
-            });
-        }
         for _ in 0..ATTEMPTS {
-            for s in &remaining {
-                archived.insert(s.entry.id.clone(), archived_entry(s));
+            let mut doc = archive::read(archives, &key).await?.unwrap_or_default();
+            if remaining.is_empty() && doc.entries.is_empty() {
+                return Ok(ArchiveOutcome {
+                    entries_archived: 0,
+                    archive: None,
+                });
             }
-            let mut name = self
-                .write_archive(&key, task_id, agent, archived_at, &archived)
-                .await?;
+            doc.task_id = task_id.to_owned();
+            doc.agent_id = agent.as_str().to_owned();
+            doc.archived_at = doc.archived_at.or(Some(now));
+            for s in &remaining {
+                doc.entries.insert(s.entry.id.clone(), archived_entry(s));
+            }
+            let name = match archive::write(archives, store, &key, &doc, now).await {
+                Err(StoreError::Conflict { .. }) => continue,
+                other => other?,
+            };
             // Delete what was archived; an entry that changed meanwhile is archived again in
             // its new state, one that vanished (forgotten meanwhile) leaves the archive.
             let mut again = Vec::new();
-            let mut vanished = BTreeSet::new();
+            let mut vanished = false;
             for s in &remaining {
-                if !self.ports.store.remove(s).await? {
-                    match self.ports.store.get(&s.location()).await? {
-                        Some(now_state) => again.push(now_state),
-                        None => {
-                            vanished.insert(s.entry.id.clone());
-                        }
+                if !store.remove(s).await? {
+                    match store.get(&s.location()).await? {
+                        Some(current) => again.push(current),
+                        None => vanished = true,
                     }
                 }
             }
-            if !vanished.is_empty() {
-                archived.retain(|id, _| !vanished.contains(id));
-                name = self
-                    .write_archive(&key, task_id, agent, archived_at, &archived)
-                    .await?;
+            if vanished {
+                self.drop_vanished(&key, &remaining).await?;
             }
             if again.is_empty() {
-                let count = archived.len();
+                let count = archive::read(archives, &key)
+                    .await?
+                    .map_or(0, |d| d.entries.len());
                 self.publish(vec![DomainEvent::keyed_archived(
                     tenant,
                     agent.as_str(),
@@ -546,46 +531,36 @@ impl IntentMemory {
         Err(retry_later("archive"))
     }
 
-    async fn write_archive(
+    /// Takes entries that were deleted under the archiver (a forget) back out of the archive.
+    async fn drop_vanished(
         &self,
         key: &ArchiveKey,
-        task_id: &str,
-        agent: &AgentId,
-        archived_at: Timestamp,
-        entries: &BTreeMap<String, Value>,
-    ) -> Result<String, IntentError> {
-        if entries.is_empty() {
-            self.ports.store.delete_archive(key).await?;
-            return Ok(String::new());
+        archived: &[StoredIntent],
+    ) -> Result<(), IntentError> {
+        let store = self.ports.store.as_ref();
+        for _ in 0..ATTEMPTS {
+            let Some(mut doc) = archive::read(self.ports.archives.as_ref(), key).await? else {
+                return Ok(());
+            };
+            let mut changed = false;
+            for s in archived {
+                if store.get(&s.location()).await?.is_none() && s.subject.is_some() {
+                    changed |= doc.entries.remove(&s.entry.id).is_some();
+                }
+            }
+            if !changed {
+                return Ok(());
+            }
+            match archive::write(self.ports.archives.as_ref(), store, key, &doc, self.now()).await {
+                Err(StoreError::Conflict { .. }) => continue,
+                other => {
+                    other?;
+                    return Ok(());
+                }
+            }
         }
-        let subjects: BTreeSet<SubjectKey> = entries
-            .values()
-            .filter_map(|e| e["subject_key"].as_str())
-            .filter_map(SubjectKey::from_stored)
-            .collect();
-        let doc = archive_document(task_id, agent, archived_at, entries);
-        let body = serde_json::to_vec(&doc).map_err(|_| retry_later("archive"))?;
-        let subjects: Vec<SubjectKey> = subjects.into_iter().collect();
-        Ok(self.ports.store.write_archive(key, body, &subjects).await?)
+        Err(retry_later("archive"))
     }
-}
-
-/// The archive document (§2.1's snapshot: namespace, key, value, tags; plus the id, version
-/// and the subject's forget key so forget can take an entry back out).
-pub fn archive_document(
-    task_id: &str,
-    agent: &AgentId,
-    archived_at: Timestamp,
-    entries: &BTreeMap<String, Value>,
-) -> Value {
-    json!({
-        "format": ARCHIVE_FORMAT,
-        "task_id": task_id,
-        "agent_id": agent.as_str(),
-        "archived_at": archived_at,
-        "entries_archived": entries.len(),
-        "entries": entries.values().collect::<Vec<_>>(),
-    })
 }
 
 fn archived_entry(s: &StoredIntent) -> Value {

@@ -5,6 +5,7 @@
 
 use async_trait::async_trait;
 use memory_core::model::SubjectKey;
+use memory_core::ports::ObjectKey;
 use memory_core::time::Timestamp;
 use memory_core::StoreError;
 use memory_guard::{AgentId, TenantId};
@@ -58,6 +59,20 @@ pub struct ArchiveKey {
     pub agent: AgentId,
     /// `model::task_digest` of the task id.
     pub task: String,
+}
+
+impl ArchiveKey {
+    /// The archive's object: beside the agent's dream archives, under the tenant's prefix.
+    pub fn object(&self) -> Option<ObjectKey> {
+        ObjectKey::new(
+            &self.tenant,
+            &format!(
+                "agents/{}/keyed-archives/{}.json",
+                self.agent.as_str(),
+                self.task
+            ),
+        )
+    }
 }
 
 #[async_trait]
@@ -116,21 +131,15 @@ pub trait IntentStore: Send + Sync {
         counter: &CounterKey,
     ) -> Result<u64, StoreError>;
 
-    /// The archive's JSON document, if one was written.
-    async fn read_archive(&self, key: &ArchiveKey) -> Result<Option<Vec<u8>>, StoreError>;
-
-    /// Writes (or rewrites) the archive, removes its older object versions, and indexes it
-    /// under each subject whose entries it holds (`subjects`), dropping index items of
-    /// subjects it no longer holds. Answers the object's name.
-    async fn write_archive(
+    /// Indexes a task archive under each subject whose entries it holds; with `prune`, also
+    /// drops the index items of every other subject (the archive itself is an object of the
+    /// `ArchiveStore`).
+    async fn index_archive(
         &self,
         key: &ArchiveKey,
-        body: Vec<u8>,
         subjects: &[SubjectKey],
-    ) -> Result<String, StoreError>;
-
-    /// Deletes the archive, every object version and its index items.
-    async fn delete_archive(&self, key: &ArchiveKey) -> Result<(), StoreError>;
+        prune: bool,
+    ) -> Result<(), StoreError>;
 
     /// Everything of this door indexed under the subject, in the caller's tenant only.
     async fn subject_hits(

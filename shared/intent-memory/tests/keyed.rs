@@ -14,7 +14,9 @@ use memory_core::model::SubjectKey;
 use memory_core::ports::IdSource;
 use memory_core::Timestamp;
 use memory_guard::{AgentId, SecretRegistry, TenantId};
-use memory_testkit::in_memory::{ManualClock, RecordingPublisher, SequentialIds};
+use memory_testkit::in_memory::{
+    InMemoryArchiveStore, ManualClock, RecordingPublisher, SequentialIds,
+};
 use memory_testkit::keyed::InMemoryIntentStore;
 use serde_json::{json, Value};
 
@@ -23,12 +25,14 @@ const SECRET: &str = "sk-live-77aa88bb99cc";
 struct World {
     memory: IntentMemory,
     store: Arc<InMemoryIntentStore>,
+    archives: Arc<InMemoryArchiveStore>,
     events: Arc<RecordingPublisher>,
     clock: Arc<ManualClock>,
 }
 
 fn world(limits: Limits) -> World {
     let store = Arc::new(InMemoryIntentStore::default());
+    let archives = Arc::new(InMemoryArchiveStore::new());
     let events = Arc::new(RecordingPublisher::new());
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(1_800_000_000_000)));
     let ids: Arc<dyn IdSource> = Arc::new(SequentialIds::default());
@@ -37,6 +41,7 @@ fn world(limits: Limits) -> World {
     let memory = IntentMemory::new(
         IntentPorts {
             store: store.clone(),
+            archives: archives.clone(),
             publisher: events.clone(),
             clock: clock.clone(),
             ids,
@@ -47,6 +52,7 @@ fn world(limits: Limits) -> World {
     World {
         memory,
         store,
+        archives,
         events,
         clock,
     }
@@ -109,6 +115,10 @@ async fn create_get_update_delete_keep_every_version() {
     assert_eq!(v2.version, 2);
     assert!(v2.pinned);
     let versions = w.memory.versions(&a, &e.id).await.expect("versions");
+    for r in &versions {
+        let back = intent_memory::model::VersionRecord::from_json(&r.to_json());
+        assert_eq!(back.as_ref(), Some(r), "the stored form reads back whole");
+    }
     assert_eq!(versions.len(), 2);
     assert_eq!(versions[0].entry.value["n"], json!(1));
     assert_eq!(versions[1].changes, vec!["value", "pinned"]);
@@ -667,7 +677,7 @@ async fn a_tasks_working_memory_is_archived_once_and_cleared() {
         .await
         .expect("rerun");
     assert_eq!(again, out);
-    assert_eq!(w.store.archive_count(), 1);
+    assert_eq!(w.archives.dump().len(), 1);
     let archived: Vec<_> = w
         .events
         .events()
@@ -748,11 +758,17 @@ async fn forget_reaches_entries_versions_and_archives_of_the_subject_only() {
         )
         .await
         .expect("create");
-    w.memory
+    let out = w
+        .memory
         .archive_task(&a.tenant, &a.agent, "t")
         .await
         .expect("archive");
-    let hook = KeyedForgetHook(w.store.clone());
+    assert_eq!(out.entries_archived, 2);
+    let hook = KeyedForgetHook {
+        store: w.store.clone(),
+        archives: w.archives.clone(),
+        clock: w.clock.clone(),
+    };
     let counts = hook
         .forget(
             &a.tenant,
@@ -762,7 +778,10 @@ async fn forget_reaches_entries_versions_and_archives_of_the_subject_only() {
         .await
         .expect("forget");
     assert_eq!((counts.deleted_entries, counts.deleted_archives), (1, 1));
-    let dump = w.store.dump(&a.tenant);
+    let mut dump = w.store.dump(&a.tenant);
+    for (_, body) in w.archives.dump() {
+        dump.push_str(&String::from_utf8_lossy(&body));
+    }
     assert!(
         !dump.contains("peanuts") && !dump.contains("Lisbon"),
         "{dump}"

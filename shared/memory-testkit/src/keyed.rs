@@ -21,7 +21,8 @@ struct State {
     claims: BTreeMap<(PartKey, ClaimKey), String>,
     counters: BTreeMap<(PartKey, CounterKey), u64>,
     versions: BTreeMap<(PartKey, String, u64), (VersionRecord, Option<SubjectKey>)>,
-    archives: BTreeMap<ArchiveKey, (Vec<u8>, Vec<SubjectKey>)>,
+    /// Archive index items: the subjects each archive is indexed under.
+    archives: BTreeMap<ArchiveKey, Vec<SubjectKey>>,
 }
 
 #[derive(Default)]
@@ -46,7 +47,8 @@ impl InMemoryIntentStore {
         Ok(f(&mut state))
     }
 
-    /// Every stored item of one tenant, as text (for "no trace after forget" checks).
+    /// Every stored entry and version of one tenant, as text (for "no trace after forget"
+    /// checks; archives are objects of the archive store).
     pub fn dump(&self, tenant: &TenantId) -> String {
         let Ok(s) = self.state.lock() else {
             return String::new();
@@ -62,15 +64,11 @@ impl InMemoryIntentStore {
                 out.push_str(&r.to_json().to_string());
             }
         }
-        for (k, (body, _)) in &s.archives {
-            if &k.tenant == tenant {
-                out.push_str(&String::from_utf8_lossy(body));
-            }
-        }
         out
     }
 
-    pub fn archive_count(&self) -> usize {
+    /// How many archives are indexed under some subject.
+    pub fn indexed_archives(&self) -> usize {
         self.state.lock().map(|s| s.archives.len()).unwrap_or(0)
     }
 }
@@ -252,28 +250,25 @@ impl IntentStore for InMemoryIntentStore {
         })
     }
 
-    async fn read_archive(&self, key: &ArchiveKey) -> Result<Option<Vec<u8>>, StoreError> {
-        self.with(|s| s.archives.get(key).map(|(b, _)| b.clone()))
-    }
-
-    async fn write_archive(
+    async fn index_archive(
         &self,
         key: &ArchiveKey,
-        body: Vec<u8>,
         subjects: &[SubjectKey],
-    ) -> Result<String, StoreError> {
+        prune: bool,
+    ) -> Result<(), StoreError> {
         self.with(|s| {
-            s.archives.insert(key.clone(), (body, subjects.to_vec()));
-            format!(
-                "{}/agents/{}/keyed-archives/{}.json",
-                key.tenant, key.agent, key.task
-            )
-        })
-    }
-
-    async fn delete_archive(&self, key: &ArchiveKey) -> Result<(), StoreError> {
-        self.with(|s| {
-            s.archives.remove(key);
+            let indexed = s.archives.entry(key.clone()).or_default();
+            if prune {
+                indexed.retain(|k| subjects.contains(k));
+            }
+            for subject in subjects {
+                if !indexed.contains(subject) {
+                    indexed.push(subject.clone());
+                }
+            }
+            if indexed.is_empty() {
+                s.archives.remove(key);
+            }
         })
     }
 
@@ -301,7 +296,7 @@ impl IntentStore for InMemoryIntentStore {
                     ));
                 }
             }
-            for (k, (_, subjects)) in &s.archives {
+            for (k, subjects) in &s.archives {
                 if k.tenant == *tenant && subjects.contains(subject) {
                     hits.push(SubjectHit::Archive(k.clone()));
                 }
