@@ -25,11 +25,19 @@ async fn serve() -> Result<(), Error> {
     let commitments = Arc::new(DynamoCommitmentStore::from_ports(&ports));
     let forgetter = Forgetter::new(ports.core())
         .with_hook(Arc::new(DerivedForgetHook {
-            store: ports.entries,
-            archives: ports.archives,
-            clock,
+            store: ports.entries.clone(),
+            archives: ports.archives.clone(),
+            clock: clock.clone(),
         }))
-        .with_hook(Arc::new(CommitmentForgetHook(commitments)));
+        .with_hook(Arc::new(CommitmentForgetHook(commitments)))
+        .with_hook(Arc::new(intent_memory::forget::KeyedForgetHook {
+            store: Arc::new(
+                memory_aws::keyed::DynamoKeyedStore::new(ports.dynamo.clone(), ports.table.clone())
+                    .with_tenant_sessions(ports.tenant_sessions.clone()),
+            ),
+            archives: ports.archives.clone(),
+            clock: clock.clone(),
+        }));
     let claim = lambda_adapter::tenant_claim_name();
     let (forgetter, claim) = (&forgetter, claim.as_str());
     lambda_adapter::run(

@@ -17,7 +17,7 @@ use memory_aws::AwsPorts;
 use memory_core::forget::Forgetter;
 use memory_core::ports::{SystemClock, UlidIds};
 use memory_core::reader::MemoryReader;
-use memory_core::writer::{MemoryWriter, SecretInput};
+use memory_core::writer::MemoryWriter;
 use memory_tool::http::{ToolRequest, SUBJECT_HEADER};
 use memory_tool::MemoryTool;
 
@@ -31,7 +31,7 @@ const TOOL_PATH: &str = "/v1/host/wop-memory/memory-tool";
 
 async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
-    let secrets = configured_secrets()?;
+    let secrets = memory_api::decode::configured_secrets()?;
     let clock = Arc::new(SystemClock);
     let writer = MemoryWriter::new(ports.core(), Arc::new(UlidIds::default()))
         .with_embedder(ports.embedder.clone());
@@ -42,7 +42,15 @@ async fn serve() -> Result<(), Error> {
             archives: ports.archives.clone(),
             clock: clock.clone(),
         }))
-        .with_hook(Arc::new(CommitmentForgetHook(commitments)));
+        .with_hook(Arc::new(CommitmentForgetHook(commitments)))
+        .with_hook(Arc::new(intent_memory::forget::KeyedForgetHook {
+            store: Arc::new(
+                memory_aws::keyed::DynamoKeyedStore::new(ports.dynamo.clone(), ports.table.clone())
+                    .with_tenant_sessions(ports.tenant_sessions.clone()),
+            ),
+            archives: ports.archives.clone(),
+            clock: clock.clone(),
+        }));
     let tool = MemoryTool::new(
         writer.clone(),
         ports.entries.clone(),
@@ -97,24 +105,5 @@ fn mcp_request(r: &HttpRequest) -> McpRequest<'_> {
         headers: &r.headers,
         body: &r.body,
         tenant_claim: r.head.tenant_claim.as_deref(),
-    }
-}
-
-/// The SR-1 secrets every write of this function redacts: `REDACTION_SECRETS`, a JSON list of
-/// `{"secretId", "value"}` (docs/operating.md "Configuration"). A value that does not decode stops
-/// the function at start-up, naming the variable and never the value.
-fn configured_secrets() -> Result<Vec<SecretInput>, Error> {
-    match std::env::var("REDACTION_SECRETS") {
-        Ok(raw) if !raw.trim().is_empty() => {
-            let value = memory_api::decode::json(&raw)
-                .map_err(|_| "REDACTION_SECRETS must be a JSON list of {secretId, value}")?;
-            let secrets: Vec<SecretInput> =
-                memory_api::decode::typed(value, "REDACTION_SECRETS")
-                    .map_err(|e| format!("REDACTION_SECRETS: {}", e.message))?;
-            memory_core::writer::registry_from(&secrets)
-                .map_err(|e| format!("REDACTION_SECRETS: {e}"))?;
-            Ok(secrets)
-        }
-        _ => Ok(Vec::new()),
     }
 }

@@ -201,6 +201,7 @@ impl IntentMemory {
             None => Capacity::Unbounded,
         };
         let mut capacity = counted();
+        let mut repaired = false;
         for _ in 0..ATTEMPTS {
             match self.ports.store.insert(&stored, &first, &capacity).await? {
                 InsertOutcome::Inserted => {
@@ -230,9 +231,19 @@ impl IntentMemory {
                                 version: old.entry.version,
                             })
                         }
-                        None => {}
+                        // The entry is gone but its claim stayed (the backend's TTL): release it.
+                        None => {
+                            self.ports
+                                .store
+                                .release_claim(&caller.tenant, &home, &stored.claim(), &existing_id)
+                                .await?
+                        }
                     }
                     capacity = counted();
+                }
+                InsertOutcome::AtCapacity if !repaired => {
+                    repaired = true;
+                    self.repair_count(&stored, now).await?;
                 }
                 InsertOutcome::AtCapacity => {
                     let counter = stored.counter().ok_or_else(|| retry_later("insert"))?;
@@ -273,6 +284,42 @@ impl IntentMemory {
             }
         }
         Err(retry_later("insert"))
+    }
+
+    /// Before a full tier refuses or evicts: expired entries of the same counter are removed
+    /// (§9.3), and a counter left higher than the entries that exist (entries the backend's TTL
+    /// deleted behind the counter's back) is set back to the count, by compare-and-set.
+    async fn repair_count(&self, new: &StoredIntent, now: Timestamp) -> Result<(), IntentError> {
+        let Some(counter) = new.counter() else {
+            return Ok(());
+        };
+        let store = self.ports.store.as_ref();
+        let home = new.home();
+        let counted = store.count(&new.tenant, &home, &counter).await?;
+        let mut live = 0u64;
+        for e in store.list(&new.tenant, &home).await? {
+            if e.counter().as_ref() != Some(&counter) {
+                continue;
+            }
+            if e.entry.is_expired(now) && store.remove(&e).await? {
+                continue;
+            }
+            live += 1;
+        }
+        let after_removals = store.count(&new.tenant, &home, &counter).await?;
+        if after_removals > live
+            && store
+                .set_count(&new.tenant, &home, &counter, after_removals, live)
+                .await?
+        {
+            tracing::warn!(
+                tenant = %new.tenant,
+                counted,
+                live,
+                "capacity counter repaired"
+            );
+        }
+        Ok(())
     }
 
     /// The live entry at `id` as the caller may see it.

@@ -10,7 +10,7 @@ use memory_core::time::Timestamp;
 use memory_core::StoreError;
 use memory_guard::{AgentId, TenantId};
 
-use crate::model::{CounterKey, Home, Location, StoredIntent, VersionRecord};
+use crate::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
 
 /// How an insert is counted against its tier's capacity.
 #[derive(Clone, Debug, PartialEq)]
@@ -111,6 +111,27 @@ pub trait IntentStore: Send + Sync {
     /// record, and counts it out of its counter, if it is still at `entry`'s version.
     /// `Ok(false)`: it changed or was gone.
     async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError>;
+
+    /// Releases a uniqueness claim still held by `id` whose entry is gone (the backend's TTL
+    /// deleted an expired entry and left its claim).
+    async fn release_claim(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        claim: &ClaimKey,
+        id: &str,
+    ) -> Result<(), StoreError>;
+
+    /// Sets a capacity counter from `from` to `to`, only if it still holds `from` (repairs a
+    /// count that entries deleted by the backend's TTL left too high). `Ok(false)`: it moved.
+    async fn set_count(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        counter: &CounterKey,
+        from: u64,
+        to: u64,
+    ) -> Result<bool, StoreError>;
 
     /// The version records of one entry, oldest first.
     async fn versions(&self, at: &Location) -> Result<Vec<VersionRecord>, StoreError>;

@@ -11,7 +11,7 @@ use intent_memory::{Caller, IntentError, IntentMemory, IntentPorts, Limits};
 use memory_core::events::EventType;
 use memory_core::forget::ForgetHook;
 use memory_core::model::SubjectKey;
-use memory_core::ports::IdSource;
+use memory_core::ports::{Clock, IdSource};
 use memory_core::Timestamp;
 use memory_guard::{AgentId, SecretRegistry, TenantId};
 use memory_testkit::in_memory::{
@@ -880,4 +880,33 @@ async fn lists_filter_as_the_rfc_says_and_page_in_creation_order() {
         keys(q(&[("memory_type", "semantic")])).await,
         Vec::<String>::new()
     );
+}
+
+#[tokio::test]
+async fn entries_the_backend_expired_free_their_key_and_their_place() {
+    let w = world(Limits {
+        working_per_task: 2,
+        ..Limits::default()
+    });
+    let a = caller("t1", "a1");
+    let short = json!({"ttl": "duration:PT1M"});
+    w.memory
+        .create(&a, create("a1", "ns", "a", json!({}), short.clone()))
+        .await
+        .expect("create");
+    w.memory
+        .create(&a, create("a1", "ns", "b", json!({}), short))
+        .await
+        .expect("create");
+    w.clock.advance_millis(120_000);
+    // DynamoDB's TTL deletes the items, not their claims or the counter.
+    w.store.expire(w.clock.now());
+    w.memory
+        .create(&a, create("a1", "ns", "a", json!({}), json!({})))
+        .await
+        .expect("key free");
+    w.memory
+        .create(&a, create("a1", "ns", "c", json!({}), json!({})))
+        .await
+        .expect("room again");
 }

@@ -362,13 +362,13 @@ fn failed_conditions(
 
 /// A transaction that did not apply: cancelled by failed conditions (which items), or another
 /// failure already mapped to the core's error.
-enum TxError {
+pub(crate) enum TxError {
     Conditions(Vec<bool>),
     Store(StoreError),
 }
 
 impl TxError {
-    fn into_store(self, op: &'static str) -> StoreError {
+    pub(crate) fn into_store(self, op: &'static str) -> StoreError {
         match self {
             TxError::Conditions(_) => StoreError::Conflict { op },
             TxError::Store(e) => e,
@@ -526,7 +526,40 @@ pub async fn delete_returning_old(
     Ok(out.attributes.filter(|a| !a.is_empty()))
 }
 
-fn build_error(op: &'static str) -> StoreError {
+/// One transaction under the shared retry policy: races and throttles are retried until the
+/// deadline, a cancellation by failed conditions says which items failed.
+pub(crate) async fn transact_with(
+    client: &Client,
+    op: &'static str,
+    items: Vec<TransactWriteItem>,
+) -> Result<(), TxError> {
+    crate::retry::send_classified(
+        op,
+        || {
+            client
+                .transact_write_items()
+                .set_transact_items(Some(items.clone()))
+                .send()
+        },
+        |err| is_transaction_race(err) || crate::retry::is_retryable(err),
+    )
+    .await
+    .map_err(|err| {
+        if let Some(failed) = failed_conditions(&err) {
+            TxError::Conditions(failed)
+        } else if is_transaction_race(&err) {
+            TxError::Store(StoreError::Unavailable {
+                op,
+                code: "TransactionConflict".into(),
+            })
+        } else {
+            TxError::Store(backend(op, &err))
+        }
+    })?;
+    Ok(())
+}
+
+pub(crate) fn build_error(op: &'static str) -> StoreError {
     StoreError::Backend {
         op,
         code: "BuildRequest".into(),
@@ -768,30 +801,7 @@ impl DynamoEntryStore {
         items: Vec<TransactWriteItem>,
     ) -> Result<(), TxError> {
         let client = self.clients.data(op).await.map_err(TxError::Store)?;
-        crate::retry::send_classified(
-            op,
-            || {
-                client
-                    .transact_write_items()
-                    .set_transact_items(Some(items.clone()))
-                    .send()
-            },
-            |err| is_transaction_race(err) || crate::retry::is_retryable(err),
-        )
-        .await
-        .map_err(|err| {
-            if let Some(failed) = failed_conditions(&err) {
-                TxError::Conditions(failed)
-            } else if is_transaction_race(&err) {
-                TxError::Store(StoreError::Unavailable {
-                    op,
-                    code: "TransactionConflict".into(),
-                })
-            } else {
-                TxError::Store(backend(op, &err))
-            }
-        })?;
-        Ok(())
+        transact_with(&client, op, items).await
     }
 
     pub fn table(&self) -> &str {

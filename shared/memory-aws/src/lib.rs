@@ -11,6 +11,8 @@ pub mod dynamo;
 pub mod error;
 #[cfg(feature = "events")]
 pub mod eventbridge;
+#[cfg(feature = "keyed")]
+pub mod keyed;
 pub mod retry;
 #[cfg(feature = "archive")]
 pub mod s3;

@@ -67,6 +67,14 @@ impl InMemoryIntentStore {
         out
     }
 
+    /// What DynamoDB's TTL does: deletes the entry items expired at `now`, and nothing else
+    /// (claims, counters and version records stay until the service repairs them).
+    pub fn expire(&self, now: Timestamp) {
+        if let Ok(mut s) = self.state.lock() {
+            s.entries.retain(|_, e| !e.entry.is_expired(now));
+        }
+    }
+
     /// How many archives are indexed under some subject.
     pub fn indexed_archives(&self) -> usize {
         self.state.lock().map(|s| s.archives.len()).unwrap_or(0)
@@ -208,6 +216,42 @@ impl IntentStore for InMemoryIntentStore {
 
     async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError> {
         self.with(|s| s.remove(entry))
+    }
+
+    async fn release_claim(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        claim: &ClaimKey,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        self.with(|s| {
+            let k = ((tenant.clone(), home.clone()), claim.clone());
+            if s.claims.get(&k).map(String::as_str) == Some(id) {
+                s.claims.remove(&k);
+            }
+        })
+    }
+
+    async fn set_count(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        counter: &CounterKey,
+        from: u64,
+        to: u64,
+    ) -> Result<bool, StoreError> {
+        self.with(|s| {
+            let n = s
+                .counters
+                .entry(((tenant.clone(), home.clone()), counter.clone()))
+                .or_default();
+            if *n != from {
+                return false;
+            }
+            *n = to;
+            true
+        })
     }
 
     async fn versions(&self, at: &Location) -> Result<Vec<VersionRecord>, StoreError> {

@@ -1,0 +1,915 @@
+//! The OpenIntent door's items in the one table (docs/openintent.md "Storage"). Working and
+//! episodic entries share their agent's partition with the OpenWOP ref of the same agent
+//! (`{tenant}#{agent}`), semantic entries live in `{tenant}#@semantic` (`@` is outside the id
+//! alphabet, so no agent's partition can be named that): every key still starts with the
+//! tenant, so IAM's leading-key condition and CTI-1 cover this door unchanged.
+//!
+//! | sort key | item |
+//! |---|---|
+//! | `I#E#{id}` | the entry: its wire document, `version`, `accessedMs`, `subjectKey`?, `ttl`? |
+//! | `I#K#{claim}` | the uniqueness claim (`id` of the holder) |
+//! | `I#C#{counter}` | a capacity counter (`n`) |
+//! | `I#V#{id}#{version}` | an immutable version record, `subjectKey`? |
+//! | `I#L#{rank}#{accessedMs}#{id}` | an unpinned episodic entry's place in the eviction order |
+//! | `I#A#{task}#{subject}` | a task archive's index item under one subject (`subjectKey`) |
+//!
+//! Every write of the door is one `TransactWriteItems`, whose conditions carry the rules.
+//! API key records live at `pk = @apikey#{keyId}`, outside every tenant.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
+};
+use aws_sdk_dynamodb::Client;
+use intent_memory::api_key::{KeyRecord, KeyRegistry};
+use intent_memory::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
+use intent_memory::store::{ArchiveKey, Capacity, InsertOutcome, IntentStore, SubjectHit};
+use memory_core::model::SubjectKey;
+use memory_core::ports::MAX_ITEMS_PER_TRANSACTION;
+use memory_core::{StoreError, Timestamp};
+use memory_guard::{AgentId, TenantId};
+
+use crate::dynamo::{
+    build_error, get_n, get_s, n, query_all, s, subject_attr, subject_items, transact_with, Item,
+    TxError,
+};
+use crate::error::backend;
+use crate::tenant::{DynamoClients, TenantSessions};
+
+const SEMANTIC: &str = "@semantic";
+const ENTRY: &str = "I#E#";
+const CLAIM: &str = "I#K#";
+const COUNTER: &str = "I#C#";
+const VERSION: &str = "I#V#";
+const LRU: &str = "I#L#";
+const ARCHIVE_INDEX: &str = "I#A#";
+const KEY_PARTITION: &str = "@apikey#";
+
+fn pk(tenant: &TenantId, home: &Home) -> String {
+    match home {
+        Home::Agent(agent) => format!("{}#{}", tenant.as_str(), agent.as_str()),
+        Home::Semantic => format!("{}#{SEMANTIC}", tenant.as_str()),
+    }
+}
+
+fn home_of(tenant: &TenantId, pk: &str) -> Option<Home> {
+    let rest = pk.strip_prefix(tenant.as_str())?.strip_prefix('#')?;
+    if rest == SEMANTIC {
+        Some(Home::Semantic)
+    } else {
+        AgentId::parse(rest).ok().map(Home::Agent)
+    }
+}
+
+fn key(pk: String, sk: String) -> Item {
+    HashMap::from([("pk".to_owned(), s(pk)), ("sk".to_owned(), s(sk))])
+}
+
+fn version_sk(id: &str, version: u64) -> String {
+    format!("{VERSION}{id}#{version:020}")
+}
+
+fn lru_sk(e: &StoredIntent) -> String {
+    format!(
+        "{LRU}{}#{:015}#{}",
+        e.entry.priority.rank(),
+        e.accessed_at.as_millis().max(0),
+        e.entry.id
+    )
+}
+
+fn corrupt(pk: &str, sk: &str) -> StoreError {
+    StoreError::Corrupt {
+        key: format!("{pk}/{sk}"),
+    }
+}
+
+/// DynamoDB (and S3 through the archive store) behind the door's store port.
+#[derive(Clone, Debug)]
+pub struct DynamoKeyedStore {
+    clients: DynamoClients,
+    table: String,
+}
+
+fn put(table: &str, item: Item, condition: Option<&str>) -> Result<TransactWriteItem, StoreError> {
+    let p = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .set_condition_expression(condition.map(str::to_owned))
+        .build()
+        .map_err(|_| build_error("keyed put"))?;
+    Ok(TransactWriteItem::builder().put(p).build())
+}
+
+fn delete(
+    table: &str,
+    k: Item,
+    condition: Option<(&str, Vec<(&str, AttributeValue)>)>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut d = Delete::builder().table_name(table).set_key(Some(k));
+    if let Some((expr, values)) = condition {
+        d = d.condition_expression(expr);
+        for (name, v) in values {
+            d = d.expression_attribute_values(name, v);
+        }
+    }
+    let d = d.build().map_err(|_| build_error("keyed delete"))?;
+    Ok(TransactWriteItem::builder().delete(d).build())
+}
+
+impl DynamoKeyedStore {
+    pub fn new(client: Client, table: String) -> Self {
+        DynamoKeyedStore {
+            clients: DynamoClients::new(client, None),
+            table,
+        }
+    }
+
+    pub fn with_tenant_sessions(mut self, tenants: Option<std::sync::Arc<TenantSessions>>) -> Self {
+        self.clients = DynamoClients::new(self.clients.fan_out().clone(), tenants);
+        self
+    }
+
+    fn entry_item(&self, e: &StoredIntent) -> Result<Item, StoreError> {
+        let doc =
+            serde_json::to_string(&e.entry.to_json()).map_err(|_| build_error("keyed doc"))?;
+        let mut item = key(pk(&e.tenant, &e.home()), format!("{ENTRY}{}", e.entry.id));
+        item.insert("doc".into(), s(doc));
+        item.insert("version".into(), n(e.entry.version as i64));
+        item.insert("accessedMs".into(), n(e.accessed_at.as_millis()));
+        self.decorate(&mut item, e);
+        Ok(item)
+    }
+
+    /// Forget key and TTL, on every item that holds the entry's data.
+    fn decorate(&self, item: &mut Item, e: &StoredIntent) {
+        if let Some(subject) = &e.subject {
+            item.insert("subjectKey".into(), s(subject_attr(&e.tenant, subject)));
+        }
+        if let Some(at) = e.entry.expires_at {
+            item.insert("ttl".into(), n(at.epoch_seconds_ceil()));
+        }
+    }
+
+    fn version_item(&self, e: &StoredIntent, record: &VersionRecord) -> Result<Item, StoreError> {
+        let doc = serde_json::to_string(&record.to_json()).map_err(|_| build_error("keyed doc"))?;
+        let mut item = key(
+            pk(&e.tenant, &e.home()),
+            version_sk(&e.entry.id, record.entry.version),
+        );
+        item.insert("doc".into(), s(doc));
+        self.decorate(&mut item, e);
+        Ok(item)
+    }
+
+    fn claim_key(&self, e: &StoredIntent) -> Item {
+        key(
+            pk(&e.tenant, &e.home()),
+            format!("{CLAIM}{}", e.claim().as_str()),
+        )
+    }
+
+    fn lru_item(&self, e: &StoredIntent) -> Item {
+        let mut item = key(pk(&e.tenant, &e.home()), lru_sk(e));
+        item.insert("id".into(), s(e.entry.id.clone()));
+        if let Some(at) = e.entry.expires_at {
+            item.insert("ttl".into(), n(at.epoch_seconds_ceil()));
+        }
+        item
+    }
+
+    fn counter_key(&self, tenant: &TenantId, home: &Home, counter: &CounterKey) -> Item {
+        key(pk(tenant, home), format!("{COUNTER}{}", counter.as_str()))
+    }
+
+    fn decode(&self, tenant: &TenantId, item: &Item) -> Result<StoredIntent, StoreError> {
+        let (p, sk) = (
+            get_s(item, "pk").unwrap_or("?"),
+            get_s(item, "sk").unwrap_or("?"),
+        );
+        let doc: serde_json::Value = get_s(item, "doc")
+            .and_then(|d| serde_json::from_str(d).ok())
+            .ok_or_else(|| corrupt(p, sk))?;
+        let entry = intent_memory::IntentEntry::from_json(&doc).ok_or_else(|| corrupt(p, sk))?;
+        let subject = get_s(item, "subjectKey")
+            .and_then(|v| v.rsplit_once('#'))
+            .and_then(|(_, h)| SubjectKey::from_stored(h));
+        Ok(StoredIntent {
+            tenant: tenant.clone(),
+            entry,
+            accessed_at: Timestamp::from_millis(get_n(item, "accessedMs").unwrap_or(0)),
+            subject,
+        })
+    }
+
+    async fn client(&self, op: &'static str) -> Result<Client, StoreError> {
+        self.clients.data(op).await
+    }
+
+    async fn transact(
+        &self,
+        op: &'static str,
+        items: Vec<TransactWriteItem>,
+    ) -> Result<(), TxError> {
+        let client = self.client(op).await.map_err(TxError::Store)?;
+        transact_with(&client, op, items).await
+    }
+
+    async fn query_prefix(
+        &self,
+        op: &'static str,
+        pk: String,
+        prefix: String,
+        limit: Option<i32>,
+    ) -> Result<Vec<Item>, StoreError> {
+        let client = self.client(op).await?;
+        let request = client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":p", s(prefix))
+            .set_limit(limit);
+        if limit.is_some() {
+            let out = crate::retry::send(op, || request.clone().send())
+                .await
+                .map_err(|e| backend(op, &e))?;
+            return Ok(out.items().to_vec());
+        }
+        Ok(query_all(request, op).await?.0)
+    }
+
+    async fn version_keys(&self, e: &StoredIntent) -> Result<Vec<Item>, StoreError> {
+        let p = pk(&e.tenant, &e.home());
+        let items = self
+            .query_prefix(
+                "keyed versions",
+                p.clone(),
+                format!("{VERSION}{}#", e.entry.id),
+                None,
+            )
+            .await?;
+        Ok(items
+            .iter()
+            .filter_map(|i| get_s(i, "sk").map(|sk| key(p.clone(), sk.to_owned())))
+            .collect())
+    }
+
+    /// The transaction items that delete `e` and everything hanging off it.
+    fn removal(
+        &self,
+        e: &StoredIntent,
+        versions: &[Item],
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let mut items = vec![delete(
+            &self.table,
+            key(pk(&e.tenant, &e.home()), format!("{ENTRY}{}", e.entry.id)),
+            Some(("version = :v", vec![(":v", n(e.entry.version as i64))])),
+        )?];
+        items.push(delete(
+            &self.table,
+            self.claim_key(e),
+            Some((
+                "attribute_not_exists(id) OR id = :id",
+                vec![(":id", s(e.entry.id.clone()))],
+            )),
+        )?);
+        if e.evictable() {
+            items.push(delete(
+                &self.table,
+                key(pk(&e.tenant, &e.home()), lru_sk(e)),
+                None,
+            )?);
+        }
+        for v in versions {
+            items.push(delete(&self.table, v.clone(), None)?);
+        }
+        Ok(items)
+    }
+
+    /// Version records beyond what fits in the entry's transaction go right after it.
+    async fn delete_items(&self, op: &'static str, keys: &[Item]) -> Result<(), StoreError> {
+        let client = self.client(op).await?;
+        for k in keys {
+            crate::retry::send(op, || {
+                client
+                    .delete_item()
+                    .table_name(&self.table)
+                    .set_key(Some(k.clone()))
+                    .send()
+            })
+            .await
+            .map_err(|e| backend(op, &e))?;
+        }
+        Ok(())
+    }
+
+    fn counter_update(
+        &self,
+        e: &StoredIntent,
+        counter: &CounterKey,
+        expr: &str,
+        condition: Option<&str>,
+        values: Vec<(&str, AttributeValue)>,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let mut u = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(self.counter_key(&e.tenant, &e.home(), counter)))
+            .update_expression(expr)
+            .set_condition_expression(condition.map(str::to_owned));
+        for (name, v) in values {
+            u = u.expression_attribute_values(name, v);
+        }
+        let u = u.build().map_err(|_| build_error("keyed counter"))?;
+        Ok(TransactWriteItem::builder().update(u).build())
+    }
+}
+
+/// Room in one transaction for the removal of a victim beside the insert (entry, claim, its
+/// version, eviction place, counter check, victim entry, claim and place).
+const VICTIM_VERSIONS_IN_TX: usize = MAX_ITEMS_PER_TRANSACTION - 10;
+
+#[async_trait]
+impl IntentStore for DynamoKeyedStore {
+    async fn insert(
+        &self,
+        entry: &StoredIntent,
+        first: &VersionRecord,
+        capacity: &Capacity,
+    ) -> Result<InsertOutcome, StoreError> {
+        const OP: &str = "keyed insert";
+        let t = &self.table;
+        let mut items = vec![
+            put(t, self.entry_item(entry)?, Some("attribute_not_exists(pk)"))?,
+            put(
+                t,
+                {
+                    let mut c = self.claim_key(entry);
+                    c.insert("id".into(), s(entry.entry.id.clone()));
+                    if let Some(at) = entry.entry.expires_at {
+                        c.insert("ttl".into(), n(at.epoch_seconds_ceil()));
+                    }
+                    c
+                },
+                Some("attribute_not_exists(pk)"),
+            )?,
+            put(t, self.version_item(entry, first)?, None)?,
+        ];
+        if entry.evictable() {
+            items.push(put(t, self.lru_item(entry), None)?);
+        }
+        let counter_at = items.len();
+        let mut victim_at = None;
+        let mut overflow = Vec::new();
+        match capacity {
+            Capacity::Unbounded => {}
+            Capacity::Count { counter, max } => items.push(self.counter_update(
+                entry,
+                counter,
+                "SET n = if_not_exists(n, :zero) + :one",
+                Some("attribute_not_exists(n) OR n < :max"),
+                vec![(":zero", n(0)), (":one", n(1)), (":max", n(*max as i64))],
+            )?),
+            Capacity::Evict {
+                counter,
+                max,
+                victim,
+            } => {
+                let c = ConditionCheck::builder()
+                    .table_name(t)
+                    .set_key(Some(self.counter_key(
+                        &entry.tenant,
+                        &entry.home(),
+                        counter,
+                    )))
+                    .condition_expression("n >= :max")
+                    .expression_attribute_values(":max", n(*max as i64))
+                    .build()
+                    .map_err(|_| build_error(OP))?;
+                items.push(TransactWriteItem::builder().condition_check(c).build());
+                let versions = self.version_keys(victim).await?;
+                let split = versions.len().min(VICTIM_VERSIONS_IN_TX);
+                overflow = versions[split..].to_vec();
+                victim_at = Some(items.len());
+                let mut removal = self.removal(victim, &versions[..split])?;
+                // The victim's entry delete also requires it unchanged since it was chosen.
+                removal[0] = delete(
+                    t,
+                    key(
+                        pk(&victim.tenant, &victim.home()),
+                        format!("{ENTRY}{}", victim.entry.id),
+                    ),
+                    Some((
+                        "version = :v AND accessedMs = :a",
+                        vec![
+                            (":v", n(victim.entry.version as i64)),
+                            (":a", n(victim.accessed_at.as_millis())),
+                        ],
+                    )),
+                )?;
+                items.extend(removal);
+            }
+        }
+        match self.transact(OP, items).await {
+            Ok(()) => {
+                self.delete_items(OP, &overflow).await?;
+                Ok(InsertOutcome::Inserted)
+            }
+            Err(TxError::Conditions(failed)) => {
+                if failed.get(1).copied().unwrap_or(false) {
+                    let client = self.client(OP).await?;
+                    let out = crate::retry::send(OP, || {
+                        client
+                            .get_item()
+                            .table_name(t)
+                            .set_key(Some(self.claim_key(entry)))
+                            .consistent_read(true)
+                            .send()
+                    })
+                    .await
+                    .map_err(|e| backend(OP, &e))?;
+                    return Ok(match out.item().and_then(|i| get_s(i, "id")) {
+                        Some(id) => InsertOutcome::KeyTaken {
+                            existing_id: id.to_owned(),
+                        },
+                        None => InsertOutcome::Raced,
+                    });
+                }
+                let counter_failed = failed.get(counter_at).copied().unwrap_or(false);
+                let victim_failed = victim_at.is_some_and(|at| failed.iter().skip(at).any(|f| *f));
+                Ok(match capacity {
+                    Capacity::Count { .. } if counter_failed => InsertOutcome::AtCapacity,
+                    _ if counter_failed || victim_failed => InsertOutcome::Raced,
+                    // The entry id itself was taken: ids are unique, so this is a replayed
+                    // insert; treat it as a race and let the service read again.
+                    _ => InsertOutcome::Raced,
+                })
+            }
+            Err(TxError::Store(e)) => Err(e),
+        }
+    }
+
+    async fn get(&self, at: &Location) -> Result<Option<StoredIntent>, StoreError> {
+        const OP: &str = "keyed get";
+        let client = self.client(OP).await?;
+        let out = crate::retry::send(OP, || {
+            client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(key(
+                    pk(&at.tenant, &at.home),
+                    format!("{ENTRY}{}", at.id),
+                )))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        out.item().map(|i| self.decode(&at.tenant, i)).transpose()
+    }
+
+    async fn list(&self, tenant: &TenantId, home: &Home) -> Result<Vec<StoredIntent>, StoreError> {
+        let items = self
+            .query_prefix("keyed list", pk(tenant, home), ENTRY.to_owned(), None)
+            .await?;
+        items.iter().map(|i| self.decode(tenant, i)).collect()
+    }
+
+    async fn update(
+        &self,
+        previous: &StoredIntent,
+        next: &StoredIntent,
+        record: &VersionRecord,
+        drop_version: Option<u64>,
+    ) -> Result<bool, StoreError> {
+        const OP: &str = "keyed update";
+        let t = &self.table;
+        let mut items = vec![
+            {
+                let p = Put::builder()
+                    .table_name(t)
+                    .set_item(Some(self.entry_item(next)?))
+                    .condition_expression("version = :v")
+                    .expression_attribute_values(":v", n(previous.entry.version as i64))
+                    .build()
+                    .map_err(|_| build_error(OP))?;
+                TransactWriteItem::builder().put(p).build()
+            },
+            put(t, self.version_item(next, record)?, None)?,
+        ];
+        if let Some(v) = drop_version {
+            items.push(delete(
+                t,
+                key(
+                    pk(&next.tenant, &next.home()),
+                    version_sk(&next.entry.id, v),
+                ),
+                None,
+            )?);
+        }
+        let (old_place, new_place) = (lru_sk(previous), lru_sk(next));
+        if !(previous.evictable() && next.evictable() && old_place == new_place) {
+            if previous.evictable() {
+                items.push(delete(
+                    t,
+                    key(pk(&previous.tenant, &previous.home()), old_place),
+                    None,
+                )?);
+            }
+            if next.evictable() {
+                items.push(put(t, self.lru_item(next), None)?);
+            }
+        }
+        match self.transact(OP, items).await {
+            Ok(()) => Ok(true),
+            Err(TxError::Conditions(_)) => Ok(false),
+            Err(TxError::Store(e)) => Err(e),
+        }
+    }
+
+    async fn touch(&self, entry: &StoredIntent, at: Timestamp) -> Result<(), StoreError> {
+        const OP: &str = "keyed touch";
+        let t = &self.table;
+        let mut touched = entry.clone();
+        touched.accessed_at = at;
+        let u = Update::builder()
+            .table_name(t)
+            .set_key(Some(key(
+                pk(&entry.tenant, &entry.home()),
+                format!("{ENTRY}{}", entry.entry.id),
+            )))
+            .update_expression("SET accessedMs = :new")
+            .condition_expression("version = :v AND accessedMs = :old")
+            .expression_attribute_values(":new", n(at.as_millis()))
+            .expression_attribute_values(":v", n(entry.entry.version as i64))
+            .expression_attribute_values(":old", n(entry.accessed_at.as_millis()))
+            .build()
+            .map_err(|_| build_error(OP))?;
+        let mut items = vec![TransactWriteItem::builder().update(u).build()];
+        if entry.evictable() && lru_sk(entry) != lru_sk(&touched) {
+            items.push(delete(
+                t,
+                key(pk(&entry.tenant, &entry.home()), lru_sk(entry)),
+                None,
+            )?);
+            items.push(put(t, self.lru_item(&touched), None)?);
+        }
+        match self.transact(OP, items).await {
+            Ok(()) | Err(TxError::Conditions(_)) => Ok(()),
+            Err(TxError::Store(e)) => Err(e),
+        }
+    }
+
+    async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError> {
+        const OP: &str = "keyed remove";
+        let versions = self.version_keys(entry).await?;
+        let split = versions.len().min(MAX_ITEMS_PER_TRANSACTION - 4);
+        let mut items = self.removal(entry, &versions[..split])?;
+        if let Some(counter) = entry.counter() {
+            items.push(self.counter_update(
+                entry,
+                &counter,
+                "SET n = if_not_exists(n, :one) - :one",
+                None,
+                vec![(":one", n(1))],
+            )?);
+        }
+        match self.transact(OP, items).await {
+            Ok(()) => {
+                self.delete_items(OP, &versions[split..]).await?;
+                Ok(true)
+            }
+            Err(TxError::Conditions(_)) => Ok(false),
+            Err(TxError::Store(e)) => Err(e),
+        }
+    }
+
+    async fn release_claim(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        claim: &ClaimKey,
+        id: &str,
+    ) -> Result<(), StoreError> {
+        const OP: &str = "keyed release claim";
+        let item = delete(
+            &self.table,
+            key(pk(tenant, home), format!("{CLAIM}{}", claim.as_str())),
+            Some(("id = :id", vec![(":id", s(id))])),
+        )?;
+        match self.transact(OP, vec![item]).await {
+            Ok(()) | Err(TxError::Conditions(_)) => Ok(()),
+            Err(TxError::Store(e)) => Err(e),
+        }
+    }
+
+    async fn set_count(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        counter: &CounterKey,
+        from: u64,
+        to: u64,
+    ) -> Result<bool, StoreError> {
+        const OP: &str = "keyed set count";
+        let u = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(self.counter_key(tenant, home, counter)))
+            .update_expression("SET n = :to")
+            .condition_expression("n = :from")
+            .expression_attribute_values(":to", n(to as i64))
+            .expression_attribute_values(":from", n(from as i64))
+            .build()
+            .map_err(|_| build_error(OP))?;
+        match self
+            .transact(OP, vec![TransactWriteItem::builder().update(u).build()])
+            .await
+        {
+            Ok(()) => Ok(true),
+            Err(TxError::Conditions(_)) => Ok(false),
+            Err(TxError::Store(e)) => Err(e),
+        }
+    }
+
+    async fn versions(&self, at: &Location) -> Result<Vec<VersionRecord>, StoreError> {
+        let p = pk(&at.tenant, &at.home);
+        let items = self
+            .query_prefix(
+                "keyed versions",
+                p.clone(),
+                format!("{VERSION}{}#", at.id),
+                None,
+            )
+            .await?;
+        items
+            .iter()
+            .map(|i| {
+                get_s(i, "doc")
+                    .and_then(|d| serde_json::from_str(d).ok())
+                    .and_then(|d| VersionRecord::from_json(&d))
+                    .ok_or_else(|| corrupt(&p, get_s(i, "sk").unwrap_or("?")))
+            })
+            .collect()
+    }
+
+    async fn eviction_candidate(
+        &self,
+        tenant: &TenantId,
+        agent: &AgentId,
+    ) -> Result<Option<Location>, StoreError> {
+        let home = Home::Agent(agent.clone());
+        let items = self
+            .query_prefix("keyed eviction", pk(tenant, &home), LRU.to_owned(), Some(1))
+            .await?;
+        Ok(items
+            .first()
+            .and_then(|i| get_s(i, "id"))
+            .map(|id| Location {
+                tenant: tenant.clone(),
+                home,
+                id: id.to_owned(),
+            }))
+    }
+
+    async fn count(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        counter: &CounterKey,
+    ) -> Result<u64, StoreError> {
+        const OP: &str = "keyed count";
+        let client = self.client(OP).await?;
+        let out = crate::retry::send(OP, || {
+            client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(self.counter_key(tenant, home, counter)))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        Ok(out
+            .item()
+            .and_then(|i| get_n(i, "n"))
+            .map_or(0, |v| u64::try_from(v).unwrap_or(0)))
+    }
+
+    async fn index_archive(
+        &self,
+        archive: &ArchiveKey,
+        subjects: &[SubjectKey],
+        prune: bool,
+    ) -> Result<(), StoreError> {
+        const OP: &str = "keyed archive index";
+        let p = pk(&archive.tenant, &Home::Agent(archive.agent.clone()));
+        let prefix = format!("{ARCHIVE_INDEX}{}#", archive.task);
+        let client = self.client(OP).await?;
+        for subject in subjects {
+            let mut item = key(p.clone(), format!("{prefix}{}", subject.as_str()));
+            item.insert(
+                "subjectKey".into(),
+                s(subject_attr(&archive.tenant, subject)),
+            );
+            crate::retry::send(OP, || {
+                client
+                    .put_item()
+                    .table_name(&self.table)
+                    .set_item(Some(item.clone()))
+                    .send()
+            })
+            .await
+            .map_err(|e| backend(OP, &e))?;
+        }
+        if prune {
+            let keep: Vec<String> = subjects
+                .iter()
+                .map(|sj| format!("{prefix}{}", sj.as_str()))
+                .collect();
+            let stale: Vec<Item> = self
+                .query_prefix(OP, p.clone(), prefix.clone(), None)
+                .await?
+                .iter()
+                .filter_map(|i| get_s(i, "sk"))
+                .filter(|sk| !keep.iter().any(|k| k == sk))
+                .map(|sk| key(p.clone(), sk.to_owned()))
+                .collect();
+            self.delete_items(OP, &stale).await?;
+        }
+        Ok(())
+    }
+
+    async fn subject_hits(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<SubjectHit>, StoreError> {
+        const OP: &str = "keyed forget";
+        let client = self.client(OP).await?;
+        let items = subject_items(&client, &self.table, tenant, subject, OP).await?;
+        let mut hits = Vec::new();
+        for item in &items {
+            let (Some(p), Some(sk)) = (get_s(item, "pk"), get_s(item, "sk")) else {
+                continue;
+            };
+            let Some(home) = home_of(tenant, p) else {
+                continue;
+            };
+            if let Some(id) = sk.strip_prefix(ENTRY) {
+                hits.push(SubjectHit::Entry(Location {
+                    tenant: tenant.clone(),
+                    home,
+                    id: id.to_owned(),
+                }));
+            } else if let Some(rest) = sk.strip_prefix(VERSION) {
+                if let Some((id, v)) = rest.rsplit_once('#') {
+                    if let Ok(v) = v.parse() {
+                        hits.push(SubjectHit::Version(
+                            Location {
+                                tenant: tenant.clone(),
+                                home,
+                                id: id.to_owned(),
+                            },
+                            v,
+                        ));
+                    }
+                }
+            } else if let Some(rest) = sk.strip_prefix(ARCHIVE_INDEX) {
+                if let (Home::Agent(agent), Some((task, _))) = (home, rest.split_once('#')) {
+                    hits.push(SubjectHit::Archive(ArchiveKey {
+                        tenant: tenant.clone(),
+                        agent,
+                        task: task.to_owned(),
+                    }));
+                }
+            }
+        }
+        hits.sort();
+        hits.dedup();
+        Ok(hits)
+    }
+
+    async fn delete_version(&self, at: &Location, version: u64) -> Result<(), StoreError> {
+        self.delete_items(
+            "keyed delete version",
+            &[key(pk(&at.tenant, &at.home), version_sk(&at.id, version))],
+        )
+        .await
+    }
+}
+
+/// API key records (`@apikey#{keyId}`), read by the authorizer and written by the operator
+/// command, on the function's own role: no tenant is known before the key is read.
+#[derive(Clone, Debug)]
+pub struct DynamoKeyRegistry {
+    client: Client,
+    table: String,
+}
+
+impl DynamoKeyRegistry {
+    pub fn new(client: Client, table: String) -> Self {
+        DynamoKeyRegistry { client, table }
+    }
+
+    fn key_of(key_id: &str) -> Item {
+        key(format!("{KEY_PARTITION}{key_id}"), "K".to_owned())
+    }
+}
+
+#[async_trait]
+impl KeyRegistry for DynamoKeyRegistry {
+    async fn get(&self, key_id: &str) -> Result<Option<KeyRecord>, StoreError> {
+        const OP: &str = "api key get";
+        let out = crate::retry::send(OP, || {
+            self.client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(Self::key_of(key_id)))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        let Some(item) = out.item() else {
+            return Ok(None);
+        };
+        let bad = || corrupt("@apikey", key_id);
+        let agents = match item.get("agents") {
+            Some(AttributeValue::L(list)) => {
+                list.iter().filter_map(|a| a.as_s().ok().cloned()).collect()
+            }
+            _ => return Err(bad()),
+        };
+        Ok(Some(KeyRecord {
+            key_id: key_id.to_owned(),
+            tenant: get_s(item, "tenantId")
+                .and_then(|t| TenantId::parse(t).ok())
+                .ok_or_else(bad)?,
+            agents,
+            secret_digest: get_s(item, "secretDigest").ok_or_else(bad)?.to_owned(),
+            created_at: Timestamp::from_millis(get_n(item, "createdMs").ok_or_else(bad)?),
+            expires_at: Timestamp::from_millis(get_n(item, "expiresMs").ok_or_else(bad)?),
+            revoked_at: get_n(item, "revokedMs").map(Timestamp::from_millis),
+        }))
+    }
+
+    async fn put(&self, record: &KeyRecord) -> Result<(), StoreError> {
+        const OP: &str = "api key put";
+        let mut item = Self::key_of(&record.key_id);
+        item.insert("tenantId".into(), s(record.tenant.as_str()));
+        item.insert(
+            "agents".into(),
+            AttributeValue::L(record.agents.iter().map(|a| s(a.clone())).collect()),
+        );
+        item.insert("secretDigest".into(), s(record.secret_digest.clone()));
+        item.insert("createdMs".into(), n(record.created_at.as_millis()));
+        item.insert("expiresMs".into(), n(record.expires_at.as_millis()));
+        // Kept a day past expiry, so a late check still reads "expired", then removed.
+        item.insert(
+            "ttl".into(),
+            n(record
+                .expires_at
+                .plus_millis(86_400_000)
+                .epoch_seconds_ceil()),
+        );
+        crate::retry::send(OP, || {
+            self.client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item.clone()))
+                .condition_expression("attribute_not_exists(pk)")
+                .send()
+        })
+        .await
+        .map_err(|e| match crate::error::service_code(&e) {
+            Some("ConditionalCheckFailedException") => StoreError::Conflict { op: OP },
+            _ => backend(OP, &e),
+        })?;
+        Ok(())
+    }
+
+    async fn revoke(&self, key_id: &str, at: Timestamp) -> Result<bool, StoreError> {
+        const OP: &str = "api key revoke";
+        let result = crate::retry::send(OP, || {
+            self.client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(Self::key_of(key_id)))
+                .update_expression("SET revokedMs = if_not_exists(revokedMs, :at)")
+                .condition_expression("attribute_exists(pk)")
+                .expression_attribute_values(":at", n(at.as_millis()))
+                .send()
+        })
+        .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if crate::error::service_code(&e) == Some("ConditionalCheckFailedException") => {
+                Ok(false)
+            }
+            Err(e) => Err(backend(OP, &e)),
+        }
+    }
+}
