@@ -52,7 +52,7 @@ NOT_RUN = {
     | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-eventbridge"},
     "memory-write": DISTILLER | COMMITMENTS | CONSOLIDATION | {"aws-sdk-s3", "aws-sdk-sqs"},
     # Only memory-read and memory-write embed (semantic search), and only memory-dream
-    # summarises (abstractive dreams, Converse).
+    # runs an abstractive model (abstractive dreams, Converse).
     # Forget's sweep of dream output reads the archive and index formats, never the distiller:
     # no tokenizer (dream-service and distill without their `dreams` / `distiller` features).
     "memory-forget": CONSOLIDATION | TOKENIZER | {"aws-sdk-sqs", "aws-sdk-bedrockruntime"},

@@ -2,7 +2,7 @@
 """Static checks on template.yaml: least-privilege IAM per function, the API's JWT guard (on every
 route but the public capability document), the build / runtime / logging settings every function
 must carry, and the background plumbing
-(Scheduler schedules and their role, the memory.written rule, job queues with redrive to DLQs,
+(Scheduler schedules and their role, the memory.written rule, pass queues with redrive to DLQs,
 async-invoke failure destinations, alarms on every function and DLQ, table / bucket protection).
 
 Run with the project venv (PyYAML):  .venv/bin/python tests/template_policies.py [TEMPLATE]
@@ -47,14 +47,14 @@ SCHEDULER_ROLE = "SchedulerRole"
 EMBED_MODEL = ("arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${EmbeddingModelId}"
                " if HasEmbeddingModel")
 # The model of abstractive dreams (Converse is authorised as bedrock:InvokeModel), the same way.
-DISTILL_MODEL = ("arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${DistillerModelId}"
-                 " if HasDistillerModel")
+ABSTRACTIVE_MODEL = ("arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/${AbstractiveModelId}"
+                 " if HasAbstractiveModel")
 # Each optional model: its parameter, the condition its grants hang on, the functions granted.
 # Off by default: the parameter defaults to "" and the condition is exactly "not empty".
 MODEL_SWITCHES = {
     "EmbeddingModelId": ("HasEmbeddingModel", EMBED_MODEL,
                          {"MemoryReadFunction", "MemoryWriteFunction", "MemoryMcpFunction"}),
-    "DistillerModelId": ("HasDistillerModel", DISTILL_MODEL, {"MemoryDreamFunction"}),
+    "AbstractiveModelId": ("HasAbstractiveModel", ABSTRACTIVE_MODEL, {"MemoryDreamFunction"}),
 }
 
 EVENT_SOURCE = "wop-memory"
@@ -149,9 +149,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "MemoryDreamFunction": {
         "binary": "memory-dream",
         "memory": 512,
-        "env": {"WORK_QUEUE_URL": {"Ref": "DreamJobsQueue"},
-                "DISTILLER_MODEL_ID": {"Ref": "DistillerModelId"},
-                "DISTILLER_TIMEOUT_MS": {"Ref": "DistillerTimeoutMs"}},
+        "env": {"PASS_QUEUE_URL": {"Ref": "DreamJobsQueue"},
+                "ABSTRACTIVE_MODEL_ID": {"Ref": "AbstractiveModelId"},
+                "ABSTRACTIVE_TIMEOUT_MS": {"Ref": "AbstractiveTimeoutMs"}},
         "iam": pairs(["dynamodb:Query"], TABLE)
         | pairs(["dynamodb:Query"], DIRTY_INDEX)
         | pairs(PASS_ITEM_ACTIONS, TABLE)
@@ -161,13 +161,13 @@ EXPECTED: dict[str, dict[str, Any]] = {
         | pairs(SQS_SEND + SQS_CONSUME, DREAM_JOBS)
         | pairs(SQS_SEND, BACKGROUND_DLQ_ARN)
         # Abstractive dreams (Converse) on the configured model only, when one is configured.
-        | pairs(["bedrock:InvokeModel"], DISTILL_MODEL),
+        | pairs(["bedrock:InvokeModel"], ABSTRACTIVE_MODEL),
         "routes": set(),
     },
     "MemoryConsolidateFunction": {
         "binary": "memory-consolidate",
         "memory": 256,
-        "env": {"WORK_QUEUE_URL": {"Ref": "ConsolidateJobsQueue"}},
+        "env": {"PASS_QUEUE_URL": {"Ref": "ConsolidateJobsQueue"}},
         "iam": pairs(["dynamodb:Query"], TABLE)
         | pairs(["dynamodb:Query"], DIRTY_INDEX)
         | pairs(PASS_ITEM_ACTIONS, TABLE)
@@ -212,7 +212,7 @@ SCHEDULED: dict[str, dict[str, Any]] = {
     },
 }
 
-# Job queue -> (consumer function, its dead-letter queue).
+# Pass queue -> (consumer function, its dead-letter queue).
 JOB_QUEUES: dict[str, tuple[str, str]] = {
     "DreamJobsQueue": ("MemoryDreamFunction", "DreamJobsDLQ"),
     "ConsolidateJobsQueue": ("MemoryConsolidateFunction", "ConsolidateJobsDLQ"),
@@ -799,8 +799,8 @@ def queue_encrypted(qprops: dict[str, Any]) -> bool:
 
 
 def check_queues(resources: dict[str, Any], rep: Report) -> set[str]:
-    """Checks job queues, DLQs and failure destinations; returns the logical names of all DLQs."""
-    rep.section("SQS job queues, dead-letter queues, async failure destinations")
+    """Checks pass queues, DLQs and failure destinations; returns the logical names of all DLQs."""
+    rep.section("SQS pass queues, dead-letter queues, async failure destinations")
     queues = of_type(resources, "AWS::SQS::Queue")
     unencrypted = sorted(k for k, v in queues.items() if not queue_encrypted(props_of(v)))
     rep.check(not unencrypted, "every SQS queue is encrypted at rest (SSE)", f"unencrypted: {unencrypted}")

@@ -148,7 +148,7 @@ def parse_request(body: bytes) -> tuple[str, str, int]:
     return "\n".join(system), "\n".join(conversation), max_tokens
 
 
-def summarise(text: str) -> str:
+def abstractive_answer(text: str) -> str:
     """The deterministic "abstractive" answer: headings kept, each section's bullet facts joined
     on one line with `; `, `(xN)` counts and trailing full stops dropped. Lines that are neither
     (the request's own instruction line) are left out."""
@@ -207,7 +207,7 @@ def answer(mode: str, conversation: str, max_tokens: int,
         seconds = int(mode[5:]) if mode.startswith("slow-") else int(
             os.environ.get("CONVERSE_SLOW_SECONDS") or 30)
         time.sleep(seconds)
-    text = summarise(conversation)
+    text = abstractive_answer(conversation)
     if mode == "leak":
         text = _MARKER.sub(lambda m: secrets.get(m.group(1), m.group(0)), text)
     if mode == "truncate":

@@ -12,7 +12,7 @@ Environment (all optional):
   ARCHIVE_BUCKET     bucket name         (default wop-memory-archives)
   EVENT_BUS_NAME     custom bus name     (default wop-memory)
   EVENTS_QUEUE_NAME  events tap queue    (default wop-memory-events-tap)
-  WORK_QUEUE_PREFIX  work queues are {prefix}-dream-jobs and {prefix}-consolidate-jobs
+  PASS_QUEUE_PREFIX  pass queues are {prefix}-dream-jobs and {prefix}-consolidate-jobs
                      (default wop-memory); exported as DREAM_QUEUE_URL / CONSOLIDATE_QUEUE_URL
 
 Creates: the table (+ GSIs, TTL), the bucket (versioning as in the template), the custom event
@@ -334,7 +334,7 @@ def main() -> int:
     bucket = os.environ.get("ARCHIVE_BUCKET") or "wop-memory-archives"
     bus = os.environ.get("EVENT_BUS_NAME") or "wop-memory"
     queue = os.environ.get("EVENTS_QUEUE_NAME") or "wop-memory-events-tap"
-    prefix = os.environ.get("WORK_QUEUE_PREFIX") or "wop-memory"
+    prefix = os.environ.get("PASS_QUEUE_PREFIX") or "wop-memory"
 
     try:
         check_endpoint(endpoint)
@@ -361,8 +361,8 @@ def main() -> int:
         ensure_bus(events, bus)
         queue_url, queue_arn = ensure_queue(sqs, queue)
         ensure_tap(events, sqs, bus, queue_url, queue_arn)
-        # Work queues between each scheduled pass's fan-out and its per-ref workers.
-        work_queues = {
+        # Pass queues between each scheduled pass's fan-out and the per-ref runs.
+        pass_queues = {
             f"{kind.upper()}_QUEUE_URL": ensure_queue(sqs, f"{prefix}-{kind}-jobs")[0]
             for kind in ("dream", "consolidate")
         }
@@ -382,7 +382,7 @@ def main() -> int:
         "ARCHIVE_BUCKET": bucket,
         "EVENT_BUS_NAME": bus,
         "EVENTS_QUEUE_URL": queue_url,
-        **work_queues,
+        **pass_queues,
     }
     if args.format == "json":
         print(json.dumps(settings, indent=2))

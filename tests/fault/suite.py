@@ -20,7 +20,7 @@ EventBridge and SQS requests, drawn from the run's seed:
      key and payload must answer the identical `written` list and store nothing new
   c  dream and forget of a subject started concurrently, 0-300 ms apart either way (seeded)
   d  near-duplicate long-term entries written while memory-consolidate runs
-  e  the same dream / consolidation job delivered twice: direct invokes (concurrent, then one
+  e  the same dream / consolidation pass delivered twice: direct invokes (concurrent, then one
      after the other), SQS-shaped batches holding the same record twice, and through a real SQS
      queue (the functions' own fan-out, plus our sends) read back through the proxy
   f  time and predicate commitments; memory.written deliveries and ticks from both processes
@@ -413,7 +413,7 @@ class State:
     entries: dict[tuple[str, str], StoredEntry]
     by_partition: dict[str, list[StoredEntry]]
     commitments: dict[str, list[dict[str, Any]]]
-    work: dict[str, dict[str, dict[str, Any]]]    # partition -> kind -> work marker item
+    markers: dict[str, dict[str, dict[str, Any]]]  # partition -> kind -> work marker item
     # (key, version id, latest, body) of every object version under the run's tenants.
     objects: list[tuple[str, str, bool, bytes]]
     archives: dict[str, dict[str, Any]]        # current archives by key
@@ -444,7 +444,7 @@ def read_state(tenants: set[str]) -> State:
     entries: dict[tuple[str, str], StoredEntry] = {}
     by_partition: dict[str, list[StoredEntry]] = defaultdict(list)
     commitments: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    work: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    markers: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for item in ours:
         pk, sk = item["pk"]["S"], item.get("sk", {}).get("S", "")
         if sk.startswith("E#"):
@@ -461,7 +461,7 @@ def read_state(tenants: set[str]) -> State:
         elif sk.startswith("C#"):
             commitments[pk].append(item)
         elif sk.startswith("W#"):
-            work[pk][sk[2:]] = item
+            markers[pk][sk[2:]] = item
     objects: list[tuple[str, str, bool, bytes]] = []
     for tenant in sorted(tenants):
         marker: dict[str, str] = {}
@@ -495,7 +495,7 @@ def read_state(tenants: set[str]) -> State:
             except ValueError:
                 index_lines[pk] = []
     return State(items=items, entries=entries, by_partition=by_partition,
-                 commitments=commitments, work=work, objects=objects, archives=archives,
+                 commitments=commitments, markers=markers, objects=objects, archives=archives,
                  index_lines=index_lines)
 
 
@@ -562,10 +562,10 @@ class Run:
                                 stderr_path=self.out_dir / "proxy.log")
         sqs = emulator_client("sqs")
         self.queue_url = sqs.create_queue(
-            QueueName=f"fault-jobs-{self.nonce}",
+            QueueName=f"fault-passes-{self.nonce}",
             Attributes={"VisibilityTimeout": "3"})["QueueUrl"]
         env = self.proxy.env(dict(os.environ, DREAM_SETTLE_SECONDS="0",
-                                  WORK_QUEUE_URL=self.queue_url, DEFAULT_TIME_ZONE="UTC"))
+                                  PASS_QUEUE_URL=self.queue_url, DEFAULT_TIME_ZONE="UTC"))
         env.pop("TENANT_TIME_ZONES", None)
         for i in range(self.n_gateways):
             self.gateways.append(Gateway(i, env, self.out_dir))
@@ -1085,7 +1085,7 @@ class Run:
                         where=where, gw=gw)
         return out.payload if out.ok and isinstance(out.payload, dict) else None
 
-    # -- workload e: duplicate job deliveries ------------------------------------------------
+    # -- workload e: duplicate pass deliveries ------------------------------------------------
 
     @staticmethod
     def sqs_record(message_id: str, body: str) -> dict[str, Any]:
@@ -1093,7 +1093,7 @@ class Run:
                 "attributes": {"ApproximateReceiveCount": "1"}, "messageAttributes": {},
                 "md5OfBody": hashlib.md5(body.encode()).hexdigest(),  # noqa: S324 - SQS's own
                 "eventSource": "aws:sqs",
-                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:fault-jobs",
+                "eventSourceARN": "arn:aws:sqs:us-east-1:123456789012:fault-passes",
                 "awsRegion": "us-east-1"}
 
     def deliver_batch(self, function: str, records: list[dict[str, Any]], *, where: str,
@@ -1170,27 +1170,27 @@ class Run:
                                   f"{'_archive_existed' if p.get('status') == 'distilled' and not p.get('archiveCreated') else ''}")
             return go
 
-        def job(kind: str, ref: str) -> str:
+        def queued_pass(kind: str, ref: str) -> str:
             return json.dumps({"kind": kind, "tenantId": t, "memoryRef": ref})
 
         # e1: the same dream twice at once (two processes), then once more.
         both(dream(r1, 0, "e1 dream a"), dream(r1, 1, "e1 dream b"))
         dream(r1, 0, "e1 dream again")()
         # e2: a batch holding the same record twice, racing a direct invoke; then again.
-        rec2 = self.sqs_record(f"m-{self.nonce}-e2", job("dream", r2))
+        rec2 = self.sqs_record(f"m-{self.nonce}-e2", queued_pass("dream", r2))
         both(lambda: self.deliver_batch("memory-dream", [rec2, rec2], where="e2", gw=0),
              dream(r2, 1, "e2 direct"))
         self.deliver_batch("memory-dream", [rec2, rec2], where="e2 again", gw=1)
         # e3: consolidation twice at once, then the same batch (one record twice) to both.
         both(lambda: self._consolidate(t, r3, 0, "e3 a"),
              lambda: self._consolidate(t, r3, 1, "e3 b"))
-        rec3 = self.sqs_record(f"m-{self.nonce}-e3", job("consolidate", r3))
+        rec3 = self.sqs_record(f"m-{self.nonce}-e3", queued_pass("consolidate", r3))
         both(lambda: self.deliver_batch("memory-consolidate", [rec3, rec3], where="e3 a", gw=0),
              lambda: self.deliver_batch("memory-consolidate", [rec3, rec3], where="e3 b", gw=1))
         # e4: the functions' own fan-out to the queue plus two sends of our own, all read back
         # through the proxy (SQS faults: lost sends are sent again, lost receives and deletes
         # come back after the visibility timeout), delivered in batches.
-        self._e_queue(t, r4, job("dream", r4), job("consolidate", r3))
+        self._e_queue(t, r4, queued_pass("dream", r4), queued_pass("consolidate", r3))
 
     def _e_queue(self, t: str, r4: str, dream_job: str, consolidate_job: str) -> None:
         assert self.proxy is not None and self.queue_url is not None
@@ -1250,7 +1250,7 @@ class Run:
                 function = {"dream": "memory-dream",
                             "consolidate": "memory-consolidate"}.get(j.get("kind"))
                 if function is None:
-                    self.rec.violation("no_unexpected_error", "a queued job of unknown kind",
+                    self.rec.violation("no_unexpected_error", "a queued pass of unknown kind",
                                        "e queue")
                     done.append(msg)
                     continue
@@ -1271,7 +1271,7 @@ class Run:
                 except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
                     self.rec.note("sqs_delete_failed")
         else:
-            self.rec.violation("op_completes", "the job queue did not drain in 60 s", "e4")
+            self.rec.violation("op_completes", "the pass queue did not drain in 60 s", "e4")
 
     # -- workload f: commitments fired from two processes ------------------------------------
 
@@ -1361,22 +1361,22 @@ class Run:
         """The chosen workloads, at the same time or (`together=False`) one after the other.
         Together means more requests queue at the serialising proxy, so each invocation
         takes longer: on a slow emulator, long enough to run out of its retry budget."""
-        jobs: list[tuple[str, Callable[[], None]]] = []
+        chosen: list[tuple[str, Callable[[], None]]] = []
         table = {"f": self.workload_f, "a": self.workload_a, "b": self.workload_b,
                  "c": lambda: self.workload_c(c_trials), "d": self.workload_d,
                  "e": self.workload_e}
         for name in "fabcde":
             if name in which and (name != "f" or self.profile.f_enabled):
-                jobs.append((name, table[name]))
+                chosen.append((name, table[name]))
 
-        if not jobs:
+        if not chosen:
             return
         if not together:
-            for name, fn in jobs:
+            for name, fn in chosen:
                 self.guarded(name, fn)
             return
-        with ThreadPoolExecutor(max_workers=len(jobs)) as pool:
-            for f in [pool.submit(self.guarded, n, fn) for n, fn in jobs]:
+        with ThreadPoolExecutor(max_workers=len(chosen)) as pool:
+            for f in [pool.submit(self.guarded, n, fn) for n, fn in chosen]:
                 f.result()
 
     # -- the checker -------------------------------------------------------------------------
@@ -1599,16 +1599,16 @@ class Run:
 
     def check_work_markers(self, state: State) -> None:
         """Finding (not one of the checked invariants): a ref holding transactional entries
-        newer than its last dream's watermark must be in the pending-work index, or the
+        newer than its last dream's watermark must be in the pending-pass index, or the
         scheduled fan-out never visits it (until its next write marks it)."""
         for pk, entries in state.by_partition.items():
-            marker = state.work.get(pk, {}).get("dream", {})
+            marker = state.markers.get(pk, {}).get("dream", {})
             watermark = int(marker.get("watermarkMs", {}).get("N", "-1"))
             newer = [e for e in entries if e.tier == "transactional" and e.created_ms > watermark]
             if newer and "dirtyPartition" not in marker:
-                self.rec.finding("work_not_marked",
+                self.rec.finding("ref_not_marked",
                                  f"{len(newer)} transactional entries newer than the dream "
-                                 f"watermark, ref not in the pending-work index"
+                                 f"watermark, ref not in the pending-pass index"
                                  f"{' (no W#dream item)' if not marker else ''}",
                                  f"{pk} ids {[e.id for e in newer][:3]}")
 
@@ -1669,7 +1669,7 @@ class Run:
             ddb.delete_item(TableName=table, Key={"pk": {"S": partition(lost.ref)},
                                                   "sk": {"S": f"E#{lost.id}"}})  # lost
             expected.add("acked_present_once")
-            # Out of the pending-work index: a finding, not an invariant.
+            # Out of the pending-pass index: a finding, not an invariant.
             ddb.delete_item(TableName=table, Key={"pk": {"S": partition(lost.ref)},
                                                   "sk": {"S": "W#dream"}})
         by_kind: dict[str, list[str]] = defaultdict(list)

@@ -97,7 +97,7 @@ def test_keyed_retry_lost_response() -> None:
     assert result["checks"].get("acked_present_once", 0) == 2, "both puts acknowledged"
     # B's first call lost every answer after its transaction applied, so it never marked its
     # ref; the replay must have, or the dream would not see the entry until the next write.
-    unmarked = [f for f in result["findings"] if f["finding"] == "work_not_marked"]
+    unmarked = [f for f in result["findings"] if f["finding"] == "ref_not_marked"]
     assert not unmarked, unmarked
     assert_clean([result])
 

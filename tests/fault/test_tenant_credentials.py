@@ -7,7 +7,7 @@ key signed each DynamoDB / S3 call, and refuses a vended key outside its tenant 
 (moto cannot: it ignores IAM Resource and Condition). Checked here:
 
 - every DynamoDB / S3 call on a tenant's keys, from memory-write, memory-read, memory-forget (direct
-  and HTTP), memory-dream and memory-consolidate (direct runs and SQS job batches),
+  and HTTP), memory-dream and memory-consolidate (direct runs and batches of queued passes),
   memory-commitments (a backfill) and memory-mcp (the memory tool), was signed with
   credentials STS vended for that tenant, and none was refused; the only calls on a function's own
   role are the cross-tenant fan-out Queries on byDirtyRef and byDue;
@@ -59,9 +59,9 @@ def rig() -> Any:
     proxy = FaultProxy(serialize=True, stderr_path=OUT / "proxy.log")
     proxy.config(tenantIam=True)
     sqs = aws_client("sqs")
-    queue = sqs.create_queue(QueueName=f"tenant-cred-jobs-{int(time.time() * 1000)}")["QueueUrl"]
+    queue = sqs.create_queue(QueueName=f"tenant-cred-passes-{int(time.time() * 1000)}")["QueueUrl"]
     env = proxy.env(dict(os.environ, TENANT_ROLE_ARN=ROLE_ARN, DREAM_SETTLE_SECONDS="0",
-                         WORK_QUEUE_URL=queue))
+                         PASS_QUEUE_URL=queue))
     # Its HTTP exchanges (the 503 / 429 answers included) join those the OpenAPI step checks.
     exchanges = Path(os.environ.get("TENANT_CRED_EXCHANGES", ROOT / "target" / "e2e-exchanges"))
     gateway = subprocess.Popen(
@@ -124,13 +124,13 @@ def test_every_tenant_data_call_is_signed_by_that_tenants_vended_credentials(rig
     assert api_a.list(ref_b)["entries"] == []
     invoker.ok("memory-dream", {"tenantId": a, "memoryRef": ref_a})
     invoker.ok("memory-consolidate", {"tenantId": b, "memoryRef": ref_b})
-    # SQS job batches: each job acts for its own tenant.
-    jobs = {"Records": [
+    # SQS batches of queued passes: each acts for its own tenant.
+    batch = {"Records": [
         {"messageId": "m-a", "body": json.dumps({"kind": "consolidate", "tenantId": a,
                                                  "memoryRef": ref_a})},
         {"messageId": "m-b", "body": json.dumps({"kind": "consolidate", "tenantId": b,
                                                  "memoryRef": ref_b})}]}
-    assert invoker.ok("memory-consolidate", jobs) == {"batchItemFailures": []}
+    assert invoker.ok("memory-consolidate", batch) == {"batchItemFailures": []}
     invoker.ok("memory-dream", {"action": "fan-out"})
     # Commitments act for the ref's tenant; the memory tool (memory-mcp) for the JWT's.
     invoker.ok("memory-commitments", {"action": "backfill", "tenantId": a, "memoryRef": ref_a})

@@ -1,5 +1,5 @@
 """Abstractive dreams through the real functions (docs/dreams.md "Abstractive dreams (optional)"):
-a second local gateway runs memory-dream with `DISTILLER_MODEL_ID` set and the Bedrock Runtime
+a second local gateway runs memory-dream with `ABSTRACTIVE_MODEL_ID` set and the Bedrock Runtime
 endpoint pointed at the local Converse stand-in (infra/local/converse.py), reached through the
 Rust SDK.
 
@@ -60,12 +60,12 @@ def standin(tmp_path_factory) -> tuple[str, Path]:
 def abstractive_url(standin) -> str:
     url, _ = standin
     gw = start_gateway("python-e2e-abstractive", {
-        "DISTILLER_MODEL_ID": MODEL,
-        "DISTILLER_TIMEOUT_MS": str(TIMEOUT_MS),
+        "ABSTRACTIVE_MODEL_ID": MODEL,
+        "ABSTRACTIVE_TIMEOUT_MS": str(TIMEOUT_MS),
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
     })
     yield gw.base_url
-    # The dream's logs (the summariser, its fallbacks) hold no registered content or secret.
+    # The dream's logs (the abstractive model, its fallbacks) hold no registered content or secret.
     logs = gw.stop()
     assert "abstractive summary" in logs, "positive control: the dream's log lines were captured"
     assert not leaks(logs), f"function logs leak {leaks(logs)}"

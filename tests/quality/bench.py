@@ -24,7 +24,7 @@ byte-identical) and once with the entries in reverse order (the plan must be the
 The plan is replayed: each merge removes its `replaced` entries (input ids or the merged ids of
 earlier merges) and adds its merged entry, which stands for the union of the input ids behind
 what it replaced (its `provenance`, minus any intermediate merged ids, must list exactly those).
-The result is a partition of the input ids into surviving entries, which is what is scored:
+The result puts each input id in exactly one surviving entry, which is what is scored:
 
   distinct facts kept   the share of entries not merged with any entry stating a different fact:
                         an entry that ends in the same surviving entry as an entry of another

@@ -40,8 +40,8 @@ the `change` operator, whose whole point is update language about ANOTHER attrib
               where the person lives) is skipped: that one could be a true supersession
 
 The planner sees ALL pairs in ONE input, each pair under its own `subject` (entries of
-different subjects are never merged, so each pair is an isolated partition): mutated pairs are
-planned in both directions (the mutant newer, and in a second partition the mutant older), the
+different subjects are never merged, so each pair is an isolated cohort): mutated pairs are
+planned in both directions (the mutant newer, and in a second cohort the mutant older), the
 `change` pairs with the change statement newer only. A pair fails when the replayed plan
 (bench.replay) leaves both of its entries in one surviving entry; a failure is a `duplicate`
 merge or a `supersede`. The positive control plans the original duplicate pairs (each member
@@ -1279,14 +1279,14 @@ def embed_texts(texts: list[str]) -> None:
 
 
 @dataclass
-class Partition:
+class Cohort:
     pair: Pair
     direction: str
     older: str  # entry ids
     newer: str
 
 
-def plan_entries(pairs: list[Pair]) -> tuple[list[dict], list[Partition]]:
+def plan_entries(pairs: list[Pair]) -> tuple[list[dict], list[Cohort]]:
     entries, parts = [], []
     for p in pairs:
         for d in p.directions:
@@ -1302,7 +1302,7 @@ def plan_entries(pairs: list[Pair]) -> tuple[list[dict], list[Partition]]:
                             "subject": subject})
             entries.append({"id": idb, "content": newer.text, "tags": list(newer.tags), "createdAtMs": t0 + GAP_MS,
                             "subject": subject})
-            parts.append(Partition(p, d, ida, idb))
+            parts.append(Cohort(p, d, ida, idb))
     return entries, parts
 
 
@@ -1329,14 +1329,14 @@ def planner_command(explicit: str | None = None) -> str:
 
 @dataclass
 class Outcome:
-    partition: Partition
+    cohort: Cohort
     merged: bool
     kind: str | None  # "duplicate" | "supersede" when merged
     survivor_text: str | None
 
 
 def run(pairs: list[Pair], embed: bool, command: str | None = None, timings: dict | None = None) -> list[Outcome]:
-    """Plans every pair in one planner run; one Outcome per partition."""
+    """Plans every pair in one planner run; one Outcome per cohort."""
     t = time.monotonic()
     entries, parts = plan_entries(pairs)
     raw_in = payload(entries, embed)
@@ -1369,7 +1369,7 @@ def run(pairs: list[Pair], embed: bool, command: str | None = None, timings: dic
 def summarise(mutated: list[Pair], control: list[Pair], outcomes: list[Outcome]) -> dict:
     by_pair: dict[int, list[Outcome]] = defaultdict(list)
     for o in outcomes:
-        by_pair[o.partition.pair.n].append(o)
+        by_pair[o.cohort.pair.n].append(o)
     pairs_by_op = Counter(p.op for p in mutated)
     pairs_by_corpus = Counter(p.corpus for p in mutated)
     pairs_by_op_corpus = Counter(f"{p.op}/{p.corpus}" for p in mutated)
@@ -1382,11 +1382,11 @@ def summarise(mutated: list[Pair], control: list[Pair], outcomes: list[Outcome])
             continue
         fail_by_op[p.op] += 1
         for o in bad:
-            fail_kind_by_op[p.op][f"{o.kind} ({o.partition.direction})"] += 1
+            fail_kind_by_op[p.op][f"{o.kind} ({o.cohort.direction})"] += 1
         failures.append({
             "pair": p.n, "corpus": p.corpus, "group": p.group, "category": p.category, "op": p.op,
             "detail": p.detail, "partner": p.partner,
-            "how": sorted({f"{o.kind} ({o.partition.direction})" for o in bad}),
+            "how": sorted({f"{o.kind} ({o.cohort.direction})" for o in bad}),
             "texts": [p.left.text, p.right.text], "kept": bad[0].survivor_text,
         })
     folded = [p for p in control if any(o.merged for o in by_pair[p.n])]
@@ -1397,7 +1397,7 @@ def summarise(mutated: list[Pair], control: list[Pair], outcomes: list[Outcome])
         "pairs_by_corpus": dict(pairs_by_corpus),
         "pairs_by_operator_and_corpus": dict(sorted(pairs_by_op_corpus.items())),
         "pairs_by_partner": dict(Counter(p.partner for p in mutated)),
-        "partitions": len(outcomes),
+        "cohorts": len(outcomes),
         "failures": len(failures),
         "merges": sum(1 for f in failures if any(h.startswith("duplicate") for h in f["how"])),
         "supersessions": sum(1 for f in failures if any(h.startswith("supersede") for h in f["how"])),
@@ -1410,7 +1410,7 @@ def summarise(mutated: list[Pair], control: list[Pair], outcomes: list[Outcome])
 
 
 def report_lines(summary: dict, per_op_examples: int = 10) -> list[str]:
-    lines = [f"mutated pairs: {summary['pairs']} ({summary['partitions']} partitions incl. control)",
+    lines = [f"mutated pairs: {summary['pairs']} ({summary['cohorts']} cohorts incl. control)",
              "  by corpus: " + ", ".join(f"{k} {v}" for k, v in summary["pairs_by_corpus"].items()),
              "  by partner: " + ", ".join(f"{k} {v}" for k, v in summary["pairs_by_partner"].items()),
              f"  {'operator':<12}{'pairs':>7}{'failed':>8}  how"]

@@ -1,4 +1,4 @@
-//! Plays the part of a Lambda SQS event source mapping: drains a work queue and turns the
+//! Plays the part of a Lambda SQS event source mapping: drains a pass queue and turns the
 //! messages into the `{"Records": [...]}` event Lambda would deliver.
 
 use std::time::Duration;

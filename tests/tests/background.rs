@@ -1,5 +1,5 @@
 //! Scheduled passes end to end: the real `memory-consolidate` binary fans out through SQS,
-//! processes the queued jobs as an SQS event, and a direct invoke runs one ref.
+//! processes the queued passes as an SQS event, and a direct invoke runs one ref.
 
 use std::time::Duration;
 
@@ -33,7 +33,7 @@ async fn consolidation_fans_out_through_the_queue_and_is_idempotent() {
     let write = LambdaProcess::start("memory-write", &[]).await;
     let read = LambdaProcess::start("memory-read", &[]).await;
     let consolidate =
-        LambdaProcess::start("memory-consolidate", &[("WORK_QUEUE_URL", &queue_url)]).await;
+        LambdaProcess::start("memory-consolidate", &[("PASS_QUEUE_URL", &queue_url)]).await;
 
     let entries = json!([
         {"content": "Prefers email follow-up", "tier": "long-term", "tags": ["preference"]},
@@ -69,7 +69,11 @@ async fn consolidation_fans_out_through_the_queue_and_is_idempotent() {
                 .is_some_and(|b| b.contains(&t) || b.contains(&other))
         })
         .collect();
-    assert_eq!(ours.len(), 2, "one job per pending ref: {records:?}");
+    assert_eq!(
+        ours.len(),
+        2,
+        "one queued pass per pending ref: {records:?}"
+    );
     let batch = consolidate
         .invoke(&json!({"Records": ours}))
         .await

@@ -251,7 +251,7 @@ async fn the_nightly_fan_out_queues_refs_with_new_entries() {
         .map(|n| format!("workspaces/{t}/agents/agent-{n}/memories"))
         .collect();
     let write = LambdaProcess::start("memory-write", &[]).await;
-    let dream = LambdaProcess::start("memory-dream", &[("WORK_QUEUE_URL", &queue_url)]).await;
+    let dream = LambdaProcess::start("memory-dream", &[("PASS_QUEUE_URL", &queue_url)]).await;
     for r in &refs {
         write
             .invoke(&json!({"op": "put", "tenantId": t, "memoryRef": r, "entries": [{"content": "note one"}, {"content": "note two"}]}))
@@ -261,8 +261,8 @@ async fn the_nightly_fan_out_queues_refs_with_new_entries() {
     let fan_out = dream.invoke(&json!({"action": "fan-out"})).await.response();
     assert!(fan_out["queued"].as_u64().unwrap_or(0) >= 3);
     let records = drain_as_records(&sdk, &queue_url).await;
-    // Deliver our jobs as the event source mapping would (other tests' jobs in the shared
-    // queue are dropped: their refs are test data of other runs).
+    // Deliver our queued passes as the event source mapping would (other tests' queued passes in
+    // the shared queue are dropped: their refs are test data of other runs).
     let ours: Vec<&Value> = records
         .iter()
         .filter(|m| m["body"].as_str().is_some_and(|b| b.contains(&t)))

@@ -1,4 +1,4 @@
-//! `memory-consolidate`: RFC 0068 consolidation. Scheduled fan-out, queued per-ref jobs (SQS),
+//! `memory-consolidate`: RFC 0068 consolidation. Scheduled fan-out, queued per-ref passes (SQS),
 //! or a direct invoke for one ref.
 
 mod pass;
@@ -8,7 +8,7 @@ use std::sync::Arc;
 use consolidation_service::pass::Consolidator;
 use lambda_runtime::Error;
 use memory_aws::AwsPorts;
-use memory_core::ports::JobQueue;
+use memory_core::ports::PassQueue;
 use pass::ConsolidatePass;
 
 fn main() -> Result<(), Error> {
@@ -20,7 +20,7 @@ async fn serve() -> Result<(), Error> {
     let pass = ConsolidatePass(
         Consolidator::new(ports.core()).with_embedding_model(ports.embedding_model.clone()),
     );
-    let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
+    let queue: Option<Arc<dyn PassQueue>> = ports.queue.clone().map(|q| q as Arc<dyn PassQueue>);
     let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
     lambda_adapter::run_pass(pass, store, queue).await
 }

@@ -4,7 +4,7 @@
 
 use async_trait::async_trait;
 use consolidation_service::pass::Consolidator;
-use memory_core::ports::WorkKind;
+use memory_core::ports::PassKind;
 use memory_core::CoreError;
 use serde_json::{json, Value};
 
@@ -14,8 +14,8 @@ pub struct ConsolidatePass(pub Consolidator);
 
 #[async_trait]
 impl RefPass for ConsolidatePass {
-    fn kind(&self) -> WorkKind {
-        WorkKind::Consolidate
+    fn kind(&self) -> PassKind {
+        PassKind::Consolidate
     }
 
     async fn run(&self, run: &RunRef) -> Result<Value, CoreError> {

@@ -11,7 +11,7 @@ use dream_service::abstractive::{Abstractive, DEFAULT_TIMEOUT};
 use dream_service::dream::Dreamer;
 use lambda_runtime::Error;
 use memory_aws::AwsPorts;
-use memory_core::ports::JobQueue;
+use memory_core::ports::PassQueue;
 use pass::DreamPass;
 
 fn main() -> Result<(), Error> {
@@ -20,7 +20,7 @@ fn main() -> Result<(), Error> {
 
 async fn serve() -> Result<(), Error> {
     // The tokenizer (~40 ms to build) is built by the first dream that counts tokens, not at
-    // start-up: dreams are background jobs, where a first run 40 ms slower costs nothing, while
+    // start-up: dreams are background passes, where a first run 40 ms slower costs nothing, while
     // every cold start (billed init included) would pay it (docs/figures.md "Overview").
     let ports = AwsPorts::from_env().await?;
     // Entries younger than this wait for the next run (see Dreamer::with_settle_millis);
@@ -28,15 +28,15 @@ async fn serve() -> Result<(), Error> {
     // attempt's lease commits with the first attempt's `createdAt` (docs/guarantees.md
     // "Idempotent writes").
     let settle_seconds: i64 = lambda_adapter::env_number("DREAM_SETTLE_SECONDS", 30)?;
-    // Abstractive dreams, only with DISTILLER_MODEL_ID set: how long a dream waits for the model.
+    // Abstractive dreams, only with ABSTRACTIVE_MODEL_ID set: how long a dream waits for the model.
     let timeout_ms: u64 = lambda_adapter::env_number(
-        "DISTILLER_TIMEOUT_MS",
+        "ABSTRACTIVE_TIMEOUT_MS",
         u64::try_from(DEFAULT_TIMEOUT.as_millis()).unwrap_or(u64::MAX),
     )?;
     let abstractive = ports
-        .summariser
+        .abstractive_model
         .clone()
-        .map(|summariser| Abstractive::new(summariser, Duration::from_millis(timeout_ms)));
+        .map(|model| Abstractive::new(model, Duration::from_millis(timeout_ms)));
     let pass = DreamPass(
         Dreamer::new(
             ports.core(),
@@ -46,7 +46,7 @@ async fn serve() -> Result<(), Error> {
         .with_settle_millis(settle_seconds * 1000)
         .with_abstractive(abstractive),
     );
-    let queue: Option<Arc<dyn JobQueue>> = ports.jobs.clone().map(|q| q as Arc<dyn JobQueue>);
+    let queue: Option<Arc<dyn PassQueue>> = ports.queue.clone().map(|q| q as Arc<dyn PassQueue>);
     let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
     lambda_adapter::run_pass(pass, store, queue).await
 }

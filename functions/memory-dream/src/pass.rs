@@ -2,12 +2,12 @@
 //! "secrets"?}` distils one ref now and answers the run report; a budget below the floor (the
 //! fixed overhead of a summary) fails the invoke with `validation_error` on `tokenBudget`, one
 //! that cannot hold the top-ranked fact with its source with `token_budget_exceeded`. The
-//! schedule and queue paths go through `background_api` (queued jobs use the advertised maximum
+//! schedule and queue paths go through `background_api` (queued passes use the advertised maximum
 //! budget).
 
 use async_trait::async_trait;
 use dream_service::dream::Dreamer;
-use memory_core::ports::WorkKind;
+use memory_core::ports::PassKind;
 use memory_core::CoreError;
 use serde_json::{json, Value};
 
@@ -17,8 +17,8 @@ pub struct DreamPass(pub Dreamer);
 
 #[async_trait]
 impl RefPass for DreamPass {
-    fn kind(&self) -> WorkKind {
-        WorkKind::Dream
+    fn kind(&self) -> PassKind {
+        PassKind::Dream
     }
 
     async fn run(&self, run: &RunRef) -> Result<Value, CoreError> {

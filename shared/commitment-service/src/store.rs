@@ -45,7 +45,7 @@ pub struct CommitmentKey {
     pub id: String,
 }
 
-/// The due index is split like the pending-work index so no partition gets hot.
+/// The due index is split like the pending-pass index so no index partition gets hot.
 pub const DUE_SHARDS: u8 = 16;
 
 pub fn due_shard(commitment_id: &str) -> u8 {

@@ -17,7 +17,7 @@ use memory_core::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
 use memory_core::history::{history_copy, is_history};
 use memory_core::listing::snapshot;
 use memory_core::model::{hex, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use memory_core::ports::{CorePorts, WorkKind};
+use memory_core::ports::{CorePorts, PassKind};
 use memory_core::time::Timestamp;
 use memory_guard::Redactor;
 
@@ -91,7 +91,7 @@ impl Consolidator {
         let state = memory_core::background::begin_pass(
             self.ports.store.as_ref(),
             &memory_ref,
-            WorkKind::Consolidate,
+            PassKind::Consolidate,
         )
         .await?;
         // Forget's fence (`forget.rs`): tombstoned entries are never merged.
@@ -212,7 +212,7 @@ impl Consolidator {
                 }
                 // A write raced this merge, or the store stayed busy through the adapter's
                 // retries: skip this one merge (its members are untouched, all or nothing) and
-                // leave the work pending for the next pass, rather than abandon the others.
+                // leave the pass pending for the next one, rather than abandon the others.
                 Err(StoreError::Conflict { .. } | StoreError::Unavailable { .. }) => {
                     failed.push(merge.merged.id.clone());
                     report.merges_skipped += 1;
@@ -221,7 +221,7 @@ impl Consolidator {
             }
         }
         // A forget began during the pass: what was merged from a forgotten entry goes (the
-        // merged entry's provenance names it), and the work stays pending.
+        // merged entry's provenance names it), and the pass stays pending.
         if let Some(mut tombstoned) = fence
             .breached(self.ports.store.as_ref(), &memory_ref)
             .await?
@@ -249,7 +249,7 @@ impl Consolidator {
             && self
                 .ports
                 .store
-                .finish_work(&memory_ref, WorkKind::Consolidate, state.version, None)
+                .finish_pass(&memory_ref, PassKind::Consolidate, state.version, None)
                 .await?;
         if report.merges_applied > 0 || finished {
             let event = DomainEvent::memory_consolidated(
@@ -275,8 +275,8 @@ impl Consolidator {
     }
 }
 
-/// The identity of a pass's outcome: the work version it read and the merged ids it applied.
-/// Two deliveries of one job that did the same thing share it; passes that did different
+/// The identity of a pass's outcome: the marker version it read and the merged ids it applied.
+/// Two deliveries of one queued pass that did the same thing share it; passes that did different
 /// things (or ran over different writes) differ, whatever the clock said.
 fn pass_identity(version: Option<u64>, applied: &[String]) -> String {
     let mut h = Sha256::new();

@@ -11,7 +11,7 @@ use memory_core::history::is_history;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use memory_core::listing::ListOptions;
 use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
-use memory_core::ports::{CorePorts, EntryStore, IdBound, Page, PageQuery, WorkKind, WorkState};
+use memory_core::ports::{CorePorts, EntryStore, IdBound, MarkerState, Page, PageQuery, PassKind};
 use memory_core::reader::MemoryReader;
 use memory_core::tag_filter::TagFilter;
 use memory_core::{MemoryRef, SecretRegistry, StoreError, TenantId, TenantScope, Tier, Timestamp};
@@ -302,7 +302,7 @@ impl EntryStore for Racing {
     ) -> Result<(), StoreError> {
         self.inner.put_entries_completing(e, c).await
     }
-    async fn mark_pending(&self, r: &MemoryRef, k: WorkKind, t: Timestamp) {
+    async fn mark_pending(&self, r: &MemoryRef, k: PassKind, t: Timestamp) {
         self.inner.mark_pending(r, k, t).await
     }
     async fn claim_key(&self, c: &KeyClaim) -> Result<Claim, StoreError> {
@@ -323,8 +323,8 @@ impl EntryStore for Racing {
     async fn tombstones(&self, r: &MemoryRef) -> Result<BTreeSet<String>, StoreError> {
         self.inner.tombstones(r).await
     }
-    async fn begin_work(&self, r: &MemoryRef, k: WorkKind) -> Result<WorkState, StoreError> {
-        self.inner.begin_work(r, k).await
+    async fn begin_pass(&self, r: &MemoryRef, k: PassKind) -> Result<MarkerState, StoreError> {
+        self.inner.begin_pass(r, k).await
     }
     async fn list_page(&self, r: &MemoryRef, q: &PageQuery) -> Result<Page, StoreError> {
         self.inner.list_page(r, q).await
@@ -374,19 +374,19 @@ impl EntryStore for Racing {
         }
         self.inner.replace(put, delete).await
     }
-    async fn work_state(&self, r: &MemoryRef, k: WorkKind) -> Result<WorkState, StoreError> {
-        self.inner.work_state(r, k).await
+    async fn marker_state(&self, r: &MemoryRef, k: PassKind) -> Result<MarkerState, StoreError> {
+        self.inner.marker_state(r, k).await
     }
-    async fn finish_work(
+    async fn finish_pass(
         &self,
         r: &MemoryRef,
-        k: WorkKind,
+        k: PassKind,
         v: Option<u64>,
         w: Option<Timestamp>,
     ) -> Result<bool, StoreError> {
-        self.inner.finish_work(r, k, v, w).await
+        self.inner.finish_pass(r, k, v, w).await
     }
-    async fn pending_refs(&self, k: WorkKind, s: u8) -> Result<Vec<MemoryRef>, StoreError> {
+    async fn pending_refs(&self, k: PassKind, s: u8) -> Result<Vec<MemoryRef>, StoreError> {
         self.inner.pending_refs(k, s).await
     }
 }
@@ -476,7 +476,7 @@ async fn a_store_failure_mid_pass_loses_nothing_and_the_rerun_finishes() {
         let result = w.pass.run("t1", &r.to_string(), &no_redaction()).await;
         assert!(
             result.is_err(),
-            "fault {fail_at} surfaces as an error (the job is retried)"
+            "fault {fail_at} surfaces as an error (the pass is retried)"
         );
         nothing_lost(&w.store, &corpus);
         pass_over(&w.pass, &r).await;
@@ -503,7 +503,7 @@ async fn transactional_entries_are_left_alone() {
 
 #[tokio::test]
 async fn the_consolidated_event_id_names_the_outcome_not_the_clock() {
-    // The same store state consolidated at two different instants (a job delivered twice, the
+    // The same store state consolidated at two different instants (a pass delivered twice, the
     // second time later): the events share one id, so consumers dedupe the redelivery.
     let mut ids = Vec::new();
     for at in [T0 + 1_000_000, T0 + 9_000_000] {

@@ -1,15 +1,15 @@
-//! Which entries belong together: partitioning, exact and near-duplicate clustering and fact
+//! Which entries belong together: cohorts, exact and near-duplicate clustering and fact
 //! slots (openwop-agent-memory.md §"Background consolidation (RFC 0068)": "merge duplicates,
 //! supersede stale facts").
 //!
 //! 1. Entries whose id occurs more than once in the input are left alone (the store guarantees
 //!    unique ids; if that is ever violated, consolidating could delete the wrong twin).
-//! 2. The rest are partitioned by `(subject, set of fact keys)`. Nothing ever crosses a
-//!    partition: entries of different subjects stay apart so forget-by-subject still finds every
+//! 2. The rest are split into cohorts by `(subject, set of fact keys)`. Nothing ever crosses a
+//!    cohort: entries of different subjects stay apart so forget-by-subject still finds every
 //!    derived entry by its subject, and entries of different fact slots (or a slot entry and a
 //!    slot-less one) are different facts whatever their wording.
-//! 3. A partition with fact keys is one slot: all of its entries form one supersede group.
-//! 4. A partition without fact keys is clustered: entries with equal normalised text are exact
+//! 3. A cohort with fact keys is one slot: all of its entries form one supersede group.
+//! 4. A cohort without fact keys is clustered: entries with equal normalised text are exact
 //!    duplicates; distinct normalised texts are joined when they are near duplicates (guard plus
 //!    Jaccard, see [`crate::normalise`]). Candidate pairs come from LSH buckets keyed by
 //!    `(guard fingerprint, band, band hash)`, verified pairs are joined with union-find, and each
@@ -22,7 +22,7 @@
 //! # Memory access
 //!
 //! A pass reads every entry once, in input order (the order a store read put them in memory):
-//! partition, id and text analysis all come from that one sweep and are kept as a small
+//! cohort, id and text analysis all come from that one sweep and are kept as a small
 //! fixed-size record per entry. Texts are compared by the SHA-256 digests of their normalised
 //! forms (two different texts with one digest would be a SHA-256 collision): exact duplicates
 //! are found, and supersession tells agreeing versions from stale ones, without reading any
@@ -128,10 +128,10 @@ pub(crate) fn find_groups(
     threshold: f64,
     semantic: Option<&Semantic<'_>>,
 ) -> Vec<Group> {
-    // The one sweep over the input (see the module documentation). The partition numbering
+    // The one sweep over the input (see the module documentation). The cohort numbering
     // follows the input order, but it never reaches the output: members are listed in id order
     // and groups are sorted by the rank of their first member at the end.
-    let mut partition_of: HashMap<(Option<&str>, Vec<&str>), usize> = HashMap::new();
+    let mut cohort_of: HashMap<(Option<&str>, Vec<&str>), usize> = HashMap::new();
     let mut slotless: Vec<bool> = Vec::new();
     let mut keyed: Vec<(u128, usize, usize)> = Vec::with_capacity(entries.len());
     let mut texts: Vec<MemberText> = Vec::with_capacity(entries.len());
@@ -143,23 +143,23 @@ pub(crate) fn find_groups(
     let mut substitution_keys: Vec<u64> =
         Vec::with_capacity(entries.len().saturating_mul(substitution::KEYED_WORDS + 1));
     let mut norm = String::new();
-    // The partition of entries with neither a subject nor a fact key, usually most of them,
+    // The cohort of entries with neither a subject nor a fact key, usually most of them,
     // is kept outside the map, so they are not hashed.
-    let mut plain_partition: Option<usize> = None;
+    let mut plain_cohort: Option<usize> = None;
     for (i, e) in entries.iter().enumerate() {
         let keys = fact_keys(&e.tags);
         let next = slotless.len();
         let is_slotless = keys.is_empty();
-        let new_partition = || {
+        let new_cohort = || {
             slotless.push(is_slotless);
             next
         };
         let p = if is_slotless && e.subject.is_none() {
-            *plain_partition.get_or_insert_with(new_partition)
+            *plain_cohort.get_or_insert_with(new_cohort)
         } else {
-            *partition_of
+            *cohort_of
                 .entry((e.subject.as_deref(), keys))
-                .or_insert_with(new_partition)
+                .or_insert_with(new_cohort)
         };
         keyed.push((id_prefix(&e.id), i, p));
         let mut scanner = supersession::Scanner::default();
@@ -179,11 +179,11 @@ pub(crate) fn find_groups(
         let (update, lead) = scanner.finish();
         plain.push(Plain::new(update, lead));
     }
-    drop(partition_of);
+    drop(cohort_of);
     drop(norm);
     let substitution_pairs = substitution_candidates(substitution_keys, &guards);
-    // Node of each entry within its partition, written by `components` (only candidate pairs
-    // read it, so entries of other partitions are never confused: pairs are per partition).
+    // Node of each entry within its cohort, written by `components` (only candidate pairs
+    // read it, so entries of other cohorts are never confused: pairs are per cohort).
     let mut node_of_entry: Vec<usize> = if substitution_pairs.is_empty() {
         Vec::new()
     } else {
@@ -206,18 +206,18 @@ pub(crate) fn find_groups(
             members[*p].push(*i);
         }
     }
-    // Candidate pairs by partition (a pair across partitions is never linked).
+    // Candidate pairs by cohort (a pair across cohorts is never linked).
     let mut substitution_pairs: Vec<(usize, usize, usize)> = if substitution_pairs.is_empty() {
         Vec::new()
     } else {
-        let mut partition_of_entry = vec![NONE; entries.len()];
+        let mut cohort_of_entry = vec![NONE; entries.len()];
         for &(_, i, p) in &keyed {
-            partition_of_entry[i] = p;
+            cohort_of_entry[i] = p;
         }
         substitution_pairs
             .into_iter()
-            .filter(|&(a, b)| partition_of_entry[a] == partition_of_entry[b])
-            .map(|(a, b)| (partition_of_entry[a], a, b))
+            .filter(|&(a, b)| cohort_of_entry[a] == cohort_of_entry[b])
+            .map(|(a, b)| (cohort_of_entry[a], a, b))
             .collect()
     };
     substitution_pairs.sort_unstable();
@@ -244,7 +244,7 @@ pub(crate) fn find_groups(
                     &members,
                     threshold,
                     Substitutions {
-                        pairs: partition_slice(&substitution_pairs, p),
+                        pairs: cohort_slice(&substitution_pairs, p),
                         node_of_entry: &mut node_of_entry,
                     },
                     semantic,
@@ -313,7 +313,7 @@ struct Analysed<'a> {
 /// the next pass and the pass stays idempotent.
 pub(crate) const MAX_SUPERSESSION_LEAD: usize = 512;
 
-/// The groups of one slot-less partition (`members` in id order): connected components of the
+/// The groups of one slot-less cohort (`members` in id order): connected components of the
 /// duplicate relation and of plain-language supersession; a component with a supersession in
 /// it is a supersede group.
 ///
@@ -533,21 +533,21 @@ fn substitution_candidates(mut keys: Vec<u64>, guards: &[u64]) -> Vec<(usize, us
     pairs
 }
 
-/// What one partition's substitution search needs from the sweep.
+/// What one cohort's substitution search needs from the sweep.
 pub(crate) struct Substitutions<'a> {
-    /// The partition's candidate pairs `(partition, a, b)`, sorted.
+    /// The cohort's candidate pairs `(cohort, a, b)`, sorted.
     pairs: &'a [(usize, usize, usize)],
-    /// Scratch indexed by entry: the node of each member of the current partition.
+    /// Scratch indexed by entry: the node of each member of the current cohort.
     node_of_entry: &'a mut [usize],
 }
 
-fn partition_slice(pairs: &[(usize, usize, usize)], p: usize) -> &[(usize, usize, usize)] {
+fn cohort_slice(pairs: &[(usize, usize, usize)], p: usize) -> &[(usize, usize, usize)] {
     let start = pairs.partition_point(|&(q, _, _)| q < p);
     let end = pairs.partition_point(|&(q, _, _)| q <= p);
     &pairs[start..end]
 }
 
-/// Joins the nodes of one partition whose embeddings propose them as duplicates and whose
+/// Joins the nodes of one cohort whose embeddings propose them as duplicates and whose
 /// facts agree ([`fact_check::facts_agree`]).
 fn link_semantic(
     entries: &[Entry],
@@ -606,7 +606,7 @@ fn link_pairs(
     }
 }
 
-/// Joins the nodes of one partition whose texts differ by typos or one synonym
+/// Joins the nodes of one cohort whose texts differ by typos or one synonym
 /// ([`substitution::linked`]); candidates come from [`substitution_candidates`].
 fn link_substitutions(
     entries: &[Entry],

@@ -36,7 +36,7 @@
 //! Running [`plan`] on the corpus a plan leaves behind yields no merges:
 //!
 //! - a merged entry keeps its group's subject and fact-key set (duplicate groups have no fact
-//!   keys; a supersede entry keeps the winner's tags), so it stays in its partition;
+//!   keys; a supersede entry keeps the winner's tags), so it stays in its cohort;
 //! - every fact slot ends with exactly one entry;
 //! - a duplicate group's survivor carries the text of one of its members. Any two survivors
 //!   therefore carry texts that were both present in the first pass, in different connected

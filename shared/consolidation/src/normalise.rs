@@ -348,7 +348,7 @@ pub fn shingle_jaccard(a: &str, b: &str) -> f64 {
 
 /// The pairwise duplicate relation a pass applies, without the candidate search: equal
 /// normalised texts, or the guard plus `shingle_jaccard >= threshold`. A pass folds two texts
-/// of the same partition exactly when a chain of this relation connects them (LSH recall
+/// of the same cohort exactly when a chain of this relation connects them (LSH recall
 /// aside: a pair it misses is missed the same way on every pass).
 pub fn is_near_duplicate(a: &str, b: &str, threshold: f64) -> bool {
     let (na, nb) = (normalise(a), normalise(b));

@@ -3,14 +3,14 @@
 //! two different facts).
 //!
 //! When the caller has an embedding per entry (the same model for all of them: the host stores
-//! one next to each entry when a model is configured), two entries of one partition whose
+//! one next to each entry when a model is configured), two entries of one cohort whose
 //! vectors have a cosine similarity of at least [`Semantic::min_cosine`] are *proposed* as
 //! duplicates. A proposal becomes a link only when the fact check agrees
 //! ([`crate::link::fact_check`]): embeddings rate two sentences about one thing as similar
 //! whether or not they agree, so the checks, not the score, keep distinct facts apart.
 //!
-//! Candidates: every pair of a partition with at most [`ALL_PAIRS_VECTORS`] vectors; a larger
-//! partition is bucketed by sign-random-projection LSH ([`BANDS`] bands of [`BITS`] bits, fixed
+//! Candidates: every pair of a cohort with at most [`ALL_PAIRS_VECTORS`] vectors; a larger
+//! cohort is bucketed by sign-random-projection LSH ([`BANDS`] bands of [`BITS`] bits, fixed
 //! projections), and a bucket of more than [`MAX_BUCKET`] entries is not searched.
 //!
 //! A link depends only on the two texts and their vectors; a merged entry keeps the vector of
@@ -24,7 +24,7 @@ use crate::minhash::fmix64;
 /// so 0.75 leaves the checks a margin.
 pub const DEFAULT_MIN_COSINE: f32 = 0.75;
 
-/// Largest number of vectors in a partition compared all pairs.
+/// Largest number of vectors in a cohort compared all pairs.
 pub const ALL_PAIRS_VECTORS: usize = 2_048;
 const BANDS: usize = 16;
 const BITS: usize = 8;

@@ -2,7 +2,7 @@
 //! (openwop-agent-memory.md §"Background consolidation (RFC 0068)": "merge duplicates", while a
 //! pass never merges two different facts).
 //!
-//! Two texts of one partition are linked when their content words are the same multiset but for
+//! Two texts of one cohort are linked when their content words are the same multiset but for
 //! up to three words on each side, and each pair of words is allowed by one word-pair rule:
 //! a typo ([`crate::link::typo`]) or, as the only substitution, a synonym
 //! ([`crate::link::synonym`]). With the substituted words aligned, the two must be near

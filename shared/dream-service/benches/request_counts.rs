@@ -26,8 +26,8 @@ fn report(label: &str, store: &InMemoryEntryStore, archives: &InMemoryArchiveSto
         "list_page",
         "get",
         "delete",
-        "work_state",
-        "finish_work",
+        "marker_state",
+        "finish_pass",
         "replace",
     ];
     let dynamo: Vec<String> = ops

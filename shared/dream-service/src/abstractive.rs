@@ -27,7 +27,9 @@ use std::time::{Duration, Instant};
 use distill::distiller::{MAX_SUMMARY_BYTES, UNTAGGED_HEADING};
 use distill::{Archive, DistillError, DistillInput, Distillation, Distiller};
 use memory_core::error::{CoreError, StoreError};
-use memory_core::ports::{ArchiveStore, ObjectKey, Summariser, SummaryFact, SummaryRequest};
+use memory_core::ports::{
+    AbstractiveFact, AbstractiveModel, AbstractiveRequest, ArchiveStore, ObjectKey,
+};
 use memory_guard::Redactor;
 
 /// Version prefix of every abstractive pipeline. Part of the archive digest (with the fact
@@ -50,7 +52,8 @@ pub const MAX_MODEL_OUTPUT_TOKENS: u32 = 4_096;
 /// Why a dream kept the deterministic summary instead of the model's.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fallback {
-    /// The summariser failed (throttled past its retries, refused, cut at the token limit, ...).
+    /// The abstractive model failed (throttled past its retries, refused, cut at the token limit,
+    /// ...).
     Failed,
     /// No answer within the timeout.
     TimedOut,
@@ -60,7 +63,7 @@ pub enum Fallback {
     OverBudget,
     /// The deterministic summary held no fact line to rewrite.
     NoFacts,
-    /// Another run of the same dream (a redelivered or retried job) stored the deterministic
+    /// Another run of the same dream (a redelivered or retried pass) stored the deterministic
     /// summary under this archive key first; put-if-absent keeps the first, and this run adopts it.
     EarlierRun,
 }
@@ -79,23 +82,20 @@ impl Fallback {
     }
 }
 
-/// A configured summariser and how long a dream waits for it.
+/// A configured abstractive model and how long a dream waits for it.
 #[derive(Clone)]
 pub struct Abstractive {
-    summariser: Arc<dyn Summariser>,
+    model: Arc<dyn AbstractiveModel>,
     timeout: Duration,
 }
 
 impl Abstractive {
-    pub fn new(summariser: Arc<dyn Summariser>, timeout: Duration) -> Self {
-        Abstractive {
-            summariser,
-            timeout,
-        }
+    pub fn new(model: Arc<dyn AbstractiveModel>, timeout: Duration) -> Self {
+        Abstractive { model, timeout }
     }
 
     pub fn model(&self) -> &str {
-        self.summariser.model()
+        self.model.model()
     }
 
     /// The distiller version of this pipeline over the fact chooser `facts_version`: what the
@@ -143,9 +143,9 @@ impl Abstractive {
         deterministic: &Distillation,
         redactor: &Redactor,
     ) -> Result<Distillation, Fallback> {
-        let facts: Vec<SummaryFact> = facts(&deterministic.summary)
+        let facts: Vec<AbstractiveFact> = facts(&deterministic.summary)
             .into_iter()
-            .map(|f| SummaryFact {
+            .map(|f| AbstractiveFact {
                 text: redactor.redact(&f.text).into_owned(),
                 ..f
             })
@@ -154,19 +154,18 @@ impl Abstractive {
             return Err(Fallback::NoFacts);
         }
         let allowance = allowance(deterministic);
-        let request = SummaryRequest {
+        let request = AbstractiveRequest {
             facts,
             max_output_tokens: allowance,
         };
-        let answer =
-            match tokio::time::timeout(self.timeout, self.summariser.summarise(&request)).await {
-                Err(_) => return Err(Fallback::TimedOut),
-                Ok(Err(e)) => {
-                    tracing::warn!(model = self.model(), error = %e, "summariser failed");
-                    return Err(Fallback::Failed);
-                }
-                Ok(Ok(text)) => text,
-            };
+        let answer = match tokio::time::timeout(self.timeout, self.model.rewrite(&request)).await {
+            Err(_) => return Err(Fallback::TimedOut),
+            Ok(Err(e)) => {
+                tracing::warn!(model = self.model(), error = %e, "abstractive model failed");
+                return Err(Fallback::Failed);
+            }
+            Ok(Ok(text)) => text,
+        };
         let answer = answer.trim();
         if answer.is_empty() {
             return Err(Fallback::Empty);
@@ -245,7 +244,7 @@ pub async fn build_archive(
 }
 
 /// After put-if-absent found an archive at this run's key: another run of the same dream (a
-/// redelivered or retried job) stored it first. A model is not byte-stable, so that archive may
+/// redelivered or retried pass) stored it first. A model is not byte-stable, so that archive may
 /// hold another summary than this run's; the first one stays, and this run writes the output
 /// entry and announces with its summary and figures, so entry, archive and event agree.
 pub async fn adopt_stored(
@@ -296,11 +295,11 @@ pub fn allowance(distillation: &Distillation) -> u32 {
 
 /// The current facts of a deterministic summary, in its order, as the distiller reads a summary
 /// back (merged bullets split, suffixes parsed into weights); superseded values are left out.
-pub fn facts(summary: &str) -> Vec<SummaryFact> {
+pub fn facts(summary: &str) -> Vec<AbstractiveFact> {
     distill::summary_items(summary)
         .into_iter()
         .filter(|item| !item.superseded)
-        .map(|item| SummaryFact {
+        .map(|item| AbstractiveFact {
             section: item.section.unwrap_or_else(|| UNTAGGED_HEADING.to_owned()),
             text: item.text,
             weight: item.weight,

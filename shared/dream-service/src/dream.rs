@@ -1,15 +1,15 @@
 //! Scheduled distillation, "dreams" (RFC 0062, `openwop-agent-memory.md` §"Scheduled
 //! distillation"; RFC 0012 for the event, provenance tag and SR-1 carry-forward).
 //!
-//! One run over one ref: read the transactional entries newer than the last finished dream as
-//! one snapshot; distil them within the token budget with the pure `distill` crate; write the
-//! archive (immutable, put-if-absent, named by the digest of sources + budget + distiller
-//! version, so a rerun lands on the same key with the same bytes), the long-term output entry
-//! (deterministic id, `compacted-from:<runId>`), and the MEMORY-INDEX (compare-and-swap on its
-//! ETag, retried, so racing dreams lose no update); announce `memory.compacted` (and
-//! `workspace.updated` when the index changed); and only then move the watermark.
-//! With a summariser configured (`abstractive`), a model rewrites the distilled facts first; a
-//! rerun still lands on the same key, and the summary stored first is the one kept.
+//! One run over one ref: read the transactional entries newer than the last finished dream as one
+//! snapshot; distil them within the token budget with the pure `distill` crate; write the archive
+//! (immutable, put-if-absent, named by the digest of sources + budget + distiller version, so a
+//! rerun lands on the same key with the same bytes), the long-term output entry (deterministic id,
+//! `compacted-from:<runId>`), and the MEMORY-INDEX (compare-and-swap on its ETag, retried, so
+//! racing dreams lose no update); announce `memory.compacted` (and `workspace.updated` when the
+//! index changed); and only then move the watermark. With an abstractive model configured
+//! (`abstractive`), a model rewrites the distilled facts first; a rerun still lands on the same
+//! key, and the summary stored first is the one kept.
 //!
 //! Every source of the snapshot is consumed by a run (`distill` rule step 2): archived, the
 //! output entry's provenance, and passed by the watermark; the summary holds the best-ranked
@@ -19,7 +19,7 @@
 //! (`validation_error` on `tokenBudget`), and the budget rule is applied before anything is
 //! written, so `token_budget_exceeded` leaves bucket, table and index as they were. If a later step fails, what this run created
 //! is removed again before the error is returned, and the watermark has not moved, so the next
-//! run (the queue retries the job) starts from the same snapshot and converges.
+//! run (the queue retries the pass) starts from the same snapshot and converges.
 
 use std::sync::Arc;
 
@@ -40,7 +40,7 @@ use memory_core::idempotency::{
 use memory_core::listing::snapshot;
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, Tier};
 use memory_core::ports::{
-    ArchiveStore, CorePorts, Expect, ObjectKey, ObjectKind, PutOutcome, WorkKind,
+    ArchiveStore, CorePorts, Expect, ObjectKey, ObjectKind, PassKind, PutOutcome,
 };
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId};
@@ -72,9 +72,9 @@ pub struct DreamReport {
     pub archive_key: Option<String>,
     pub archive_created: bool,
     pub index_updated: bool,
-    /// With a summariser configured (docs/dreams.md "Abstractive dreams (optional)"): the model
-    /// whose summary the output entry holds, or why it holds the deterministic one (a `Fallback`
-    /// code).
+    /// With an abstractive model configured (docs/dreams.md "Abstractive dreams (optional)"): the
+    /// model whose summary the output entry holds, or why it holds the deterministic one (a
+    /// `Fallback` code).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub summary_model: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -152,7 +152,7 @@ impl Dreamer {
         let state = memory_core::background::begin_pass(
             self.ports.store.as_ref(),
             &memory_ref,
-            WorkKind::Dream,
+            PassKind::Dream,
         )
         .await?;
         // Forget's fence (`forget.rs`): tombstoned entries never enter the snapshot.
@@ -184,16 +184,16 @@ impl Dreamer {
             if state.pending && young.is_empty() {
                 self.ports
                     .store
-                    .finish_work(&memory_ref, WorkKind::Dream, state.version, None)
+                    .finish_pass(&memory_ref, PassKind::Dream, state.version, None)
                     .await?;
             }
             return Ok(report);
         };
 
         let move_watermark = || {
-            self.ports.store.finish_work(
+            self.ports.store.finish_pass(
                 &memory_ref,
-                WorkKind::Dream,
+                PassKind::Dream,
                 finish_version,
                 Some(watermark),
             )
@@ -377,7 +377,7 @@ impl Dreamer {
     }
 
     /// Publishes `events` unless a run of the same dream already did (or is doing it right now:
-    /// then `IdempotencyInFlight`, and the job is retried after the other run's lease).
+    /// then `IdempotencyInFlight`, and the pass is retried after the other run's lease).
     async fn announce_once(
         &self,
         tenant: &TenantId,

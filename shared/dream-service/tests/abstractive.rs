@@ -1,7 +1,7 @@
-//! Abstractive dreams over the in-memory ports with a scripted summariser: the model's summary
-//! is kept only when it is non-empty, on time and within budget, always re-redacted; every other
-//! outcome leaves exactly the deterministic dream's bytes in the entry; provenance, forget and
-//! duplicate runs behave as with the deterministic distiller.
+//! Abstractive dreams over the in-memory ports with a scripted abstractive model: the model's
+//! summary is kept only when it is non-empty, on time and within budget, always re-redacted; every
+//! other outcome leaves exactly the deterministic dream's bytes in the entry; provenance, forget
+//! and duplicate runs behave as with the deterministic distiller.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -13,12 +13,12 @@ use dream_service::dream::{dream_run_id, DreamReport, Dreamer};
 use dream_service::DerivedForgetHook;
 use memory_core::forget::Forgetter;
 use memory_core::model::{StoredEntry, SubjectKey};
-use memory_core::ports::{ArchiveStore, CorePorts, EntryStore, Summariser};
+use memory_core::ports::{AbstractiveModel, ArchiveStore, CorePorts, EntryStore};
 use memory_core::{MemoryRef, Redactor, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
 use memory_testkit::contract::{entry, memory_ref, T0};
 use memory_testkit::in_memory::{
-    InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher, ScriptedSummariser,
-    SummaryScript, SCRIPTED_MODEL,
+    AbstractiveScript, InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher,
+    ScriptedAbstractiveModel, SCRIPTED_MODEL,
 };
 use memory_testkit::intercept::{ArchiveCall, BeforeArchiveCall, InterceptedArchives};
 
@@ -36,7 +36,7 @@ struct World {
     store: Arc<InMemoryEntryStore>,
     archives: Arc<InMemoryArchiveStore>,
     clock: Arc<ManualClock>,
-    summariser: Arc<ScriptedSummariser>,
+    model: Arc<ScriptedAbstractiveModel>,
     dreamer: Dreamer,
 }
 
@@ -44,7 +44,7 @@ fn dreamer(
     store: &Arc<InMemoryEntryStore>,
     archives: Arc<dyn ArchiveStore>,
     clock: &Arc<ManualClock>,
-    summariser: Option<Arc<dyn Summariser>>,
+    model: Option<Arc<dyn AbstractiveModel>>,
 ) -> Dreamer {
     let ports = CorePorts::new(
         store.clone(),
@@ -52,20 +52,20 @@ fn dreamer(
         clock.clone(),
     );
     Dreamer::new(ports, archives, Arc::new(DeterministicDistiller))
-        .with_abstractive(summariser.map(|s| Abstractive::new(s, TIMEOUT)))
+        .with_abstractive(model.map(|s| Abstractive::new(s, TIMEOUT)))
 }
 
-fn world(script: SummaryScript) -> World {
+fn world(script: AbstractiveScript) -> World {
     let store = Arc::new(InMemoryEntryStore::new());
     let archives = Arc::new(InMemoryArchiveStore::new());
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 10_000_000)));
-    let summariser = Arc::new(ScriptedSummariser::new(script));
+    let model = Arc::new(ScriptedAbstractiveModel::new(script));
     World {
-        dreamer: dreamer(&store, archives.clone(), &clock, Some(summariser.clone())),
+        dreamer: dreamer(&store, archives.clone(), &clock, Some(model.clone())),
         store,
         archives,
         clock,
-        summariser,
+        model,
     }
 }
 
@@ -136,14 +136,14 @@ async fn deterministic(entries: &[StoredEntry], redactor: &Redactor) -> (StoredE
 
 #[tokio::test]
 async fn the_models_summary_is_written_with_the_deterministic_provenance() {
-    let w = world(SummaryScript::Condense);
+    let w = world(AbstractiveScript::Condense);
     let report = dream(&w, &notes(), &none()).await;
     let output = output_of(&w.store);
-    let requests = w.summariser.requests();
+    let requests = w.model.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(
         output.entry.content,
-        ScriptedSummariser::condense(&requests[0])
+        ScriptedAbstractiveModel::condense(&requests[0])
     );
     assert!(output
         .entry
@@ -206,7 +206,7 @@ async fn a_secret_the_model_reintroduces_is_redacted_and_none_is_sent() {
         .register("stripe", "sk-live-ABCDEFGH1234")
         .expect("register");
     let redactor = secrets.redactor();
-    let w = world(SummaryScript::Reply(
+    let w = world(AbstractiveScript::Reply(
         "## billing\n- The key is sk-live-ABCDEFGH1234, keep it safe.".into(),
     ));
     // A source holding the secret raw (it slipped in before it was registered).
@@ -224,7 +224,7 @@ async fn a_secret_the_model_reintroduces_is_redacted_and_none_is_sent() {
         output.entry.content,
         "## billing\n- The key is [REDACTED:stripe], keep it safe."
     );
-    let sent = format!("{:?}", w.summariser.requests());
+    let sent = format!("{:?}", w.model.requests());
     assert!(!sent.contains("sk-live-ABCDEFGH1234"), "never sent: {sent}");
     assert!(sent.contains("[REDACTED:stripe]"));
     let archive = archive_of(&w.archives);
@@ -236,13 +236,19 @@ async fn a_secret_the_model_reintroduces_is_redacted_and_none_is_sent() {
 #[tokio::test]
 async fn every_failure_keeps_the_deterministic_summary() {
     let huge = "word ".repeat(5_000);
-    let cases: Vec<(SummaryScript, &str)> = vec![
-        (SummaryScript::Fail("ThrottlingException"), "model-error"),
-        (SummaryScript::Sleep(5_000), "timeout"),
-        (SummaryScript::Reply(String::new()), "empty"),
-        (SummaryScript::Reply(" \n\t ".into()), "empty"),
-        (SummaryScript::Reply(huge), "over-budget"),
-        (SummaryScript::Reply("x".repeat(40 * 1024)), "over-budget"),
+    let cases: Vec<(AbstractiveScript, &str)> = vec![
+        (
+            AbstractiveScript::Fail("ThrottlingException"),
+            "model-error",
+        ),
+        (AbstractiveScript::Sleep(5_000), "timeout"),
+        (AbstractiveScript::Reply(String::new()), "empty"),
+        (AbstractiveScript::Reply(" \n\t ".into()), "empty"),
+        (AbstractiveScript::Reply(huge), "over-budget"),
+        (
+            AbstractiveScript::Reply("x".repeat(40 * 1024)),
+            "over-budget",
+        ),
     ];
     let (plain, plain_report) = deterministic(&notes(), &none()).await;
     for (script, reason) in cases {
@@ -266,7 +272,7 @@ async fn every_failure_keeps_the_deterministic_summary() {
         );
         assert_eq!(archive.distiller_version, distill::DETERMINISTIC_VERSION);
         assert_eq!(archive.summary, plain.entry.content);
-        assert_eq!(w.summariser.calls.get("summarise"), 1);
+        assert_eq!(w.model.calls.get("rewrite"), 1);
     }
 }
 
@@ -274,14 +280,14 @@ async fn every_failure_keeps_the_deterministic_summary() {
 /// tokens but beyond that is over budget.
 #[tokio::test]
 async fn the_allowance_follows_the_budget() {
-    let w = world(SummaryScript::Reply("word ".repeat(300)));
+    let w = world(AbstractiveScript::Reply("word ".repeat(300)));
     w.store.put_entries(&notes()).await.expect("seed");
     let report = w
         .dreamer
         .run("t1", &r().to_string(), Some(200), &none())
         .await
         .expect("dream");
-    let request = &w.summariser.requests()[0];
+    let request = &w.model.requests()[0];
     assert!(
         request.max_output_tokens < 200,
         "{}",
@@ -290,7 +296,7 @@ async fn the_allowance_follows_the_budget() {
     assert_eq!(report.summary_fallback, Some("over-budget"));
     assert!(report.tokens_used <= 200);
 
-    let fits = world(SummaryScript::Reply(
+    let fits = world(AbstractiveScript::Reply(
         "- Email first; invoices paid late.".into(),
     ));
     fits.store.put_entries(&notes()).await.expect("seed");
@@ -305,7 +311,7 @@ async fn the_allowance_follows_the_budget() {
 
 #[tokio::test]
 async fn forget_reaches_the_abstractive_output() {
-    let w = world(SummaryScript::Condense);
+    let w = world(AbstractiveScript::Condense);
     let t = tenant();
     let mut entries = notes();
     entries[2].subject = Some(SubjectKey::derive(&t, "zelda"));
@@ -340,7 +346,7 @@ async fn forget_reaches_the_abstractive_output() {
 }
 
 /// Runs another dream of the same snapshot, with another script, before this dream's archive
-/// write: a redelivered job whose model answered differently (or not at all).
+/// write: a redelivered pass whose model answered differently (or not at all).
 struct DuplicateFirst {
     other: Dreamer,
     done: std::sync::atomic::AtomicBool,
@@ -372,18 +378,18 @@ impl BeforeArchiveCall for DuplicateFirst {
 async fn a_duplicate_run_adopts_the_first_stored_summary() {
     for (first_script, second_script, want_model) in [
         (
-            SummaryScript::Reply("- first answer.".into()),
-            SummaryScript::Reply("- second answer.".into()),
+            AbstractiveScript::Reply("- first answer.".into()),
+            AbstractiveScript::Reply("- second answer.".into()),
             true,
         ),
         (
-            SummaryScript::Fail("ModelTimeoutException"),
-            SummaryScript::Reply("- second answer.".into()),
+            AbstractiveScript::Fail("ModelTimeoutException"),
+            AbstractiveScript::Reply("- second answer.".into()),
             false,
         ),
         (
-            SummaryScript::Reply("- first answer.".into()),
-            SummaryScript::Fail("ModelTimeoutException"),
+            AbstractiveScript::Reply("- first answer.".into()),
+            AbstractiveScript::Fail("ModelTimeoutException"),
             true,
         ),
     ] {
@@ -391,14 +397,14 @@ async fn a_duplicate_run_adopts_the_first_stored_summary() {
         let archives = Arc::new(InMemoryArchiveStore::new());
         let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 10_000_000)));
         let events = Arc::new(RecordingPublisher::new());
-        let make = |archives: Arc<dyn ArchiveStore>, script: SummaryScript| {
+        let make = |archives: Arc<dyn ArchiveStore>, script: AbstractiveScript| {
             Dreamer::new(
                 CorePorts::new(store.clone(), events.clone(), clock.clone()),
                 archives,
                 Arc::new(DeterministicDistiller),
             )
             .with_abstractive(Some(Abstractive::new(
-                Arc::new(ScriptedSummariser::new(script)),
+                Arc::new(ScriptedAbstractiveModel::new(script)),
                 TIMEOUT,
             )))
         };

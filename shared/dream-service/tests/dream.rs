@@ -498,7 +498,7 @@ async fn a_failure_at_any_step_leaves_nothing_partial_and_the_next_run_completes
         ("index write", Port::Archives, "put_expecting", 1),
         ("markdown write", Port::Archives, "put_expecting", 2),
         ("publish", Port::Events, "publish", 1),
-        ("watermark", Port::Store, "finish_work", 1),
+        ("watermark", Port::Store, "finish_pass", 1),
     ];
     for (label, port, call, nth) in faults {
         let w = world();
@@ -687,7 +687,7 @@ async fn forget_after_a_dream_leaves_no_trace_of_the_subject() {
 
 #[tokio::test]
 async fn entries_younger_than_the_settle_time_wait_and_keep_the_ref_pending() {
-    use memory_core::ports::{work_shard, WorkKind};
+    use memory_core::ports::{pending_shard, PassKind};
     let w = world();
     let dreamer = Dreamer::new(
         w.core(),
@@ -708,7 +708,7 @@ async fn entries_younger_than_the_settle_time_wait_and_keep_the_ref_pending() {
     assert_eq!(first.source_count, 1, "only the settled entry");
     assert!(
         w.store
-            .pending_refs(WorkKind::Dream, work_shard(&r()))
+            .pending_refs(PassKind::Dream, pending_shard(&r()))
             .await
             .expect("pending")
             .contains(&r()),
@@ -722,7 +722,7 @@ async fn entries_younger_than_the_settle_time_wait_and_keep_the_ref_pending() {
     assert_eq!(second.source_count, 1, "the young entry, once settled");
     assert!(!w
         .store
-        .pending_refs(WorkKind::Dream, work_shard(&r()))
+        .pending_refs(PassKind::Dream, pending_shard(&r()))
         .await
         .expect("pending")
         .contains(&r()));

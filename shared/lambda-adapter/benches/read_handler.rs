@@ -11,7 +11,9 @@ use memory_api::read_api::ReadApi;
 use memory_core::capabilities::HOST_MODEL;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use memory_core::ports::{EntryStore, IdBound, Page, PageQuery, SystemClock, WorkKind, WorkState};
+use memory_core::ports::{
+    EntryStore, IdBound, MarkerState, Page, PageQuery, PassKind, SystemClock,
+};
 use memory_core::reader::MemoryReader;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
@@ -27,7 +29,7 @@ impl EntryStore for PrebuiltPage {
     ) -> Result<(), StoreError> {
         Ok(())
     }
-    async fn mark_pending(&self, _: &MemoryRef, _: WorkKind, _: Timestamp) {}
+    async fn mark_pending(&self, _: &MemoryRef, _: PassKind, _: Timestamp) {}
     async fn claim_key(&self, _: &KeyClaim) -> Result<Claim, StoreError> {
         Err(StoreError::Conflict { op: "claim_key" })
     }
@@ -46,8 +48,8 @@ impl EntryStore for PrebuiltPage {
     async fn tombstones(&self, _: &MemoryRef) -> Result<BTreeSet<String>, StoreError> {
         Ok(BTreeSet::new())
     }
-    async fn begin_work(&self, _: &MemoryRef, _: WorkKind) -> Result<WorkState, StoreError> {
-        Ok(WorkState::default())
+    async fn begin_pass(&self, _: &MemoryRef, _: PassKind) -> Result<MarkerState, StoreError> {
+        Ok(MarkerState::default())
     }
     async fn list_page(&self, _: &MemoryRef, _: &PageQuery) -> Result<Page, StoreError> {
         Ok(self.0.clone())
@@ -83,19 +85,19 @@ impl EntryStore for PrebuiltPage {
     async fn replace(&self, _: &[StoredEntry], _: &[StoredEntry]) -> Result<(), StoreError> {
         Ok(())
     }
-    async fn work_state(&self, _: &MemoryRef, _: WorkKind) -> Result<WorkState, StoreError> {
-        Ok(WorkState::default())
+    async fn marker_state(&self, _: &MemoryRef, _: PassKind) -> Result<MarkerState, StoreError> {
+        Ok(MarkerState::default())
     }
-    async fn finish_work(
+    async fn finish_pass(
         &self,
         _: &MemoryRef,
-        _: WorkKind,
+        _: PassKind,
         _: Option<u64>,
         _: Option<Timestamp>,
     ) -> Result<bool, StoreError> {
         Ok(true)
     }
-    async fn pending_refs(&self, _: WorkKind, _: u8) -> Result<Vec<MemoryRef>, StoreError> {
+    async fn pending_refs(&self, _: PassKind, _: u8) -> Result<Vec<MemoryRef>, StoreError> {
         Ok(Vec::new())
     }
 }

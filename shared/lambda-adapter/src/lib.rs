@@ -20,10 +20,10 @@ use aws_lambda_events::http::header::{HeaderMap, HeaderName, HeaderValue, CONTEN
 use aws_lambda_events::sqs::{SqsBatchResponse, SqsEvent};
 use lambda_runtime::tower::util::MapRequestLayer;
 use lambda_runtime::{layers::TracingLayer, service_fn, Diagnostic, LambdaEvent, Runtime};
-use memory_api::background_api::{self, PassCommand, PassOutcome, QueuedJob, RefPass};
+use memory_api::background_api::{self, PassCommand, PassMessage, PassOutcome, RefPass};
 use memory_api::read_api::{Query, ReadRequest};
 use memory_api::{decode, HttpResponse, WireError};
-use memory_core::ports::{EntryStore, JobQueue};
+use memory_core::ports::{EntryStore, PassQueue};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -51,11 +51,12 @@ pub fn env_number<T: std::str::FromStr>(
     }
 }
 
-/// Runs a scheduled pass's function (`background_api`): fan-out, job batches, direct invokes.
+/// Runs a scheduled pass's function (`background_api`): fan-out, batches of queued passes, direct
+/// invokes.
 pub async fn run_pass(
     pass: &dyn RefPass,
     store: &dyn EntryStore,
-    queue: Option<&dyn JobQueue>,
+    queue: Option<&dyn PassQueue>,
 ) -> Result<(), lambda_runtime::Error> {
     run(pass_command, |command| async move {
         let outcome = background_api::handle(pass, store, queue, command).await?;
@@ -260,7 +261,7 @@ where
 }
 
 /// Decodes a scheduled pass's trigger (`background_api`): the schedule's `{"action":
-/// "fan-out"}`, an SQS batch of jobs, or a direct invoke naming one ref.
+/// "fan-out"}`, an SQS batch of queued passes, or a direct invoke naming one ref.
 pub fn pass_command(payload: Value) -> Result<PassCommand, WireError> {
     let Value::Object(fields) = &payload else {
         return Err(WireError::validation("payload", PASS_EXPECTED));
@@ -276,18 +277,18 @@ pub fn pass_command(payload: Value) -> Result<PassCommand, WireError> {
     }
     if fields.contains_key("Records") {
         let batch: SqsEvent = decode::typed(payload, "")?;
-        let jobs = batch
+        let messages = batch
             .records
             .into_iter()
-            .map(|message| QueuedJob {
-                job: message
+            .map(|message| PassMessage {
+                pass: message
                     .body
                     .as_deref()
                     .and_then(|body| serde_json::from_str(body).ok()),
                 message_id: message.message_id.unwrap_or_default(),
             })
             .collect();
-        return Ok(PassCommand::Jobs(jobs));
+        return Ok(PassCommand::Queued(messages));
     }
     if !fields.contains_key("tenantId") || !fields.contains_key("memoryRef") {
         return Err(WireError::validation("payload", PASS_EXPECTED));
@@ -302,7 +303,7 @@ const PASS_EXPECTED: &str =
 pub fn pass_answer(outcome: PassOutcome) -> Answer {
     match outcome {
         PassOutcome::Report(report) => Answer::Json(report),
-        PassOutcome::FailedJobs(ids) => {
+        PassOutcome::FailedMessages(ids) => {
             let mut response = SqsBatchResponse::default();
             for id in ids {
                 response.add_failure(id);
@@ -420,26 +421,26 @@ mod tests {
 
     #[test]
     fn an_sqs_batch_becomes_jobs_and_failures_a_partial_batch_response() {
-        let job = json!({"kind": "dream", "tenantId": "t1", "memoryRef": "r"}).to_string();
+        let queued = json!({"kind": "dream", "tenantId": "t1", "memoryRef": "r"}).to_string();
         let batch = json!({"Records": [
-            {"messageId": "m1", "body": job},
-            {"messageId": "m2", "body": "not a job"},
+            {"messageId": "m1", "body": queued},
+            {"messageId": "m2", "body": "not a queued pass"},
         ]});
-        let Ok(PassCommand::Jobs(jobs)) = pass_command(batch) else {
-            panic!("a batch is jobs");
+        let Ok(PassCommand::Queued(messages)) = pass_command(batch) else {
+            panic!("a batch is queued passes");
         };
-        assert_eq!(jobs.len(), 2);
+        assert_eq!(messages.len(), 2);
         assert_eq!(
-            jobs[0].job.as_ref().map(|j| j.tenant_id.as_str()),
+            messages[0].pass.as_ref().map(|j| j.tenant_id.as_str()),
             Some("t1")
         );
-        assert!(jobs[1].job.is_none());
-        let answer = pass_answer(PassOutcome::FailedJobs(vec!["m1".into()]));
+        assert!(messages[1].pass.is_none());
+        let answer = pass_answer(PassOutcome::FailedMessages(vec!["m1".into()]));
         assert_eq!(
             serde_json::to_value(answer).ok(),
             Some(json!({"batchItemFailures": [{"itemIdentifier": "m1"}]}))
         );
-        let none = pass_answer(PassOutcome::FailedJobs(Vec::new()));
+        let none = pass_answer(PassOutcome::FailedMessages(Vec::new()));
         assert_eq!(
             serde_json::to_value(none).ok(),
             Some(json!({"batchItemFailures": []}))

@@ -1,15 +1,15 @@
 //! The three ways a scheduled pass (dream, consolidation) is started, as one command the edge
 //! decodes once (`lambda_adapter::pass_command`):
-//! - [`PassCommand::FanOut`], the schedule's input `{"action": "fan-out"}`: queue one job per ref
-//!   with pending work;
-//! - [`PassCommand::Jobs`], an SQS batch of those jobs: run each, and answer the failed ones so
-//!   only they are retried (and reach the dead-letter queue eventually);
+//! - [`PassCommand::FanOut`], the schedule's input `{"action": "fan-out"}`: queue one pass per
+//!   pending ref;
+//! - [`PassCommand::Queued`], an SQS batch of those queued passes: run each, and answer the failed
+//!   ones so only they are retried (and reach the dead-letter queue eventually);
 //! - [`PassCommand::Run`], a direct invoke [`RunRef`]: run one ref now and return its result.
 
 use async_trait::async_trait;
 use memory_core::acting_tenant::acting_for;
 use memory_core::background::fan_out;
-use memory_core::ports::{EntryStore, Job, JobQueue, WorkKind};
+use memory_core::ports::{EntryStore, PassKind, PassQueue, QueuedPass};
 use memory_core::writer::SecretInput;
 use memory_core::CoreError;
 use serde::Deserialize;
@@ -27,17 +27,17 @@ pub struct RunRef {
     /// Dreams only: the distilled entry's budget; absent or null means the advertised maximum.
     #[serde(default)]
     pub token_budget: Option<u64>,
-    /// The run's BYOK secrets; queued jobs carry none and still keep existing markers whole.
+    /// The run's BYOK secrets; queued passes carry none and still keep existing markers whole.
     #[serde(default)]
     pub secrets: Vec<SecretInput>,
 }
 
 impl RunRef {
-    /// The run over a queued job: no budget of its own, no secrets.
-    pub fn queued(job: &Job) -> Self {
+    /// The run of a queued pass: no budget of its own, no secrets.
+    pub fn queued(queued: &QueuedPass) -> Self {
         RunRef {
-            tenant_id: job.tenant_id.clone(),
-            memory_ref: job.memory_ref.clone(),
+            tenant_id: queued.tenant_id.clone(),
+            memory_ref: queued.memory_ref.clone(),
             ..RunRef::default()
         }
     }
@@ -48,17 +48,18 @@ impl RunRef {
     }
 }
 
-/// One message of a job batch. `job` is `None` when the body is not a job this version reads.
+/// One message of a queued-pass batch. `pass` is `None` when the body is not a queued pass this
+/// version reads.
 #[derive(Debug)]
-pub struct QueuedJob {
+pub struct PassMessage {
     pub message_id: String,
-    pub job: Option<Job>,
+    pub pass: Option<QueuedPass>,
 }
 
 #[derive(Debug)]
 pub enum PassCommand {
     FanOut,
-    Jobs(Vec<QueuedJob>),
+    Queued(Vec<PassMessage>),
     Run(RunRef),
 }
 
@@ -66,13 +67,13 @@ pub enum PassCommand {
 #[derive(Debug)]
 pub enum PassOutcome {
     Report(Value),
-    FailedJobs(Vec<String>),
+    FailedMessages(Vec<String>),
 }
 
 /// One ref's pass, as the function binary wires it.
 #[async_trait]
 pub trait RefPass: Send + Sync {
-    fn kind(&self) -> WorkKind;
+    fn kind(&self) -> PassKind;
 
     async fn run(&self, run: &RunRef) -> Result<Value, CoreError>;
 }
@@ -80,34 +81,35 @@ pub trait RefPass: Send + Sync {
 pub async fn handle(
     pass: &dyn RefPass,
     store: &dyn EntryStore,
-    queue: Option<&dyn JobQueue>,
+    queue: Option<&dyn PassQueue>,
     command: PassCommand,
 ) -> Result<PassOutcome, WireError> {
     match command {
         PassCommand::FanOut => {
             let queue = queue.ok_or_else(|| {
-                CoreError::invalid("action", "no work queue configured (WORK_QUEUE_URL)")
+                CoreError::invalid("action", "no pass queue configured (PASS_QUEUE_URL)")
             })?;
             let report = fan_out(store, queue, pass.kind()).await?;
             Ok(PassOutcome::Report(json!(report)))
         }
-        PassCommand::Jobs(messages) => {
+        PassCommand::Queued(messages) => {
             let mut failed = Vec::new();
             for message in messages {
-                let Some(job) = message.job.filter(|j| j.kind == pass.kind()) else {
-                    // A job this function cannot read will never succeed: drop it loudly rather
-                    // than retry it forever.
-                    tracing::error!(message_id = %message.message_id, "unreadable job dropped");
+                let Some(queued) = message.pass.filter(|q| q.kind == pass.kind()) else {
+                    // A queued pass this function cannot read will never succeed: drop it loudly
+                    // rather than retry it forever.
+                    tracing::error!(message_id = %message.message_id, "unreadable queued pass dropped");
                     continue;
                 };
-                // Each job acts for its own tenant (a batch can hold several tenants' refs).
-                let run = RunRef::queued(&job);
-                if let Err(e) = acting_for(Some(&job.tenant_id), pass.run(&run)).await {
-                    tracing::warn!(error = %e, memory_ref = %ref_hash(&job.memory_ref), "job failed, will retry");
+                // Each queued pass acts for its own tenant (a batch can hold several tenants'
+                // refs).
+                let run = RunRef::queued(&queued);
+                if let Err(e) = acting_for(Some(&queued.tenant_id), pass.run(&run)).await {
+                    tracing::warn!(error = %e, memory_ref = %ref_hash(&queued.memory_ref), "pass failed, will retry");
                     failed.push(message.message_id);
                 }
             }
-            Ok(PassOutcome::FailedJobs(failed))
+            Ok(PassOutcome::FailedMessages(failed))
         }
         PassCommand::Run(run) => {
             let report = acting_for(Some(&run.tenant_id), pass.run(&run)).await?;

@@ -1,6 +1,6 @@
 //! Configuration from the environment (docs/operating.md "Configuration"): `MEMORY_TABLE`,
 //! `ARCHIVE_BUCKET`, `EVENT_BUS_NAME`, optionally `EMBEDDING_MODEL_ID` / `EMBEDDING_DIMENSIONS` (semantic search)
-//! and `DISTILLER_MODEL_ID` (abstractive dreams), `TENANT_ROLE_ARN` / `TENANT_SESSION_CACHE`
+//! and `ABSTRACTIVE_MODEL_ID` (abstractive dreams), `TENANT_ROLE_ARN` / `TENANT_SESSION_CACHE`
 //! (tenant-scoped credentials, `tenant.rs`), plus the standard AWS variables. When `AWS_ENDPOINT_URL` points at an
 //! emulator (LocalStack or compatible), S3 switches to path-style addressing, which emulators on
 //! one host:port need.
@@ -18,8 +18,8 @@ use crate::DynamoEntryStore;
 use crate::EventBridgePublisher;
 #[cfg(feature = "archive")]
 use crate::S3ArchiveStore;
-#[cfg(feature = "jobs")]
-use crate::SqsJobQueue;
+#[cfg(feature = "queue")]
+use crate::SqsPassQueue;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Settings {
@@ -27,14 +27,14 @@ pub struct Settings {
     pub bucket: String,
     pub bus: String,
     pub endpoint_override: bool,
-    pub work_queue_url: Option<String>,
+    pub pass_queue_url: Option<String>,
     /// The Bedrock embedding model; `None` (unset or empty): no embeddings, text search only.
     pub embedding_model: Option<String>,
     /// Vector size asked of the model (Titan V2: 256, 512 or 1024; its default when unset).
     pub embedding_dimensions: Option<u32>,
     /// The Bedrock text model of abstractive dreams; `None` (unset or empty, the default): dreams
     /// write the deterministic summary only.
-    pub distiller_model: Option<String>,
+    pub abstractive_model: Option<String>,
     /// `TENANT_ROLE_ARN`: the role assumed per tenant for every tenant data call (`tenant.rs`);
     /// `None` (unset or empty): the function's own role makes them, as before.
     pub tenant_role_arn: Option<String>,
@@ -82,10 +82,10 @@ impl Settings {
             bucket: var("ARCHIVE_BUCKET")?,
             bus: var("EVENT_BUS_NAME")?,
             endpoint_override: std::env::var("AWS_ENDPOINT_URL").is_ok_and(|v| !v.is_empty()),
-            work_queue_url: optional("WORK_QUEUE_URL"),
+            pass_queue_url: optional("PASS_QUEUE_URL"),
             embedding_model: optional("EMBEDDING_MODEL_ID"),
             embedding_dimensions,
-            distiller_model: optional("DISTILLER_MODEL_ID"),
+            abstractive_model: optional("ABSTRACTIVE_MODEL_ID"),
             tenant_role_arn: optional("TENANT_ROLE_ARN"),
             tenant_session_cache,
         })
@@ -110,15 +110,16 @@ pub struct AwsPorts {
     pub archives: Arc<S3ArchiveStore>,
     #[cfg(feature = "events")]
     pub events: Arc<EventBridgePublisher>,
-    /// The function's own work queue (`WORK_QUEUE_URL`), for the scheduled passes.
-    #[cfg(feature = "jobs")]
-    pub jobs: Option<Arc<SqsJobQueue>>,
+    /// The function's own pass queue (`PASS_QUEUE_URL`), for the scheduled passes.
+    #[cfg(feature = "queue")]
+    pub queue: Option<Arc<SqsPassQueue>>,
     /// The embedder (Bedrock), when `EMBEDDING_MODEL_ID` is set.
     #[cfg(feature = "embeddings")]
     pub embedder: Option<Arc<dyn memory_core::ports::Embedder>>,
-    /// The summariser of abstractive dreams (Bedrock Converse), when `DISTILLER_MODEL_ID` is set.
-    #[cfg(feature = "summaries")]
-    pub summariser: Option<Arc<dyn memory_core::ports::Summariser>>,
+    /// The abstractive model of abstractive dreams (Bedrock Converse), when `ABSTRACTIVE_MODEL_ID`
+    /// is set.
+    #[cfg(feature = "abstractive")]
+    pub abstractive_model: Option<Arc<dyn memory_core::ports::AbstractiveModel>>,
 }
 
 impl AwsPorts {
@@ -194,9 +195,9 @@ impl AwsPorts {
                 ),
                 settings.bus.clone(),
             )),
-            #[cfg(feature = "jobs")]
-            jobs: settings.work_queue_url.clone().map(|url| {
-                Arc::new(SqsJobQueue::new(
+            #[cfg(feature = "queue")]
+            queue: settings.pass_queue_url.clone().map(|url| {
+                Arc::new(SqsPassQueue::new(
                     aws_sdk_sqs::Client::from_conf(
                         aws_sdk_sqs::config::Builder::from(sdk)
                             .retry_config(no_retries.clone())
@@ -219,10 +220,10 @@ impl AwsPorts {
                     ));
                 embedder
             }),
-            #[cfg(feature = "summaries")]
-            summariser: settings.distiller_model.clone().map(|model| {
-                let summariser: Arc<dyn memory_core::ports::Summariser> =
-                    Arc::new(crate::bedrock::BedrockSummariser::new(
+            #[cfg(feature = "abstractive")]
+            abstractive_model: settings.abstractive_model.clone().map(|model| {
+                let abstractive_model: Arc<dyn memory_core::ports::AbstractiveModel> =
+                    Arc::new(crate::bedrock::BedrockAbstractiveModel::new(
                         aws_sdk_bedrockruntime::Client::from_conf(
                             aws_sdk_bedrockruntime::config::Builder::from(sdk)
                                 .retry_config(no_retries.clone())
@@ -230,7 +231,7 @@ impl AwsPorts {
                         ),
                         model,
                     ));
-                summariser
+                abstractive_model
             }),
         }
     }

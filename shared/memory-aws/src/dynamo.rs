@@ -10,8 +10,8 @@
 //!   rev         revision digest             background passes delete only unchanged entries
 //!
 //! Work markers, one item per (ref, kind) at sk `W#dream` / `W#consolidate`: `dirtyVersion`
-//! counts writes that created work; `dirtyPartition` (`{kind}#{shard}`) and `dirtySince` are
-//! present only while work is pending, which makes `byDirtyRef` a sparse index of exactly the
+//! counts writes that made a pass pending; `dirtyPartition` (`{kind}#{shard}`) and `dirtySince` are
+//! present only while a pass is pending, which makes `byDirtyRef` a sparse index of exactly the
 //! refs a fan-out must visit; `watermarkMs` is the last finished pass's high-water mark;
 //! `passRunning` is set while a pass reads the ref. A write marks the ref after its transaction,
 //! with a conditional update that applies only when the ref is not pending or a pass is running,
@@ -58,7 +58,7 @@ use memory_core::model::{
     Attribution, Embedding, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier,
 };
 use memory_core::ports::{
-    within, work_shard, EntryStore, IdBound, Page, PageQuery, WorkKind, WorkState,
+    pending_shard, within, EntryStore, IdBound, MarkerState, Page, PageQuery, PassKind,
     MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::tag_filter::tag_key;
@@ -423,15 +423,15 @@ fn decode_key_record(item: &Item) -> Option<KeyRecord> {
     })
 }
 
-fn marker_key(r: &MemoryRef, kind: WorkKind) -> Item {
+fn marker_key(r: &MemoryRef, kind: PassKind) -> Item {
     HashMap::from([
         ("pk".to_owned(), s(partition_key(r))),
         ("sk".to_owned(), s(format!("W#{}", kind.as_str()))),
     ])
 }
 
-fn work_state_of(item: &Item) -> WorkState {
-    WorkState {
+fn marker_state_of(item: &Item) -> MarkerState {
+    MarkerState {
         version: get_n(item, "dirtyVersion").and_then(|v| u64::try_from(v).ok()),
         pending: item.contains_key("dirtyPartition"),
         watermark: get_n(item, "watermarkMs").map(Timestamp::from_millis),
@@ -447,7 +447,7 @@ fn wall_clock_ms() -> i64 {
         .unwrap_or(0)
 }
 
-fn dirty_partition(kind: WorkKind, shard: u8) -> String {
+fn dirty_partition(kind: PassKind, shard: u8) -> String {
     format!("{}#{shard:02}", kind.as_str())
 }
 
@@ -865,10 +865,10 @@ impl EntryStore for DynamoEntryStore {
             }
             Err(e) => return Err(e.into_store(OP)),
         }
-        let mut marks: BTreeMap<(MemoryRef, WorkKind), Timestamp> = BTreeMap::new();
+        let mut marks: BTreeMap<(MemoryRef, PassKind), Timestamp> = BTreeMap::new();
         for e in entries {
             let since = marks
-                .entry((e.memory_ref.clone(), WorkKind::for_tier(e.tier)))
+                .entry((e.memory_ref.clone(), PassKind::for_tier(e.tier)))
                 .or_insert(e.entry.created_at);
             *since = (*since).min(e.entry.created_at);
         }
@@ -878,8 +878,8 @@ impl EntryStore for DynamoEntryStore {
         Ok(())
     }
 
-    async fn mark_pending(&self, r: &MemoryRef, kind: WorkKind, since: Timestamp) {
-        const OP: &str = "mark_work";
+    async fn mark_pending(&self, r: &MemoryRef, kind: PassKind, since: Timestamp) {
+        const OP: &str = "mark_pending";
         let client = match self.clients.data(OP).await {
             Ok(client) => client,
             Err(e) => {
@@ -898,7 +898,7 @@ impl EntryStore for DynamoEntryStore {
                 .condition_expression(
                     "attribute_not_exists(dirtyPartition) OR attribute_exists(passRunning)",
                 )
-                .expression_attribute_values(":p", s(dirty_partition(kind, work_shard(r))))
+                .expression_attribute_values(":p", s(dirty_partition(kind, pending_shard(r))))
                 .expression_attribute_values(
                     ":since",
                     s(format!("{:013}", since.as_millis().max(0))),
@@ -1366,25 +1366,25 @@ impl EntryStore for DynamoEntryStore {
         Ok(())
     }
 
-    async fn work_state(
+    async fn marker_state(
         &self,
         memory_ref: &MemoryRef,
-        kind: WorkKind,
-    ) -> Result<WorkState, StoreError> {
+        kind: PassKind,
+    ) -> Result<MarkerState, StoreError> {
         Ok(self
-            .get_item("work_state", marker_key(memory_ref, kind))
+            .get_item("marker_state", marker_key(memory_ref, kind))
             .await?
             .as_ref()
-            .map(work_state_of)
+            .map(marker_state_of)
             .unwrap_or_default())
     }
 
-    async fn begin_work(
+    async fn begin_pass(
         &self,
         memory_ref: &MemoryRef,
-        kind: WorkKind,
-    ) -> Result<WorkState, StoreError> {
-        const OP: &str = "begin_work";
+        kind: PassKind,
+    ) -> Result<MarkerState, StoreError> {
+        const OP: &str = "begin_pass";
         let client = self.clients.data(OP).await?;
         let out = crate::retry::send(OP, || {
             client
@@ -1398,17 +1398,17 @@ impl EntryStore for DynamoEntryStore {
         })
         .await
         .map_err(|e| backend(OP, &e))?;
-        Ok(out.attributes().map(work_state_of).unwrap_or_default())
+        Ok(out.attributes().map(marker_state_of).unwrap_or_default())
     }
 
-    async fn finish_work(
+    async fn finish_pass(
         &self,
         memory_ref: &MemoryRef,
-        kind: WorkKind,
+        kind: PassKind,
         version: Option<u64>,
         watermark: Option<Timestamp>,
     ) -> Result<bool, StoreError> {
-        const OP: &str = "finish_work";
+        const OP: &str = "finish_pass";
         let client = self.clients.data(OP).await?;
         // 1. The watermark, first and never backwards: a slow duplicate run must not lower
         //    it, and a crash after this step leaves the ref pending, so nothing is skipped.
@@ -1456,7 +1456,7 @@ impl EntryStore for DynamoEntryStore {
         }
     }
 
-    async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
+    async fn pending_refs(&self, kind: PassKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
         // Across tenants by design (`{kind}#{shard}` partitions): the function's own role.
         let items = query_index(
             self.clients.fan_out(),

@@ -1,10 +1,10 @@
-//! The AWS side of the hexagon: DynamoDB behind `EntryStore`, S3 behind `ArchiveStore`
-//! (feature `archive`), EventBridge behind `EventPublisher` (`events`), SQS behind `JobQueue`
-//! (`jobs`), Bedrock behind `Embedder` (`embeddings`) and `Summariser` (`summaries`), and the one
-//! retry policy they share. Only adapter crates name AWS SDK types;
-//! nothing here decides behaviour, it translates. Each function enables the features it runs.
+//! The AWS side of the hexagon: DynamoDB behind `EntryStore`, S3 behind `ArchiveStore` (feature
+//! `archive`), EventBridge behind `EventPublisher` (`events`), SQS behind `PassQueue` (`queue`),
+//! Bedrock behind `Embedder` (`embeddings`) and `AbstractiveModel` (`abstractive`), and the one
+//! retry policy they share. Only adapter crates name AWS SDK types; nothing here decides behaviour,
+//! it translates. Each function enables the features it runs.
 
-#[cfg(any(feature = "embeddings", feature = "summaries"))]
+#[cfg(any(feature = "embeddings", feature = "abstractive"))]
 pub mod bedrock;
 pub mod config;
 pub mod dynamo;
@@ -16,7 +16,7 @@ pub mod keyed;
 pub mod retry;
 #[cfg(feature = "archive")]
 pub mod s3;
-#[cfg(feature = "jobs")]
+#[cfg(feature = "queue")]
 pub mod sqs;
 pub mod tenant;
 
@@ -26,6 +26,6 @@ pub use dynamo::DynamoEntryStore;
 pub use eventbridge::EventBridgePublisher;
 #[cfg(feature = "archive")]
 pub use s3::S3ArchiveStore;
-#[cfg(feature = "jobs")]
-pub use sqs::SqsJobQueue;
+#[cfg(feature = "queue")]
+pub use sqs::SqsPassQueue;
 pub use tenant::{DynamoClients, TenantSessions};

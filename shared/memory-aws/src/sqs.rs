@@ -1,5 +1,5 @@
-//! `JobQueue` on SQS: the fan-out's jobs, ten per `SendMessageBatch`, retrying the entries SQS
-//! reports as failed. Job bodies are ids only (tenant, memoryRef, kind).
+//! `PassQueue` on SQS: the fan-out's queued passes, ten per `SendMessageBatch`, retrying the
+//! entries SQS reports as failed. Message bodies are ids only (tenant, memoryRef, kind).
 
 use std::time::Duration;
 
@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use aws_sdk_sqs::types::SendMessageBatchRequestEntry;
 use aws_sdk_sqs::Client;
 
-use memory_core::ports::{Job, JobQueue};
+use memory_core::ports::{PassQueue, QueuedPass};
 use memory_core::StoreError;
 
 use crate::error::backend;
@@ -15,25 +15,25 @@ use crate::error::backend;
 const ATTEMPTS: u32 = 5;
 
 #[derive(Clone, Debug)]
-pub struct SqsJobQueue {
+pub struct SqsPassQueue {
     client: Client,
     queue_url: String,
 }
 
-impl SqsJobQueue {
+impl SqsPassQueue {
     pub fn new(client: Client, queue_url: String) -> Self {
-        SqsJobQueue { client, queue_url }
+        SqsPassQueue { client, queue_url }
     }
 }
 
 #[async_trait]
-impl JobQueue for SqsJobQueue {
-    async fn enqueue(&self, jobs: &[Job]) -> Result<(), StoreError> {
+impl PassQueue for SqsPassQueue {
+    async fn enqueue(&self, passes: &[QueuedPass]) -> Result<(), StoreError> {
         const OP: &str = "enqueue";
-        for chunk in jobs.chunks(10) {
+        for chunk in passes.chunks(10) {
             let mut pending: Vec<(String, String)> = Vec::with_capacity(chunk.len());
-            for (i, job) in chunk.iter().enumerate() {
-                let body = serde_json::to_string(job).map_err(|_| StoreError::Backend {
+            for (i, queued) in chunk.iter().enumerate() {
+                let body = serde_json::to_string(queued).map_err(|_| StoreError::Backend {
                     op: OP,
                     code: "Encode".into(),
                 })?;
@@ -78,7 +78,7 @@ impl JobQueue for SqsJobQueue {
                 return Err(StoreError::Backend {
                     op: OP,
                     code: format!(
-                        "{} jobs not queued after {ATTEMPTS} attempts",
+                        "{} passes not queued after {ATTEMPTS} attempts",
                         pending.len()
                     ),
                 });

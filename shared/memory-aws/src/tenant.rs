@@ -4,18 +4,18 @@
 //!
 //! With `TENANT_ROLE_ARN` set, every tenant data call - DynamoDB items of one tenant, S3 objects
 //! under one tenant's prefix - is signed with credentials of that role assumed for the tenant the
-//! request acts for ([`memory_core::acting_tenant`]: the verified JWT claim, the direct invoke's
-//! or the job's `tenantId`), with the session tag `tenant=<id>`. The role's policy admits only keys
-//! that lead with that tag, so a key of another tenant that a bug builds is refused by DynamoDB
-//! and S3 themselves. The cross-tenant fan-out Queries, EventBridge and SQS stay on the
+//! request acts for ([`memory_core::acting_tenant`]: the verified JWT claim, the direct invoke's or
+//! the queued pass's `tenantId`), with the session tag `tenant=<id>`. The role's policy admits only
+//! keys that lead with that tag, so a key of another tenant that a bug builds is refused by
+//! DynamoDB and S3 themselves. The cross-tenant fan-out Queries, EventBridge and SQS stay on the
 //! function's own role.
 //!
 //! Per tenant one session is kept ([`TenantSessions`]): SDK clients built once over the vended
 //! credentials, so a hit costs a map lookup and two `Arc` clones. A miss, an expiring session
 //! (refreshed [`REFRESH_BEFORE`] ahead) or an evicted one (least recently used beyond the cache
-//! size) costs one `sts:AssumeRole`; concurrent requests for the same tenant wait for that one
-//! call (single flight). A failed AssumeRole is `StoreError::Unavailable` (retryable: 503 / 429
-//! with `Retry-After`, or an SQS job back on its queue), held for [`FAILURE_HOLD`] so a burst does
+//! size) costs one `sts:AssumeRole`; concurrent requests for the same tenant wait for that one call
+//! (single flight). A failed AssumeRole is `StoreError::Unavailable` (retryable: 503 / 429 with
+//! `Retry-After`, or a queued pass back on its queue), held for [`FAILURE_HOLD`] so a burst does
 //! not hammer a failing STS; a data call is never sent on the function's role instead, and a data
 //! call with no acting tenant is refused.
 
@@ -79,7 +79,7 @@ impl Vendor for StsVendor {
             .map_err(|_| unavailable("BuildRequest".into()))?;
         let name = session_name(tenant);
         // Every failure is retryable for the caller: throttling and 5xx clear by themselves, a
-        // misconfigured role once an operator fixes it; the request or job is then retried.
+        // misconfigured role once an operator fixes it; the request or pass is then retried.
         let out = crate::retry::send(OP, || {
             self.client
                 .assume_role()

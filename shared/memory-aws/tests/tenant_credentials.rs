@@ -138,10 +138,10 @@ async fn ports(proxy: &Proxy) -> AwsPorts {
         bucket: required_env("ARCHIVE_BUCKET"),
         bus: required_env("EVENT_BUS_NAME"),
         endpoint_override: true,
-        work_queue_url: None,
+        pass_queue_url: None,
         embedding_model: None,
         embedding_dimensions: None,
-        distiller_model: None,
+        abstractive_model: None,
         tenant_role_arn: Some(ROLE_ARN.to_owned()),
         tenant_session_cache: 100,
     };

@@ -3,7 +3,7 @@
 //! the code enforces").
 //!
 //! The edge sets it once per request from the tenant it trusts - the verified JWT claim, the
-//! direct invoke's `tenantId`, or the queued job's - before any service code runs. Adapters that
+//! direct invoke's `tenantId`, or the queued pass's - before any service code runs. Adapters that
 //! vend tenant-scoped credentials read it to choose *whose* credentials sign a data call. It is
 //! deliberately not derived from the key a call builds: a key of another tenant that a bug
 //! builds is then signed with the acting tenant's credentials, and the backend refuses it.

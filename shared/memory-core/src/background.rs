@@ -1,29 +1,29 @@
 //! The fan-out half of the scheduled passes (RFC 0062 dreams, RFC 0068 consolidation): a
-//! schedule wakes one invocation that reads the pending-work index (one Query per shard; never a
-//! table Scan) and queues one job per ref, so ten thousand refs spread over Lambda concurrency
+//! schedule wakes one invocation that reads the pending-pass index (one Query per shard; never a
+//! table Scan) and queues one pass per ref, so ten thousand refs spread over Lambda concurrency
 //! through the queue instead of running in one long invocation.
 
 use crate::error::{CoreError, StoreError};
-use crate::ports::{EntryStore, Job, JobQueue, WorkKind, WorkState, WORK_SHARDS};
+use crate::ports::{EntryStore, MarkerState, PassKind, PassQueue, QueuedPass, PENDING_SHARDS};
 
-/// The work state a pass starts from. Only a pending ref needs the pass recorded as running
-/// (`EntryStore::begin_work`): writers skip the marker only while the ref is pending, so on a
+/// The marker state a pass starts from. Only a pending ref needs the pass recorded as running
+/// (`EntryStore::begin_pass`): writers skip the marker only while the ref is pending, so on a
 /// ref that is not pending every write bumps the version anyway, and a pass over an unchanged
 /// ref stays free of writes.
 pub async fn begin_pass(
     store: &dyn EntryStore,
     memory_ref: &memory_guard::MemoryRef,
-    kind: WorkKind,
-) -> Result<WorkState, StoreError> {
-    let state = store.work_state(memory_ref, kind).await?;
+    kind: PassKind,
+) -> Result<MarkerState, StoreError> {
+    let state = store.marker_state(memory_ref, kind).await?;
     if state.pending {
-        store.begin_work(memory_ref, kind).await
+        store.begin_pass(memory_ref, kind).await
     } else {
         Ok(state)
     }
 }
 
-/// Jobs go to the queue in chunks this size (SQS `SendMessageBatch` takes at most 10).
+/// Queued passes go to the queue in chunks this size (SQS `SendMessageBatch` takes at most 10).
 const ENQUEUE_CHUNK: usize = 10;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -35,25 +35,25 @@ pub struct FanOutReport {
 
 pub async fn fan_out(
     store: &dyn EntryStore,
-    queue: &dyn JobQueue,
-    kind: WorkKind,
+    queue: &dyn PassQueue,
+    kind: PassKind,
 ) -> Result<FanOutReport, CoreError> {
     let mut report = FanOutReport::default();
-    for shard in 0..WORK_SHARDS {
+    for shard in 0..PENDING_SHARDS {
         let refs = store.pending_refs(kind, shard).await?;
-        let jobs: Vec<Job> = refs
+        let passes: Vec<QueuedPass> = refs
             .iter()
-            .map(|r| Job {
+            .map(|r| QueuedPass {
                 kind,
                 tenant_id: r.tenant().to_string(),
                 memory_ref: r.to_string(),
             })
             .collect();
-        for chunk in jobs.chunks(ENQUEUE_CHUNK) {
+        for chunk in passes.chunks(ENQUEUE_CHUNK) {
             queue.enqueue(chunk).await?;
         }
         report.shards += 1;
-        report.queued += jobs.len();
+        report.queued += passes.len();
     }
     tracing::info!(kind = kind.as_str(), queued = report.queued, "fan-out done");
     Ok(report)

@@ -108,7 +108,7 @@ impl DomainEvent {
     }
 
     /// RFC 0068: counts only. `pass` names what the pass did (the consolidation service derives
-    /// it from the work version it read and the merges it applied, never from the clock), so a
+    /// it from the marker version it read and the merges it applied, never from the clock), so a
     /// duplicate delivery of the same outcome carries the same id and consumers dedupe it.
     pub fn memory_consolidated(
         memory_ref: &MemoryRef,

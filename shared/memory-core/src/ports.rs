@@ -34,49 +34,49 @@ pub fn within(op: &'static str, items: usize, max: usize) -> Result<(), StoreErr
     Ok(())
 }
 
-/// Background work a ref can be waiting for. Writes of transactional entries make a ref wait
+/// The kinds of pass a ref can be waiting for. Writes of transactional entries make a ref wait
 /// for a dream; writes of long-term entries (including a dream's output) for consolidation.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
-pub enum WorkKind {
+pub enum PassKind {
     Dream,
     Consolidate,
 }
 
-impl WorkKind {
+impl PassKind {
     pub fn as_str(self) -> &'static str {
         match self {
-            WorkKind::Dream => "dream",
-            WorkKind::Consolidate => "consolidate",
+            PassKind::Dream => "dream",
+            PassKind::Consolidate => "consolidate",
         }
     }
 
-    /// The work a new entry of `tier` creates.
-    pub fn for_tier(tier: Tier) -> WorkKind {
+    /// The pass a new entry of `tier` makes pending.
+    pub fn for_tier(tier: Tier) -> PassKind {
         match tier {
-            Tier::Transactional => WorkKind::Dream,
-            Tier::LongTerm => WorkKind::Consolidate,
+            Tier::Transactional => PassKind::Dream,
+            Tier::LongTerm => PassKind::Consolidate,
         }
     }
 }
 
-/// The pending-work index is split into this many partitions so no index partition gets hot
-/// and a fan-out reads exactly the refs that have work, never the whole table.
-pub const WORK_SHARDS: u8 = 16;
+/// The pending-pass index is split into this many shards so no index partition gets hot
+/// and a fan-out reads exactly the refs with a pending pass, never the whole table.
+pub const PENDING_SHARDS: u8 = 16;
 
-/// The shard of a ref in the pending-work index (stable across processes and releases).
-pub fn work_shard(memory_ref: &MemoryRef) -> u8 {
+/// The shard of a ref in the pending-pass index (stable across processes and releases).
+pub fn pending_shard(memory_ref: &MemoryRef) -> u8 {
     use sha2::Digest;
     let digest = sha2::Sha256::digest(memory_ref.to_string().as_bytes());
-    digest[0] % WORK_SHARDS
+    digest[0] % PENDING_SHARDS
 }
 
-/// Where a ref stands with one kind of background work.
+/// Where a ref stands with one kind of pass, as its work marker records it.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct WorkState {
-    /// Bumped by every write that creates work; `None` when no write ever did.
+pub struct MarkerState {
+    /// Bumped by every write that makes a pass pending; `None` when no write ever did.
     pub version: Option<u64>,
-    /// Whether work is pending (the ref is in the pending-work index).
+    /// Whether a pass is pending (the ref is in the pending-pass index).
     pub pending: bool,
     /// The newest source instant a finished pass has covered.
     pub watermark: Option<Timestamp>,
@@ -139,8 +139,8 @@ pub struct Page {
 #[async_trait]
 pub trait EntryStore: Send + Sync {
     /// Writes all entries or none, each only if its id is not taken yet (a retry of the same
-    /// ids cannot duplicate or overwrite), then marks each ref as waiting for the work its
-    /// entries' tiers create. At most `MAX_ENTRIES_PER_PUT` entries.
+    /// ids cannot duplicate or overwrite), then marks each ref as waiting for the pass its
+    /// entries' tiers make pending. At most `MAX_ENTRIES_PER_PUT` entries.
     async fn put_entries(&self, entries: &[StoredEntry]) -> Result<(), StoreError> {
         self.put_entries_completing(entries, None).await
     }
@@ -150,21 +150,21 @@ pub trait EntryStore: Send + Sync {
     /// otherwise, and then nothing was written). A failed condition caused by an earlier
     /// attempt of this very call (its answer lost) is success.
     ///
-    /// Marking work happens after the write, outside its transaction and only when the ref is
-    /// not pending yet or a pass is running (`begin_work`), so writers to one ref do not contend
-    /// on one item: N puts in one dirty period touch the marker once.
+    /// Marking the ref pending happens after the write, outside its transaction and only when the
+    /// ref is not pending yet or a pass is running (`begin_pass`), so writers to one ref do not
+    /// contend on one item: N puts in one dirty period touch the marker once.
     async fn put_entries_completing(
         &self,
         entries: &[StoredEntry],
         completion: Option<&Completion>,
     ) -> Result<(), StoreError>;
 
-    /// Marks `memory_ref` as waiting for `kind` work since `since`, touching its marker only
+    /// Marks `memory_ref` as waiting for a `kind` pass since `since`, touching its marker only
     /// when it is not pending yet or a pass is reading it. `put_entries_completing` does this
     /// itself; a replayed keyed put calls it again because the attempt that stored the
     /// entries may have lost every answer, or died, between its transaction and its marker.
     /// A failure is logged, not returned: the entries are stored either way.
-    async fn mark_pending(&self, memory_ref: &MemoryRef, kind: WorkKind, since: Timestamp);
+    async fn mark_pending(&self, memory_ref: &MemoryRef, kind: PassKind, since: Timestamp);
 
     /// Claims an idempotency key for one attempt: acquires it when it is new, expired, or held
     /// by an attempt whose lease ran out with the same payload; otherwise returns the record.
@@ -238,53 +238,53 @@ pub trait EntryStore: Send + Sync {
     /// One all-or-nothing rewrite: puts `put` (each only if its id is free) and deletes each of
     /// `delete` (the entries as the caller read them) only if its revision is still the one
     /// read. `StoreError::Conflict` when any condition fails, and then nothing changed. At most
-    /// `MAX_ITEMS_PER_TRANSACTION` items. Background rewrites do not mark work pending: they
+    /// `MAX_ITEMS_PER_TRANSACTION` items. Background rewrites do not mark a pass pending: they
     /// add no new information.
     async fn replace(&self, put: &[StoredEntry], delete: &[StoredEntry]) -> Result<(), StoreError>;
 
-    async fn work_state(
+    async fn marker_state(
         &self,
         memory_ref: &MemoryRef,
-        kind: WorkKind,
-    ) -> Result<WorkState, StoreError>;
+        kind: PassKind,
+    ) -> Result<MarkerState, StoreError>;
 
-    /// Starts a pass: from now on every write to the ref bumps the version (so `finish_work`
+    /// Starts a pass: from now on every write to the ref bumps the version (so `finish_pass`
     /// with the version returned here fails if any write landed during the pass), then returns
-    /// the state. A successful `finish_work` ends the pass.
-    async fn begin_work(
+    /// the state. A successful `finish_pass` ends the pass.
+    async fn begin_pass(
         &self,
         memory_ref: &MemoryRef,
-        kind: WorkKind,
-    ) -> Result<WorkState, StoreError>;
+        kind: PassKind,
+    ) -> Result<MarkerState, StoreError>;
 
     /// Records a finished pass: moves the watermark (when given) and, only if no write arrived
-    /// since `version` was read, ends the pass (`begin_work`) and takes the ref out of the
-    /// pending-work index. Returns whether the ref left the index (`false` when it was not in
+    /// since `version` was read, ends the pass (`begin_pass`) and takes the ref out of the
+    /// pending-pass index. Returns whether the ref left the index (`false` when it was not in
     /// it, so of two duplicate passes only one sees `true`).
-    async fn finish_work(
+    async fn finish_pass(
         &self,
         memory_ref: &MemoryRef,
-        kind: WorkKind,
+        kind: PassKind,
         version: Option<u64>,
         watermark: Option<Timestamp>,
     ) -> Result<bool, StoreError>;
 
-    /// The refs of one shard with pending work of `kind`, oldest pending first.
-    async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError>;
+    /// The refs of one shard with a pending pass of `kind`, oldest pending first.
+    async fn pending_refs(&self, kind: PassKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError>;
 }
 
-/// A unit of background work for one ref, as queued between the fan-out and the worker.
+/// One pass over one ref, as queued between the fan-out and the function that runs it.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Job {
-    pub kind: WorkKind,
+pub struct QueuedPass {
+    pub kind: PassKind,
     pub tenant_id: String,
     pub memory_ref: String,
 }
 
 #[async_trait]
-pub trait JobQueue: Send + Sync {
-    async fn enqueue(&self, jobs: &[Job]) -> Result<(), StoreError>;
+pub trait PassQueue: Send + Sync {
+    async fn enqueue(&self, passes: &[QueuedPass]) -> Result<(), StoreError>;
 }
 
 /// A key in the archive bucket. It always begins with the tenant id, so a listing or an IAM
@@ -457,7 +457,7 @@ pub trait Embedder: Send + Sync {
 /// One fact an abstractive summary is to cover, as the deterministic distiller chose and ranked
 /// it. Everything in it is already SR-1 redacted with the dream run's secrets.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SummaryFact {
+pub struct AbstractiveFact {
     /// The section the deterministic summary puts the fact in (a tag name, or `(untagged)`), so
     /// a model can keep related facts together.
     pub section: String,
@@ -467,12 +467,12 @@ pub struct SummaryFact {
     pub weight: u32,
 }
 
-/// What a [`Summariser`] is asked for: the facts, most important first, and the most
+/// What a [`AbstractiveModel`] is asked for: the facts, most important first, and the most
 /// cl100k_base tokens the answer may take. The caller recounts the answer with its own
 /// tokenizer and rejects it when it does not fit, since a model counts with another tokenizer.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct SummaryRequest {
-    pub facts: Vec<SummaryFact>,
+pub struct AbstractiveRequest {
+    pub facts: Vec<AbstractiveFact>,
     pub max_output_tokens: u32,
 }
 
@@ -480,17 +480,17 @@ pub struct SummaryRequest {
 /// (docs/dreams.md "Abstractive dreams (optional)"). Optional: a dream without one writes the
 /// deterministic summary.
 ///
-/// Nothing a summariser answers is trusted: the dream re-redacts it with the run's SR-1
+/// Nothing an abstractive model answers is trusted: the dream re-redacts it with the run's SR-1
 /// redactor, recounts it, and falls back to the deterministic summary when the call fails,
 /// times out (the dream bounds it; implementations need not), or the answer is empty or over
 /// budget. Errors name the operation and a code, never text of the request or the answer.
 #[async_trait]
-pub trait Summariser: Send + Sync {
+pub trait AbstractiveModel: Send + Sync {
     /// The model id, recorded in the archive's distiller version.
     fn model(&self) -> &str;
     /// The summary text: an error, too, when the model stopped before it finished (a cut
     /// summary reads as complete but is not).
-    async fn summarise(&self, request: &SummaryRequest) -> Result<String, StoreError>;
+    async fn rewrite(&self, request: &AbstractiveRequest) -> Result<String, StoreError>;
 }
 
 /// The ports every service writes through: the entry store, the event bus and the clock. One

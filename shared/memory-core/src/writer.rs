@@ -26,7 +26,7 @@ use crate::idempotency::{
 use crate::model::{
     is_valid_entry_id, Attribution, EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier,
 };
-use crate::ports::{CorePorts, Embedder, IdSource, WorkKind};
+use crate::ports::{CorePorts, Embedder, IdSource, PassKind};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, SecretRegistry, TenantId, TenantScope};
 
@@ -609,14 +609,14 @@ impl MemoryWriter {
         }
     }
 
-    /// Marks the background work of each tier written as pending since `since`.
+    /// Marks the pass of each tier written as pending since `since`.
     async fn mark_tiers_pending(
         &self,
         memory_ref: &MemoryRef,
         tiers: impl Iterator<Item = Tier>,
         since: Timestamp,
     ) {
-        let kinds: BTreeSet<WorkKind> = tiers.map(WorkKind::for_tier).collect();
+        let kinds: BTreeSet<PassKind> = tiers.map(PassKind::for_tier).collect();
         for kind in kinds {
             self.ports.store.mark_pending(memory_ref, kind, since).await;
         }

@@ -1,7 +1,7 @@
-//! The scheduled fan-out over the in-memory ports: exactly the refs with pending work are queued.
+//! The scheduled fan-out over the in-memory ports: exactly the refs with a pending pass are queued.
 
 use memory_core::background::{fan_out, FanOutReport};
-use memory_core::ports::{EntryStore, WorkKind, WORK_SHARDS};
+use memory_core::ports::{EntryStore, PassKind, PENDING_SHARDS};
 use memory_core::Tier;
 use memory_guard::TenantId;
 use memory_testkit::contract::{entry, memory_ref};
@@ -22,21 +22,21 @@ async fn queues_exactly_the_pending_refs() {
         store.put_entries(&[e]).await.unwrap();
         refs.push(r);
     }
-    let report = fan_out(&store, &queue, WorkKind::Consolidate)
+    let report = fan_out(&store, &queue, PassKind::Consolidate)
         .await
         .unwrap();
     assert_eq!(
         report,
         FanOutReport {
-            shards: WORK_SHARDS,
+            shards: PENDING_SHARDS,
             queued: 10
         }
     );
-    let mut queued: Vec<String> = queue.jobs().into_iter().map(|j| j.memory_ref).collect();
+    let mut queued: Vec<String> = queue.passes().into_iter().map(|j| j.memory_ref).collect();
     queued.sort();
     let mut want: Vec<String> = refs.iter().step_by(4).map(|r| r.to_string()).collect();
     want.sort();
     assert_eq!(queued, want);
     assert!(queue.calls.get("enqueue") >= 1);
-    assert_eq!(store.calls.get("pending_refs"), u64::from(WORK_SHARDS));
+    assert_eq!(store.calls.get("pending_refs"), u64::from(PENDING_SHARDS));
 }

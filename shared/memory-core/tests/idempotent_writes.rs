@@ -4,7 +4,7 @@
 
 use memory_core::events::EventType;
 use memory_core::idempotency::{new_attempt, Claim, IdempotencyKey, KeyClaim};
-use memory_core::ports::{EntryStore, WorkKind};
+use memory_core::ports::{EntryStore, PassKind};
 use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
 use memory_testkit::in_memory::TestPorts;
@@ -261,7 +261,7 @@ async fn a_replay_marks_the_ref_its_lost_first_attempt_never_marked() {
     let before = w
         .ports
         .store
-        .work_state(&memory_ref, WorkKind::Dream)
+        .marker_state(&memory_ref, PassKind::Dream)
         .await
         .expect("state");
     assert!(!before.pending, "nothing marked the ref");
@@ -276,15 +276,15 @@ async fn a_replay_marks_the_ref_its_lost_first_attempt_never_marked() {
     let after = w
         .ports
         .store
-        .work_state(&memory_ref, WorkKind::Dream)
+        .marker_state(&memory_ref, PassKind::Dream)
         .await
         .expect("state");
     assert!(after.pending, "the replay marked the ref");
     // A further replay touches nothing: the ref is already pending.
-    let marks = w.ports.store.calls.get("mark_work");
+    let marks = w.ports.store.calls.get("marker_write");
     w.writer
         .put(&put(Some("op-lost"), &["alpha"]))
         .await
         .expect("replay");
-    assert_eq!(w.ports.store.calls.get("mark_work"), marks);
+    assert_eq!(w.ports.store.calls.get("marker_write"), marks);
 }

@@ -34,7 +34,7 @@ impl TenantScope {
         self.admits(&parsed).then_some(parsed)
     }
 
-    /// The same gate for a ref parsed elsewhere (e.g. carried in a cursor or a job payload), so
+    /// The same gate for a ref parsed elsewhere (e.g. carried in a cursor or a queued pass), so
     /// no code path can skip the tenant comparison just because the ref is already typed.
     pub fn admit_ref<'r>(&self, memory_ref: &'r MemoryRef) -> Option<&'r MemoryRef> {
         self.admits(memory_ref).then_some(memory_ref)

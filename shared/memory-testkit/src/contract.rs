@@ -880,68 +880,80 @@ pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
 }
 
 pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
-    use memory_core::ports::{work_shard, WorkKind};
-    let t = fresh_tenant("work");
+    use memory_core::ports::{pending_shard, PassKind};
+    let t = fresh_tenant("marker");
     let r = memory_ref(&t, "agent-1");
-    let shard = work_shard(&r);
-    let before = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    let shard = pending_shard(&r);
+    let before = store
+        .marker_state(&r, PassKind::Dream)
+        .await
+        .expect("state");
     assert_eq!((before.version, before.pending), (None, false));
     store
         .put_entries(&[entry(&r, 1, "x", &[])])
         .await
         .expect("put");
-    let state = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    let state = store
+        .marker_state(&r, PassKind::Dream)
+        .await
+        .expect("state");
     assert!(state.pending && state.version.is_some());
     assert!(
         !store
-            .work_state(&r, WorkKind::Consolidate)
+            .marker_state(&r, PassKind::Consolidate)
             .await
             .expect("state")
             .pending,
-        "a transactional write creates dream work only"
+        "a transactional write makes only a dream pending"
     );
     assert!(store
-        .pending_refs(WorkKind::Dream, shard)
+        .pending_refs(PassKind::Dream, shard)
         .await
         .expect("pending")
         .contains(&r));
     // A write while a pass runs (it began after the first write) keeps the ref pending, but
     // the watermark moves.
-    let state = store.begin_work(&r, WorkKind::Dream).await.expect("begin");
+    let state = store.begin_pass(&r, PassKind::Dream).await.expect("begin");
     assert!(state.running && state.pending);
     store
         .put_entries(&[entry(&r, 2, "y", &[])])
         .await
         .expect("put");
     let cleared = store
-        .finish_work(
+        .finish_pass(
             &r,
-            WorkKind::Dream,
+            PassKind::Dream,
             state.version,
             Some(Timestamp::from_millis(T0 + 1)),
         )
         .await
         .expect("finish");
     assert!(!cleared);
-    let after = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    let after = store
+        .marker_state(&r, PassKind::Dream)
+        .await
+        .expect("state");
     assert!(after.pending);
     assert_eq!(after.watermark, Some(Timestamp::from_millis(T0 + 1)));
     // With the current version it leaves the index.
     assert!(store
-        .finish_work(
+        .finish_pass(
             &r,
-            WorkKind::Dream,
+            PassKind::Dream,
             after.version,
             Some(Timestamp::from_millis(T0 + 2))
         )
         .await
         .expect("finish"));
     assert!(!store
-        .pending_refs(WorkKind::Dream, shard)
+        .pending_refs(PassKind::Dream, shard)
         .await
         .expect("pending")
         .contains(&r));
-    let done = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    let done = store
+        .marker_state(&r, PassKind::Dream)
+        .await
+        .expect("state");
     assert_eq!(
         (done.pending, done.watermark),
         (false, Some(Timestamp::from_millis(T0 + 2)))
@@ -950,7 +962,7 @@ pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
     long.tier = Tier::LongTerm;
     store.put_entries(&[long]).await.expect("put");
     assert!(store
-        .pending_refs(WorkKind::Consolidate, shard)
+        .pending_refs(PassKind::Consolidate, shard)
         .await
         .expect("pending")
         .contains(&r));
@@ -1072,7 +1084,7 @@ pub async fn archive_listing_is_tenant_scoped(archive: Arc<dyn ArchiveStore>) {
 /// pass runs, N more puts leave the marker untouched (one marker write per dirty period); once
 /// a pass has begun, every put is counted again so the pass cannot clear what it did not read.
 pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>) {
-    use memory_core::ports::WorkKind;
+    use memory_core::ports::PassKind;
     let t = fresh_tenant("hot");
     let r = memory_ref(&t, "agent-1");
     let n = 24u64;
@@ -1087,38 +1099,47 @@ pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>)
             .expect("task")
             .expect("every concurrent put succeeds");
     }
-    let state = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    let state = store
+        .marker_state(&r, PassKind::Dream)
+        .await
+        .expect("state");
     assert!(state.pending);
     assert_eq!(
         state.version,
         Some(1),
         "{n} concurrent puts in one dirty period touch the marker once"
     );
-    let begun = store.begin_work(&r, WorkKind::Dream).await.expect("begin");
+    let begun = store.begin_pass(&r, PassKind::Dream).await.expect("begin");
     for i in 0..3 {
         store
             .put_entries(&[entry(&r, 200 + i, "during the pass", &[])])
             .await
             .expect("put");
     }
-    let during = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    let during = store
+        .marker_state(&r, PassKind::Dream)
+        .await
+        .expect("state");
     assert_eq!(during.version, Some(4), "puts during a pass are counted");
     assert!(!store
-        .finish_work(&r, WorkKind::Dream, begun.version, None)
+        .finish_pass(&r, PassKind::Dream, begun.version, None)
         .await
         .expect("finish"));
     assert!(
         store
-            .work_state(&r, WorkKind::Dream)
+            .marker_state(&r, PassKind::Dream)
             .await
             .expect("state")
             .pending
     );
     assert!(store
-        .finish_work(&r, WorkKind::Dream, during.version, None)
+        .finish_pass(&r, PassKind::Dream, during.version, None)
         .await
         .expect("finish"));
-    let idle = store.work_state(&r, WorkKind::Dream).await.expect("state");
+    let idle = store
+        .marker_state(&r, PassKind::Dream)
+        .await
+        .expect("state");
     assert!(
         !idle.pending && !idle.running,
         "a clean finish ends the pass"
@@ -1134,7 +1155,7 @@ pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>)
         .expect("put");
     assert_eq!(
         store
-            .work_state(&r, WorkKind::Dream)
+            .marker_state(&r, PassKind::Dream)
             .await
             .expect("state")
             .version,

@@ -15,10 +15,10 @@ use memory_core::events::DomainEvent;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
 use memory_core::model::{hex, Embedding, EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{
-    within, work_shard, ArchiveStore, Clock, Embedder, EntryStore, EventPublisher, Expect, IdBound,
-    IdSource, Job, JobQueue, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome, StoredObject,
-    Summariser, SummaryRequest, WorkKind, WorkState, MAX_ENTRIES_PER_PUT,
-    MAX_ITEMS_PER_TRANSACTION,
+    pending_shard, within, AbstractiveModel, AbstractiveRequest, ArchiveStore, Clock, Embedder,
+    EntryStore, EventPublisher, Expect, IdBound, IdSource, MarkerState, ObjectKey, ObjectKind,
+    Page, PageQuery, PassKind, PassQueue, PutOutcome, QueuedPass, StoredObject,
+    MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
@@ -105,7 +105,7 @@ impl CallCounter {
             "replace",
             "delete",
             "delete_many",
-            "finish_work",
+            "finish_pass",
             "put_if_absent",
             "put_expecting",
             "publish",
@@ -131,7 +131,7 @@ impl CallCounter {
 }
 
 #[derive(Clone, Copy, Debug, Default)]
-struct WorkItem {
+struct MarkerItem {
     version: u64,
     pending_since: Option<i64>,
     watermark: Option<Timestamp>,
@@ -141,7 +141,7 @@ struct WorkItem {
 #[derive(Debug, Default)]
 pub struct InMemoryEntryStore {
     refs: Mutex<BTreeMap<MemoryRef, BTreeMap<String, StoredEntry>>>,
-    work: Mutex<BTreeMap<(MemoryRef, WorkKind), WorkItem>>,
+    markers: Mutex<BTreeMap<(MemoryRef, PassKind), MarkerItem>>,
     keys: Mutex<BTreeMap<IdempotencyKey, (KeyRecord, Timestamp)>>,
     tombstones: Mutex<BTreeMap<MemoryRef, BTreeMap<String, Timestamp>>>,
     pub calls: CallCounter,
@@ -172,11 +172,11 @@ impl InMemoryEntryStore {
 
     /// Every stored entry, for tests that inspect the raw store (like a table scan).
     /// Only a ref not yet pending (or one a pass is reading) has its marker touched.
-    fn mark(&self, memory_ref: &MemoryRef, kind: WorkKind, since: Timestamp) {
-        let mut work = lock(&self.work);
-        let item = work.entry((memory_ref.clone(), kind)).or_default();
+    fn mark(&self, memory_ref: &MemoryRef, kind: PassKind, since: Timestamp) {
+        let mut markers = lock(&self.markers);
+        let item = markers.entry((memory_ref.clone(), kind)).or_default();
         if item.pending_since.is_none() || item.running {
-            self.calls.hit("mark_work");
+            self.calls.hit("marker_write");
             item.version += 1;
             item.pending_since = item.pending_since.or(Some(since.as_millis()));
         }
@@ -223,9 +223,9 @@ impl EntryStore for InMemoryEntryStore {
         // error and nothing after the write runs, as when the function dies right here.
         self.calls.answer("put_entries")?;
         // After the write, like the DynamoDB adapter.
-        let marks: std::collections::BTreeSet<(MemoryRef, WorkKind)> = entries
+        let marks: std::collections::BTreeSet<(MemoryRef, PassKind)> = entries
             .iter()
-            .map(|e| (e.memory_ref.clone(), WorkKind::for_tier(e.tier)))
+            .map(|e| (e.memory_ref.clone(), PassKind::for_tier(e.tier)))
             .collect();
         if let Some(since) = entries.iter().map(|e| e.entry.created_at).min() {
             for (r, kind) in marks {
@@ -235,7 +235,7 @@ impl EntryStore for InMemoryEntryStore {
         Ok(())
     }
 
-    async fn mark_pending(&self, memory_ref: &MemoryRef, kind: WorkKind, since: Timestamp) {
+    async fn mark_pending(&self, memory_ref: &MemoryRef, kind: PassKind, since: Timestamp) {
         self.mark(memory_ref, kind, since);
     }
 
@@ -505,15 +505,15 @@ impl EntryStore for InMemoryEntryStore {
         Ok(())
     }
 
-    async fn work_state(
+    async fn marker_state(
         &self,
         memory_ref: &MemoryRef,
-        kind: WorkKind,
-    ) -> Result<WorkState, StoreError> {
-        self.calls.call("work_state")?;
-        Ok(lock(&self.work)
+        kind: PassKind,
+    ) -> Result<MarkerState, StoreError> {
+        self.calls.call("marker_state")?;
+        Ok(lock(&self.markers)
             .get(&(memory_ref.clone(), kind))
-            .map(|w| WorkState {
+            .map(|w| MarkerState {
                 version: Some(w.version),
                 pending: w.pending_since.is_some(),
                 watermark: w.watermark,
@@ -522,16 +522,16 @@ impl EntryStore for InMemoryEntryStore {
             .unwrap_or_default())
     }
 
-    async fn begin_work(
+    async fn begin_pass(
         &self,
         memory_ref: &MemoryRef,
-        kind: WorkKind,
-    ) -> Result<WorkState, StoreError> {
-        self.calls.call("begin_work")?;
-        let mut work = lock(&self.work);
-        let w = work.entry((memory_ref.clone(), kind)).or_default();
+        kind: PassKind,
+    ) -> Result<MarkerState, StoreError> {
+        self.calls.call("begin_pass")?;
+        let mut markers = lock(&self.markers);
+        let w = markers.entry((memory_ref.clone(), kind)).or_default();
         w.running = true;
-        Ok(WorkState {
+        Ok(MarkerState {
             version: Some(w.version),
             pending: w.pending_since.is_some(),
             watermark: w.watermark,
@@ -539,16 +539,16 @@ impl EntryStore for InMemoryEntryStore {
         })
     }
 
-    async fn finish_work(
+    async fn finish_pass(
         &self,
         memory_ref: &MemoryRef,
-        kind: WorkKind,
+        kind: PassKind,
         version: Option<u64>,
         watermark: Option<Timestamp>,
     ) -> Result<bool, StoreError> {
-        self.calls.call("finish_work")?;
-        let mut work = lock(&self.work);
-        let item = work.entry((memory_ref.clone(), kind)).or_default();
+        self.calls.call("finish_pass")?;
+        let mut markers = lock(&self.markers);
+        let item = markers.entry((memory_ref.clone(), kind)).or_default();
         // The watermark never moves back (a slow duplicate run must not lower it).
         if watermark > item.watermark {
             item.watermark = watermark;
@@ -562,12 +562,14 @@ impl EntryStore for InMemoryEntryStore {
         Ok(left)
     }
 
-    async fn pending_refs(&self, kind: WorkKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
+    async fn pending_refs(&self, kind: PassKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
         self.calls.call("pending_refs")?;
-        let work = lock(&self.work);
-        let mut pending: Vec<(i64, MemoryRef)> = work
+        let markers = lock(&self.markers);
+        let mut pending: Vec<(i64, MemoryRef)> = markers
             .iter()
-            .filter(|((r, k), w)| *k == kind && w.pending_since.is_some() && work_shard(r) == shard)
+            .filter(|((r, k), w)| {
+                *k == kind && w.pending_since.is_some() && pending_shard(r) == shard
+            })
             .map(|((r, _), w)| (w.pending_since.unwrap_or(0), r.clone()))
             .collect();
         pending.sort();
@@ -679,7 +681,7 @@ impl ArchiveStore for InMemoryArchiveStore {
 }
 
 /// Keeps everything sent to it, in order, and counts the calls: the event publisher and the
-/// job queue are the same double.
+/// pass queue are the same double.
 #[derive(Debug)]
 pub struct Recording<T> {
     sent: Mutex<Vec<T>>,
@@ -727,19 +729,19 @@ impl EventPublisher for RecordingPublisher {
     }
 }
 
-/// Keeps every queued job, in order.
-pub type RecordingQueue = Recording<Job>;
+/// Keeps every queued pass, in order.
+pub type RecordingQueue = Recording<QueuedPass>;
 
 impl RecordingQueue {
-    pub fn jobs(&self) -> Vec<Job> {
+    pub fn passes(&self) -> Vec<QueuedPass> {
         self.sent()
     }
 }
 
 #[async_trait]
-impl JobQueue for RecordingQueue {
-    async fn enqueue(&self, jobs: &[Job]) -> Result<(), StoreError> {
-        self.record("enqueue", jobs)
+impl PassQueue for RecordingQueue {
+    async fn enqueue(&self, passes: &[QueuedPass]) -> Result<(), StoreError> {
+        self.record("enqueue", passes)
     }
 }
 
@@ -778,9 +780,9 @@ impl Embedder for WordHashEmbedder {
     }
 }
 
-/// What a [`ScriptedSummariser`] does with the next requests.
+/// What a [`ScriptedAbstractiveModel`] does with the next requests.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SummaryScript {
+pub enum AbstractiveScript {
     /// Joins the facts of each section on one line (the local Converse stand-in's rule).
     Condense,
     /// Answers exactly this text.
@@ -791,37 +793,37 @@ pub enum SummaryScript {
     Sleep(u64),
 }
 
-/// A deterministic stand-in for a summarising model, for unit tests (the end-to-end tests use
-/// the local Converse stand-in): it follows its script, counts `summarise` calls and keeps the
+/// A deterministic stand-in for an abstractive model, for unit tests (the end-to-end tests use
+/// the local Converse stand-in): it follows its script, counts `rewrite` calls and keeps the
 /// requests it saw.
-pub struct ScriptedSummariser {
+pub struct ScriptedAbstractiveModel {
     pub calls: CallCounter,
-    script: Mutex<SummaryScript>,
-    requests: Mutex<Vec<SummaryRequest>>,
+    script: Mutex<AbstractiveScript>,
+    requests: Mutex<Vec<AbstractiveRequest>>,
 }
 
-/// The model id [`ScriptedSummariser`] reports.
-pub const SCRIPTED_MODEL: &str = "test.scripted-summariser";
+/// The model id [`ScriptedAbstractiveModel`] reports.
+pub const SCRIPTED_MODEL: &str = "test.scripted-abstractive";
 
-impl ScriptedSummariser {
-    pub fn new(script: SummaryScript) -> Self {
-        ScriptedSummariser {
+impl ScriptedAbstractiveModel {
+    pub fn new(script: AbstractiveScript) -> Self {
+        ScriptedAbstractiveModel {
             calls: CallCounter::default(),
             script: Mutex::new(script),
             requests: Mutex::new(Vec::new()),
         }
     }
 
-    pub fn set(&self, script: SummaryScript) {
+    pub fn set(&self, script: AbstractiveScript) {
         *lock(&self.script) = script;
     }
 
-    pub fn requests(&self) -> Vec<SummaryRequest> {
+    pub fn requests(&self) -> Vec<AbstractiveRequest> {
         lock(&self.requests).clone()
     }
 
     /// `Condense`'s answer to `request`.
-    pub fn condense(request: &SummaryRequest) -> String {
+    pub fn condense(request: &AbstractiveRequest) -> String {
         let mut sections: Vec<(&str, Vec<&str>)> = Vec::new();
         for fact in &request.facts {
             match sections.iter_mut().find(|(name, _)| *name == fact.section) {
@@ -838,23 +840,23 @@ impl ScriptedSummariser {
 }
 
 #[async_trait]
-impl Summariser for ScriptedSummariser {
+impl AbstractiveModel for ScriptedAbstractiveModel {
     fn model(&self) -> &str {
         SCRIPTED_MODEL
     }
 
-    async fn summarise(&self, request: &SummaryRequest) -> Result<String, StoreError> {
-        self.calls.call("summarise")?;
+    async fn rewrite(&self, request: &AbstractiveRequest) -> Result<String, StoreError> {
+        self.calls.call("rewrite")?;
         lock(&self.requests).push(request.clone());
         let script = lock(&self.script).clone();
         match script {
-            SummaryScript::Condense => Ok(Self::condense(request)),
-            SummaryScript::Reply(text) => Ok(text),
-            SummaryScript::Fail(code) => Err(StoreError::Backend {
-                op: "summarise",
+            AbstractiveScript::Condense => Ok(Self::condense(request)),
+            AbstractiveScript::Reply(text) => Ok(text),
+            AbstractiveScript::Fail(code) => Err(StoreError::Backend {
+                op: "rewrite",
                 code: code.into(),
             }),
-            SummaryScript::Sleep(ms) => {
+            AbstractiveScript::Sleep(ms) => {
                 tokio::time::sleep(std::time::Duration::from_millis(ms)).await;
                 Ok(Self::condense(request))
             }

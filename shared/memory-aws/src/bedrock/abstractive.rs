@@ -1,16 +1,16 @@
-//! The `Summariser` port over Amazon Bedrock's Converse API (docs/dreams.md "Abstractive dreams
-//! (optional)"): one model-agnostic request shape for every text model Bedrock serves, so the model
-//! is a setting (`DISTILLER_MODEL_ID`), not code. Temperature 0 and a system prompt that asks for
-//! the facts given and nothing else; the dream distrusts the answer anyway (re-redaction, recount,
-//! fallback). Errors carry the operation and a code only: neither the facts sent nor the answer
-//! ever reach a log line or an error.
+//! The `AbstractiveModel` port over Amazon Bedrock's Converse API (docs/dreams.md "Abstractive
+//! dreams (optional)"): one model-agnostic request shape for every text model Bedrock serves, so
+//! the model is a setting (`ABSTRACTIVE_MODEL_ID`), not code. Temperature 0 and a system prompt
+//! that asks for the facts given and nothing else; the dream distrusts the answer anyway
+//! (re-redaction, recount, fallback). Errors carry the operation and a code only: neither the facts
+//! sent nor the answer ever reach a log line or an error.
 
 use async_trait::async_trait;
 use aws_sdk_bedrockruntime::types::{
     ContentBlock, ConversationRole, InferenceConfiguration, Message, StopReason, SystemContentBlock,
 };
 use aws_sdk_bedrockruntime::Client;
-use memory_core::ports::{Summariser, SummaryRequest};
+use memory_core::ports::{AbstractiveModel, AbstractiveRequest};
 use memory_core::StoreError;
 
 use crate::error::backend;
@@ -29,7 +29,7 @@ never guess what it hides. Add nothing the facts do not state. Answer with the s
 
 /// The user message: the facts under their section headings (sections in the order of their
 /// best-ranked fact, facts in rank order), and the size asked for.
-pub(crate) fn prompt(request: &SummaryRequest) -> String {
+pub(crate) fn prompt(request: &AbstractiveRequest) -> String {
     let mut sections: Vec<(&str, Vec<usize>)> = Vec::new();
     for (i, fact) in request.facts.iter().enumerate() {
         match sections.iter_mut().find(|(name, _)| *name == fact.section) {
@@ -66,24 +66,24 @@ fn build_error() -> StoreError {
     }
 }
 
-pub struct BedrockSummariser {
+pub struct BedrockAbstractiveModel {
     client: Client,
     model: String,
 }
 
-impl BedrockSummariser {
+impl BedrockAbstractiveModel {
     pub fn new(client: Client, model: String) -> Self {
-        BedrockSummariser { client, model }
+        BedrockAbstractiveModel { client, model }
     }
 }
 
 #[async_trait]
-impl Summariser for BedrockSummariser {
+impl AbstractiveModel for BedrockAbstractiveModel {
     fn model(&self) -> &str {
         &self.model
     }
 
-    async fn summarise(&self, request: &SummaryRequest) -> Result<String, StoreError> {
+    async fn rewrite(&self, request: &AbstractiveRequest) -> Result<String, StoreError> {
         let message = Message::builder()
             .role(ConversationRole::User)
             .content(ContentBlock::Text(prompt(request)))
@@ -139,10 +139,10 @@ fn stop_code(reason: &StopReason) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use memory_core::ports::SummaryFact;
+    use memory_core::ports::AbstractiveFact;
 
-    fn fact(section: &str, text: &str, weight: u32) -> SummaryFact {
-        SummaryFact {
+    fn fact(section: &str, text: &str, weight: u32) -> AbstractiveFact {
+        AbstractiveFact {
             section: section.into(),
             text: text.into(),
             weight,
@@ -151,7 +151,7 @@ mod tests {
 
     #[test]
     fn prompt_groups_by_section_in_rank_order() {
-        let request = SummaryRequest {
+        let request = AbstractiveRequest {
             facts: vec![
                 fact("preference", "Prefers email", 3),
                 fact("(untagged)", "Order 48213 shipped late", 1),
