@@ -36,7 +36,7 @@ use crate::apigw::{http_api_event, percent_decode, GatewayRequest};
 use crate::{LambdaProcess, Outcome};
 
 /// The function binaries the gateway starts, in `template.yaml` order.
-pub const FUNCTIONS: [&str; 7] = [
+pub const FUNCTIONS: [&str; 9] = [
     "memory-read",
     "memory-write",
     "memory-forget",
@@ -44,7 +44,18 @@ pub const FUNCTIONS: [&str; 7] = [
     "memory-consolidate",
     "memory-commitments",
     "memory-mcp",
+    "memory-intent",
+    "memory-intent-auth",
 ];
+
+/// The OpenIntent door's routes (`ANY /api/v1/{proxy+}` in `template.yaml`), behind the
+/// Lambda authorizer `memory-intent-auth`.
+const INTENT_PREFIX: &str = "/api/v1/";
+const INTENT_AUTHORIZER: &str = "memory-intent-auth";
+/// How long an authorizer answer is reused for one `X-API-Key` + `X-Agent-ID` pair: the
+/// template's `AuthorizerResultTtlInSeconds`, unless `AUTHORIZER_CACHE_SECONDS` says otherwise
+/// (tests of revocation shorten it).
+const AUTHORIZER_CACHE_DEFAULT_SECONDS: u64 = 60;
 
 /// API Gateway's maximum integration timeout for HTTP APIs.
 const HTTP_INTEGRATION_TIMEOUT: Duration = Duration::from_secs(30);
@@ -132,6 +143,8 @@ pub struct Route {
     pub route_key: &'static str,
     /// Behind the JWT authorizer.
     pub authorized: bool,
+    /// Behind the Lambda authorizer of the OpenIntent door instead.
+    pub lambda_authorized: bool,
     /// Decoded values of the route's path variables.
     pub path_parameters: Vec<(String, String)>,
 }
@@ -139,6 +152,15 @@ pub struct Route {
 /// Matches a request against the HTTP API's routes. Matching is per path segment on the
 /// decoded segment; `{id}` is exactly one non-empty segment (as API Gateway's path variables).
 pub fn match_route(method: &str, raw_path: &str) -> Option<Route> {
+    if let Some(rest) = raw_path.strip_prefix(INTENT_PREFIX) {
+        return (!rest.is_empty()).then(|| Route {
+            function: "memory-intent",
+            route_key: "ANY /api/v1/{proxy+}",
+            authorized: false,
+            lambda_authorized: true,
+            path_parameters: vec![("proxy".to_owned(), percent_decode(rest, false))],
+        });
+    }
     let rest = raw_path.strip_prefix(BASE)?.strip_prefix('/')?;
     let segments: Vec<String> = rest.split('/').map(|s| percent_decode(s, false)).collect();
     let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
@@ -146,6 +168,7 @@ pub fn match_route(method: &str, raw_path: &str) -> Option<Route> {
         function,
         route_key,
         authorized,
+        lambda_authorized: false,
         path_parameters,
     };
     match (method, segs.as_slice()) {
@@ -353,6 +376,10 @@ fn now_ms() -> i64 {
 pub struct Gateway {
     functions: HashMap<&'static str, LambdaProcess>,
     exchanges: Option<PathBuf>,
+    /// Lambda authorizer answers by identity source, with when they were given.
+    authorizer_cache:
+        std::sync::Mutex<HashMap<(String, String), (std::time::Instant, Option<Value>)>>,
+    authorizer_ttl: Duration,
 }
 
 impl Gateway {
@@ -381,9 +408,15 @@ impl Gateway {
         if let Some(dir) = &exchanges {
             std::fs::create_dir_all(dir).map_err(|e| format!("create {}: {e}", dir.display()))?;
         }
+        let ttl = std::env::var("AUTHORIZER_CACHE_SECONDS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(AUTHORIZER_CACHE_DEFAULT_SECONDS);
         Ok(Gateway {
             functions,
             exchanges,
+            authorizer_cache: std::sync::Mutex::new(HashMap::new()),
+            authorizer_ttl: Duration::from_secs(ttl),
         })
     }
 
@@ -469,7 +502,18 @@ impl Gateway {
         let request_id = format!("{}", ulid::Ulid::new());
         let trace_id = format!("1-{:08x}-{}", now_ms() / 1000, &request_id[..24]);
         let (headers, cookies) = forwarded_headers(request, peer, &trace_id);
-        let event = http_api_event(&GatewayRequest {
+        let lambda_context = if route.lambda_authorized {
+            match self.lambda_authorize(&route, raw_path, &headers).await {
+                Ok(context) => Some(context),
+                Err(response) => {
+                    self.record(&request.method, raw_path, &response);
+                    return response;
+                }
+            }
+        } else {
+            None
+        };
+        let mut event = http_api_event(&GatewayRequest {
             method: &request.method,
             raw_path,
             raw_query,
@@ -483,6 +527,9 @@ impl Gateway {
             request_id: &request_id,
             time_epoch_ms: now_ms(),
         });
+        if let Some(context) = lambda_context {
+            event["requestContext"]["authorizer"] = json!({"lambda": context});
+        }
         let payload = serde_json::to_vec(&event).unwrap_or_default();
         let mut response = match process
             .invoke_bytes(payload, HTTP_INTEGRATION_TIMEOUT)
@@ -497,6 +544,68 @@ impl Gateway {
             .headers
             .push(("apigw-requestid".into(), request_id));
         response
+    }
+
+    /// API Gateway's Lambda authorizer (HTTP API, payload 2.0, simple responses): no identity
+    /// source header is 401 without a call; a refusal is 403; an authorizer that fails is 500;
+    /// answers are cached per identity source for the TTL. The context goes to the function.
+    async fn lambda_authorize(
+        &self,
+        route: &Route,
+        raw_path: &str,
+        headers: &[(String, String)],
+    ) -> Result<Value, Response> {
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+                .filter(|v| !v.is_empty())
+        };
+        let (Some(key), Some(agent)) = (header("x-api-key"), header("x-agent-id")) else {
+            return Err(Response::json(401, &json!({"message": "Unauthorized"})));
+        };
+        let identity = (key.clone(), agent.clone());
+        let cached = self
+            .authorizer_cache
+            .lock()
+            .ok()
+            .and_then(|c| c.get(&identity).cloned())
+            .filter(|(at, _)| at.elapsed() < self.authorizer_ttl)
+            .map(|(_, answer)| answer);
+        let answer = match cached {
+            Some(answer) => answer,
+            None => {
+                let Some(process) = self.functions.get(INTENT_AUTHORIZER) else {
+                    return Err(internal_server_error());
+                };
+                let event = json!({
+                    "version": "2.0",
+                    "type": "REQUEST",
+                    "routeArn": format!("arn:aws:execute-api:us-east-1:123456789012:abc123/$default/{}", route.route_key.replace(' ', "")),
+                    "identitySource": [key, agent],
+                    "routeKey": route.route_key,
+                    "rawPath": raw_path,
+                    "headers": headers.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<Map<String, Value>>(),
+                });
+                let payload = serde_json::to_vec(&event).unwrap_or_default();
+                let answer = match process
+                    .invoke_bytes(payload, HTTP_INTEGRATION_TIMEOUT)
+                    .await
+                {
+                    Some(Outcome::Response(v)) if v["isAuthorized"] == true => {
+                        Some(v.get("context").cloned().unwrap_or(json!({})))
+                    }
+                    Some(Outcome::Response(v)) if v["isAuthorized"] == false => None,
+                    _ => return Err(internal_server_error()),
+                };
+                if let Ok(mut cache) = self.authorizer_cache.lock() {
+                    cache.insert(identity, (std::time::Instant::now(), answer.clone()));
+                }
+                answer
+            }
+        };
+        answer.ok_or_else(|| Response::json(403, &json!({"message": "Forbidden"})))
     }
 
     /// Keeps an HTTP API exchange with a JSON body for `tests/openapi_check.py`.
