@@ -64,6 +64,12 @@ JWT_AUTHORIZER = "JwtAuthorizer"
 # The only routes served without the JWT authorizer (Auth.Authorizer NONE): the capability
 # document says nothing tenant-specific. Every other HttpApi route uses JWT_AUTHORIZER.
 PUBLIC_ROUTES = {("GET", f"{API_PREFIX}/capabilities")}
+# The OpenIntent door's routes use its own Lambda authorizer (API keys), nothing else does.
+KEY_AUTHORIZER = "IntentKeyAuthorizer"
+KEY_ROUTES = {("ANY", "/api/v1/{proxy+}")}
+KEY_AUTHORIZER_FUNCTION = "MemoryIntentAuthFunction"
+# The only items the authorizer may read: API key records, outside every tenant's partitions.
+KEY_RECORDS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["@apikey#*"]}}
 
 
 def pairs(actions: list[str], resource: str) -> set[tuple[str, str]]:
@@ -145,6 +151,31 @@ EXPECTED: dict[str, dict[str, Any]] = {
         | pairs(["bedrock:InvokeModel"], EMBED_MODEL),
         # ANY on both: the MCP transport and the memory-tool route answer other methods (405).
         "routes": {("ANY", f"{API_PREFIX}/mcp"), ("ANY", f"{API_PREFIX}/memory-tool")},
+    },
+    "MemoryIntentFunction": {
+        "binary": "memory-intent",
+        "memory": 256,
+        "env": {"REDACTION_SECRETS": {"Ref": "RedactionSecrets"},
+                "INTENT_WORKING_CAPACITY": {"Ref": "IntentWorkingCapacity"},
+                "INTENT_EPISODIC_CAPACITY": {"Ref": "IntentEpisodicCapacity"},
+                "INTENT_VERSIONS_KEPT": {"Ref": "IntentVersionsKept"}},
+        # Keyed entries, claims, counters, versions and eviction order (conditional
+        # transactions, no batch or table-level action), task archives, lifecycle events.
+        "iam": pairs(["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
+                      "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                      "dynamodb:ConditionCheckItem"], TABLE)
+        | pairs(["s3:ListBucket", "s3:ListBucketVersions"], BUCKET)
+        | pairs(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject",
+                 "s3:DeleteObjectVersion"], OBJECTS)
+        | pairs(["events:PutEvents"], BUS),
+        "routes": KEY_ROUTES,
+    },
+    "MemoryIntentAuthFunction": {
+        "binary": "memory-intent-auth",
+        "memory": 128,
+        # One GetItem of an API key record (the leading-key condition is checked below).
+        "iam": pairs(["dynamodb:GetItem"], TABLE),
+        "routes": set(),
     },
     "MemoryDreamFunction": {
         "binary": "memory-dream",
@@ -475,7 +506,8 @@ def check_function(
             event_problems.append(f"{ev_name}: ApiId is {ev_props.get('ApiId')!r}, not !Ref {API}")
         route = route_of(ev_props)
         authorizer = route_authorizer(ev_props)
-        want_authorizer = "NONE" if route in PUBLIC_ROUTES else JWT_AUTHORIZER
+        want_authorizer = ("NONE" if route in PUBLIC_ROUTES
+                           else KEY_AUTHORIZER if route in KEY_ROUTES else JWT_AUTHORIZER)
         if authorizer != want_authorizer:
             event_problems.append(f"{ev_name} ({route[0]} {route[1]}): authorizer {authorizer!r}, "
                                   f"expected {want_authorizer!r}")
@@ -515,7 +547,13 @@ def check_function(
                   "configured embedding model", f"found {bad}")
         idx = sorted(r for _, r in got if "/index/" in r)
         rep.check(not idx, f"{name}: no index access (base-table reads only)", f"found {idx}")
-    if name in ("MemoryWriteFunction", "MemoryMcpFunction"):
+    if name == KEY_AUTHORIZER_FUNCTION:
+        conds = [st.get("Condition") for pol in as_list(props.get("Policies", []))
+                 if isinstance(pol, dict) for st in as_list(pol.get("Statement", []))
+                 if isinstance(st, dict)]
+        rep.check(conds == [KEY_RECORDS], f"{name}: reads only API key records "
+                  "(dynamodb:LeadingKeys @apikey#*)", f"conditions {conds!r}")
+    if name in ("MemoryWriteFunction", "MemoryMcpFunction", "MemoryIntentFunction"):
         bad = sorted(a for a in actions if TABLE_LEVEL.match(a))
         rep.check(not bad, f"{name}: no table-level or bulk action (Delete/UpdateTable, Scan, BatchWriteItem)",
                   f"found {bad}")
@@ -590,6 +628,7 @@ def check_api(resources: dict[str, Any], params: dict[str, Any], rep: Report) ->
               f"found {raw}")
     public: set[tuple[str, str]] = set()
     guarded: set[tuple[str, str]] = set()
+    keyed: set[tuple[str, str]] = set()
     others: list[str] = []
     for fname, fres in resources.items():
         if not isinstance(fres, dict) or fres.get("Type") != "AWS::Serverless::Function":
@@ -604,13 +643,29 @@ def check_api(resources: dict[str, Any], params: dict[str, Any], rep: Report) ->
                 public.add(route)
             elif authorizer == JWT_AUTHORIZER:
                 guarded.add(route)
+            elif authorizer == KEY_AUTHORIZER and route in KEY_ROUTES:
+                keyed.add(route)
             else:
                 others.append(f"{fname}.{ev_name}: {authorizer!r}")
     rep.check(public == PUBLIC_ROUTES,
               f"{API}: the only routes without an authorizer are "
               f"{', '.join(sorted(f'{m} {p}' for m, p in PUBLIC_ROUTES))}",
               f"public routes: {sorted(public)}")
-    want_guarded = set().union(*(e["routes"] for e in EXPECTED.values())) - PUBLIC_ROUTES
+    rep.check(keyed == KEY_ROUTES, f"{API}: {KEY_AUTHORIZER} guards exactly the OpenIntent routes",
+              f"got {sorted(keyed)}")
+    key_authz = (auth.get("Authorizers") or {}).get(KEY_AUTHORIZER) or {}
+    identity = key_authz.get("Identity") or {}
+    rep.check(
+        getatt(key_authz.get("FunctionArn"), "Arn") == KEY_AUTHORIZER_FUNCTION
+        and key_authz.get("EnableSimpleResponses") is True
+        and str(key_authz.get("AuthorizerPayloadFormatVersion")) == "2.0"
+        and identity.get("Headers") == ["X-API-Key", "X-Agent-ID"]
+        and identity.get("ReauthorizeEvery") == {"Ref": "IntentAuthorizerCacheSeconds"},
+        f"{API}: {KEY_AUTHORIZER} is {KEY_AUTHORIZER_FUNCTION}, simple responses, payload 2.0, "
+        "identity X-API-Key + X-Agent-ID cached IntentAuthorizerCacheSeconds",
+        f"got {key_authz!r:.200}")
+    want_guarded = (set().union(*(e["routes"] for e in EXPECTED.values())) - PUBLIC_ROUTES
+                    - KEY_ROUTES)
     rep.check(not others and guarded == want_guarded,
               f"{API}: every other route ({len(want_guarded)}) uses {JWT_AUTHORIZER}",
               f"other authorizers: {others}; missing {sorted(want_guarded - guarded)}, "
@@ -980,7 +1035,7 @@ TENANT_SWITCH = ("TenantScopedCredentials", "UseTenantCredentials")
 # The functions that make their tenant data calls with the tenant's credentials.
 TENANT_SCOPED = ("MemoryReadFunction", "MemoryWriteFunction", "MemoryForgetFunction",
                  "MemoryDreamFunction", "MemoryConsolidateFunction", "MemoryCommitmentsFunction",
-                 "MemoryMcpFunction")
+                 "MemoryMcpFunction", "MemoryIntentFunction")
 TENANT_ROLE_ENV = {"Fn::If": ["UseTenantCredentials", {"Fn::GetAtt": ["TenantAccessRole", "Arn"]},
                               ""]}
 TENANT_TAG = "${aws:PrincipalTag/tenant}"

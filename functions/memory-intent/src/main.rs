@@ -1,6 +1,6 @@
 //! `memory-intent`: the OpenIntent door (RFC-0015) behind its API key authorizer, the task-end
-//! archive (route, direct invoke, or the engine's task event on the bus), and the operator's
-//! API key commands (IAM-authorised direct invokes). docs/openintent.md.
+//! archive (its route, or a direct invoke by the engine), and the operator's API key commands
+//! (IAM-authorised direct invokes). docs/openintent.md.
 
 mod api;
 
@@ -148,8 +148,7 @@ enum Trigger {
         caller: Option<Caller>,
         request: HttpTrigger,
     },
-    /// Task end: `{"op": "archiveTask", "tenantId", "agentId", "taskId"}`, or the engine's
-    /// `task.completed` / `task.failed` / `task.cancelled` event with the same detail.
+    /// Task end, invoked by the engine: `{"op": "archiveTask", "tenantId", "agentId", "taskId"}`.
     Archive {
         tenant: TenantId,
         agent: AgentId,
@@ -164,9 +163,6 @@ enum Trigger {
     /// `{"op": "revokeApiKey", "keyId"}`.
     RevokeKey { key_id: String },
 }
-
-/// Task events the engine may send on the bus; each ends a task's working memory.
-const TASK_END_EVENTS: [&str; 3] = ["task.completed", "task.failed", "task.cancelled"];
 
 fn text<'a>(v: &'a Value, field: &str) -> Result<&'a str, WireError> {
     v.get(field)
@@ -199,17 +195,7 @@ impl Trigger {
                 request: lambda_adapter::http_request(payload, ""),
             });
         }
-        let detail_type = payload.get("detail-type").and_then(Value::as_str);
-        let (op, fields) = match detail_type {
-            Some(t) if TASK_END_EVENTS.contains(&t) => ("archiveTask", &payload["detail"]),
-            Some(_) => {
-                return Err(WireError::validation(
-                    "detail-type",
-                    "not a task end event this function handles",
-                ))
-            }
-            None => (text(&payload, "op")?, &payload),
-        };
+        let (op, fields) = (text(&payload, "op")?, &payload);
         let tenant = |v: &Value| {
             TenantId::parse(text(v, "tenantId")?)
                 .map_err(|_| WireError::validation("tenantId", "must be 1-128 of [A-Za-z0-9._-]"))
