@@ -30,9 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 PURE = ["memory-guard", "distill", "consolidation", "commitments", "text-search", "lexicon"]
 CORE = ["memory-core", "memory-api", "dream-service", "consolidation-service",
-        "commitment-service", "memory-tool", "mcp-server"]
+        "commitment-service", "memory-tool", "mcp-server", "intent-memory"]
 FUNCTIONS = ["memory-read", "memory-write", "memory-forget", "memory-dream",
-             "memory-consolidate", "memory-commitments", "memory-mcp"]
+             "memory-consolidate", "memory-commitments", "memory-mcp", "memory-intent",
+             "memory-intent-auth"]
 
 ASYNC_OR_AWS = re.compile(r"^(aws-|aws_|lambda_|tokio|hyper|rustls)")
 AWS_OR_LAMBDA = re.compile(r"^(aws-sdk-|aws-config|aws-smithy-|aws_lambda_events|lambda_|hyper|rustls)")
@@ -40,7 +41,7 @@ TEST_ONLY = {"memory-testkit", "aws-test-support", "criterion", "proptest", "e2e
 
 # The services hold behaviour over the ports; a function's wire contract (the error envelope,
 # request shapes, metrics) lives in memory-api and the function, never in a service.
-SERVICES = ["dream-service", "consolidation-service", "commitment-service"]
+SERVICES = ["dream-service", "consolidation-service", "commitment-service", "intent-memory"]
 WIRE = {"memory-api", "lambda-adapter"}
 TOKENIZER = {"tiktoken-rs", "fancy-regex"}
 DISTILLER = {"distill", "dream-service"} | TOKENIZER
@@ -63,6 +64,12 @@ NOT_RUN = {
     # The standard doors (MCP, the Claude memory tool) read, write and forget like the REST
     # doors together; they run no pass of their own.
     "memory-mcp": CONSOLIDATION | TOKENIZER | {"aws-sdk-sqs"},
+    # The OpenIntent door keeps structured values: no distiller, consolidation, commitments,
+    # search embeddings or queues; its authorizer reads one DynamoDB item and nothing else.
+    "memory-intent": DISTILLER | COMMITMENTS | CONSOLIDATION
+    | {"aws-sdk-sqs", "aws-sdk-bedrockruntime"},
+    "memory-intent-auth": DISTILLER | COMMITMENTS | CONSOLIDATION
+    | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-eventbridge", "aws-sdk-bedrockruntime"},
 }
 
 
