@@ -289,6 +289,13 @@ CAPS_DOC = {
             "modes": ["text"], "embeddingModel": None,
             "fusion": {"method": "reciprocal-rank", "k": 60.0}, "recencyWeight": 0.2,
         },
+        "x-wop-memory-openintent": {
+            "spec": "openintent-rfc-0015", "basePath": "/api/v1",
+            "auth": ["X-API-Key", "X-Agent-ID"], "tiers": ["working", "episodic", "semantic"],
+            "concurrency": "If-Match", "versions": True,
+            "taskArchive": "/api/v1/tasks/{task_id}/memory:archive", "maxValueBytes": 65536,
+            "forget": True,
+        },
     },
     "agents": {
         "memoryBackends": ["long-term"],

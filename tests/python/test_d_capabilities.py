@@ -215,6 +215,55 @@ class Scenario:
         return self.once("dream_over_budget", build)
 
 
+    # -- the OpenIntent door (host extension) ---------------------------------------------------
+    def openintent(self) -> dict[str, Any]:
+        def build():
+            import httpx
+            from openintent import OpenIntentClient
+            from openintent.exceptions import ConflictError, OpenIntentError
+
+            agent = "agent-keyed"
+            issued = self.invoker.ok("memory-intent", {"op": "issueApiKey", "tenantId": self.tenant,
+                                                       "agents": [agent]})
+            sensitive(issued["apiKey"])
+            base = self.api.base_url
+            client = OpenIntentClient(base, api_key=issued["apiKey"], agent_id=agent)
+            subject = sensitive(f"subject-{new_id()}@example.com")
+            value = {"note": self.content("keyed fact")}
+            made = {tier: client.create_memory(agent, "caps", f"k-{tier}", value, memory_type=tier,
+                                               scope={"task_id": "caps-task"}, subject=subject)
+                    for tier in ("working", "episodic", "semantic")}
+            updated = client.update_memory(made["episodic"].id, 1, tags=["t"])
+            try:
+                client.update_memory(made["episodic"].id, 1, tags=["stale"])
+                stale = None
+            except ConflictError as e:
+                stale = e.current_version
+            raw = httpx.Client(base_url=base, headers={"X-API-Key": issued["apiKey"],
+                                                        "X-Agent-ID": agent})
+            versions = raw.get(f"/api/v1/memory/{made['episodic'].id}/versions").json()
+            no_key = httpx.post(f"{base}/api/v1/memory", json={}).status_code
+            sizes = {}
+            for n in (65536, 65537):
+                # {"v":"<x * k>"} serialises to k + 8 bytes.
+                body = {"agent_id": agent, "namespace": "caps", "key": f"size-{n}",
+                        "value": {"v": "x" * (n - 8)}}
+                sizes[n] = raw.post("/api/v1/memory", json=body).status_code
+            archived = raw.post("/api/v1/tasks/caps-task/memory:archive").json()
+            try:
+                client.get_memory(made["working"].id)
+                working_after_archive = 200
+            except OpenIntentError as e:
+                working_after_archive = e.status_code
+            counts = self.api.forget(subject)
+            after = {tier: raw.get(f"/api/v1/memory/{e.id}").status_code for tier, e in made.items()}
+            return {"made": made, "updated": updated, "stale": stale, "versions": versions,
+                    "no_key": no_key, "sizes": sizes, "archived": archived,
+                    "working_after_archive": working_after_archive, "counts": counts,
+                    "after": after}
+        return self.once("openintent", build)
+
+
 @pytest.fixture(scope="module")
 def scenario(api, invoker, tap, tenant) -> Scenario:
     return Scenario(api, invoker, tap, tenant)
@@ -545,6 +594,55 @@ def check_commitments(s: Scenario, value: Any) -> None:
     # Forget cancels it again (so no later tick on a shared emulator fires it tomorrow).
     counts = s.api.forget(subject)
     assert (counts["deletedEntries"], counts["cancelledCommitments"]) == (1, 1), counts
+
+
+@claim("memory.x-wop-memory-openintent.spec", "memory.x-wop-memory-openintent.basePath",
+       "memory.x-wop-memory-openintent.tiers")
+def check_openintent_door(s: Scenario, value: Any) -> None:
+    o = s.openintent()
+    assert sorted(e.memory_type.value for e in o["made"].values()) == [
+        "episodic", "semantic", "working"]
+    assert [e.id[:4] for e in o["made"].values()] == ["mem_", "mem_", "sem_"]
+
+
+@claim("memory.x-wop-memory-openintent.auth")
+def check_openintent_auth(s: Scenario, value: Any) -> None:
+    assert value == ["X-API-Key", "X-Agent-ID"]
+    assert s.openintent()["no_key"] == 401
+
+
+@claim("memory.x-wop-memory-openintent.concurrency")
+def check_openintent_if_match(s: Scenario, value: Any) -> None:
+    o = s.openintent()
+    assert value == "If-Match" and o["updated"].version == 2 and o["stale"] == 2
+
+
+@claim("memory.x-wop-memory-openintent.versions")
+def check_openintent_versions(s: Scenario, value: Any) -> None:
+    assert value is True
+    assert [v["version"] for v in s.openintent()["versions"]["versions"]] == [1, 2]
+
+
+@claim("memory.x-wop-memory-openintent.taskArchive")
+def check_openintent_archive(s: Scenario, value: Any) -> None:
+    o = s.openintent()
+    assert value == "/api/v1/tasks/{task_id}/memory:archive"
+    assert o["archived"]["entries_archived"] == 1 and o["working_after_archive"] == 404
+
+
+@claim("memory.x-wop-memory-openintent.maxValueBytes")
+def check_openintent_value_size(s: Scenario, value: Any) -> None:
+    assert s.openintent()["sizes"] == {value: 200, value + 1: 413}
+
+
+@claim("memory.x-wop-memory-openintent.forget")
+def check_openintent_forget(s: Scenario, value: Any) -> None:
+    o = s.openintent()
+    # The episodic and semantic entries of the subject (the working one was archived, and the
+    # archive rewritten without it).
+    assert value is True and o["counts"]["deletedEntries"] == 2, o["counts"]
+    assert o["counts"]["deletedArchives"] == 1, o["counts"]
+    assert set(o["after"].values()) == {404}, o["after"]
 
 
 # ---------------------------------------------------------------------------------------------

@@ -148,6 +148,19 @@ impl HostMemoryModel {
                     "fusion": {"method": "reciprocal-rank", "k": text_search::similarity::RRF_K},
                     "recencyWeight": text_search::recency::RECENCY_WEIGHT,
                 },
+                // Host extension: the OpenIntent RFC-0015 door onto the same memory
+                // (docs/openintent.md), as its spec asks extensions to be discoverable.
+                "x-wop-memory-openintent": {
+                    "spec": "openintent-rfc-0015",
+                    "basePath": "/api/v1",
+                    "auth": ["X-API-Key", "X-Agent-ID"],
+                    "tiers": ["working", "episodic", "semantic"],
+                    "concurrency": "If-Match",
+                    "versions": true,
+                    "taskArchive": "/api/v1/tasks/{task_id}/memory:archive",
+                    "maxValueBytes": 65536,
+                    "forget": true,
+                },
             },
             "agents": {
                 "memoryBackends": if self.long_term { json!(["long-term"]) } else { json!([]) },
