@@ -36,7 +36,6 @@ line, for tests.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
@@ -271,11 +270,7 @@ def serve(port: int, port_file: str | None, secrets: str | None, record: str | N
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("serve", help="serve the Bedrock Runtime Converse stand-in")
-    run.add_argument("--port", type=int, default=4598, help="0 picks a free port (default 4598)")
-    run.add_argument("--port-file", help="write the bound port here once listening")
+    parser, run = standin_http.command_line(__doc__, "Bedrock Runtime Converse", 4598)
     run.add_argument("--secrets", help="JSON file {secretId: value}: what mode leak puts back "
                      "in place of markers, and what secretsInInput counts")
     run.add_argument("--record", help="append one JSON line per request (no text) to this file")

@@ -27,7 +27,6 @@ The server logs one line per request (model id, status, token count), never the 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import importlib.resources
@@ -387,11 +386,7 @@ def serve(port: int, port_file: str | None, digests: str | None = None) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("serve", help="serve the Bedrock Runtime InvokeModel stand-in")
-    run.add_argument("--port", type=int, default=4599, help="0 picks a free port (default 4599)")
-    run.add_argument("--port-file", help="write the bound port here once listening")
+    parser, run = standin_http.command_line(__doc__, "Bedrock Runtime InvokeModel", 4599)
     run.add_argument("--digests", help="append the sha256 of every embedded text to this file")
     args = parser.parse_args()
     serve(args.port, args.port_file, args.digests)

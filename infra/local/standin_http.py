@@ -6,6 +6,7 @@ does with a request body differs, so that is all each of them writes."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -96,6 +97,19 @@ class Handler(BaseHTTPRequestHandler):
         if not match:
             raise unknown_operation()
         return match, body
+
+
+def command_line(doc: str, what: str, port: int) -> tuple[argparse.ArgumentParser,
+                                                        argparse.ArgumentParser]:
+    """The parser of `serve --port N [--port-file PATH]` and its `serve` subparser, for the
+    stand-in's own options."""
+    parser = argparse.ArgumentParser(description=doc.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    run = commands.add_parser("serve", help=f"serve the {what} stand-in")
+    run.add_argument("--port", type=int, default=port,
+                     help=f"0 picks a free port (default {port})")
+    run.add_argument("--port-file", help="write the bound port here once listening")
+    return parser, run
 
 
 def listen(handler: type[BaseHTTPRequestHandler], port: int, port_file: str | None,

@@ -77,3 +77,9 @@ class Standin:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+@pytest.fixture(scope="module")
+def client(server: Standin):
+    """boto3's client on the test module's own `server` fixture (a stand-in)."""
+    return server.client()

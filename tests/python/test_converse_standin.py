@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from botocore.exceptions import ClientError
 
-from standins import Standin, load_module
+from standins import Standin, client, load_module  # noqa: F401  (client: a fixture)
 
 MODEL = "amazon.nova-micro-v1:0"
 START_TIMEOUT = 30
@@ -54,11 +54,6 @@ class Server(Standin):
 def server(tmp_path_factory):
     with Server(tmp_path_factory.mktemp("converse")) as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return server.client()
 
 
 def converse(client, text: str = FACTS, model: str = MODEL, max_tokens: int = 200) -> dict:

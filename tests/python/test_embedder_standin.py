@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from botocore.exceptions import ClientError
 
-from standins import Standin, load_module
+from standins import Standin, client, load_module  # noqa: F401  (client: a fixture)
 
 MODEL = "amazon.titan-embed-text-v2:0"
 START_TIMEOUT = 60
@@ -36,11 +36,6 @@ def start(tmp: Path, env: dict[str, str] | None = None) -> Standin:
 def server(tmp_path_factory):
     with start(tmp_path_factory.mktemp("embedder")) as srv:
         yield srv
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return server.client()
 
 
 def invoke(client, body, model: str = MODEL) -> tuple[dict, dict]:
