@@ -335,6 +335,19 @@ class Report:
         print(f"\n{title}")
 
 
+def granted(st: dict[str, Any], where: str, problems: list[str]) -> tuple[list[Any], list[str]]:
+    """The actions and normalised resources a plain statement allows: none for a Deny (it only
+    narrows what is allowed), none and a problem when a resource cannot be read."""
+    if st.get("Effect") != "Allow":
+        return [], []
+    try:
+        resources = [norm_resource(r) for r in as_list(st.get("Resource"))]
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        return [], []
+    return as_list(st.get("Action")), resources
+
+
 def allowed_pairs(name: str, props: dict[str, Any], rep: Report) -> set[tuple[str, str]] | None:
     """The (action, resource) pairs a function's inline Policies allow, or None if malformed."""
     problems: list[str] = []
@@ -367,14 +380,8 @@ def allowed_pairs(name: str, props: dict[str, Any], rep: Report) -> set[tuple[st
             if "NotAction" in st or "NotResource" in st or "NotPrincipal" in st:
                 problems.append(f"{where} uses NotAction/NotResource/NotPrincipal")
                 continue
-            if st.get("Effect") != "Allow":
-                continue  # Deny statements only narrow what is allowed
-            try:
-                resources = [norm_resource(r) for r in as_list(st.get("Resource"))]
-            except ValueError as exc:
-                problems.append(f"{where}: {exc}")
-                continue
-            for action in as_list(st.get("Action")):
+            actions, resources = granted(st, where, problems)
+            for action in actions:
                 if not isinstance(action, str):
                     problems.append(f"{where}: non-string Action {action!r}")
                     continue
@@ -659,16 +666,8 @@ def role_pairs(role: dict[str, Any]) -> tuple[set[tuple[str, str]], list[str]]:
             if not isinstance(st, dict) or "NotAction" in st or "NotResource" in st:
                 problems.append(f"Policies[{i}].Statement[{j}] is not a plain statement")
                 continue
-            if st.get("Effect") != "Allow":
-                continue
-            try:
-                resources = [norm_resource(r) for r in as_list(st.get("Resource"))]
-            except ValueError as exc:
-                problems.append(f"Policies[{i}].Statement[{j}]: {exc}")
-                continue
-            for action in as_list(st.get("Action")):
-                for res in resources:
-                    got.add((str(action), res))
+            actions, resources = granted(st, f"Policies[{i}].Statement[{j}]", problems)
+            got.update((str(action), res) for action in actions for res in resources)
     return got, problems
 
 
