@@ -25,6 +25,8 @@ from typing import Any
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT / "infra" / "local"))
+import cfn_yaml  # noqa: E402  (template.yaml's loading, shared with infra/local/provision.py)
 
 # --------------------------------------------------------------------------------------------
 # Expectations. Resources are written in ${Logical.Attr} form: !GetAtt MemoryTable.Arn and
@@ -249,17 +251,8 @@ TABLE_LEVEL = re.compile(
 # --------------------------------------------------------------------------------------------
 # Loading (CloudFormation short-form tags become their long form).
 # --------------------------------------------------------------------------------------------
-class CfnLoader(yaml.SafeLoader):
-    """SafeLoader that turns !Ref / !GetAtt / !Sub / ... into {"Ref": ..} / {"Fn::X": ..}."""
-
-
-def _construct_intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
+def _long_form(suffix: str, value: Any) -> Any:
+    """!Ref / !GetAtt / !Sub / ... as {"Ref": ..} / {"Fn::X": ..}."""
     if suffix == "Ref":
         return {"Ref": value}
     if suffix == "GetAtt" and isinstance(value, str):
@@ -267,7 +260,7 @@ def _construct_intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) 
     return {f"Fn::{suffix}": value}
 
 
-CfnLoader.add_multi_constructor("!", _construct_intrinsic)
+CfnLoader = cfn_yaml.cfn_loader(_long_form)
 
 
 def load(path: Path) -> dict[str, Any]:
