@@ -513,8 +513,6 @@ pub fn memory_compacted(
 ) -> DomainEvent {
     let mut detail = json!({
         "ts": at,
-        "tenantId": memory_ref.tenant().as_str(),
-        "memoryRef": memory_ref.to_string(),
         "outputId": archive.output_entry_id,
         "sourceCount": archive.source_ids.len(),
         "trigger": "host-managed",
@@ -528,26 +526,24 @@ pub fn memory_compacted(
     if archive.source_ids.len() <= MAX_EVENT_SOURCE_IDS {
         detail["sourceIds"] = json!(archive.source_ids);
     }
-    DomainEvent {
-        event_type: EventType::MemoryCompacted,
-        tenant: memory_ref.tenant().clone(),
-        event_id: format!("memory.compacted:{}", archive.digest),
+    DomainEvent::for_ref(
+        EventType::MemoryCompacted,
+        memory_ref,
+        format!("memory.compacted:{}", archive.digest),
         detail,
-    }
+    )
 }
 
 /// RFC 0062 §5: the index is a workspace file; its change is a `workspace.updated`.
 pub fn workspace_updated(memory_ref: &MemoryRef, digest: &str, at: Timestamp) -> DomainEvent {
-    DomainEvent {
-        event_type: EventType::WorkspaceUpdated,
-        tenant: memory_ref.tenant().clone(),
-        event_id: format!("workspace.updated:{memory_ref}:{digest}"),
-        detail: json!({
-            "tenantId": memory_ref.tenant().as_str(),
-            "memoryRef": memory_ref.to_string(),
+    DomainEvent::for_ref(
+        EventType::WorkspaceUpdated,
+        memory_ref,
+        format!("workspace.updated:{memory_ref}:{digest}"),
+        json!({
             "agentId": memory_ref.agent().as_str(),
             "path": distill::keys::INDEX_JSON_NAME,
             "updatedAt": at,
         }),
-    }
+    )
 }
