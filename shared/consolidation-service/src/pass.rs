@@ -11,11 +11,11 @@ use std::collections::HashMap;
 use consolidation::{Entry, MergeKind, Semantic, Settings, DEFAULT_MIN_COSINE};
 use sha2::{Digest, Sha256};
 
+use memory_core::background::{start_pass, PassStart};
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::DomainEvent;
-use memory_core::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
+use memory_core::forget::{forget_derived_entries, TOMBSTONE_TTL_SECONDS};
 use memory_core::history::{history_copy, is_history};
-use memory_core::listing::snapshot;
 use memory_core::model::{hex, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{CorePorts, WorkKind};
 use memory_core::time::Timestamp;
@@ -88,19 +88,21 @@ impl Consolidator {
         redactor: &Redactor,
     ) -> Result<ConsolidationReport, CoreError> {
         let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
-        let state = memory_core::background::begin_pass(
-            self.ports.store.as_ref(),
+        // Forget's fence (`forget.rs`): tombstoned entries are never merged.
+        let PassStart {
+            state,
+            fence,
+            now,
+            entries,
+        } = start_pass(
+            &self.ports,
             &memory_ref,
             WorkKind::Consolidate,
+            Tier::LongTerm,
         )
         .await?;
-        // Forget's fence (`forget.rs`): tombstoned entries are never merged.
-        let fence = Fence::read(self.ports.store.as_ref(), &memory_ref).await?;
-        let now = self.ports.clock.now();
-        let corpus: Vec<StoredEntry> = snapshot(self.ports.store.as_ref(), &memory_ref, now)
-            .await?
+        let corpus: Vec<StoredEntry> = entries
             .into_iter()
-            .filter(|e| e.tier == Tier::LongTerm && fence.admits(&e.entry.id))
             // History copies (`memory_core::history`) are what memory used to say: kept, never
             // merged again.
             .filter(|e| !is_history(&e.entry.tags))

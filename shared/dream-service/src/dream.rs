@@ -31,13 +31,12 @@ use crate::derived::{
 };
 use serde_json::json;
 
+use memory_core::background::{start_pass, PassStart};
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::{DomainEvent, EventType};
-use memory_core::forget::Fence;
 use memory_core::idempotency::{
     new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, DEFAULT_KEY_TTL_SECONDS,
 };
-use memory_core::listing::snapshot;
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, Tier};
 use memory_core::ports::{
     ArchiveStore, CorePorts, Expect, ObjectKey, ObjectKind, PutOutcome, WorkKind,
@@ -149,25 +148,26 @@ impl Dreamer {
                 budget,
             }));
         }
-        let state = memory_core::background::begin_pass(
-            self.ports.store.as_ref(),
+        // Forget's fence (`forget.rs`): tombstoned entries never enter the snapshot.
+        let PassStart {
+            state,
+            fence,
+            now,
+            entries,
+        } = start_pass(
+            &self.ports,
             &memory_ref,
             WorkKind::Dream,
+            Tier::Transactional,
         )
         .await?;
-        // Forget's fence (`forget.rs`): tombstoned entries never enter the snapshot.
-        let fence = Fence::read(self.ports.store.as_ref(), &memory_ref).await?;
-        let now = self.ports.clock.now();
         // Entries younger than the settle time may still have writes in flight with an earlier
         // createdAt; they wait for the next run, and the ref stays pending for it.
         let cutoff = now.plus_millis(-self.settle_ms);
-        let (snapshot, young): (Vec<StoredEntry>, Vec<StoredEntry>) =
-            snapshot(self.ports.store.as_ref(), &memory_ref, now)
-                .await?
-                .into_iter()
-                .filter(|e| e.tier == Tier::Transactional && fence.admits(&e.entry.id))
-                .filter(|e| state.watermark.is_none_or(|w| e.entry.created_at > w))
-                .partition(|e| e.entry.created_at <= cutoff);
+        let (snapshot, young): (Vec<StoredEntry>, Vec<StoredEntry>) = entries
+            .into_iter()
+            .filter(|e| state.watermark.is_none_or(|w| e.entry.created_at > w))
+            .partition(|e| e.entry.created_at <= cutoff);
         // A version no marker has: the watermark moves, the ref stays in the pending index.
         let finish_version = if young.is_empty() {
             state.version
