@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use consolidation::{Entry, MergeKind, Semantic, Settings, DEFAULT_MIN_COSINE};
 use sha2::{Digest, Sha256};
 
-use memory_core::background::{start_pass, PassStart};
+use memory_core::background::start_pass;
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::DomainEvent;
 use memory_core::forget::{forget_derived_entries, TOMBSTONE_TTL_SECONDS};
@@ -89,19 +89,15 @@ impl Consolidator {
     ) -> Result<ConsolidationReport, CoreError> {
         let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
         // Forget's fence (`forget.rs`): tombstoned entries are never merged.
-        let PassStart {
-            state,
-            fence,
-            now,
-            entries,
-        } = start_pass(
+        let pass = start_pass(
             &self.ports,
             &memory_ref,
             WorkKind::Consolidate,
             Tier::LongTerm,
         )
         .await?;
-        let corpus: Vec<StoredEntry> = entries
+        let corpus: Vec<StoredEntry> = pass
+            .entries
             .into_iter()
             // History copies (`memory_core::history`) are what memory used to say: kept, never
             // merged again.
@@ -224,11 +220,14 @@ impl Consolidator {
         }
         // A forget began during the pass: what was merged from a forgotten entry goes (the
         // merged entry's provenance names it), and the work stays pending.
-        if let Some(mut tombstoned) = fence
+        if let Some(mut tombstoned) = pass
+            .fence
             .breached(self.ports.store.as_ref(), &memory_ref)
             .await?
         {
-            let until = now.plus_millis(TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
+            let until = pass
+                .now
+                .plus_millis(TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
             let swept = forget_derived_entries(
                 self.ports.store.as_ref(),
                 &memory_ref,
@@ -246,20 +245,20 @@ impl Consolidator {
         }
         // Whether this pass took the ref out of the pending index: of two duplicate passes
         // (at-least-once delivery) only one does, and only it announces a pass without merges.
-        let finished = state.pending
+        let finished = pass.state.pending
             && report.merges_skipped == 0
             && self
                 .ports
                 .store
-                .finish_work(&memory_ref, WorkKind::Consolidate, state.version, None)
+                .finish_work(&memory_ref, WorkKind::Consolidate, pass.state.version, None)
                 .await?;
         if report.merges_applied > 0 || finished {
             let event = DomainEvent::memory_consolidated(
                 &memory_ref,
                 report.input_count,
                 report.output_count,
-                now,
-                &pass_identity(state.version, &applied),
+                pass.now,
+                &pass_identity(pass.state.version, &applied),
             );
             if let Err(e) = self.ports.publisher.publish(&[event]).await {
                 tracing::error!(error = %e, "agent.memory.consolidated not published");
