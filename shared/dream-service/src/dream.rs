@@ -27,7 +27,7 @@ use distill::{DistillError, DistillInput, Distiller, IndexLine, SourceEntry};
 
 use crate::abstractive::{Abstractive, Built};
 use crate::derived::{
-    distill_error, index_json_object, object_key, write_markdown, DerivedForgetHook, INDEX_ATTEMPTS,
+    distill_error, index_json_object, object_key, swap_index, write_markdown, DerivedForgetHook,
 };
 use serde_json::json;
 
@@ -38,9 +38,7 @@ use memory_core::idempotency::{
     new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, DEFAULT_KEY_TTL_SECONDS,
 };
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, Tier};
-use memory_core::ports::{
-    ArchiveStore, CorePorts, Expect, ObjectKey, ObjectKind, PutOutcome, WorkKind,
-};
+use memory_core::ports::{ArchiveStore, CorePorts, ObjectKey, ObjectKind, PutOutcome, WorkKind};
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId};
 
@@ -448,40 +446,19 @@ impl Dreamer {
     ) -> Result<bool, CoreError> {
         let reference = memory_ref.to_string();
         let json_key = index_json_object(tenant, &reference)?;
-        for _ in 0..INDEX_ATTEMPTS {
-            let current = self.archives.get(&json_key).await?;
-            let (existing, expect) = match &current {
-                Some(o) => (
-                    Some(distill::index::from_json_bytes(&o.body).map_err(distill_error)?),
-                    Expect::ETag(o.etag.clone()),
-                ),
-                None => (None, Expect::Absent),
-            };
-            let (index, changed) =
-                distill::index::upsert(existing, &reference, line.clone(), now.as_millis())
-                    .map_err(distill_error)?;
-            if !changed {
-                return Ok(false);
-            }
-            match self
-                .archives
-                .put_expecting(
-                    &json_key,
-                    distill::index::to_json_bytes(&index),
-                    ObjectKind::Index,
-                    "application/json",
-                    expect,
-                )
-                .await
-            {
-                Ok(_) => return Ok(true),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(CoreError::Store(StoreError::Conflict {
-            op: "index update",
-        }))
+        let written = swap_index(
+            self.archives.as_ref(),
+            &json_key,
+            "index update",
+            |existing| {
+                let (index, changed) =
+                    distill::index::upsert(existing, &reference, line.clone(), now.as_millis())
+                        .map_err(distill_error)?;
+                Ok(changed.then_some(index))
+            },
+        )
+        .await?;
+        Ok(written.is_some())
     }
 
     /// Brings MEMORY-INDEX.md in line with the JSON as it now stands. Run after every index
