@@ -25,6 +25,8 @@ from typing import Any
 import yaml
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO_ROOT / "infra" / "local"))
+import cfn_yaml  # noqa: E402  (template.yaml's loading, shared with infra/local/provision.py)
 
 # --------------------------------------------------------------------------------------------
 # Expectations. Resources are written in ${Logical.Attr} form: !GetAtt MemoryTable.Arn and
@@ -280,17 +282,8 @@ TABLE_LEVEL = re.compile(
 # --------------------------------------------------------------------------------------------
 # Loading (CloudFormation short-form tags become their long form).
 # --------------------------------------------------------------------------------------------
-class CfnLoader(yaml.SafeLoader):
-    """SafeLoader that turns !Ref / !GetAtt / !Sub / ... into {"Ref": ..} / {"Fn::X": ..}."""
-
-
-def _construct_intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
+def _long_form(suffix: str, value: Any) -> Any:
+    """!Ref / !GetAtt / !Sub / ... as {"Ref": ..} / {"Fn::X": ..}."""
     if suffix == "Ref":
         return {"Ref": value}
     if suffix == "GetAtt" and isinstance(value, str):
@@ -298,7 +291,7 @@ def _construct_intrinsic(loader: yaml.SafeLoader, suffix: str, node: yaml.Node) 
     return {f"Fn::{suffix}": value}
 
 
-CfnLoader.add_multi_constructor("!", _construct_intrinsic)
+CfnLoader = cfn_yaml.cfn_loader(_long_form)
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -366,6 +359,19 @@ class Report:
         print(f"\n{title}")
 
 
+def granted(st: dict[str, Any], where: str, problems: list[str]) -> tuple[list[Any], list[str]]:
+    """The actions and normalised resources a plain statement allows: none for a Deny (it only
+    narrows what is allowed), none and a problem when a resource cannot be read."""
+    if st.get("Effect") != "Allow":
+        return [], []
+    try:
+        resources = [norm_resource(r) for r in as_list(st.get("Resource"))]
+    except ValueError as exc:
+        problems.append(f"{where}: {exc}")
+        return [], []
+    return as_list(st.get("Action")), resources
+
+
 def allowed_pairs(name: str, props: dict[str, Any], rep: Report) -> set[tuple[str, str]] | None:
     """The (action, resource) pairs a function's inline Policies allow, or None if malformed."""
     problems: list[str] = []
@@ -398,14 +404,8 @@ def allowed_pairs(name: str, props: dict[str, Any], rep: Report) -> set[tuple[st
             if "NotAction" in st or "NotResource" in st or "NotPrincipal" in st:
                 problems.append(f"{where} uses NotAction/NotResource/NotPrincipal")
                 continue
-            if st.get("Effect") != "Allow":
-                continue  # Deny statements only narrow what is allowed
-            try:
-                resources = [norm_resource(r) for r in as_list(st.get("Resource"))]
-            except ValueError as exc:
-                problems.append(f"{where}: {exc}")
-                continue
-            for action in as_list(st.get("Action")):
+            actions, resources = granted(st, where, problems)
+            for action in actions:
                 if not isinstance(action, str):
                     problems.append(f"{where}: non-string Action {action!r}")
                     continue
@@ -714,16 +714,8 @@ def role_pairs(role: dict[str, Any]) -> tuple[set[tuple[str, str]], list[str]]:
             if not isinstance(st, dict) or "NotAction" in st or "NotResource" in st:
                 problems.append(f"Policies[{i}].Statement[{j}] is not a plain statement")
                 continue
-            if st.get("Effect") != "Allow":
-                continue
-            try:
-                resources = [norm_resource(r) for r in as_list(st.get("Resource"))]
-            except ValueError as exc:
-                problems.append(f"Policies[{i}].Statement[{j}]: {exc}")
-                continue
-            for action in as_list(st.get("Action")):
-                for res in resources:
-                    got.add((str(action), res))
+            actions, resources = granted(st, f"Policies[{i}].Statement[{j}]", problems)
+            got.update((str(action), res) for action in actions for res in resources)
     return got, problems
 
 

@@ -36,21 +36,18 @@ line, for tests.
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import re
-import socket
 import sys
 import threading
 import time
-import uuid
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import standin_http  # noqa: E402  (the server both stand-ins run, beside this file)
+from standin_http import ApiError  # noqa: E402
 
 _CONVERSE = re.compile(r"^/model/([^/]+)/converse$")
 _MODEL_ID = re.compile(r"^[A-Za-z0-9._:/+-]{1,2048}$")
@@ -68,12 +65,6 @@ _INFERENCE_FIELDS = {"maxTokens", "temperature", "topP", "stopSequences"}
 DEFAULT_MAX_TOKENS = 4096
 # A long word of many cl100k_base tokens that the stand-in counts as one (mode "verbose").
 LONG_WORD = "Xylophonequartzjinglezephyrmarmalade"
-
-
-class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
 
 
 def _invalid(message: str) -> ApiError:
@@ -114,15 +105,9 @@ def _texts(blocks, where: str) -> list[str]:
 
 def parse_request(body: bytes) -> tuple[str, str, int]:
     """(system text, conversation text, maxTokens) of a Converse body, validated."""
-    try:
-        request = json.loads(body)
-    except ValueError:
-        raise _invalid("The request body is not valid JSON") from None
-    if not isinstance(request, dict):
-        raise _invalid("The request body must be a JSON object")
-    extra = sorted(set(request) - _FIELDS)
-    if extra:
-        raise _invalid(f"extraneous key [{extra[0][:64]}] is not permitted")
+    request = standin_http.json_object(
+        body, _FIELDS, _invalid, not_json="The request body is not valid JSON",
+        not_object="The request body must be a JSON object")
     messages = request.get("messages")
     if not isinstance(messages, list) or not messages:
         raise _invalid("messages: at least one message is required")
@@ -217,16 +202,11 @@ def answer(mode: str, conversation: str, max_tokens: int,
     return text, "end_turn"
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
-    disable_nagle_algorithm = True
+class _Handler(standin_http.Handler):
     server_version = "bedrock-runtime-converse-standin"
     secrets: dict[str, str] = {}
     record: str | None = None
     lock = threading.Lock()
-
-    def log_message(self, format, *args):  # noqa: A002  (http.server's own lines: silenced)
-        pass
 
     def _log(self, fields: dict) -> None:
         print("converse: " + " ".join(f"{k}={v}" for k, v in fields.items()), file=sys.stderr,
@@ -235,43 +215,12 @@ class _Handler(BaseHTTPRequestHandler):
             with self.lock, open(self.record, "a", encoding="utf-8") as f:
                 f.write(json.dumps(fields) + "\n")
 
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict | None = None):
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", content_type)
-            self.send_header("Content-Length", str(len(body)))
-            self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(body)
-        except (BrokenPipeError, ConnectionResetError):
-            self.close_connection = True  # the client gave up (its timeout): nothing to answer
-
-    def _send_error(self, err: ApiError) -> None:
-        self._send(err.status, json.dumps({"message": err.message}).encode(), "application/json",
-                   {"x-amzn-ErrorType": err.code})
-
-    def do_GET(self):  # noqa: N802
-        if urlsplit(self.path).path == "/health":
-            self._send(200, b"ok", "text/plain")
-        else:
-            self._send_error(ApiError(404, "UnknownOperationException", "Unknown operation"))
-
     def do_POST(self):  # noqa: N802
-        if hasattr(socket, "TCP_QUICKACK"):  # botocore sends the body in a second write
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
         started = time.monotonic()
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            self.close_connection = True
-            self._send_error(_invalid("Bad Content-Length"))
-            return
-        body = self.rfile.read(length) if length > 0 else b""
-        match = _CONVERSE.match(urlsplit(self.path).path)
-        if not match:
-            self._send_error(ApiError(404, "UnknownOperationException", "Unknown operation"))
+            match, body = self.read_post(_CONVERSE)
+        except ApiError as err:
+            self.send_api_error(err)
             return
         model_id = unquote(match.group(1))
         fields = {"model": model_id[:128] if _MODEL_ID.match(model_id) else "(invalid)",
@@ -309,7 +258,7 @@ class _Handler(BaseHTTPRequestHandler):
             status = 500
             payload = json.dumps({"message": type(err).__name__}).encode()
             content_type, headers = "application/json", {"x-amzn-ErrorType": "InternalServerException"}
-        self._send(status, payload, content_type, headers)
+        self.send(status, payload, content_type, headers)
         fields.update(status=status, ms=int((time.monotonic() - started) * 1000))
         self._log(fields)
 
@@ -321,11 +270,7 @@ def serve(port: int, port_file: str | None, secrets: str | None, record: str | N
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("serve", help="serve the Bedrock Runtime Converse stand-in")
-    run.add_argument("--port", type=int, default=4598, help="0 picks a free port (default 4598)")
-    run.add_argument("--port-file", help="write the bound port here once listening")
+    parser, run = standin_http.command_line(__doc__, "Bedrock Runtime Converse", 4598)
     run.add_argument("--secrets", help="JSON file {secretId: value}: what mode leak puts back "
                      "in place of markers, and what secretsInInput counts")
     run.add_argument("--record", help="append one JSON line per request (no text) to this file")

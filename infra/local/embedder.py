@@ -27,24 +27,21 @@ The server logs one line per request (model id, status, token count), never the 
 
 from __future__ import annotations
 
-import argparse
 import functools
 import hashlib
 import importlib.resources
 import json
 import os
 import re
-import socket
 import sys
 import threading
 import unicodedata
-import uuid
-from http.server import BaseHTTPRequestHandler
 from pathlib import Path
-from urllib.parse import unquote, urlsplit
+from urllib.parse import unquote
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import standin_http  # noqa: E402  (the server both stand-ins run, beside this file)
+from standin_http import ApiError  # noqa: E402
 
 import numpy as np
 
@@ -281,31 +278,19 @@ _INVOKE = re.compile(r"^/model/([^/]+)/invoke$")
 _FIELDS = {"inputText", "dimensions", "normalize", "embeddingTypes"}
 
 
-class _ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str):
-        super().__init__(message)
-        self.status, self.code, self.message = status, code, message
-
-
-def _malformed(detail: str) -> _ApiError:
-    return _ApiError(400, "ValidationException",
-                     f"Malformed input request: {detail}, please reformat your input and try again.")
+def _malformed(detail: str) -> ApiError:
+    return ApiError(400, "ValidationException",
+                    f"Malformed input request: {detail}, please reformat your input and try again.")
 
 
 def _invoke(model_id: str, body: bytes) -> tuple[dict, int]:
-    """The Titan V2 answer and the input token count, or raises _ApiError."""
+    """The Titan V2 answer and the input token count, or raises ApiError."""
     if not (model_id.startswith("amazon.titan-embed-text-v2")
             or model_id == "sentence-transformers/all-MiniLM-L6-v2"):
-        raise _ApiError(404, "ResourceNotFoundException", "The requested model was not found.")
-    try:
-        request = json.loads(body)
-    except ValueError:
-        raise _malformed("the body is not valid JSON") from None
-    if not isinstance(request, dict):
-        raise _malformed("#: expected type: JSONObject")
-    extra = sorted(set(request) - _FIELDS)
-    if extra:
-        raise _malformed(f"#: extraneous key [{extra[0][:64]}] is not permitted")
+        raise ApiError(404, "ResourceNotFoundException", "The requested model was not found.")
+    request = standin_http.json_object(
+        body, _FIELDS, _malformed, not_json="the body is not valid JSON",
+        not_object="#: expected type: JSONObject", root="#: ")
     text = request.get("inputText")
     if not isinstance(text, str):
         raise _malformed("#: required key [inputText] not found or not a string")
@@ -315,9 +300,9 @@ def _invoke(model_id: str, body: bytes) -> tuple[dict, int]:
         raise _malformed(f"#/inputText: expected maxLength: {MAX_CHARS}, actual: {len(text)}")
     dims = request.get("dimensions", DIM)
     if type(dims) is not int or dims != DIM:
-        raise _ApiError(400, "ValidationException",
-                        f"dimensions must be {DIM}: this stand-in serves all-MiniLM-L6-v2 "
-                        f"(384 dimensions), not Titan V2's 256/512/1024")
+        raise ApiError(400, "ValidationException",
+                       f"dimensions must be {DIM}: this stand-in serves all-MiniLM-L6-v2 "
+                       f"(384 dimensions), not Titan V2's 256/512/1024")
     normalize = request.get("normalize", True)
     if not isinstance(normalize, bool):
         raise _malformed("#/normalize: expected type: Boolean")
@@ -327,8 +312,8 @@ def _invoke(model_id: str, body: bytes) -> tuple[dict, int]:
         raise _malformed('#/embeddingTypes: expected a non-empty subset of ["float", "binary"]')
     tokens = token_count(text)
     if tokens > MAX_INPUT_TOKENS:
-        raise _ApiError(400, "ValidationException", f"400 Bad Request: Too many input tokens. "
-                        f"Max input tokens: {MAX_INPUT_TOKENS}, request input token count: {tokens}")
+        raise ApiError(400, "ValidationException", f"400 Bad Request: Too many input tokens. "
+                       f"Max input tokens: {MAX_INPUT_TOKENS}, request input token count: {tokens}")
     vector = embed([text], normalize=normalize)[0]
     floats = vector.tolist()
     by_type = {}
@@ -339,43 +324,19 @@ def _invoke(model_id: str, body: bytes) -> tuple[dict, int]:
     return {"embedding": floats, "inputTextTokenCount": tokens, "embeddingsByType": by_type}, tokens
 
 
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"  # keep-alive, as the SDKs' connection pools expect
-    disable_nagle_algorithm = True  # headers and body go out in two writes: no delayed-ACK stall
+class _Handler(standin_http.Handler):
     server_version = "bedrock-runtime-standin"
     fail_every = 0
     invocations = 0
     digests: str | None = None
     counter_lock = threading.Lock()
 
-    def log_message(self, format, *args):  # noqa: A002  (http.server's own lines: silenced)
-        pass
-
     def _log(self, model: str, status: int, tokens: int | None) -> None:
         print(f"embedder: model={model} status={status} tokens={'-' if tokens is None else tokens}",
               file=sys.stderr, flush=True)
 
-    def _send(self, status: int, body: bytes, content_type: str, headers: dict | None = None):
-        self.send_response(status)
-        self.send_header("Content-Type", content_type)
-        self.send_header("Content-Length", str(len(body)))
-        self.send_header("x-amzn-RequestId", str(uuid.uuid4()))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def _send_error(self, err: _ApiError) -> None:
-        self._send(err.status, json.dumps({"message": err.message}).encode(), "application/json",
-                   {"x-amzn-ErrorType": err.code})
-
-    def do_GET(self):  # noqa: N802
-        if urlsplit(self.path).path == "/health":
-            self._send(200, b"ok", "text/plain")
-            self._log("-", 200, None)
-        else:
-            self._send_error(_ApiError(404, "UnknownOperationException", "Unknown operation"))
-            self._log("-", 404, None)
+    def answered_get(self, status: int) -> None:
+        self._log("-", status, None)
 
     def _record_digest(self, body: bytes) -> None:
         """sha256 of the text embedded, one hex line each: tests prove what was (and was not)
@@ -385,21 +346,11 @@ class _Handler(BaseHTTPRequestHandler):
             f.write(digest + "\n")
 
     def do_POST(self):  # noqa: N802
-        if hasattr(socket, "TCP_QUICKACK"):  # ACK the headers now: botocore leaves Nagle on and
-            # sends the body in a second write, which would otherwise wait for a delayed ACK
-            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_QUICKACK, 1)
         try:
-            length = int(self.headers.get("Content-Length") or 0)
-        except ValueError:
-            self.close_connection = True  # the body's end is unknown
-            self._send_error(_ApiError(400, "ValidationException", "Bad Content-Length"))
-            self._log("-", 400, None)
-            return
-        body = self.rfile.read(length) if length > 0 else b""
-        match = _INVOKE.match(urlsplit(self.path).path)
-        if not match:
-            self._send_error(_ApiError(404, "UnknownOperationException", "Unknown operation"))
-            self._log("-", 404, None)
+            match, body = self.read_post(_INVOKE)
+        except ApiError as err:
+            self.send_api_error(err)
+            self._log("-", err.status, None)
             return
         model_id = unquote(match.group(1))
         logged_model = model_id[:128] if model_id.isprintable() else match.group(1)[:128]
@@ -409,21 +360,21 @@ class _Handler(BaseHTTPRequestHandler):
                 type(self).invocations += 1
                 nth = type(self).invocations
             if self.fail_every and nth % self.fail_every == 0:
-                raise _ApiError(503, "ServiceUnavailableException",
-                                "Injected fault (EMBEDDER_FAIL_EVERY).")
+                raise ApiError(503, "ServiceUnavailableException",
+                               "Injected fault (EMBEDDER_FAIL_EVERY).")
             answer, tokens = _invoke(model_id, body)
             if self.digests is not None:
                 self._record_digest(body)
-        except _ApiError as err:
-            self._send_error(err)
+        except ApiError as err:
+            self.send_api_error(err)
             self._log(logged_model, err.status, tokens)
             return
         except Exception as err:  # noqa: BLE001  (a bug here must answer, not hang the client)
-            self._send_error(_ApiError(500, "InternalServerException", type(err).__name__))
+            self.send_api_error(ApiError(500, "InternalServerException", type(err).__name__))
             self._log(logged_model, 500, tokens)
             return
-        self._send(200, json.dumps(answer).encode(), "application/json",
-                   {"X-Amzn-Bedrock-Input-Token-Count": str(tokens)})
+        self.send(200, json.dumps(answer).encode(), "application/json",
+                  {"X-Amzn-Bedrock-Input-Token-Count": str(tokens)})
         self._log(logged_model, 200, tokens)
 
 
@@ -435,11 +386,7 @@ def serve(port: int, port_file: str | None, digests: str | None = None) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    commands = parser.add_subparsers(dest="command", required=True)
-    run = commands.add_parser("serve", help="serve the Bedrock Runtime InvokeModel stand-in")
-    run.add_argument("--port", type=int, default=4599, help="0 picks a free port (default 4599)")
-    run.add_argument("--port-file", help="write the bound port here once listening")
+    parser, run = standin_http.command_line(__doc__, "Bedrock Runtime InvokeModel", 4599)
     run.add_argument("--digests", help="append the sha256 of every embedded text to this file")
     args = parser.parse_args()
     serve(args.port, args.port_file, args.digests)

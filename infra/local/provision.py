@@ -42,6 +42,9 @@ import yaml
 from botocore.config import Config
 from botocore.exceptions import ClientError, EndpointConnectionError
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import cfn_yaml  # noqa: E402  (template.yaml's loading, shared with tests/template_policies.py)
+
 REPO_ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO_ROOT / "template.yaml"
 TABLE_RESOURCE = "MemoryTable"
@@ -75,21 +78,7 @@ class Intrinsic:
         return f"{self.tag} {self.value!r}"
 
 
-class CfnLoader(yaml.SafeLoader):
-    """SafeLoader that tolerates CloudFormation short-form tags."""
-
-
-def _construct_intrinsic(loader: yaml.SafeLoader, tag_suffix: str, node: yaml.Node) -> Intrinsic:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)
-    return Intrinsic("!" + tag_suffix, value)
-
-
-CfnLoader.add_multi_constructor("!", _construct_intrinsic)
+CfnLoader = cfn_yaml.cfn_loader(lambda suffix, value: Intrinsic("!" + suffix, value))
 
 
 def _reject_intrinsics(value: Any, where: str) -> None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 
 import os
 import subprocess
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -24,6 +26,7 @@ from wopkit import (
     EventTap,
     Gateway,
     Invoker,
+    leaks,
     new_tenant,
     read_line_with_timeout,
 )
@@ -72,6 +75,19 @@ def start_gateway(label: str, extra_env: dict[str, str] | None = None) -> Gatewa
                     f"{gw.stderr_tail()}", pytrace=False)
     gw.base_url = line.split(" ", 1)[1].strip()
     return gw
+
+
+@contextmanager
+def log_checked_gateway(label: str, extra_env: dict[str, str],
+                        logged: str) -> Iterator[Gateway]:
+    """`start_gateway` for a module that configures one of its own; stopped on leaving, when its
+    functions' logs must hold `logged` (the positive control: they were captured) and no
+    registered content or secret."""
+    gw = start_gateway(label, extra_env)
+    yield gw
+    logs = gw.stop()
+    assert logged in logs, f"positive control: the functions' log lines hold {logged!r}"
+    assert not leaks(logs), f"function logs leak {leaks(logs)}"
 
 
 @pytest.fixture(scope="session")

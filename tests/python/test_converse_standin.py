@@ -9,23 +9,17 @@ Rust binaries); it starts its own server processes on free ports.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-import boto3
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "infra" / "local" / "converse.py"
+from standins import Standin, client, load_module  # noqa: F401  (client: a fixture)
+
 MODEL = "amazon.nova-micro-v1:0"
 START_TIMEOUT = 30
 SECRET = "sk-live-standin-7f3a9c"
@@ -39,70 +33,27 @@ SUMMARY = ("## preference\n- Customer prefers email; Invoices go to billing.\n"
            "## (untagged)\n- Order 48213 shipped late; The key is [REDACTED:db].")
 
 
-def _load_module():
-    spec = importlib.util.spec_from_file_location("converse", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+converse_module = load_module("converse")
 
 
-converse_module = _load_module()
+class Server(Standin):
+    """The Converse stand-in with a --secrets file (SECRET as `db`) and a --record file."""
 
-
-class Server:
     def __init__(self, tmp: Path, env: dict[str, str] | None = None):
-        self.port_file = tmp / "port"
-        self.log = tmp / "stderr.log"
         self.record = tmp / "record.jsonl"
         secrets = tmp / "secrets.json"
         secrets.write_text(json.dumps({"db": SECRET}))
-        with self.log.open("wb") as stderr:
-            self.process = subprocess.Popen(
-                [sys.executable, str(SCRIPT), "serve", "--port", "0", "--port-file",
-                 str(self.port_file), "--secrets", str(secrets), "--record", str(self.record)],
-                env=dict(os.environ, **(env or {})), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=stderr)
-        deadline = time.monotonic() + START_TIMEOUT
-        while not self.port_file.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"converse stand-in did not start; its stderr:\n{self.log_text()}",
-                            pytrace=False)
-            time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{int(self.port_file.read_text())}"
-
-    def client(self, read_timeout: float = 60):
-        return boto3.client(
-            "bedrock-runtime", endpoint_url=self.url, region_name="us-east-1",
-            aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="dummy-secret",
-            config=Config(retries={"total_max_attempts": 1}, read_timeout=read_timeout))
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
+        super().__init__("converse", tmp, "--secrets", str(secrets), "--record", str(self.record),
+                         env=env, start_timeout=START_TIMEOUT)
 
     def records(self) -> list[dict]:
         return [json.loads(line) for line in self.record.read_text().splitlines()]
 
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    srv = Server(tmp_path_factory.mktemp("converse"))
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return server.client()
+    with Server(tmp_path_factory.mktemp("converse")) as srv:
+        yield srv
 
 
 def converse(client, text: str = FACTS, model: str = MODEL, max_tokens: int = 200) -> dict:

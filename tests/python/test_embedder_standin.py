@@ -8,87 +8,34 @@ Rust binaries); it starts its own server processes on free ports.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import os
-import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 
-import boto3
 import numpy as np
 import pytest
-from botocore.config import Config
 from botocore.exceptions import ClientError
 
-ROOT = Path(__file__).resolve().parents[2]
-SCRIPT = ROOT / "infra" / "local" / "embedder.py"
+from standins import Standin, client, load_module  # noqa: F401  (client: a fixture)
+
 MODEL = "amazon.titan-embed-text-v2:0"
 START_TIMEOUT = 60
 # Never to appear in the server's log (it logs model id, status and token count only).
 MARKER = "zebra-quartz-marker-7f3a cannot leak"
 
 
-def _load_module():
-    spec = importlib.util.spec_from_file_location("embedder", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+embedder = load_module("embedder")
 
 
-embedder = _load_module()
-
-
-class Server:
-    def __init__(self, tmp: Path, env: dict[str, str] | None = None):
-        self.port_file = tmp / "port"
-        self.log = tmp / "stderr.log"
-        with self.log.open("wb") as stderr:
-            self.process = subprocess.Popen(
-                [sys.executable, str(SCRIPT), "serve", "--port", "0", "--port-file",
-                 str(self.port_file)],
-                env=dict(os.environ, **(env or {})), stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL, stderr=stderr)
-        deadline = time.monotonic() + START_TIMEOUT
-        while not self.port_file.exists():
-            if self.process.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                pytest.fail(f"embedder stand-in did not start; its stderr:\n{self.log_text()}",
-                            pytrace=False)
-            time.sleep(0.05)
-        self.url = f"http://127.0.0.1:{int(self.port_file.read_text())}"
-
-    def client(self):
-        return boto3.client(
-            "bedrock-runtime", endpoint_url=self.url, region_name="us-east-1",
-            aws_access_key_id="AKIDEXAMPLE", aws_secret_access_key="dummy-secret",
-            config=Config(retries={"total_max_attempts": 1}, read_timeout=60))
-
-    def log_text(self) -> str:
-        return self.log.read_text(errors="replace") if self.log.exists() else ""
-
-    def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
+def start(tmp: Path, env: dict[str, str] | None = None) -> Standin:
+    return Standin("embedder", tmp, env=env, start_timeout=START_TIMEOUT)
 
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
-    srv = Server(tmp_path_factory.mktemp("embedder"))
-    yield srv
-    srv.stop()
-
-
-@pytest.fixture(scope="module")
-def client(server):
-    return server.client()
+    with start(tmp_path_factory.mktemp("embedder")) as srv:
+        yield srv
 
 
 def invoke(client, body, model: str = MODEL) -> tuple[dict, dict]:
@@ -238,8 +185,7 @@ def test_log_lines_carry_no_input_text(server, client):
 
 
 def test_fault_hook_every_second_request(tmp_path):
-    faulty = Server(tmp_path, env={"EMBEDDER_FAIL_EVERY": "2"})
-    try:
+    with start(tmp_path, env={"EMBEDDER_FAIL_EVERY": "2"}) as faulty:
         client = faulty.client()
         codes = []
         for _ in range(4):
@@ -250,5 +196,3 @@ def test_fault_hook_every_second_request(tmp_path):
                 assert err.response["ResponseMetadata"]["HTTPStatusCode"] == 503
                 codes.append(err.response["Error"]["Code"])
         assert codes == ["ok", "ServiceUnavailableException"] * 2
-    finally:
-        faulty.stop()

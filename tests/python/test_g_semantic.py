@@ -8,17 +8,15 @@ from __future__ import annotations
 
 import hashlib
 import os
-import subprocess
-import sys
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import start_gateway
-from wopkit import (BASE, ROOT, Api, Invoker, aws_client, ids, leaks, memory_ref, new_id,
-                    new_tenant, query, search, secret_value, sensitive, stop_process)
+from conftest import log_checked_gateway
+from standins import Standin
+from wopkit import (BASE, Api, Invoker, aws_client, ids, memory_ref, new_id,
+                    new_tenant, query, search, secret_value, sensitive)
 
 MODEL = "amazon.titan-embed-text-v2:0"
 
@@ -27,36 +25,21 @@ MODEL = "amazon.titan-embed-text-v2:0"
 def standin(tmp_path_factory) -> tuple[str, Path]:
     """The stand-in on a free port; its file of sha256 digests of every text it embedded."""
     work = tmp_path_factory.mktemp("embedder")
-    port_file, digests = work / "port", work / "digests"
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "infra/local/embedder.py"), "serve", "--port", "0",
-         "--port-file", str(port_file), "--digests", str(digests)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=(work / "stderr").open("wb"))
-    deadline = time.monotonic() + 60
-    while not port_file.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop_process(process)
-            pytest.fail("the embedding stand-in did not start: "
-                        + (work / "stderr").read_text(errors="replace")[-2000:], pytrace=False)
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port_file.read_text().strip()}", digests
-    stop_process(process)
+    digests = work / "digests"
+    with Standin("embedder", work, "--digests", str(digests), start_timeout=60) as server:
+        yield server.url, digests
 
 
 @pytest.fixture(scope="module")
 def semantic_url(standin) -> str:
     url, _ = standin
-    gw = start_gateway("python-e2e-semantic", {
-        "EMBEDDING_MODEL_ID": MODEL,
-        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
-    })
-    yield gw.base_url
     # The functions' logs of this gateway (the embed path, the Bedrock adapter) hold no
     # registered content or secret.
-    logs = gw.stop()
-    assert "memory-write" in logs, "positive control: the logs were captured"
-    assert not leaks(logs), f"function logs leak {leaks(logs)}"
+    with log_checked_gateway("python-e2e-semantic", {
+        "EMBEDDING_MODEL_ID": MODEL,
+        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
+    }, logged="memory-write") as gw:
+        yield gw.base_url
 
 
 

@@ -14,17 +14,16 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from conftest import start_gateway
-from wopkit import (BASE, ROOT, Api, Invoker, aws_client, leaks, memory_ref, new_id, new_tenant,
-                    query, secret_value, sensitive, stop_process)
+from conftest import log_checked_gateway
+from standins import Standin
+from wopkit import (BASE, Api, Invoker, aws_client, memory_ref, new_id, new_tenant,
+                    query, secret_value, sensitive)
 
 MODEL = "amazon.nova-micro-v1:0"
 TIMEOUT_MS = 2000
@@ -37,38 +36,23 @@ LEAKED = secret_value("leak")
 def standin(tmp_path_factory) -> tuple[str, Path]:
     """The stand-in on a free port; its record file (one JSON line per request, no text)."""
     work = tmp_path_factory.mktemp("converse")
-    port_file, record, secrets = work / "port", work / "record.jsonl", work / "secrets.json"
+    record, secrets = work / "record.jsonl", work / "secrets.json"
     secrets.write_text(json.dumps({"db": LEAKED}))
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "infra/local/converse.py"), "serve", "--port", "0",
-         "--port-file", str(port_file), "--secrets", str(secrets), "--record", str(record)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-        stderr=(work / "stderr").open("wb"))
-    deadline = time.monotonic() + 30
-    while not port_file.exists():
-        if process.poll() is not None or time.monotonic() > deadline:
-            stop_process(process)
-            pytest.fail("the Converse stand-in did not start: "
-                        + (work / "stderr").read_text(errors="replace")[-2000:], pytrace=False)
-        time.sleep(0.05)
-    record.touch()
-    yield f"http://127.0.0.1:{port_file.read_text().strip()}", record
-    stop_process(process)
+    with Standin("converse", work, "--secrets", str(secrets), "--record", str(record)) as server:
+        record.touch()
+        yield server.url, record
 
 
 @pytest.fixture(scope="module")
 def abstractive_url(standin) -> str:
     url, _ = standin
-    gw = start_gateway("python-e2e-abstractive", {
+    # The dream's logs (the abstractive model, its fallbacks) hold no registered content or secret.
+    with log_checked_gateway("python-e2e-abstractive", {
         "ABSTRACTIVE_MODEL_ID": MODEL,
         "ABSTRACTIVE_TIMEOUT_MS": str(TIMEOUT_MS),
         "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
-    })
-    yield gw.base_url
-    # The dream's logs (the abstractive model, its fallbacks) hold no registered content or secret.
-    logs = gw.stop()
-    assert "abstractive summary" in logs, "positive control: the dream's log lines were captured"
-    assert not leaks(logs), f"function logs leak {leaks(logs)}"
+    }, logged="abstractive summary") as gw:
+        yield gw.base_url
 
 
 def records(record: Path) -> list[dict[str, Any]]:

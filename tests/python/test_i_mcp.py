@@ -18,7 +18,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from openwop_client import is_http_error_code
 
-from conftest import start_gateway
+from conftest import log_checked_gateway
 from wopkit import (
     BASE,
     Api,
@@ -38,13 +38,10 @@ TOOLS = ["memory_search", "memory_list", "memory_get", "memory_write", "memory_d
 
 @pytest.fixture(scope="module")
 def mcp_url() -> str:
-    gw = start_gateway("python-e2e-mcp", {
+    with log_checked_gateway("python-e2e-mcp", {
         "REDACTION_SECRETS": json.dumps([{"secretId": "configured", "value": CONFIGURED_SECRET}]),
-    })
-    yield gw.base_url
-    logs = gw.stop()
-    assert "mcp tool" in logs, "positive control: memory-mcp's log lines were captured"
-    assert not leaks(logs), f"function logs leak {leaks(logs)}"
+    }, logged="mcp tool") as gw:
+        yield gw.base_url
     assert not [a for a in gw.access_log() if a[2] >= 500], "5xx answers"
 
 

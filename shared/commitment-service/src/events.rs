@@ -17,9 +17,7 @@ pub fn commitment_fired(
     enqueued_run_id: Option<&str>,
 ) -> DomainEvent {
     let mut detail = json!({
-        "tenantId": memory_ref.tenant().as_str(),
         "commitmentId": commitment.id,
-        "memoryRef": memory_ref.to_string(),
         "kind": commitment.condition.kind(),
         "scheduledFor": Timestamp::from_millis(scheduled_for_ms),
         "firedAt": fired_at,
@@ -27,26 +25,24 @@ pub fn commitment_fired(
     if let Some(run_id) = enqueued_run_id {
         detail["enqueuedRunId"] = json!(run_id);
     }
-    DomainEvent {
-        event_type: EventType::CommitmentFired,
-        tenant: memory_ref.tenant().clone(),
-        event_id: commitment.fire_event_id(scheduled_for_ms),
+    DomainEvent::for_ref(
+        EventType::CommitmentFired,
+        memory_ref,
+        commitment.fire_event_id(scheduled_for_ms),
         detail,
-    }
+    )
 }
 
 /// A run for the commitment's agent, in the same tenant (RFC 0068 clause 4).
 pub fn run_requested(memory_ref: &MemoryRef, commitment_id: &str, run_id: &str) -> DomainEvent {
-    DomainEvent {
-        event_type: EventType::RunRequested,
-        tenant: memory_ref.tenant().clone(),
-        event_id: format!("run.requested:{run_id}"),
-        detail: json!({
-            "tenantId": memory_ref.tenant().as_str(),
+    DomainEvent::for_ref(
+        EventType::RunRequested,
+        memory_ref,
+        format!("run.requested:{run_id}"),
+        json!({
             "runId": run_id,
             "agentId": memory_ref.agent().as_str(),
-            "memoryRef": memory_ref.to_string(),
             "trigger": {"kind": "commitment", "commitmentId": commitment_id},
         }),
-    }
+    )
 }

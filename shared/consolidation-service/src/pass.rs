@@ -11,11 +11,11 @@ use std::collections::HashMap;
 use consolidation::{Entry, MergeKind, Semantic, Settings, DEFAULT_MIN_COSINE};
 use sha2::{Digest, Sha256};
 
+use memory_core::background::start_pass;
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::DomainEvent;
-use memory_core::forget::{forget_derived_entries, Fence, TOMBSTONE_TTL_SECONDS};
+use memory_core::forget::{forget_derived_entries, TOMBSTONE_TTL_SECONDS};
 use memory_core::history::{history_copy, is_history};
-use memory_core::listing::snapshot;
 use memory_core::model::{hex, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{CorePorts, PassKind};
 use memory_core::time::Timestamp;
@@ -88,19 +88,17 @@ impl Consolidator {
         redactor: &Redactor,
     ) -> Result<ConsolidationReport, CoreError> {
         let memory_ref = memory_core::model::admitted_ref(tenant_id, raw_ref)?;
-        let state = memory_core::background::begin_pass(
-            self.ports.store.as_ref(),
+        // Forget's fence (`forget.rs`): tombstoned entries are never merged.
+        let pass = start_pass(
+            &self.ports,
             &memory_ref,
             PassKind::Consolidate,
+            Tier::LongTerm,
         )
         .await?;
-        // Forget's fence (`forget.rs`): tombstoned entries are never merged.
-        let fence = Fence::read(self.ports.store.as_ref(), &memory_ref).await?;
-        let now = self.ports.clock.now();
-        let corpus: Vec<StoredEntry> = snapshot(self.ports.store.as_ref(), &memory_ref, now)
-            .await?
+        let corpus: Vec<StoredEntry> = pass
+            .entries
             .into_iter()
-            .filter(|e| e.tier == Tier::LongTerm && fence.admits(&e.entry.id))
             // History copies (`memory_core::history`) are what memory used to say: kept, never
             // merged again.
             .filter(|e| !is_history(&e.entry.tags))
@@ -222,11 +220,14 @@ impl Consolidator {
         }
         // A forget began during the pass: what was merged from a forgotten entry goes (the
         // merged entry's provenance names it), and the pass stays pending.
-        if let Some(mut tombstoned) = fence
+        if let Some(mut tombstoned) = pass
+            .fence
             .breached(self.ports.store.as_ref(), &memory_ref)
             .await?
         {
-            let until = now.plus_millis(TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
+            let until = pass
+                .now
+                .plus_millis(TOMBSTONE_TTL_SECONDS.saturating_mul(1000));
             let swept = forget_derived_entries(
                 self.ports.store.as_ref(),
                 &memory_ref,
@@ -244,20 +245,20 @@ impl Consolidator {
         }
         // Whether this pass took the ref out of the pending index: of two duplicate passes
         // (at-least-once delivery) only one does, and only it announces a pass without merges.
-        let finished = state.pending
+        let finished = pass.state.pending
             && report.merges_skipped == 0
             && self
                 .ports
                 .store
-                .finish_pass(&memory_ref, PassKind::Consolidate, state.version, None)
+                .finish_pass(&memory_ref, PassKind::Consolidate, pass.state.version, None)
                 .await?;
         if report.merges_applied > 0 || finished {
             let event = DomainEvent::memory_consolidated(
                 &memory_ref,
                 report.input_count,
                 report.output_count,
-                now,
-                &pass_identity(state.version, &applied),
+                pass.now,
+                &pass_identity(pass.state.version, &applied),
             );
             if let Err(e) = self.ports.publisher.publish(&[event]).await {
                 tracing::error!(error = %e, "agent.memory.consolidated not published");

@@ -18,7 +18,49 @@ use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 
 /// Tries of the index compare-and-swap before the run gives up (and is retried).
-pub(crate) const INDEX_ATTEMPTS: usize = 8;
+const INDEX_ATTEMPTS: usize = 8;
+
+/// Rewrites the index JSON at `key` by compare-and-swap on its ETag. `change` is given the
+/// index as it stands (`None` when there is none) and answers the index to write, or `None`
+/// when nothing changes; a lost race reads again, [`INDEX_ATTEMPTS`] times at most, so dreams
+/// and forgets racing on one index lose no update. Answers the index written, if any; `op`
+/// names the conflict when every attempt lost.
+pub(crate) async fn swap_index(
+    archives: &dyn ArchiveStore,
+    key: &ObjectKey,
+    op: &'static str,
+    mut change: impl FnMut(
+        Option<distill::MemoryIndex>,
+    ) -> Result<Option<distill::MemoryIndex>, CoreError>,
+) -> Result<Option<distill::MemoryIndex>, CoreError> {
+    for _ in 0..INDEX_ATTEMPTS {
+        let (current, expect) = match archives.get(key).await? {
+            Some(o) => (
+                Some(distill::index::from_json_bytes(&o.body).map_err(distill_error)?),
+                Expect::ETag(o.etag),
+            ),
+            None => (None, Expect::Absent),
+        };
+        let Some(index) = change(current)? else {
+            return Ok(None);
+        };
+        match archives
+            .put_expecting(
+                key,
+                distill::index::to_json_bytes(&index),
+                ObjectKind::Index,
+                "application/json",
+                expect,
+            )
+            .await
+        {
+            Ok(_) => return Ok(Some(index)),
+            Err(StoreError::Conflict { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Err(CoreError::Store(StoreError::Conflict { op }))
+}
 /// Every distill failure gets its own meaning here; the edge (memory_api::wire) picks the status.
 pub(crate) fn distill_error(e: DistillError) -> CoreError {
     match e {
@@ -257,43 +299,32 @@ impl DerivedForgetHook {
         now: Timestamp,
     ) -> Result<bool, CoreError> {
         let json_key = index_json_object(tenant, reference)?;
-        for _ in 0..INDEX_ATTEMPTS {
-            let Some(current) = self.archives.get(&json_key).await? else {
-                return Ok(false);
-            };
-            let index = distill::index::from_json_bytes(&current.body).map_err(distill_error)?;
-            let (pruned, n) = distill::index::remove_where(
-                index,
-                |l| removed.contains(&l.archive_key),
-                now.as_millis(),
-            );
-            if n == 0 {
-                return Ok(false);
-            }
-            match self
-                .archives
-                .put_expecting(
-                    &json_key,
-                    distill::index::to_json_bytes(&pruned),
-                    ObjectKind::Index,
-                    "application/json",
-                    Expect::ETag(current.etag),
-                )
-                .await
-            {
-                Ok(_) => {
-                    // Old versions of the index still list the removed lines: drop them too.
-                    self.archives.delete_old_versions(&json_key).await?;
-                    write_markdown(self.archives.as_ref(), tenant, reference, &pruned).await?;
-                    self.archives
-                        .delete_old_versions(&index_md_object(tenant, reference)?)
-                        .await?;
-                    return Ok(true);
-                }
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(CoreError::Store(StoreError::Conflict { op: "index prune" }))
+        let pruned = swap_index(
+            self.archives.as_ref(),
+            &json_key,
+            "index prune",
+            |current| {
+                let Some(index) = current else {
+                    return Ok(None);
+                };
+                let (pruned, n) = distill::index::remove_where(
+                    index,
+                    |l| removed.contains(&l.archive_key),
+                    now.as_millis(),
+                );
+                Ok((n > 0).then_some(pruned))
+            },
+        )
+        .await?;
+        let Some(pruned) = pruned else {
+            return Ok(false);
+        };
+        // Old versions of the index still list the removed lines: drop them too.
+        self.archives.delete_old_versions(&json_key).await?;
+        write_markdown(self.archives.as_ref(), tenant, reference, &pruned).await?;
+        self.archives
+            .delete_old_versions(&index_md_object(tenant, reference)?)
+            .await?;
+        Ok(true)
     }
 }

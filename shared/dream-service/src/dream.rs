@@ -27,21 +27,18 @@ use distill::{DistillError, DistillInput, Distiller, IndexLine, SourceEntry};
 
 use crate::abstractive::{Abstractive, Built};
 use crate::derived::{
-    distill_error, index_json_object, object_key, write_markdown, DerivedForgetHook, INDEX_ATTEMPTS,
+    distill_error, index_json_object, object_key, swap_index, write_markdown, DerivedForgetHook,
 };
 use serde_json::json;
 
+use memory_core::background::{start_pass, PassStart};
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::{DomainEvent, EventType};
-use memory_core::forget::Fence;
 use memory_core::idempotency::{
     new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, DEFAULT_KEY_TTL_SECONDS,
 };
-use memory_core::listing::snapshot;
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, Tier};
-use memory_core::ports::{
-    ArchiveStore, CorePorts, Expect, ObjectKey, ObjectKind, PassKind, PutOutcome,
-};
+use memory_core::ports::{ArchiveStore, CorePorts, ObjectKey, ObjectKind, PassKind, PutOutcome};
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId};
 
@@ -149,25 +146,26 @@ impl Dreamer {
                 budget,
             }));
         }
-        let state = memory_core::background::begin_pass(
-            self.ports.store.as_ref(),
+        // Forget's fence (`forget.rs`): tombstoned entries never enter the snapshot.
+        let PassStart {
+            state,
+            fence,
+            now,
+            entries,
+        } = start_pass(
+            &self.ports,
             &memory_ref,
             PassKind::Dream,
+            Tier::Transactional,
         )
         .await?;
-        // Forget's fence (`forget.rs`): tombstoned entries never enter the snapshot.
-        let fence = Fence::read(self.ports.store.as_ref(), &memory_ref).await?;
-        let now = self.ports.clock.now();
         // Entries younger than the settle time may still have writes in flight with an earlier
         // createdAt; they wait for the next run, and the ref stays pending for it.
         let cutoff = now.plus_millis(-self.settle_ms);
-        let (snapshot, young): (Vec<StoredEntry>, Vec<StoredEntry>) =
-            snapshot(self.ports.store.as_ref(), &memory_ref, now)
-                .await?
-                .into_iter()
-                .filter(|e| e.tier == Tier::Transactional && fence.admits(&e.entry.id))
-                .filter(|e| state.watermark.is_none_or(|w| e.entry.created_at > w))
-                .partition(|e| e.entry.created_at <= cutoff);
+        let (snapshot, young): (Vec<StoredEntry>, Vec<StoredEntry>) = entries
+            .into_iter()
+            .filter(|e| state.watermark.is_none_or(|w| e.entry.created_at > w))
+            .partition(|e| e.entry.created_at <= cutoff);
         // A version no marker has: the watermark moves, the ref stays in the pending index.
         let finish_version = if young.is_empty() {
             state.version
@@ -448,40 +446,19 @@ impl Dreamer {
     ) -> Result<bool, CoreError> {
         let reference = memory_ref.to_string();
         let json_key = index_json_object(tenant, &reference)?;
-        for _ in 0..INDEX_ATTEMPTS {
-            let current = self.archives.get(&json_key).await?;
-            let (existing, expect) = match &current {
-                Some(o) => (
-                    Some(distill::index::from_json_bytes(&o.body).map_err(distill_error)?),
-                    Expect::ETag(o.etag.clone()),
-                ),
-                None => (None, Expect::Absent),
-            };
-            let (index, changed) =
-                distill::index::upsert(existing, &reference, line.clone(), now.as_millis())
-                    .map_err(distill_error)?;
-            if !changed {
-                return Ok(false);
-            }
-            match self
-                .archives
-                .put_expecting(
-                    &json_key,
-                    distill::index::to_json_bytes(&index),
-                    ObjectKind::Index,
-                    "application/json",
-                    expect,
-                )
-                .await
-            {
-                Ok(_) => return Ok(true),
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            }
-        }
-        Err(CoreError::Store(StoreError::Conflict {
-            op: "index update",
-        }))
+        let written = swap_index(
+            self.archives.as_ref(),
+            &json_key,
+            "index update",
+            |existing| {
+                let (index, changed) =
+                    distill::index::upsert(existing, &reference, line.clone(), now.as_millis())
+                        .map_err(distill_error)?;
+                Ok(changed.then_some(index))
+            },
+        )
+        .await?;
+        Ok(written.is_some())
     }
 
     /// Brings MEMORY-INDEX.md in line with the JSON as it now stands. Run after every index
@@ -513,8 +490,6 @@ pub fn memory_compacted(
 ) -> DomainEvent {
     let mut detail = json!({
         "ts": at,
-        "tenantId": memory_ref.tenant().as_str(),
-        "memoryRef": memory_ref.to_string(),
         "outputId": archive.output_entry_id,
         "sourceCount": archive.source_ids.len(),
         "trigger": "host-managed",
@@ -528,26 +503,24 @@ pub fn memory_compacted(
     if archive.source_ids.len() <= MAX_EVENT_SOURCE_IDS {
         detail["sourceIds"] = json!(archive.source_ids);
     }
-    DomainEvent {
-        event_type: EventType::MemoryCompacted,
-        tenant: memory_ref.tenant().clone(),
-        event_id: format!("memory.compacted:{}", archive.digest),
+    DomainEvent::for_ref(
+        EventType::MemoryCompacted,
+        memory_ref,
+        format!("memory.compacted:{}", archive.digest),
         detail,
-    }
+    )
 }
 
 /// RFC 0062 §5: the index is a workspace file; its change is a `workspace.updated`.
 pub fn workspace_updated(memory_ref: &MemoryRef, digest: &str, at: Timestamp) -> DomainEvent {
-    DomainEvent {
-        event_type: EventType::WorkspaceUpdated,
-        tenant: memory_ref.tenant().clone(),
-        event_id: format!("workspace.updated:{memory_ref}:{digest}"),
-        detail: json!({
-            "tenantId": memory_ref.tenant().as_str(),
-            "memoryRef": memory_ref.to_string(),
+    DomainEvent::for_ref(
+        EventType::WorkspaceUpdated,
+        memory_ref,
+        format!("workspace.updated:{memory_ref}:{digest}"),
+        json!({
             "agentId": memory_ref.agent().as_str(),
             "path": distill::keys::INDEX_JSON_NAME,
             "updatedAt": at,
         }),
-    }
+    )
 }

@@ -17,8 +17,8 @@ use memory_core::ports::{AbstractiveModel, ArchiveStore, CorePorts, EntryStore};
 use memory_core::{MemoryRef, Redactor, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
 use memory_testkit::contract::{entry, memory_ref, T0};
 use memory_testkit::in_memory::{
-    AbstractiveScript, InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher,
-    ScriptedAbstractiveModel, SCRIPTED_MODEL,
+    everything_stored, AbstractiveScript, InMemoryArchiveStore, InMemoryEntryStore, ManualClock,
+    RecordingPublisher, ScriptedAbstractiveModel, SCRIPTED_MODEL,
 };
 use memory_testkit::intercept::{ArchiveCall, BeforeArchiveCall, InterceptedArchives};
 
@@ -332,15 +332,7 @@ async fn forget_reaches_the_abstractive_output() {
     }));
     let counts = forgetter.forget("t1", "zelda").await.expect("forget");
     assert_eq!((counts.deleted_entries, counts.deleted_archives), (2, 1));
-    let mut everything: String = w
-        .store
-        .dump()
-        .into_iter()
-        .map(|e| e.entry.content)
-        .collect();
-    for (_, body) in w.archives.dump() {
-        everything.push_str(&String::from_utf8_lossy(&body));
-    }
+    let everything = everything_stored(&w.store, &w.archives);
     assert!(!everything.contains("88412"), "{everything}");
     assert!(w.store.dump().iter().all(|e| e.tier != Tier::LongTerm));
 }

@@ -14,7 +14,8 @@ use memory_core::ports::{ArchiveStore, CorePorts, EntryStore, Expect, ObjectKey,
 use memory_core::{CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
 use memory_testkit::contract::{entry, memory_ref, T0};
 use memory_testkit::in_memory::{
-    CallCounter, InMemoryArchiveStore, InMemoryEntryStore, ManualClock, RecordingPublisher,
+    everything_stored, CallCounter, InMemoryArchiveStore, InMemoryEntryStore, ManualClock,
+    RecordingPublisher,
 };
 use memory_testkit::intercept::{ArchiveCall, BeforeArchiveCall, InterceptedArchives};
 
@@ -119,18 +120,8 @@ fn archive_objects(archives: &InMemoryArchiveStore) -> Vec<(ObjectKey, Vec<u8>)>
     archives.dump().into_iter().filter(is_archive).collect()
 }
 
-/// Every entry's content and every object's bytes: where a forgotten fact must not survive.
 fn everything(w: &World) -> String {
-    let mut text: String = w
-        .store
-        .dump()
-        .into_iter()
-        .map(|e| e.entry.content)
-        .collect();
-    for (_, body) in w.archives.dump() {
-        text.push_str(&String::from_utf8_lossy(&body));
-    }
-    text
+    everything_stored(&w.store, &w.archives)
 }
 
 /// The dream's output entry (the one long-term entry).
@@ -871,13 +862,7 @@ async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
                 .await
                 .expect("forget");
         }
-        let everything = || {
-            let mut text: String = store.dump().into_iter().map(|e| e.entry.content).collect();
-            for (_, body) in archives.dump() {
-                text.push_str(&String::from_utf8_lossy(&body));
-            }
-            text
-        };
+        let everything = || everything_stored(&store, &archives);
         assert!(
             !everything().contains("peanuts") && !everything().contains("Zelda"),
             "forget at archive call {at_call} (dream status {}): a trace survived",

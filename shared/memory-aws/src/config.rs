@@ -146,12 +146,19 @@ impl AwsPorts {
     /// backoff, the invocation's deadline), and two stacked layers would multiply attempts.
     pub fn from_sdk_config(sdk: &aws_config::SdkConfig, settings: &Settings) -> Self {
         let no_retries = RetryConfig::disabled();
+        // One SDK crate's client on `sdk`, its retries off (extra builder calls go first).
+        macro_rules! client {
+            ($service:ident $(.$setting:ident($value:expr))*) => {
+                $service::Client::from_conf(
+                    $service::config::Builder::from(sdk)
+                        $(.$setting($value))*
+                        .retry_config(no_retries.clone())
+                        .build(),
+                )
+            };
+        }
         let tenant_sessions = settings.tenant_role_arn.clone().map(|role| {
-            let sts = aws_sdk_sts::Client::from_conf(
-                aws_sdk_sts::config::Builder::from(sdk)
-                    .retry_config(no_retries.clone())
-                    .build(),
-            );
+            let sts = client!(aws_sdk_sts);
             Arc::new(TenantSessions::new(
                 Arc::new(StsVendor::new(sts, role)),
                 sdk,
@@ -159,11 +166,7 @@ impl AwsPorts {
                 settings.tenant_session_cache,
             ))
         });
-        let dynamo = aws_sdk_dynamodb::Client::from_conf(
-            aws_sdk_dynamodb::config::Builder::from(sdk)
-                .retry_config(no_retries.clone())
-                .build(),
-        );
+        let dynamo = client!(aws_sdk_dynamodb);
         AwsPorts {
             entries: Arc::new(
                 DynamoEntryStore::new(dynamo.clone(), settings.table.clone())
@@ -176,45 +179,26 @@ impl AwsPorts {
             #[cfg(feature = "archive")]
             archives: Arc::new(
                 S3ArchiveStore::new(
-                    aws_sdk_s3::Client::from_conf(
-                        aws_sdk_s3::config::Builder::from(sdk)
-                            .force_path_style(settings.endpoint_override)
-                            .retry_config(no_retries.clone())
-                            .build(),
-                    ),
+                    client!(aws_sdk_s3.force_path_style(settings.endpoint_override)),
                     settings.bucket.clone(),
                 )
                 .with_tenant_sessions(tenant_sessions.clone()),
             ),
             #[cfg(feature = "events")]
             events: Arc::new(EventBridgePublisher::new(
-                aws_sdk_eventbridge::Client::from_conf(
-                    aws_sdk_eventbridge::config::Builder::from(sdk)
-                        .retry_config(no_retries.clone())
-                        .build(),
-                ),
+                client!(aws_sdk_eventbridge),
                 settings.bus.clone(),
             )),
             #[cfg(feature = "queue")]
-            queue: settings.pass_queue_url.clone().map(|url| {
-                Arc::new(SqsPassQueue::new(
-                    aws_sdk_sqs::Client::from_conf(
-                        aws_sdk_sqs::config::Builder::from(sdk)
-                            .retry_config(no_retries.clone())
-                            .build(),
-                    ),
-                    url,
-                ))
-            }),
+            queue: settings
+                .pass_queue_url
+                .clone()
+                .map(|url| Arc::new(SqsPassQueue::new(client!(aws_sdk_sqs), url))),
             #[cfg(feature = "embeddings")]
             embedder: settings.embedding_model.clone().map(|model| {
                 let embedder: Arc<dyn memory_core::ports::Embedder> =
                     Arc::new(crate::bedrock::BedrockEmbedder::new(
-                        aws_sdk_bedrockruntime::Client::from_conf(
-                            aws_sdk_bedrockruntime::config::Builder::from(sdk)
-                                .retry_config(no_retries.clone())
-                                .build(),
-                        ),
+                        client!(aws_sdk_bedrockruntime),
                         model,
                         settings.embedding_dimensions,
                     ));
@@ -224,11 +208,7 @@ impl AwsPorts {
             abstractive_model: settings.abstractive_model.clone().map(|model| {
                 let abstractive_model: Arc<dyn memory_core::ports::AbstractiveModel> =
                     Arc::new(crate::bedrock::BedrockAbstractiveModel::new(
-                        aws_sdk_bedrockruntime::Client::from_conf(
-                            aws_sdk_bedrockruntime::config::Builder::from(sdk)
-                                .retry_config(no_retries.clone())
-                                .build(),
-                        ),
+                        client!(aws_sdk_bedrockruntime),
                         model,
                     ));
                 abstractive_model

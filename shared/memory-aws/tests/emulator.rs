@@ -11,7 +11,7 @@ use memory_core::events::DomainEvent;
 use memory_core::model::{Attribution, Tier};
 use memory_core::ports::{ArchiveStore, EntryStore, EventPublisher};
 use memory_core::Timestamp;
-use memory_testkit::contract::{entry, first_page, fresh_tenant, memory_ref, T0};
+use memory_testkit::contract::{entry, first_page, fresh_ref, fresh_tenant, memory_ref, T0};
 
 async fn dynamo(counter: Option<RequestCounter>) -> DynamoEntryStore {
     let sdk = emulator_config().await;
@@ -46,8 +46,7 @@ memory_testkit::port_suite!(store: store(), archive: archive());
 async fn round_trips_are_at_the_floor() {
     let counter = RequestCounter::default();
     let store = dynamo(Some(counter.clone())).await;
-    let t = fresh_tenant("floor");
-    let r = memory_ref(&t, "agent-1");
+    let (_, r) = fresh_ref("floor");
     let entries: Vec<_> = (0..25).map(|n| entry(&r, n, "x", &[])).collect();
 
     store.put_entries(&entries).await.expect("put");
@@ -209,8 +208,7 @@ async fn a_rare_tag_in_a_large_ref_is_one_page_that_costs_what_it_returns() {
         table.clone(),
     ));
 
-    let t = fresh_tenant("raretag");
-    let r = memory_ref(&t, "agent-1");
+    let (_, r) = fresh_ref("raretag");
     let rare: Vec<u64> = (0..5).map(|k| 17 + k * 4_001).collect();
     let common: Vec<u64> = (0..120).map(|k| 3 + k * 163).collect();
     let entries: Vec<_> = (0..20_000u64)
@@ -318,8 +316,7 @@ async fn a_posting_left_behind_is_skipped_and_the_page_stays_full() {
     let sdk = emulator_config().await;
     let raw = aws_sdk_dynamodb::Client::new(&sdk);
     let store: Arc<dyn EntryStore> = Arc::new(dynamo_store);
-    let t = fresh_tenant("orphan");
-    let r = memory_ref(&t, "agent-1");
+    let (_, r) = fresh_ref("orphan");
     let entries: Vec<_> = (0..4u64).map(|n| entry(&r, n, "x", &["t"])).collect();
     store.put_entries(&entries).await.expect("put");
     // Remove the newest entry's item behind the adapter's back, leaving its posting.

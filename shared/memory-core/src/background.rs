@@ -4,7 +4,13 @@
 //! through the queue instead of running in one long invocation.
 
 use crate::error::{CoreError, StoreError};
-use crate::ports::{EntryStore, MarkerState, PassKind, PassQueue, QueuedPass, PENDING_SHARDS};
+use crate::forget::Fence;
+use crate::listing::snapshot;
+use crate::model::{StoredEntry, Tier};
+use crate::ports::{
+    CorePorts, EntryStore, MarkerState, PassKind, PassQueue, QueuedPass, PENDING_SHARDS,
+};
+use crate::time::Timestamp;
 
 /// The marker state a pass starts from. Only a pending ref needs the pass recorded as running
 /// (`EntryStore::begin_pass`): writers skip the marker only while the ref is pending, so on a
@@ -23,7 +29,41 @@ pub async fn begin_pass(
     }
 }
 
-/// Queued passes go to the queue in chunks this size (SQS `SendMessageBatch` takes at most 10).
+/// What a background pass over one ref works from. Read in this order so that a pass never
+/// takes in an entry a forget has tombstoned: the work state (`begin_pass`), forget's fence (a
+/// pass checks it again before its last write), the clock, then the ref's live entries of the
+/// pass's tier that the fence admits.
+pub struct PassStart {
+    pub state: MarkerState,
+    pub fence: Fence,
+    pub now: Timestamp,
+    pub entries: Vec<StoredEntry>,
+}
+
+pub async fn start_pass(
+    ports: &CorePorts,
+    memory_ref: &memory_guard::MemoryRef,
+    kind: PassKind,
+    tier: Tier,
+) -> Result<PassStart, StoreError> {
+    let store = ports.store.as_ref();
+    let state = begin_pass(store, memory_ref, kind).await?;
+    let fence = Fence::read(store, memory_ref).await?;
+    let now = ports.clock.now();
+    let entries = snapshot(store, memory_ref, now)
+        .await?
+        .into_iter()
+        .filter(|e| e.tier == tier && fence.admits(&e.entry.id))
+        .collect();
+    Ok(PassStart {
+        state,
+        fence,
+        now,
+        entries,
+    })
+}
+
+/// Jobs go to the queue in chunks this size (SQS `SendMessageBatch` takes at most 10).
 const ENQUEUE_CHUNK: usize = 10;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]

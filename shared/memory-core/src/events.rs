@@ -58,6 +58,25 @@ pub struct DomainEvent {
 }
 
 impl DomainEvent {
+    /// An event about one ref: published in the ref's tenant, its detail naming both
+    /// (`tenantId`, `memoryRef`) beside `detail`'s own fields, as consumers of every ref-scoped
+    /// event read them.
+    pub fn for_ref(
+        event_type: EventType,
+        memory_ref: &MemoryRef,
+        event_id: String,
+        mut detail: Value,
+    ) -> Self {
+        detail["tenantId"] = json!(memory_ref.tenant().as_str());
+        detail["memoryRef"] = json!(memory_ref.to_string());
+        DomainEvent {
+            event_type,
+            tenant: memory_ref.tenant().clone(),
+            event_id,
+            detail,
+        }
+    }
+
     /// The detail as published: the event's own fields plus `eventId` for consumer dedupe.
     pub fn detail_json(&self) -> Value {
         let mut detail = self.detail.clone();
@@ -81,8 +100,6 @@ impl DomainEvent {
         attribution: &Attribution,
     ) -> Self {
         let mut detail = json!({
-            "tenantId": memory_ref.tenant().as_str(),
-            "memoryRef": memory_ref.to_string(),
             "memoryId": entry_id,
             "createdAt": created_at,
             "tier": tier.as_str(),
@@ -99,12 +116,12 @@ impl DomainEvent {
         if let Some(agent_id) = &attribution.agent_id {
             detail["agentId"] = json!(agent_id);
         }
-        DomainEvent {
-            event_type: EventType::MemoryWritten,
-            tenant: memory_ref.tenant().clone(),
-            event_id: format!("memory.written:{}:{}", memory_ref, entry_id),
+        DomainEvent::for_ref(
+            EventType::MemoryWritten,
+            memory_ref,
+            format!("memory.written:{}:{}", memory_ref, entry_id),
             detail,
-        }
+        )
     }
 
     /// RFC 0068: counts only. `pass` names what the pass did (the consolidation service derives
@@ -117,18 +134,16 @@ impl DomainEvent {
         at: Timestamp,
         pass: &str,
     ) -> Self {
-        DomainEvent {
-            event_type: EventType::AgentMemoryConsolidated,
-            tenant: memory_ref.tenant().clone(),
-            event_id: format!("agent.memory.consolidated:{memory_ref}:{pass}"),
-            detail: json!({
-                "tenantId": memory_ref.tenant().as_str(),
-                "memoryRef": memory_ref.to_string(),
+        DomainEvent::for_ref(
+            EventType::AgentMemoryConsolidated,
+            memory_ref,
+            format!("agent.memory.consolidated:{memory_ref}:{pass}"),
+            json!({
                 "inputCount": input_count,
                 "outputCount": output_count,
                 "consolidatedAt": at,
             }),
-        }
+        )
     }
 
     /// The subject appears only as its tenant-scoped digest, never in clear.

@@ -159,6 +159,41 @@ struct Prepared {
     attribution: Attribution,
 }
 
+/// The request's entries as stored. A write and a rewrite differ only in how an entry's id is
+/// chosen, when it counts as created and which subject an entry that names none keeps, so those
+/// are theirs to say and all else is said once.
+fn stored_entries(
+    memory_ref: &MemoryRef,
+    attribution: &Attribution,
+    validated: Vec<NewEntry>,
+    created_at: Timestamp,
+    mut id_of: impl FnMut(usize) -> String,
+    kept_subject: impl Fn(usize) -> Option<SubjectKey>,
+) -> Vec<StoredEntry> {
+    validated
+        .into_iter()
+        .enumerate()
+        .map(|(index, e)| StoredEntry {
+            memory_ref: memory_ref.clone(),
+            entry: MemoryEntry {
+                id: id_of(index),
+                content: e.content,
+                tags: e.tags,
+                created_at,
+                expires_at: e.expires_at,
+            },
+            tier: e.tier,
+            subject: match e.subject.as_deref() {
+                Some(s) => Some(SubjectKey::derive(memory_ref.tenant(), s)),
+                None => kept_subject(index),
+            },
+            attribution: attribution.clone(),
+            provenance: Vec::new(),
+            embedding: None,
+        })
+        .collect()
+}
+
 fn check_opt_id(field: &'static str, v: &Option<String>) -> Result<(), CoreError> {
     match v {
         Some(s) if !is_valid_entry_id(s) => Err(CoreError::invalid(
@@ -518,28 +553,17 @@ impl MemoryWriter {
             }
         };
         let created_at = held.as_ref().map_or(now, |h| h.first_attempt_at);
-        let mut stored: Vec<StoredEntry> = validated
-            .into_iter()
-            .enumerate()
-            .map(|(index, e)| StoredEntry {
-                memory_ref: memory_ref.clone(),
-                entry: MemoryEntry {
-                    id: match &held {
-                        Some(h) => h.key.entry_id(h.first_attempt_at, index),
-                        None => self.ids.next_id(now),
-                    },
-                    content: e.content,
-                    tags: e.tags,
-                    created_at,
-                    expires_at: e.expires_at,
-                },
-                tier: e.tier,
-                subject: e.subject.as_deref().map(|s| SubjectKey::derive(&tenant, s)),
-                attribution: attribution.clone(),
-                provenance: Vec::new(),
-                embedding: None,
-            })
-            .collect();
+        let mut stored = stored_entries(
+            &memory_ref,
+            &attribution,
+            validated,
+            created_at,
+            |index| match &held {
+                Some(h) => h.key.entry_id(h.first_attempt_at, index),
+                None => self.ids.next_id(now),
+            },
+            |_| None,
+        );
         self.embed(&mut stored).await;
         let output = PutOutput {
             written: written_of(&stored),
@@ -663,28 +687,14 @@ impl MemoryWriter {
             return Err(CoreError::RefNotAdmitted);
         }
         let tenant = memory_ref.tenant().clone();
-        let mut stored: Vec<StoredEntry> = validated
-            .into_iter()
-            .enumerate()
-            .map(|(index, e)| StoredEntry {
-                memory_ref: memory_ref.clone(),
-                entry: MemoryEntry {
-                    id: self.ids.next_id(now),
-                    content: e.content,
-                    tags: e.tags,
-                    created_at: now,
-                    expires_at: e.expires_at,
-                },
-                tier: e.tier,
-                subject: match e.subject.as_deref() {
-                    Some(s) => Some(SubjectKey::derive(&tenant, s)),
-                    None => replaces.get(index).and_then(|old| old.subject.clone()),
-                },
-                attribution: attribution.clone(),
-                provenance: Vec::new(),
-                embedding: None,
-            })
-            .collect();
+        let mut stored = stored_entries(
+            &memory_ref,
+            &attribution,
+            validated,
+            now,
+            |_| self.ids.next_id(now),
+            |index| replaces.get(index).and_then(|old| old.subject.clone()),
+        );
         self.embed(&mut stored).await;
         self.ports.store.replace(&stored, replaces).await?;
         self.mark_tiers_pending(&memory_ref, stored.iter().map(|e| e.tier), now)

@@ -23,6 +23,22 @@ pub fn fresh_tenant(label: &str) -> TenantId {
     TenantId::parse(&id).unwrap_or_else(|_| panic!("test tenant id must be valid"))
 }
 
+/// A fresh tenant and its `agent-1` ref, where most contract checks start: runs against a shared
+/// backend never meet.
+pub fn fresh_ref(label: &str) -> (TenantId, MemoryRef) {
+    let t = fresh_tenant(label);
+    let r = memory_ref(&t, "agent-1");
+    (t, r)
+}
+
+/// Stores one entry, failing the test if the store refuses it.
+async fn put_one(store: &dyn EntryStore, e: &StoredEntry) {
+    store
+        .put_entries(std::slice::from_ref(e))
+        .await
+        .expect("put");
+}
+
 pub fn memory_ref(tenant: &TenantId, agent: &str) -> MemoryRef {
     let agent = AgentId::parse(agent).unwrap_or_else(|_| panic!("test agent id must be valid"));
     MemoryRef::new(tenant.clone(), agent)
@@ -120,13 +136,9 @@ async fn list_filtered(
 }
 
 pub async fn read_your_writes(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("ryw");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("ryw");
     let e = entry(&r, 1, "prefers email follow-up", &["preference"]);
-    store
-        .put_entries(std::slice::from_ref(&e))
-        .await
-        .expect("put");
+    put_one(&*store, &e).await;
     let got = store.get(&e.key()).await.expect("get");
     assert_eq!(got.as_ref(), Some(&e), "get returns exactly what was put");
     let (reader, _) = reader(store, T0 + 10);
@@ -153,14 +165,8 @@ pub async fn cross_tenant_probe_returns_nothing(store: Arc<dyn EntryStore>) {
     let rb = memory_ref(&b, "agent-1");
     let ea = entry(&ra, 1, "tenant a fact", &["x"]);
     let eb = entry(&rb, 2, "tenant b fact", &["x"]);
-    store
-        .put_entries(std::slice::from_ref(&ea))
-        .await
-        .expect("put a");
-    store
-        .put_entries(std::slice::from_ref(&eb))
-        .await
-        .expect("put b");
+    put_one(&*store, &ea).await;
+    put_one(&*store, &eb).await;
     let (reader, _) = reader(store, T0 + 10);
     let scope_a = TenantScope::new(a);
     let scope_b = TenantScope::new(b);
@@ -239,13 +245,9 @@ pub fn malformed_refs(tenant: &str) -> Vec<String> {
 }
 
 pub async fn malformed_refs_return_nothing(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("bad");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("bad");
     let e = entry(&r, 1, "stored", &[]);
-    store
-        .put_entries(std::slice::from_ref(&e))
-        .await
-        .expect("put");
+    put_one(&*store, &e).await;
     let (reader, _) = reader(store, T0 + 10);
     let scope = TenantScope::new(t.clone());
     let control = reader
@@ -274,8 +276,7 @@ pub async fn malformed_refs_return_nothing(store: Arc<dyn EntryStore>) {
 }
 
 pub async fn expired_entries_never_surface(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("ttl");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("ttl");
     let expires = T0 + 5_000;
     let mut e = entry(&r, 1, "short-lived", &["ttl"]);
     e.entry.expires_at = Some(Timestamp::from_millis(expires));
@@ -311,8 +312,7 @@ pub async fn expired_entries_never_surface(store: Arc<dyn EntryStore>) {
 }
 
 pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("page");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("page");
     let entries: Vec<StoredEntry> = (0..23)
         .map(|n| {
             entry(
@@ -373,8 +373,7 @@ fn selected(all: &[StoredEntry], filter: &TagFilter) -> Vec<MemoryEntry> {
 }
 
 pub async fn tag_lists_fill_pages_and_combine_filters(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("tags");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("tags");
     // 60 entries: `a` on multiples of 2, `b` of 3, `c` of 5, `rare` on two, the rest untagged;
     // one `a,b` entry expired.
     let entries: Vec<StoredEntry> = (1..=60u64)
@@ -453,8 +452,7 @@ pub async fn tag_lists_fill_pages_and_combine_filters(store: Arc<dyn EntryStore>
 }
 
 pub async fn tag_lists_follow_every_delete_path(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("tagdel");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("tagdel");
     let entries: Vec<StoredEntry> = (1..=6u64)
         .map(|n| entry(&r, n, &format!("fact {n}"), &["x", "y"]))
         .collect();
@@ -500,8 +498,7 @@ pub async fn tag_lists_follow_every_delete_path(store: Arc<dyn EntryStore>) {
 
 pub async fn search_ranks_live_entries_of_the_callers_ref(store: Arc<dyn EntryStore>) {
     use memory_core::search::SearchOptions;
-    let t = fresh_tenant("search");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("search");
     let texts = [
         (
             "Customer asked about a refund for order 1042",
@@ -592,8 +589,7 @@ pub async fn semantic_search_ranks_by_stored_vectors(store: Arc<dyn EntryStore>)
     use memory_core::model::Embedding;
     use memory_core::ports::Embedder;
     use memory_core::search::{SearchMode, SearchOptions};
-    let t = fresh_tenant("semantic");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("semantic");
     let embedder = Arc::new(WordHashEmbedder::default());
     let texts = [
         "invoice overdue payment reminder",
@@ -695,8 +691,7 @@ pub async fn semantic_search_ranks_by_stored_vectors(store: Arc<dyn EntryStore>)
 }
 
 pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("cur");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("cur");
     let r2 = memory_ref(&t, "agent-2");
     let entries: Vec<StoredEntry> = (0..4).map(|n| entry(&r, n, "x", &[])).collect();
     store.put_entries(&entries).await.expect("put");
@@ -746,13 +741,9 @@ pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
 }
 
 pub async fn puts_are_all_or_nothing(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("atomic");
-    let r = memory_ref(&t, "agent-1");
+    let (_, r) = fresh_ref("atomic");
     let first = entry(&r, 1, "first", &[]);
-    store
-        .put_entries(std::slice::from_ref(&first))
-        .await
-        .expect("put");
+    put_one(&*store, &first).await;
     let fresh = entry(&r, 2, "fresh", &[]);
     let mut clash = entry(&r, 3, "clash", &[]);
     clash.entry.id = first.entry.id.clone();
@@ -795,10 +786,7 @@ pub async fn delete_and_forget_by_subject(store: Arc<dyn EntryStore>) {
         .await
         .expect("put");
     store.put_entries(&[e2.clone()]).await.expect("put");
-    store
-        .put_entries(std::slice::from_ref(&eb))
-        .await
-        .expect("put");
+    put_one(&*store, &eb).await;
 
     let mut found = store.find_by_subject(&a, &subject_a).await.expect("find");
     found.sort();
@@ -835,8 +823,7 @@ pub async fn delete_and_forget_by_subject(store: Arc<dyn EntryStore>) {
 }
 
 pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("replace");
-    let r = memory_ref(&t, "agent-1");
+    let (_, r) = fresh_ref("replace");
     let (a, b) = (entry(&r, 1, "dup", &[]), entry(&r, 2, "dup", &[]));
     store
         .put_entries(&[a.clone(), b.clone()])
@@ -881,8 +868,7 @@ pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
 
 pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
     use memory_core::ports::{pending_shard, PassKind};
-    let t = fresh_tenant("marker");
-    let r = memory_ref(&t, "agent-1");
+    let (_, r) = fresh_ref("work");
     let shard = pending_shard(&r);
     let before = store
         .marker_state(&r, PassKind::Dream)
@@ -1085,8 +1071,7 @@ pub async fn archive_listing_is_tenant_scoped(archive: Arc<dyn ArchiveStore>) {
 /// a pass has begun, every put is counted again so the pass cannot clear what it did not read.
 pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>) {
     use memory_core::ports::PassKind;
-    let t = fresh_tenant("hot");
-    let r = memory_ref(&t, "agent-1");
+    let (_, r) = fresh_ref("hot");
     let n = 24u64;
     let mut puts = tokio::task::JoinSet::new();
     for i in 0..n {
@@ -1168,8 +1153,7 @@ pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>)
 /// completing write (an attempt that lost the key writes nothing).
 pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
     use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, Verdict};
-    let t = fresh_tenant("idem");
-    let r = memory_ref(&t, "agent-1");
+    let (t, r) = fresh_ref("idem");
     let key = IdempotencyKey::parse(&t, "order-42/retry").expect("key");
     let at = |ms: i64| Timestamp::from_millis(T0 + ms);
     let claim = |attempt: &str, payload: &str, now: i64| KeyClaim {
@@ -1314,17 +1298,13 @@ pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
 /// 400 KB item limit) is stored, read back whole, followed by forget's derived-data search, and
 /// deleted with everything it spilled over into.
 pub async fn provenance_has_no_item_size_ceiling(store: Arc<dyn EntryStore>) {
-    let t = fresh_tenant("prov");
-    let r = memory_ref(&t, "agent-1");
+    let (_, r) = fresh_ref("prov");
     let mut derived = entry(&r, 1, "summary of many", &[]);
     derived.tier = Tier::LongTerm;
     derived.provenance = (0..20_000u64)
         .map(|i| ulid::Ulid::from_parts(T0 as u64, u128::from(i)).to_string())
         .collect();
-    store
-        .put_entries(std::slice::from_ref(&derived))
-        .await
-        .expect("a huge provenance is stored");
+    put_one(&*store, &derived).await;
     let back = store
         .get(&derived.key())
         .await
@@ -1352,10 +1332,7 @@ pub async fn provenance_has_no_item_size_ceiling(store: Arc<dyn EntryStore>) {
     // Nothing of it is left behind: a new entry with the same id starts from nothing.
     let mut again = derived.clone();
     again.provenance = vec!["only-one".into()];
-    store
-        .put_entries(std::slice::from_ref(&again))
-        .await
-        .expect("put");
+    put_one(&*store, &again).await;
     assert_eq!(
         store
             .get(&again.key())

@@ -597,6 +597,16 @@ impl InMemoryArchiveStore {
     }
 }
 
+/// Every entry's content and every object's bytes as one text: where a forgotten or redacted
+/// value must not survive, whichever copy a dream or a forget left behind.
+pub fn everything_stored(store: &InMemoryEntryStore, archives: &InMemoryArchiveStore) -> String {
+    let mut text: String = store.dump().into_iter().map(|e| e.entry.content).collect();
+    for (_, body) in archives.dump() {
+        text.push_str(&String::from_utf8_lossy(&body));
+    }
+    text
+}
+
 fn etag_of(body: &[u8]) -> String {
     format!("\"{}\"", hex(&Sha256::digest(body)[..16]))
 }
