@@ -364,10 +364,43 @@ impl IntentMemory {
         patch: PatchRequest,
     ) -> Result<IntentEntry, IntentError> {
         let expected = if_match.ok_or(IntentError::PreconditionRequired)?;
-        let previous = self.visible(caller, id).await?;
-        if previous.entry.version != expected {
-            return Err(Self::mismatch(&previous));
+        let mut previous = self.visible(caller, id).await?;
+        for _ in 0..ATTEMPTS {
+            if previous.entry.version != expected {
+                return Err(Self::mismatch(&previous));
+            }
+            let (next, record, drop_version) = self.patched(caller, &previous, &patch)?;
+            if self
+                .ports
+                .store
+                .update(&previous, &next, &record, drop_version)
+                .await?
+            {
+                self.publish(vec![Self::changed(
+                    KeyedChange::Updated,
+                    &next,
+                    next.entry.updated_at,
+                )])
+                .await;
+                return Ok(next.entry);
+            }
+            // The entry moved: another update won (the caller gets the state that won, §3.2),
+            // or only its access time moved (a read), and the same version is tried again.
+            previous = match self.ports.store.get(&previous.location()).await? {
+                Some(current) if !current.entry.is_expired(self.now()) => current,
+                _ => return Err(IntentError::NotFound),
+            };
         }
+        Err(retry_later("update"))
+    }
+
+    /// The entry after `patch`, its version record, and the version record retention drops.
+    fn patched(
+        &self,
+        caller: &Caller,
+        previous: &StoredIntent,
+        patch: &PatchRequest,
+    ) -> Result<(StoredIntent, VersionRecord, Option<u64>), IntentError> {
         let now = self.now();
         let mut next = previous.clone();
         let mut changes = Vec::new();
@@ -388,8 +421,8 @@ impl IntentMemory {
             e.priority = priority;
             changes.push("priority");
         }
-        if let Some(sensitivity) = patch.sensitivity {
-            e.sensitivity = sensitivity;
+        if let Some(sensitivity) = &patch.sensitivity {
+            e.sensitivity = sensitivity.clone();
             changes.push("sensitivity");
         }
         if let Some(ttl) = &patch.ttl {
@@ -397,12 +430,7 @@ impl IntentMemory {
             changes.push("ttl");
         }
         if patch.ttl.is_some() || patch.expires_at.is_some() {
-            let explicit = match patch.expires_at {
-                Some(at) => at,
-                None if patch.ttl.is_some() => None,
-                None => e.expires_at,
-            };
-            e.expires_at = Self::expiry(now, e.ttl.as_deref(), explicit)?;
+            e.expires_at = Self::expiry(now, e.ttl.as_deref(), patch.expires_at.flatten())?;
             changes.push("expires_at");
         }
         e.version = previous.entry.version + 1;
@@ -419,21 +447,7 @@ impl IntentMemory {
             .version
             .checked_sub(self.limits.versions_kept)
             .filter(|v| *v >= 1);
-        if self
-            .ports
-            .store
-            .update(&previous, &next, &record, drop_version)
-            .await?
-        {
-            self.publish(vec![Self::changed(KeyedChange::Updated, &next, now)])
-                .await;
-            return Ok(next.entry);
-        }
-        // Lost the race for this version: the caller gets the state that won (§3.2).
-        match self.ports.store.get(&previous.location()).await? {
-            Some(current) if !current.entry.is_expired(now) => Err(Self::mismatch(&current)),
-            _ => Err(IntentError::NotFound),
-        }
+        Ok((next, record, drop_version))
     }
 
     fn mismatch(current: &StoredIntent) -> IntentError {

@@ -910,3 +910,38 @@ async fn entries_the_backend_expired_free_their_key_and_their_place() {
         .await
         .expect("room again");
 }
+
+#[tokio::test]
+async fn reads_that_move_an_entry_in_the_eviction_order_never_fail_a_write() {
+    let w = world(Limits {
+        episodic_per_agent: 2,
+        ..Limits::default()
+    });
+    let a = caller("t1", "a1");
+    let ep = json!({"memory_type": "episodic"});
+    let e = w
+        .memory
+        .create(&a, create("a1", "ns", "k", json!({}), ep.clone()))
+        .await
+        .expect("create");
+    w.clock.advance_millis(61_000);
+    w.memory.get(&a, &e.id).await.expect("read moves it");
+    w.memory
+        .update(&a, &e.id, Some(1), patch(json!({"tags": ["t"]})))
+        .await
+        .expect("same version after a read");
+    w.clock.advance_millis(61_000);
+    w.memory.get(&a, &e.id).await.expect("read moves it again");
+    w.memory
+        .create(&a, create("a1", "ns", "k2", json!({}), ep.clone()))
+        .await
+        .expect("create");
+    w.memory
+        .create(&a, create("a1", "ns", "k3", json!({}), ep))
+        .await
+        .expect("evicts");
+    assert_eq!(
+        w.memory.list(&a, "a1", &all()).await.expect("list").len(),
+        2
+    );
+}

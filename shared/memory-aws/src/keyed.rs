@@ -264,10 +264,18 @@ impl DynamoKeyedStore {
         e: &StoredIntent,
         versions: &[Item],
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        // Unchanged since read, access time included: the eviction place deleted below is
+        // named by it, so a stale copy must not leave the current place behind.
         let mut items = vec![delete(
             &self.table,
             key(pk(&e.tenant, &e.home()), format!("{ENTRY}{}", e.entry.id)),
-            Some(("version = :v", vec![(":v", n(e.entry.version as i64))])),
+            Some((
+                "version = :v AND accessedMs = :a",
+                vec![
+                    (":v", n(e.entry.version as i64)),
+                    (":a", n(e.accessed_at.as_millis())),
+                ],
+            )),
         )?];
         items.push(delete(
             &self.table,
@@ -394,23 +402,8 @@ impl IntentStore for DynamoKeyedStore {
                 let split = versions.len().min(VICTIM_VERSIONS_IN_TX);
                 overflow = versions[split..].to_vec();
                 victim_at = Some(items.len());
-                let mut removal = self.removal(victim, &versions[..split])?;
-                // The victim's entry delete also requires it unchanged since it was chosen.
-                removal[0] = delete(
-                    t,
-                    key(
-                        pk(&victim.tenant, &victim.home()),
-                        format!("{ENTRY}{}", victim.entry.id),
-                    ),
-                    Some((
-                        "version = :v AND accessedMs = :a",
-                        vec![
-                            (":v", n(victim.entry.version as i64)),
-                            (":a", n(victim.accessed_at.as_millis())),
-                        ],
-                    )),
-                )?;
-                items.extend(removal);
+                // Removal requires the victim unchanged since it was chosen.
+                items.extend(self.removal(victim, &versions[..split])?);
             }
         }
         match self.transact(OP, items).await {
@@ -492,8 +485,9 @@ impl IntentStore for DynamoKeyedStore {
                 let p = Put::builder()
                     .table_name(t)
                     .set_item(Some(self.entry_item(next)?))
-                    .condition_expression("version = :v")
+                    .condition_expression("version = :v AND accessedMs = :a")
                     .expression_attribute_values(":v", n(previous.entry.version as i64))
+                    .expression_attribute_values(":a", n(previous.accessed_at.as_millis()))
                     .build()
                     .map_err(|_| build_error(OP))?;
                 TransactWriteItem::builder().put(p).build()

@@ -85,7 +85,9 @@ impl State {
     fn remove(&mut self, e: &StoredIntent) -> bool {
         let p = part(e);
         let current = self.entries.get(&(p.clone(), e.entry.id.clone()));
-        if current.map(|c| c.entry.version) != Some(e.entry.version) {
+        if current.map(|c| (c.entry.version, c.accessed_at))
+            != Some((e.entry.version, e.accessed_at))
+        {
             return false;
         }
         self.entries.remove(&(p.clone(), e.entry.id.clone()));
@@ -189,7 +191,9 @@ impl IntentStore for InMemoryIntentStore {
         self.with(|s| {
             let p = part(previous);
             let k = (p.clone(), previous.entry.id.clone());
-            if s.entries.get(&k).map(|e| e.entry.version) != Some(previous.entry.version) {
+            if s.entries.get(&k).map(|e| (e.entry.version, e.accessed_at))
+                != Some((previous.entry.version, previous.accessed_at))
+            {
                 return false;
             }
             s.entries.insert(k, next.clone());
