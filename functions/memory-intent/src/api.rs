@@ -63,11 +63,15 @@ pub fn error_response(e: &IntentError) -> HttpResponse {
         IntentError::PreconditionRequired => {
             envelope(428, "PRECONDITION_REQUIRED", message, json!({}))
         }
-        IntentError::CapacityExceeded { tier, current, max } => envelope(
+        IntentError::CapacityExceeded {
+            memory_type,
+            current,
+            max,
+        } => envelope(
             429,
             "CAPACITY_EXCEEDED",
             message,
-            json!({"memory_type": tier.as_str(), "current_count": current, "max_capacity": max}),
+            json!({"memory_type": memory_type.as_str(), "current_count": current, "max_capacity": max}),
         ),
         IntentError::ValueTooLarge { size, max } => envelope(
             413,

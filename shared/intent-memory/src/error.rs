@@ -7,7 +7,7 @@
 use memory_core::StoreError;
 use serde_json::Value;
 
-use crate::model::Tier;
+use crate::model::MemoryType;
 
 #[derive(Debug, thiserror::Error, Clone, PartialEq)]
 pub enum IntentError {
@@ -33,8 +33,12 @@ pub enum IntentError {
     #[error("If-Match header with the entry's current version is required")]
     PreconditionRequired,
     /// §9.4: working memory at capacity (or episodic with only pinned entries left).
-    #[error("memory capacity exceeded: {current} of {max} {} entries", tier.as_str())]
-    CapacityExceeded { tier: Tier, current: u64, max: u64 },
+    #[error("memory capacity exceeded: {current} of {max} {} entries", memory_type.as_str())]
+    CapacityExceeded {
+        memory_type: MemoryType,
+        current: u64,
+        max: u64,
+    },
     /// §1.3: the value is larger than 64 KB.
     #[error("value is {size} bytes; at most {max} bytes are accepted")]
     ValueTooLarge { size: usize, max: usize },

@@ -1,5 +1,5 @@
 //! The OpenIntent door (OpenIntent RFC-0015, "Agent Memory & Persistent State"): structured
-//! entries addressed by `(agent_id, namespace, key)`, three tiers with their own lifecycles,
+//! entries addressed by `(agent_id, namespace, key)`, three memory types with their own lifecycles,
 //! optimistic concurrency by version, capacity limits with eviction, and archives of working
 //! memory at task end. It is a second door onto the one memory: the same table and tenant
 //! partitioning, the same SR-1 redactor, the same forget (docs/openintent.md).
@@ -18,6 +18,6 @@ pub mod service;
 pub mod store;
 
 pub use error::IntentError;
-pub use model::{Caller, Home, IntentEntry, Location, Priority, StoredIntent, Tier};
+pub use model::{Caller, Home, IntentEntry, Location, MemoryType, Priority, StoredIntent};
 pub use service::{IntentMemory, IntentPorts, Limits};
 pub use store::IntentStore;

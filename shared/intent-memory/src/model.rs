@@ -9,35 +9,35 @@ use memory_guard::{AgentId, TenantId};
 use serde_json::{json, Map, Value};
 use sha2::{Digest, Sha256};
 
-/// RFC-0015 §2: the three tiers.
+/// RFC-0015 §2: the three memory types.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Tier {
+pub enum MemoryType {
     Working,
     Episodic,
     Semantic,
 }
 
-impl Tier {
-    pub fn parse(s: &str) -> Option<Tier> {
+impl MemoryType {
+    pub fn parse(s: &str) -> Option<MemoryType> {
         match s {
-            "working" => Some(Tier::Working),
-            "episodic" => Some(Tier::Episodic),
-            "semantic" => Some(Tier::Semantic),
+            "working" => Some(MemoryType::Working),
+            "episodic" => Some(MemoryType::Episodic),
+            "semantic" => Some(MemoryType::Semantic),
             _ => None,
         }
     }
 
     pub fn as_str(self) -> &'static str {
         match self {
-            Tier::Working => "working",
-            Tier::Episodic => "episodic",
-            Tier::Semantic => "semantic",
+            MemoryType::Working => "working",
+            MemoryType::Episodic => "episodic",
+            MemoryType::Semantic => "semantic",
         }
     }
 
     /// Semantic memory is namespace-scoped (§2.3), the other two agent-scoped.
     pub fn is_agent_scoped(self) -> bool {
-        self != Tier::Semantic
+        self != MemoryType::Semantic
     }
 }
 
@@ -90,8 +90,8 @@ pub enum Home {
 }
 
 impl Home {
-    pub fn of(tier: Tier, agent: &AgentId) -> Home {
-        if tier.is_agent_scoped() {
+    pub fn of(memory_type: MemoryType, agent: &AgentId) -> Home {
+        if memory_type.is_agent_scoped() {
             Home::Agent(agent.clone())
         } else {
             Home::Semantic
@@ -152,7 +152,7 @@ pub struct IntentEntry {
     pub key: String,
     /// Always a JSON object (§1.1 `value: object`).
     pub value: Map<String, Value>,
-    pub tier: Tier,
+    pub memory_type: MemoryType,
     pub version: u64,
     pub scope: Option<Map<String, Value>>,
     pub tags: Vec<String>,
@@ -189,7 +189,7 @@ impl IntentEntry {
             "namespace": self.namespace,
             "key": self.key,
             "value": self.value,
-            "memory_type": self.tier.as_str(),
+            "memory_type": self.memory_type.as_str(),
             "version": self.version,
             "scope": self.scope,
             "tags": self.tags,
@@ -221,7 +221,7 @@ impl IntentEntry {
             namespace: text("namespace")?,
             key: text("key")?,
             value: v.get("value")?.as_object()?.clone(),
-            tier: Tier::parse(v.get("memory_type")?.as_str()?)?,
+            memory_type: MemoryType::parse(v.get("memory_type")?.as_str()?)?,
             version: v.get("version")?.as_u64()?,
             scope: v.get("scope").and_then(Value::as_object).cloned(),
             tags: v
@@ -255,7 +255,7 @@ pub struct StoredIntent {
 
 impl StoredIntent {
     pub fn home(&self) -> Home {
-        Home::of(self.entry.tier, &self.entry.agent_id)
+        Home::of(self.entry.memory_type, &self.entry.agent_id)
     }
 
     pub fn location(&self) -> Location {
@@ -268,31 +268,35 @@ impl StoredIntent {
 
     /// The uniqueness claim of §1.2.
     pub fn claim(&self) -> ClaimKey {
-        ClaimKey::of(self.entry.tier, &self.entry.namespace, &self.entry.key)
+        ClaimKey::of(
+            self.entry.memory_type,
+            &self.entry.namespace,
+            &self.entry.key,
+        )
     }
 
-    /// The capacity counter this entry counts against, if its tier has one (§9.4).
+    /// The capacity counter this entry counts against, if its memory type has one (§9.4).
     pub fn counter(&self) -> Option<CounterKey> {
         CounterKey::of(&self.entry)
     }
 
     /// Whether the entry takes part in LRU eviction: unpinned episodic entries only.
     pub fn evictable(&self) -> bool {
-        self.entry.tier == Tier::Episodic && !self.entry.pinned
+        self.entry.memory_type == MemoryType::Episodic && !self.entry.pinned
     }
 }
 
 /// The uniqueness claim of an entry: `(agent_id, namespace, key)` for working and episodic
-/// together (one key names one piece of an agent's state whichever tier holds it), `(namespace,
+/// together (one key names one piece of an agent's state whichever memory type holds it), `(namespace,
 /// key)` for semantic. Stored as a digest, in the entry's partition, so the claim is one
 /// conditional put in the same transaction as the entry.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct ClaimKey(String);
 
 impl ClaimKey {
-    pub fn of(tier: Tier, namespace: &str, key: &str) -> ClaimKey {
+    pub fn of(memory_type: MemoryType, namespace: &str, key: &str) -> ClaimKey {
         let mut h = Sha256::new();
-        h.update(if tier.is_agent_scoped() {
+        h.update(if memory_type.is_agent_scoped() {
             b"agent\0".as_slice()
         } else {
             b"semantic\0".as_slice()
@@ -314,16 +318,16 @@ pub struct CounterKey(String);
 
 impl CounterKey {
     pub fn of(entry: &IntentEntry) -> Option<CounterKey> {
-        match entry.tier {
-            Tier::Episodic => Some(CounterKey("episodic".to_owned())),
-            Tier::Working => Some(CounterKey(format!(
+        match entry.memory_type {
+            MemoryType::Episodic => Some(CounterKey("episodic".to_owned())),
+            MemoryType::Working => Some(CounterKey(format!(
                 "working#{}",
                 entry
                     .task_id()
                     .map(task_digest)
                     .unwrap_or_else(|| "-".into())
             ))),
-            Tier::Semantic => None,
+            MemoryType::Semantic => None,
         }
     }
 

@@ -7,7 +7,7 @@ use memory_core::time::Timestamp;
 use serde_json::{Map, Value};
 
 use crate::error::IntentError;
-use crate::model::{Priority, Tier, SENSITIVITIES};
+use crate::model::{MemoryType, Priority, SENSITIVITIES};
 
 /// §1.3: values SHOULD NOT exceed 64 KB; this door refuses larger ones.
 pub const MAX_VALUE_BYTES: usize = 64 * 1024;
@@ -26,7 +26,7 @@ pub struct CreateRequest {
     pub namespace: String,
     pub key: String,
     pub value: Map<String, Value>,
-    pub tier: Tier,
+    pub memory_type: MemoryType,
     pub scope: Option<Map<String, Value>>,
     pub tags: Vec<String>,
     pub ttl: Option<String>,
@@ -55,7 +55,7 @@ pub struct PatchRequest {
 pub struct ListQuery {
     pub namespace: Option<String>,
     pub key: Option<String>,
-    pub tier: Option<Tier>,
+    pub memory_type: Option<MemoryType>,
     pub tags_all: Vec<String>,
     pub tags_any: Vec<String>,
     pub task_id: Option<String>,
@@ -209,9 +209,9 @@ fn scope(v: Option<&Value>) -> Result<Option<Map<String, Value>>, IntentError> {
 impl CreateRequest {
     pub fn decode(body: &str) -> Result<Self, IntentError> {
         let map = body_object(body)?;
-        let tier = match map.get("memory_type") {
-            None | Some(Value::Null) => Tier::Working,
-            Some(v) => v.as_str().and_then(Tier::parse).ok_or_else(|| {
+        let memory_type = match map.get("memory_type") {
+            None | Some(Value::Null) => MemoryType::Working,
+            Some(v) => v.as_str().and_then(MemoryType::parse).ok_or_else(|| {
                 invalid("memory_type", "must be one of working, episodic, semantic")
             })?,
         };
@@ -229,7 +229,7 @@ impl CreateRequest {
             namespace: name("namespace", required(&map, "namespace")?, MAX_NAME_CHARS)?,
             key: name("key", required(&map, "key")?, MAX_NAME_CHARS)?,
             value: value_object(required(&map, "value")?)?,
-            tier,
+            memory_type,
             scope: scope(map.get("scope"))?,
             tags: match map.get("tags") {
                 None | Some(Value::Null) => Vec::new(),
@@ -323,7 +323,7 @@ impl ListQuery {
                 "namespace" => q.namespace = Some(text("namespace")?),
                 "key" => q.key = Some(text("key")?),
                 "memory_type" => {
-                    q.tier = Some(Tier::parse(v).ok_or_else(|| {
+                    q.memory_type = Some(MemoryType::parse(v).ok_or_else(|| {
                         invalid("memory_type", "must be one of working, episodic, semantic")
                     })?)
                 }
@@ -445,7 +445,7 @@ mod tests {
             r#"{"agent_id":"a1","namespace":"ns","key":"k","value":{"x":1}}"#,
         )
         .expect("valid");
-        assert_eq!(r.tier, Tier::Working);
+        assert_eq!(r.memory_type, MemoryType::Working);
         assert_eq!(r.priority, Priority::Normal);
         assert!(!r.pinned && r.tags.is_empty() && r.ttl.is_none());
     }

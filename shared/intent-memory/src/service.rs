@@ -1,4 +1,4 @@
-//! The door's operations (RFC-0015 API endpoints, §2 tiers, §3 concurrency, §9 security).
+//! The door's operations (RFC-0015 API endpoints, §2 memory types, §3 concurrency, §9 security).
 //! Every rule that two callers could race on is a condition of one store step (`store.rs`);
 //! this module decides what to ask and what the answer means.
 
@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 use crate::archive;
 use crate::error::IntentError;
 use crate::model::{
-    task_digest, Caller, Home, IntentEntry, Location, StoredIntent, Tier, VersionRecord,
+    task_digest, Caller, Home, IntentEntry, Location, MemoryType, StoredIntent, VersionRecord,
 };
 use crate::redact::{holds_secret, redact_value};
 use crate::request::{duration_millis, CreateRequest, ListQuery, PatchRequest};
@@ -108,7 +108,7 @@ impl IntentMemory {
             &e.tenant,
             e.entry.agent_id.as_str(),
             &e.entry.id,
-            e.entry.tier.as_str(),
+            e.entry.memory_type.as_str(),
             e.entry.version,
             at,
         )
@@ -156,14 +156,14 @@ impl IntentMemory {
         let (value, _) = redact_value(&self.redactor, &req.value);
         let tags = self.redactor.redact_tags(&req.tags);
         let expires_at = Self::expiry(now, req.ttl.as_deref(), req.expires_at)?;
-        let home = Home::of(req.tier, &caller.agent);
+        let home = Home::of(req.memory_type, &caller.agent);
         let entry = IntentEntry {
             id: format!("{}{}", home.id_prefix(), self.ports.ids.next_id(now)),
             agent_id: caller.agent.clone(),
             namespace: req.namespace,
             key: req.key,
             value,
-            tier: req.tier,
+            memory_type: req.memory_type,
             version: 1,
             scope: req.scope,
             tags,
@@ -171,7 +171,8 @@ impl IntentMemory {
             pinned: req.pinned,
             priority: req.priority,
             sensitivity: req.sensitivity,
-            curated_by: (req.tier == Tier::Semantic).then(|| caller.agent.as_str().to_owned()),
+            curated_by: (req.memory_type == MemoryType::Semantic)
+                .then(|| caller.agent.as_str().to_owned()),
             created_at: now,
             updated_at: now,
             expires_at,
@@ -191,10 +192,10 @@ impl IntentMemory {
             changed_at: now,
             changes: vec!["created".to_owned()],
         };
-        let max = match stored.entry.tier {
-            Tier::Working => self.limits.working_per_task,
-            Tier::Episodic => self.limits.episodic_per_agent,
-            Tier::Semantic => 0,
+        let max = match stored.entry.memory_type {
+            MemoryType::Working => self.limits.working_per_task,
+            MemoryType::Episodic => self.limits.episodic_per_agent,
+            MemoryType::Semantic => 0,
         };
         let counted = || match stored.counter() {
             Some(counter) => Capacity::Count { counter, max },
@@ -254,12 +255,12 @@ impl IntentMemory {
                             .count(&caller.tenant, &home, &counter)
                             .await?;
                         Ok::<_, IntentError>(IntentError::CapacityExceeded {
-                            tier: stored.entry.tier,
+                            memory_type: stored.entry.memory_type,
                             current: current.max(max),
                             max,
                         })
                     };
-                    if stored.entry.tier != Tier::Episodic {
+                    if stored.entry.memory_type != MemoryType::Episodic {
                         return Err(full().await?);
                     }
                     let Some(at) = self
@@ -286,7 +287,7 @@ impl IntentMemory {
         Err(retry_later("insert"))
     }
 
-    /// Before a full tier refuses or evicts: expired entries of the same counter are removed
+    /// Before a full memory type refuses or evicts: expired entries of the same counter are removed
     /// (§9.3), and a counter left higher than the entries that exist (entries the backend's TTL
     /// deleted behind the counter's back) is set back to the count, by compare-and-set.
     async fn repair_count(&self, new: &StoredIntent, now: Timestamp) -> Result<(), IntentError> {
@@ -479,7 +480,7 @@ impl IntentMemory {
 
     /// `GET /api/v1/agents/{agent_id}/memory` (§4): the agent's own working and episodic
     /// entries when the caller is that agent, and the semantic entries that agent wrote, which
-    /// every agent of the tenant may read. Another agent's private tiers are never listed.
+    /// every agent of the tenant may read. Another agent's private memory types are never listed.
     pub async fn list(
         &self,
         caller: &Caller,
@@ -490,10 +491,10 @@ impl IntentMemory {
             return Ok(Vec::new());
         };
         let mut homes = Vec::new();
-        if agent == caller.agent && q.tier != Some(Tier::Semantic) {
+        if agent == caller.agent && q.memory_type != Some(MemoryType::Semantic) {
             homes.push(Home::Agent(agent.clone()));
         }
-        if q.tier.is_none() || q.tier == Some(Tier::Semantic) {
+        if q.memory_type.is_none() || q.memory_type == Some(MemoryType::Semantic) {
             homes.push(Home::Semantic);
         }
         let now = self.now();
@@ -533,7 +534,9 @@ impl IntentMemory {
             .list(tenant, &Home::Agent(agent.clone()))
             .await?
             .into_iter()
-            .filter(|s| s.entry.tier == Tier::Working && s.entry.task_id() == Some(task_id))
+            .filter(|s| {
+                s.entry.memory_type == MemoryType::Working && s.entry.task_id() == Some(task_id)
+            })
             .collect();
         for _ in 0..ATTEMPTS {
             let mut doc = archive::read(archives, &key).await?.unwrap_or_default();
@@ -650,7 +653,7 @@ fn matches(e: &IntentEntry, q: &ListQuery) -> bool {
             .and_then(|s| s.get(field))
             .and_then(Value::as_str)
     };
-    q.tier.is_none_or(|t| t == e.tier)
+    q.memory_type.is_none_or(|t| t == e.memory_type)
         && q.namespace_matches(&e.namespace)
         && q.key.as_ref().is_none_or(|k| *k == e.key)
         && q.tags_all.iter().all(tag)

@@ -12,7 +12,7 @@ use memory_guard::{AgentId, TenantId};
 
 use crate::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
 
-/// How an insert is counted against its tier's capacity.
+/// How an insert is counted against its memory type's capacity.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Capacity {
     /// Semantic memory: no capacity.
@@ -144,7 +144,7 @@ pub trait IntentStore: Send + Sync {
         agent: &AgentId,
     ) -> Result<Option<Location>, StoreError>;
 
-    /// The current value of a capacity counter (for the error a full tier answers).
+    /// The current value of a capacity counter (for the error a full memory type answers).
     async fn count(
         &self,
         tenant: &TenantId,

@@ -1,5 +1,5 @@
 //! The door's rules on the in-memory store (the same conditions as the DynamoDB adapter):
-//! uniqueness, versions, capacity and eviction, tiers and visibility, SR-1, archives, forget,
+//! uniqueness, versions, capacity and eviction, memory types and visibility, SR-1, archives, forget,
 //! content-free events. The emulator and the official client try the same promises end to end
 //! (tests/python/test_k_openintent.py).
 
@@ -317,7 +317,7 @@ async fn working_memory_refuses_past_capacity_per_task() {
             .create(&a, create("a1", "ns", "k3", json!({}), task))
             .await,
         Err(IntentError::CapacityExceeded {
-            tier: intent_memory::Tier::Working,
+            memory_type: intent_memory::MemoryType::Working,
             current: 3,
             max: 3
         })
