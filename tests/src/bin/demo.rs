@@ -1,8 +1,9 @@
 //! The demo the README opens with (`infra/local/demo`, "run it locally"): starts the real function
 //! binaries behind the local Lambda Runtime API and drives write -> list -> get -> cross-tenant
-//! probe -> forget against the emulator, printing what each step did.
+//! probe -> dream -> forget, then the OpenIntent door, against the emulator, printing what each
+//! step did.
 
-use e2e::apigw::{get_event, list_event};
+use e2e::apigw::{get_event, http_api_event, list_event, GatewayRequest};
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
 
@@ -27,6 +28,38 @@ fn show_entries(body: &Value) {
             e["tags"]
         );
     }
+}
+
+/// An OpenIntent door request as API Gateway hands it over after the API key authorizer said
+/// yes (its context: the key's tenant and the agent).
+fn keyed_event(
+    method: &str,
+    path: &str,
+    if_match: Option<&str>,
+    body: Option<&Value>,
+    context: &Value,
+) -> Value {
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    if let Some(v) = if_match {
+        headers.push(("if-match".to_owned(), v.to_owned()));
+    }
+    let body = body.map(|b| b.to_string().into_bytes());
+    let mut event = http_api_event(&GatewayRequest {
+        method,
+        raw_path: path,
+        raw_query: "",
+        route_key: "ANY /api/v1/{proxy+}",
+        headers: &headers,
+        cookies: &[],
+        path_parameters: &[],
+        claims: None,
+        body: body.as_deref(),
+        source_ip: "127.0.0.1",
+        request_id: "demo",
+        time_epoch_ms: 0,
+    });
+    event["requestContext"]["authorizer"] = json!({"lambda": context});
+    event
 }
 
 #[tokio::main]
@@ -130,18 +163,127 @@ async fn main() {
         body["entries"].as_array().map_or(0, Vec::len)
     );
 
+    println!("\n7. the OpenIntent door (RFC-0015): an API key for {acme}'s support-bot, keyed memory, versions");
+    // The door's configured SR-1 secrets (REDACTION_SECRETS), as the template passes them.
+    let intent = LambdaProcess::start(
+        "memory-intent",
+        &[(
+            "REDACTION_SECRETS",
+            r#"[{"secretId": "stripe-key", "value": "sk-live-51HqDemoSecret"}]"#,
+        )],
+    )
+    .await;
+    let auth = LambdaProcess::start("memory-intent-auth", &[]).await;
+    let issued = intent
+        .invoke(&json!({"op": "issueApiKey", "tenantId": acme, "agents": ["support-bot"]}))
+        .await
+        .response();
+    let key = issued["apiKey"].as_str().unwrap_or_default().to_owned();
+    println!(
+        "   key {} issued (the store keeps only its digest)",
+        issued["keyId"]
+    );
+    for agent in ["support-bot", "billing-bot"] {
+        let decision = auth
+            .invoke(&json!({"version": "2.0", "type": "REQUEST",
+                            "headers": {"x-api-key": key, "x-agent-id": agent}}))
+            .await
+            .response();
+        println!(
+            "   authorizer, X-Agent-ID {agent}: isAuthorized={}",
+            decision["isAuthorized"]
+        );
+    }
+    let context = json!({"tenantId": acme, "agentId": "support-bot"});
+    let created = json!({"agent_id": "support-bot", "namespace": "tickets", "key": "refund-123",
+                         "value": {"status": "open", "card": "sk-live-51HqDemoSecret"},
+                         "memory_type": "episodic", "subject": "customer-9"});
+    let (status, entry) = http_body(
+        &intent
+            .invoke(&keyed_event(
+                "POST",
+                "/api/v1/memory",
+                None,
+                Some(&created),
+                &context,
+            ))
+            .await
+            .response(),
+    );
+    let keyed_id = entry["id"].as_str().unwrap_or_default().to_owned();
+    println!(
+        "   create -> HTTP {status} {keyed_id} version {} value {}",
+        entry["version"], entry["value"]
+    );
+    let path = format!("/api/v1/memory/{keyed_id}");
+    let patch = json!({"value": {"status": "refunded"}});
+    for attempt in ["first", "second, same If-Match"] {
+        let (status, body) = http_body(
+            &intent
+                .invoke(&keyed_event(
+                    "PATCH",
+                    &path,
+                    Some("1"),
+                    Some(&patch),
+                    &context,
+                ))
+                .await
+                .response(),
+        );
+        println!(
+            "   patch If-Match 1 ({attempt}) -> HTTP {status} {}",
+            if status == 200 {
+                format!("version {}", body["version"])
+            } else {
+                format!(
+                    "{} current_version {}",
+                    body["error"], body["current_version"]
+                )
+            }
+        );
+    }
+    let (_, versions) = http_body(
+        &intent
+            .invoke(&keyed_event(
+                "GET",
+                &format!("{path}/versions"),
+                None,
+                None,
+                &context,
+            ))
+            .await
+            .response(),
+    );
+    println!(
+        "   versions kept: {}",
+        versions["versions"].as_array().map_or(0, Vec::len)
+    );
+    let counts = forget
+        .invoke(&json!({"tenantId": acme, "subject": "customer-9"}))
+        .await
+        .response();
+    let (status, _) = http_body(
+        &intent
+            .invoke(&keyed_event("GET", &path, None, None, &context))
+            .await
+            .response(),
+    );
+    println!("   forget customer-9 -> {counts}; get afterwards -> HTTP {status}");
+
     let logs = format!(
-        "{}{}{}{}",
+        "{}{}{}{}{}{}",
         write.logs(),
         read.logs(),
         forget.logs(),
-        dream.logs()
+        dream.logs(),
+        intent.logs(),
+        auth.logs()
     );
     println!(
         "\nFunction logs: {} lines, secret plaintext present: {}, entry text present: {}",
         logs.lines().count(),
-        logs.contains("sk-live-51HqDemoSecret"),
-        logs.contains("prefers email")
+        logs.contains("sk-live-51HqDemoSecret") || logs.contains(&key),
+        logs.contains("prefers email") || logs.contains("refunded")
     );
     println!("Events went to the bus (source wop-memory); the tap queue is in EVENTS_QUEUE_URL.");
 }
