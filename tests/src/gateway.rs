@@ -57,6 +57,9 @@ const INTENT_AUTHORIZER: &str = "memory-intent-auth";
 /// (tests of revocation shorten it).
 const AUTHORIZER_CACHE_DEFAULT_SECONDS: u64 = 60;
 
+/// An authorizer answer's cache key: the identity sources (`X-API-Key`, `X-Agent-ID`).
+type Identity = (String, String);
+
 /// API Gateway's maximum integration timeout for HTTP APIs.
 const HTTP_INTEGRATION_TIMEOUT: Duration = Duration::from_secs(30);
 /// A direct invoke waits as long as the longest function timeout in `template.yaml` allows.
@@ -377,8 +380,7 @@ pub struct Gateway {
     functions: HashMap<&'static str, LambdaProcess>,
     exchanges: Option<PathBuf>,
     /// Lambda authorizer answers by identity source, with when they were given.
-    authorizer_cache:
-        std::sync::Mutex<HashMap<(String, String), (std::time::Instant, Option<Value>)>>,
+    authorizer_cache: std::sync::Mutex<HashMap<Identity, (std::time::Instant, Option<Value>)>>,
     authorizer_ttl: Duration,
 }
 

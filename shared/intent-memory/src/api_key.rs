@@ -152,6 +152,18 @@ pub fn verify(
     })
 }
 
+/// Where key records live (one item per key, outside every tenant's partition: the
+/// authorizer reads it before it knows the tenant).
+#[async_trait::async_trait]
+pub trait KeyRegistry: Send + Sync {
+    /// Strongly consistent, so a revocation is seen by the next check that reaches the store.
+    async fn get(&self, key_id: &str) -> Result<Option<KeyRecord>, memory_core::StoreError>;
+    /// Stores a new record; never overwrites one.
+    async fn put(&self, record: &KeyRecord) -> Result<(), memory_core::StoreError>;
+    /// Marks the key revoked; `Ok(false)`: no such key.
+    async fn revoke(&self, key_id: &str, at: Timestamp) -> Result<bool, memory_core::StoreError>;
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,16 +228,4 @@ mod tests {
             );
         }
     }
-}
-
-/// Where key records live (one item per key, outside every tenant's partition: the
-/// authorizer reads it before it knows the tenant).
-#[async_trait::async_trait]
-pub trait KeyRegistry: Send + Sync {
-    /// Strongly consistent, so a revocation is seen by the next check that reaches the store.
-    async fn get(&self, key_id: &str) -> Result<Option<KeyRecord>, memory_core::StoreError>;
-    /// Stores a new record; never overwrites one.
-    async fn put(&self, record: &KeyRecord) -> Result<(), memory_core::StoreError>;
-    /// Marks the key revoked; `Ok(false)`: no such key.
-    async fn revoke(&self, key_id: &str, at: Timestamp) -> Result<bool, memory_core::StoreError>;
 }

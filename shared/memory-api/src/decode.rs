@@ -157,6 +157,25 @@ fn plain(text: &str) -> bool {
             .all(|b| b.is_ascii_alphanumeric() || b" `,._-".contains(&b))
 }
 
+/// The SR-1 secrets a door redacts on every write when no run engine hands them over (the MCP,
+/// memory-tool and OpenIntent doors): `REDACTION_SECRETS`, a JSON list of `{"secretId",
+/// "value"}` (docs/operating.md "Configuration"). A value that does not decode stops the
+/// function at start-up, naming the variable and never the value.
+pub fn configured_secrets() -> Result<Vec<memory_core::writer::SecretInput>, String> {
+    match std::env::var("REDACTION_SECRETS") {
+        Ok(raw) if !raw.trim().is_empty() => {
+            let value = json(&raw)
+                .map_err(|_| "REDACTION_SECRETS must be a JSON list of {secretId, value}")?;
+            let secrets: Vec<memory_core::writer::SecretInput> = typed(value, "REDACTION_SECRETS")
+                .map_err(|e| format!("REDACTION_SECRETS: {}", e.message))?;
+            memory_core::writer::registry_from(&secrets)
+                .map_err(|e| format!("REDACTION_SECRETS: {e}"))?;
+            Ok(secrets)
+        }
+        _ => Ok(Vec::new()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,24 +261,5 @@ mod tests {
             assert_eq!(e.field.as_deref(), Some("payload"));
         }
         assert!(json(&deep).expect_err("deep").message.contains("128"));
-    }
-}
-
-/// The SR-1 secrets a door redacts on every write when no run engine hands them over (the MCP,
-/// memory-tool and OpenIntent doors): `REDACTION_SECRETS`, a JSON list of `{"secretId",
-/// "value"}` (docs/operating.md "Configuration"). A value that does not decode stops the
-/// function at start-up, naming the variable and never the value.
-pub fn configured_secrets() -> Result<Vec<memory_core::writer::SecretInput>, String> {
-    match std::env::var("REDACTION_SECRETS") {
-        Ok(raw) if !raw.trim().is_empty() => {
-            let value = json(&raw)
-                .map_err(|_| "REDACTION_SECRETS must be a JSON list of {secretId, value}")?;
-            let secrets: Vec<memory_core::writer::SecretInput> = typed(value, "REDACTION_SECRETS")
-                .map_err(|e| format!("REDACTION_SECRETS: {}", e.message))?;
-            memory_core::writer::registry_from(&secrets)
-                .map_err(|e| format!("REDACTION_SECRETS: {e}"))?;
-            Ok(secrets)
-        }
-        _ => Ok(Vec::new()),
     }
 }

@@ -5,6 +5,8 @@
 use std::collections::BTreeMap;
 use std::sync::Mutex;
 
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use intent_memory::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
 use intent_memory::store::{ArchiveKey, Capacity, InsertOutcome, IntentStore, SubjectHit};
@@ -358,5 +360,25 @@ impl IntentStore for InMemoryIntentStore {
             s.versions
                 .remove(&((at.tenant.clone(), at.home.clone()), at.id.clone(), version));
         })
+    }
+}
+
+/// What the in-memory backends hold for a tenant, for the keyed contract's "no trace" checks.
+pub struct InMemoryBehind {
+    pub store: Arc<InMemoryIntentStore>,
+    pub archives: Arc<crate::in_memory::InMemoryArchiveStore>,
+}
+
+#[async_trait]
+impl crate::keyed_contract::Behind for InMemoryBehind {
+    async fn everything(&self, tenant: &TenantId) -> String {
+        let mut out = self.store.dump(tenant);
+        let prefix = format!("{}/", tenant.as_str());
+        for (key, body) in self.archives.dump() {
+            if key.as_str().starts_with(&prefix) {
+                out.push_str(&String::from_utf8_lossy(&body));
+            }
+        }
+        out
     }
 }

@@ -7,3 +7,4 @@ pub mod contract;
 pub mod in_memory;
 pub mod intercept;
 pub mod keyed;
+pub mod keyed_contract;

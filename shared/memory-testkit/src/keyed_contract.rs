@@ -1,0 +1,636 @@
+//! The OpenIntent door's behaviour, written once and run through the service over every store
+//! adapter (`keyed_suite!`): in memory in `intent-memory`'s tests, on DynamoDB and S3 in
+//! `memory-aws`'s emulator tests. Each check starts in a fresh tenant, so runs against a shared
+//! backend never meet. Checks that need a clock they can move stay beside the in-memory store.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use intent_memory::forget::KeyedForgetHook;
+use intent_memory::request::{CreateRequest, ListQuery, PatchRequest};
+use intent_memory::store::IntentStore;
+use intent_memory::{Caller, IntentEntry, IntentError, IntentMemory, IntentPorts, Limits};
+use memory_core::events::{DomainEvent, EventType};
+use memory_core::forget::ForgetHook;
+use memory_core::model::SubjectKey;
+use memory_core::ports::{ArchiveStore, Clock, IdSource};
+use memory_core::StoreError;
+use memory_guard::{AgentId, SecretRegistry, TenantId};
+use serde_json::{json, Value};
+
+use crate::contract::fresh_tenant;
+use crate::in_memory::RecordingPublisher;
+
+/// The secret every keyed world redacts (`stripe`).
+pub const SECRET: &str = "sk-live-77aa88bb99cc";
+
+/// The service over one backend, and what a check needs to look behind it.
+pub struct KeyedWorld {
+    pub memory: IntentMemory,
+    pub store: Arc<dyn IntentStore>,
+    pub archives: Arc<dyn ArchiveStore>,
+    pub events: Arc<RecordingPublisher>,
+    pub clock: Arc<dyn Clock>,
+}
+
+/// A backend's view of everything it holds for a tenant, as text: entries, versions, claims,
+/// counters and every archive object version ("no trace" checks search it).
+#[async_trait]
+pub trait Behind: Send + Sync {
+    async fn everything(&self, tenant: &TenantId) -> String;
+}
+
+impl KeyedWorld {
+    pub fn new(
+        store: Arc<dyn IntentStore>,
+        archives: Arc<dyn ArchiveStore>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdSource>,
+        limits: Limits,
+    ) -> Self {
+        let events = Arc::new(RecordingPublisher::new());
+        let mut secrets = SecretRegistry::new();
+        secrets
+            .register("stripe", SECRET)
+            .unwrap_or_else(|_| panic!("test secret must register"));
+        let memory = IntentMemory::new(
+            IntentPorts {
+                store: store.clone(),
+                archives: archives.clone(),
+                publisher: events.clone(),
+                clock: clock.clone(),
+                ids,
+            },
+            limits,
+            Arc::new(secrets.redactor()),
+        );
+        KeyedWorld {
+            memory,
+            store,
+            archives,
+            events,
+            clock,
+        }
+    }
+
+    /// Creates as agent `a1` of `caller`'s tenant; panics on failure.
+    pub async fn put(
+        &self,
+        caller: &Caller,
+        ns: &str,
+        key: &str,
+        value: Value,
+        extra: Value,
+    ) -> IntentEntry {
+        self.memory
+            .create(caller, create(&caller.agent, ns, key, value, extra))
+            .await
+            .unwrap_or_else(|e| panic!("create {ns}/{key}: {e:?}"))
+    }
+
+    pub async fn list_all(&self, caller: &Caller) -> Vec<IntentEntry> {
+        self.memory
+            .list(caller, caller.agent.as_str(), &query(&[]))
+            .await
+            .unwrap_or_else(|e| panic!("list: {e:?}"))
+    }
+
+    /// The entry ids of the events of one type, in publication order.
+    pub fn announced(&self, kind: EventType) -> Vec<String> {
+        self.events
+            .events()
+            .iter()
+            .filter(|e| e.event_type == kind)
+            .map(|e| e.detail["entryId"].as_str().unwrap_or_default().to_owned())
+            .collect()
+    }
+
+    pub fn all_events(&self) -> Vec<DomainEvent> {
+        self.events.events()
+    }
+
+    pub fn forget_hook(&self) -> KeyedForgetHook {
+        KeyedForgetHook {
+            store: self.store.clone(),
+            archives: self.archives.clone(),
+            clock: self.clock.clone(),
+        }
+    }
+}
+
+/// A fresh tenant's agent `a1`.
+pub fn caller(label: &str) -> Caller {
+    Caller {
+        tenant: fresh_tenant(label),
+        agent: AgentId::parse("a1").unwrap_or_else(|_| panic!("agent id")),
+    }
+}
+
+/// Another agent of the same tenant.
+pub fn colleague(of: &Caller, agent: &str) -> Caller {
+    Caller {
+        tenant: of.tenant.clone(),
+        agent: AgentId::parse(agent).unwrap_or_else(|_| panic!("agent id")),
+    }
+}
+
+/// A create body as the client sends it, `extra` merged in.
+pub fn create(agent: &AgentId, ns: &str, key: &str, value: Value, extra: Value) -> CreateRequest {
+    let mut body = json!({"agent_id": agent.as_str(), "namespace": ns, "key": key, "value": value});
+    if let (Some(b), Some(e)) = (body.as_object_mut(), extra.as_object()) {
+        b.extend(e.clone());
+    }
+    CreateRequest::decode(&body.to_string()).unwrap_or_else(|e| panic!("create body: {e:?}"))
+}
+
+pub fn patch(body: Value) -> PatchRequest {
+    PatchRequest::decode(&body.to_string()).unwrap_or_else(|e| panic!("patch body: {e:?}"))
+}
+
+pub fn query(pairs: &[(&str, &str)]) -> ListQuery {
+    let pairs: Vec<(String, String)> = pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect();
+    ListQuery::decode(&pairs).unwrap_or_else(|e| panic!("query: {e:?}"))
+}
+
+/// Create, get, update, versions within retention, stale versions, delete with everything
+/// hanging off the entry.
+pub async fn entries_live_and_die_whole(w: KeyedWorld, behind: &dyn Behind) {
+    let a = caller("keyed-life");
+    let e = w
+        .put(
+            &a,
+            "ns",
+            "k",
+            json!({"n": 0}),
+            json!({"memory_type": "episodic", "tags": ["x"]}),
+        )
+        .await;
+    assert_eq!((e.version, e.id.starts_with("mem_")), (1, true));
+    assert_eq!(w.memory.get(&a, &e.id).await, Ok(e.clone()));
+    let kept = w.memory.limits().versions_kept;
+    for v in 1..=kept + 2 {
+        w.memory
+            .update(&a, &e.id, Some(v), patch(json!({"value": {"n": v}})))
+            .await
+            .unwrap_or_else(|err| panic!("update {v}: {err:?}"));
+    }
+    let last = kept + 3;
+    match w.memory.update(&a, &e.id, Some(2), patch(json!({}))).await {
+        Err(IntentError::VersionMismatch {
+            current_version,
+            current,
+        }) => assert_eq!(
+            (current_version, current["value"]["n"].clone()),
+            (last, json!(last - 1))
+        ),
+        other => panic!("{other:?}"),
+    }
+    let versions = w.memory.versions(&a, &e.id).await.unwrap_or_default();
+    let numbers: Vec<u64> = versions.iter().map(|r| r.entry.version).collect();
+    assert_eq!(numbers, (last + 1 - kept..=last).collect::<Vec<_>>());
+    assert_eq!(
+        versions.last().map(|r| r.changes.clone()),
+        Some(vec!["value".to_owned()])
+    );
+    assert_eq!(
+        w.memory.update(&a, &e.id, None, patch(json!({}))).await,
+        Err(IntentError::PreconditionRequired)
+    );
+    w.memory
+        .delete(&a, &e.id)
+        .await
+        .unwrap_or_else(|err| panic!("delete: {err:?}"));
+    assert_eq!(w.memory.get(&a, &e.id).await, Err(IntentError::NotFound));
+    assert_eq!(w.memory.delete(&a, &e.id).await, Err(IntentError::NotFound));
+    let left = behind.everything(&a.tenant).await;
+    assert!(
+        !left.contains(&e.id),
+        "versions, claim and eviction place go too: {left}"
+    );
+    let kinds: Vec<&str> = w
+        .all_events()
+        .iter()
+        .map(|e| e.event_type.as_str())
+        .collect();
+    assert_eq!(kinds.first(), Some(&"memory.created"));
+    assert_eq!(kinds.last(), Some(&"memory.deleted"));
+}
+
+/// §1.2 per agent across working and episodic, per tenant for semantic; tenants never meet.
+pub async fn keys_are_unique_where_the_rfc_says(w: KeyedWorld) {
+    let a1 = caller("keyed-unique");
+    let a2 = colleague(&a1, "a2");
+    let first = w.put(&a1, "ns", "k", json!({}), json!({})).await;
+    match w
+        .memory
+        .create(
+            &a1,
+            create(
+                &a1.agent,
+                "ns",
+                "k",
+                json!({}),
+                json!({"memory_type": "episodic"}),
+            ),
+        )
+        .await
+    {
+        Err(IntentError::KeyTaken {
+            existing_id,
+            version,
+        }) => assert_eq!((existing_id, version), (first.id, 1)),
+        other => panic!("{other:?}"),
+    }
+    w.put(&a2, "ns", "k", json!({}), json!({})).await;
+    let semantic = json!({"memory_type": "semantic"});
+    w.put(&a1, "policy", "k", json!({}), semantic.clone()).await;
+    assert!(matches!(
+        w.memory
+            .create(&a2, create(&a2.agent, "policy", "k", json!({}), semantic))
+            .await,
+        Err(IntentError::KeyTaken { .. })
+    ));
+    w.put(
+        &caller("keyed-unique-other"),
+        "ns",
+        "k",
+        json!({}),
+        json!({}),
+    )
+    .await;
+}
+
+/// Private memory types are the owner's alone; semantic memory is the tenant's.
+pub async fn only_owners_see_private_memory(w: KeyedWorld) {
+    let a1 = caller("keyed-private");
+    let a2 = colleague(&a1, "a2");
+    let private = w
+        .put(
+            &a1,
+            "ns",
+            "p",
+            json!({"s": "x"}),
+            json!({"memory_type": "episodic"}),
+        )
+        .await;
+    let shared = w
+        .put(
+            &a1,
+            "policy",
+            "s",
+            json!({}),
+            json!({"memory_type": "semantic"}),
+        )
+        .await;
+    assert_eq!(
+        w.memory.get(&a2, &private.id).await,
+        Err(IntentError::NotFound)
+    );
+    assert_eq!(
+        w.memory.delete(&a2, &private.id).await,
+        Err(IntentError::NotFound)
+    );
+    assert_eq!(
+        w.memory
+            .update(&a2, &private.id, Some(1), patch(json!({})))
+            .await,
+        Err(IntentError::NotFound)
+    );
+    let seen = w
+        .memory
+        .get(&a2, &shared.id)
+        .await
+        .unwrap_or_else(|e| panic!("{e:?}"));
+    assert_eq!(seen.curated_by.as_deref(), Some("a1"));
+    let listed: Vec<String> = w
+        .memory
+        .list(&a2, "a1", &query(&[]))
+        .await
+        .unwrap_or_default()
+        .into_iter()
+        .map(|e| e.id)
+        .collect();
+    assert_eq!(listed, std::slice::from_ref(&shared.id));
+    let stranger = caller("keyed-private-other");
+    assert_eq!(
+        w.memory.get(&stranger, &shared.id).await,
+        Err(IntentError::NotFound)
+    );
+    assert!(w
+        .memory
+        .list(&stranger, "a1", &query(&[]))
+        .await
+        .unwrap_or_default()
+        .is_empty());
+    assert_eq!(
+        w.memory
+            .create(&a2, create(&a1.agent, "ns", "z", json!({}), json!({})))
+            .await,
+        Err(IntentError::NotCaller)
+    );
+    for bad in [
+        "",
+        "../a1",
+        "sem_",
+        "mem_../../x",
+        "mem_01ARZ3NDEKTSV4RRFFQ69G5FA/",
+    ] {
+        assert_eq!(
+            w.memory.get(&a1, bad).await,
+            Err(IntentError::NotFound),
+            "{bad}"
+        );
+    }
+}
+
+/// SR-1 over every string of a value, tags included; identifiers with a secret are refused;
+/// events carry no value, namespace or key.
+pub async fn secrets_never_reach_the_store(w: KeyedWorld, behind: &dyn Behind) {
+    let a = caller("keyed-sr1");
+    let e = w
+        .put(
+            &a,
+            "ns",
+            "k",
+            json!({"token": SECRET, "list": [format!("x {SECRET}")]}),
+            json!({"tags": [SECRET]}),
+        )
+        .await;
+    w.memory
+        .update(&a, &e.id, Some(1), patch(json!({"value": {SECRET: 1}})))
+        .await
+        .unwrap_or_else(|err| panic!("{err:?}"));
+    let stored = behind.everything(&a.tenant).await;
+    assert!(
+        !stored.contains(SECRET) && stored.contains("[REDACTED:stripe]"),
+        "{stored}"
+    );
+    for (ns, key) in [(SECRET, "k2"), ("ns", SECRET)] {
+        assert!(matches!(
+            w.memory
+                .create(&a, create(&a.agent, ns, key, json!({}), json!({})))
+                .await,
+            Err(IntentError::Invalid { .. })
+        ));
+    }
+    for event in w.all_events() {
+        let text = event.detail_json().to_string();
+        assert!(
+            !text.contains(SECRET) && !text.contains("token") && !text.contains("\"ns\""),
+            "{text}"
+        );
+    }
+}
+
+/// §3.2 under real concurrency: of two updates of one version, exactly one wins, 50 times.
+pub async fn one_of_two_patches_of_a_version_wins(w: KeyedWorld) {
+    let a = caller("keyed-race");
+    for trial in 0..50 {
+        let e = w
+            .put(&a, "ns", &format!("k{trial}"), json!({}), json!({}))
+            .await;
+        let spawn = |by: &str| {
+            let (memory, a, id) = (w.memory.clone(), a.clone(), e.id.clone());
+            let p = patch(json!({"value": {"by": by}}));
+            tokio::spawn(async move { memory.update(&a, &id, Some(1), p).await })
+        };
+        let (x, y) = (spawn("x"), spawn("y"));
+        let (x, y) = (joined(x).await, joined(y).await);
+        assert_eq!(
+            usize::from(x.is_ok()) + usize::from(y.is_ok()),
+            1,
+            "trial {trial}: {x:?} {y:?}"
+        );
+        let loser = if x.is_ok() { y } else { x };
+        assert!(
+            matches!(
+                loser,
+                Err(IntentError::VersionMismatch {
+                    current_version: 2,
+                    ..
+                })
+            ),
+            "{loser:?}"
+        );
+    }
+}
+
+async fn joined<T>(task: tokio::task::JoinHandle<T>) -> T {
+    task.await.unwrap_or_else(|e| panic!("task: {e}"))
+}
+
+/// §2.2 / §9.4 under real concurrency: 50 inserts into an episodic memory of capacity 5 never
+/// leave more than 5, and every eviction is announced exactly once. Needs capacity 5.
+pub async fn inserts_at_capacity_evict_one_each(w: KeyedWorld) {
+    assert_eq!(w.memory.limits().episodic_per_agent, 5);
+    let a = caller("keyed-capacity");
+    let tasks: Vec<_> = (0..50)
+        .map(|i| {
+            let (memory, a) = (w.memory.clone(), a.clone());
+            let req = create(
+                &a.agent,
+                "ns",
+                &format!("k{i}"),
+                json!({}),
+                json!({"memory_type": "episodic"}),
+            );
+            tokio::spawn(async move { memory.create(&a, req).await })
+        })
+        .collect();
+    let mut inserted = 0;
+    for t in tasks {
+        // A create that kept losing races is told to retry later; nothing else may fail.
+        match joined(t).await {
+            Ok(_) => inserted += 1,
+            Err(IntentError::Store(StoreError::Conflict { .. })) => {}
+            Err(e) => panic!("{e:?}"),
+        }
+    }
+    assert_eq!(w.list_all(&a).await.len(), 5, "{inserted} inserted");
+    let evicted = w.announced(EventType::MemoryEvicted);
+    let mut unique = evicted.clone();
+    unique.sort();
+    unique.dedup();
+    assert_eq!(evicted.len(), unique.len(), "each eviction announced once");
+    assert_eq!(
+        evicted.len(),
+        inserted - 5,
+        "every insert past capacity evicted one entry"
+    );
+}
+
+/// §2.1 and forget: a task's working memory is archived once, then the subject's entries,
+/// versions and archived entries go, and nothing of theirs is left anywhere.
+pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Behind) {
+    let a = caller("keyed-forget");
+    let task = json!({"scope": {"task_id": "t-1"}, "subject": "customer-42"});
+    w.put(&a, "ns", "moved", json!({"city": "Lisbon-7731"}), task)
+        .await;
+    w.put(
+        &a,
+        "ns",
+        "kept",
+        json!({"note": "unrelated-5512"}),
+        json!({"scope": {"task_id": "t-1"}}),
+    )
+    .await;
+    let other = w
+        .put(
+            &a,
+            "ns",
+            "c",
+            json!({}),
+            json!({"scope": {"task_id": "t-2"}}),
+        )
+        .await;
+    let e = w
+        .put(
+            &a,
+            "ns",
+            "allergy",
+            json!({"a": "peanuts-9921"}),
+            json!({"memory_type": "episodic", "subject": "customer-42"}),
+        )
+        .await;
+    w.memory
+        .update(
+            &a,
+            &e.id,
+            Some(1),
+            patch(json!({"value": {"a": "peanuts-9921, shellfish"}})),
+        )
+        .await
+        .unwrap_or_else(|err| panic!("{err:?}"));
+    let out = w
+        .memory
+        .archive_task(&a.tenant, &a.agent, "t-1")
+        .await
+        .unwrap_or_else(|err| panic!("{err:?}"));
+    assert_eq!(out.entries_archived, 2);
+    assert!(out
+        .archive
+        .as_deref()
+        .is_some_and(|n| n.contains("/agents/a1/keyed-archives/")));
+    let left: Vec<String> = w.list_all(&a).await.into_iter().map(|e| e.id).collect();
+    assert_eq!(left, [other.id, e.id.clone()]);
+    let again = w
+        .memory
+        .archive_task(&a.tenant, &a.agent, "t-1")
+        .await
+        .unwrap_or_else(|err| panic!("{err:?}"));
+    assert_eq!(again, out, "a rerun changes nothing");
+    let archived: Vec<String> = w
+        .all_events()
+        .into_iter()
+        .filter(|e| e.event_type == EventType::MemoryArchived)
+        .map(|e| e.event_id)
+        .collect();
+    assert_eq!(archived.len(), 2);
+    assert_eq!(archived[0], archived[1], "consumers dedupe the rerun");
+    let before = behind.everything(&a.tenant).await;
+    assert!(before.contains("Lisbon-7731") && before.contains("peanuts-9921"));
+    let subject = SubjectKey::derive(&a.tenant, "customer-42");
+    let counts = w
+        .forget_hook()
+        .forget(&a.tenant, &subject, &[])
+        .await
+        .unwrap_or_else(|err| panic!("{err:?}"));
+    assert_eq!((counts.deleted_entries, counts.deleted_archives), (1, 1));
+    let after = behind.everything(&a.tenant).await;
+    assert!(
+        !after.contains("Lisbon-7731") && !after.contains("peanuts-9921"),
+        "{after}"
+    );
+    assert!(
+        after.contains("unrelated-5512"),
+        "the archive keeps what is not the subject's"
+    );
+    let twice = w
+        .forget_hook()
+        .forget(&a.tenant, &subject, &[])
+        .await
+        .unwrap_or_else(|err| panic!("{err:?}"));
+    assert_eq!((twice.deleted_entries, twice.deleted_archives), (0, 0));
+}
+
+/// Runs a check in a multi-threaded runtime, so spawned requests really race.
+pub fn racing<F: Future<Output = ()>>(check: F) {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(4)
+        .enable_all()
+        .build()
+        .unwrap_or_else(|e| panic!("runtime: {e}"))
+        .block_on(check);
+}
+
+/// The suite over one backend: `world` is `|limits| async { (KeyedWorld, impl Behind) }`.
+#[macro_export]
+macro_rules! keyed_suite {
+    (world: $world:expr) => {
+        mod keyed_contract_suite {
+            use super::*;
+            use $crate::keyed_contract as k;
+
+            fn limits() -> intent_memory::Limits {
+                intent_memory::Limits {
+                    versions_kept: 3,
+                    ..intent_memory::Limits::default()
+                }
+            }
+
+            #[tokio::test]
+            async fn entries_live_and_die_whole() {
+                let (w, behind) = ($world)(limits()).await;
+                k::entries_live_and_die_whole(w, &behind).await;
+            }
+
+            #[tokio::test]
+            async fn keys_are_unique_where_the_rfc_says() {
+                let (w, _) = ($world)(limits()).await;
+                k::keys_are_unique_where_the_rfc_says(w).await;
+            }
+
+            #[tokio::test]
+            async fn only_owners_see_private_memory() {
+                let (w, _) = ($world)(limits()).await;
+                k::only_owners_see_private_memory(w).await;
+            }
+
+            #[tokio::test]
+            async fn secrets_never_reach_the_store() {
+                let (w, behind) = ($world)(limits()).await;
+                k::secrets_never_reach_the_store(w, &behind).await;
+            }
+
+            #[test]
+            fn one_of_two_patches_of_a_version_wins() {
+                k::racing(async {
+                    let (w, _) = ($world)(limits()).await;
+                    k::one_of_two_patches_of_a_version_wins(w).await;
+                });
+            }
+
+            #[test]
+            fn inserts_at_capacity_evict_one_each() {
+                k::racing(async {
+                    let (w, _) = ($world)(intent_memory::Limits {
+                        episodic_per_agent: 5,
+                        ..limits()
+                    })
+                    .await;
+                    k::inserts_at_capacity_evict_one_each(w).await;
+                });
+            }
+
+            #[tokio::test]
+            async fn archive_then_forget_leaves_no_trace() {
+                let (w, behind) = ($world)(limits()).await;
+                k::archive_then_forget_leaves_no_trace(w, &behind).await;
+            }
+        }
+    };
+}
