@@ -1,18 +1,11 @@
 //! `memory-forget`: tenant-scoped delete-by-subject, by direct invoke (`{"tenantId",
 //! "subject"}`) or through `POST /v1/host/wop-memory/forget` (tenant from the JWT).
 
-use std::sync::Arc;
-
-use commitment_aws::DynamoCommitmentStore;
-use commitment_service::firing::CommitmentForgetHook;
-use dream_service::DerivedForgetHook;
 use lambda_adapter::{Answer, HttpTrigger};
 use lambda_runtime::Error;
 use memory_api::forget_api::{self, DirectForget};
 use memory_api::{decode, WireError};
 use memory_aws::AwsPorts;
-use memory_core::forget::Forgetter;
-use memory_core::ports::SystemClock;
 use serde_json::Value;
 
 fn main() -> Result<(), Error> {
@@ -21,23 +14,7 @@ fn main() -> Result<(), Error> {
 
 async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
-    let clock = Arc::new(SystemClock);
-    let commitments = Arc::new(DynamoCommitmentStore::from_ports(&ports));
-    let forgetter = Forgetter::new(ports.core())
-        .with_hook(Arc::new(DerivedForgetHook {
-            store: ports.entries.clone(),
-            archives: ports.archives.clone(),
-            clock: clock.clone(),
-        }))
-        .with_hook(Arc::new(CommitmentForgetHook(commitments)))
-        .with_hook(Arc::new(intent_memory::forget::KeyedForgetHook {
-            store: Arc::new(
-                memory_aws::keyed::DynamoKeyedStore::new(ports.dynamo.clone(), ports.table.clone())
-                    .with_tenant_sessions(ports.tenant_sessions.clone()),
-            ),
-            archives: ports.archives.clone(),
-            clock: clock.clone(),
-        }));
+    let forgetter = memory_forget::forgetter(&ports);
     let claim = lambda_adapter::tenant_claim_name();
     let (forgetter, claim) = (&forgetter, claim.as_str());
     lambda_adapter::run(

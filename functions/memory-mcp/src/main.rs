@@ -6,15 +6,11 @@
 
 use std::sync::Arc;
 
-use commitment_aws::DynamoCommitmentStore;
-use commitment_service::firing::CommitmentForgetHook;
-use dream_service::DerivedForgetHook;
 use lambda_adapter::HttpRequest;
 use lambda_runtime::Error;
 use mcp_server::{McpDoor, McpRequest, Services};
 use memory_api::{HttpResponse, WireError};
 use memory_aws::AwsPorts;
-use memory_core::forget::Forgetter;
 use memory_core::ports::{SystemClock, UlidIds};
 use memory_core::reader::MemoryReader;
 use memory_core::writer::MemoryWriter;
@@ -35,22 +31,7 @@ async fn serve() -> Result<(), Error> {
     let clock = Arc::new(SystemClock);
     let writer = MemoryWriter::new(ports.core(), Arc::new(UlidIds::default()))
         .with_embedder(ports.embedder.clone());
-    let commitments = Arc::new(DynamoCommitmentStore::from_ports(&ports));
-    let forgetter = Forgetter::new(ports.core())
-        .with_hook(Arc::new(DerivedForgetHook {
-            store: ports.entries.clone(),
-            archives: ports.archives.clone(),
-            clock: clock.clone(),
-        }))
-        .with_hook(Arc::new(CommitmentForgetHook(commitments)))
-        .with_hook(Arc::new(intent_memory::forget::KeyedForgetHook {
-            store: Arc::new(
-                memory_aws::keyed::DynamoKeyedStore::new(ports.dynamo.clone(), ports.table.clone())
-                    .with_tenant_sessions(ports.tenant_sessions.clone()),
-            ),
-            archives: ports.archives.clone(),
-            clock: clock.clone(),
-        }));
+    let forgetter = memory_forget::forgetter(&ports);
     let tool = MemoryTool::new(
         writer.clone(),
         ports.entries.clone(),

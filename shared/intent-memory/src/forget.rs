@@ -21,7 +21,8 @@ use memory_core::{CoreError, StoreError};
 use memory_guard::TenantId;
 
 use crate::archive;
-use crate::store::{IntentStore, SubjectHit};
+use crate::model::Location;
+use crate::store::{ArchiveKey, IntentStore, SubjectHit};
 
 /// Attempts before a forget that keeps losing races reports a retryable failure.
 const ATTEMPTS: usize = 16;
@@ -40,90 +41,68 @@ impl ForgetHook for KeyedForgetHook {
         subject: &SubjectKey,
         _forgotten: &[EntryKey],
     ) -> Result<ForgetCounts, CoreError> {
-        let store = self.store.as_ref();
         let mut counts = ForgetCounts::default();
-        for hit in store.subject_hits(tenant, subject).await? {
+        for hit in self.store.subject_hits(tenant, subject).await? {
             match hit {
                 SubjectHit::Entry(at) => {
-                    // Removal is conditional on the version read; an update in between is read
-                    // again, so the loop ends with the entry gone.
-                    let mut gone = false;
-                    for _ in 0..ATTEMPTS {
-                        match store.get(&at).await? {
-                            None => {
-                                gone = true;
-                                break;
-                            }
-                            Some(e) => {
-                                if store.remove(&e).await? {
-                                    counts.deleted_entries += 1;
-                                    gone = true;
-                                    break;
-                                }
-                            }
-                        }
-                    }
-                    if !gone {
-                        return Err(StoreError::Conflict {
-                            op: "forget keyed entry",
-                        }
-                        .into());
-                    }
+                    counts.deleted_entries += usize::from(self.remove_entry(&at).await?);
                 }
-                SubjectHit::Version(at, version) => store.delete_version(&at, version).await?,
+                SubjectHit::Version(at, version) => self.store.delete_version(&at, version).await?,
                 SubjectHit::Archive(key) => {
-                    let mut done = false;
-                    for _ in 0..ATTEMPTS {
-                        let Some(mut doc) = archive::read(self.archives.as_ref(), &key).await?
-                        else {
-                            store.index_archive(&key, &[], true).await?;
-                            done = true;
-                            break;
-                        };
-                        let before = doc.entries.len();
-                        doc.entries
-                            .retain(|_, e| e["subject_key"].as_str() != Some(subject.as_str()));
-                        if doc.entries.len() == before {
-                            // Nothing of the subject inside: only the index item was stale.
-                            archive::write(
-                                self.archives.as_ref(),
-                                store,
-                                &key,
-                                &doc,
-                                self.clock.now(),
-                            )
-                            .await
-                            .ok();
-                            done = true;
-                            break;
-                        }
-                        match archive::write(
-                            self.archives.as_ref(),
-                            store,
-                            &key,
-                            &doc,
-                            self.clock.now(),
-                        )
-                        .await
-                        {
-                            Err(StoreError::Conflict { .. }) => continue,
-                            other => {
-                                other?;
-                                counts.deleted_archives += 1;
-                                done = true;
-                                break;
-                            }
-                        }
-                    }
-                    if !done {
-                        return Err(StoreError::Conflict {
-                            op: "forget keyed archive",
-                        }
-                        .into());
-                    }
+                    counts.deleted_archives +=
+                        usize::from(self.strip_archive(&key, subject).await?);
                 }
             }
         }
         Ok(counts)
+    }
+}
+
+impl KeyedForgetHook {
+    /// Removes the entry; `true` if this call removed it. Removal is conditional on the state
+    /// read, so an update in between is read again and the loop ends with the entry gone.
+    async fn remove_entry(&self, at: &Location) -> Result<bool, StoreError> {
+        for _ in 0..ATTEMPTS {
+            match self.store.get(at).await? {
+                None => return Ok(false),
+                Some(e) if self.store.remove(&e).await? => return Ok(true),
+                Some(_) => {}
+            }
+        }
+        Err(StoreError::Conflict {
+            op: "forget keyed entry",
+        })
+    }
+
+    /// Takes the subject's entries out of the archive (deleting it when nothing is left);
+    /// `true` if the archive held any. Swapped on the archive's ETag, read again after a race.
+    async fn strip_archive(
+        &self,
+        key: &ArchiveKey,
+        subject: &SubjectKey,
+    ) -> Result<bool, StoreError> {
+        let (archives, store) = (self.archives.as_ref(), self.store.as_ref());
+        for _ in 0..ATTEMPTS {
+            let Some(mut doc) = archive::read(archives, key).await? else {
+                store.index_archive(key, &[], true).await?;
+                return Ok(false);
+            };
+            let before = doc.entries.len();
+            doc.entries
+                .retain(|_, e| e["subject_key"].as_str() != Some(subject.as_str()));
+            let held = doc.entries.len() != before;
+            // Rewritten either way: without the subject's entries, or (nothing of the subject
+            // inside) only to drop a stale index item.
+            match archive::write(archives, store, key, &doc, self.clock.now()).await {
+                Err(StoreError::Conflict { .. }) => continue,
+                other => {
+                    other?;
+                    return Ok(held);
+                }
+            }
+        }
+        Err(StoreError::Conflict {
+            op: "forget keyed archive",
+        })
     }
 }

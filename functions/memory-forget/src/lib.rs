@@ -1,0 +1,36 @@
+//! The forgetter with every hook that reaches derived data: dream output (archives, index
+//! lines), commitments and the OpenIntent door's entries, versions and archives. Wired once
+//! here, for this function and for memory-mcp's `memory_forget` tool, so the two doors that
+//! forget can never reach different data.
+
+use std::sync::Arc;
+
+use commitment_aws::DynamoCommitmentStore;
+use commitment_service::firing::CommitmentForgetHook;
+use dream_service::DerivedForgetHook;
+use intent_memory::forget::KeyedForgetHook;
+use memory_aws::keyed::DynamoKeyedStore;
+use memory_aws::AwsPorts;
+use memory_core::forget::Forgetter;
+use memory_core::ports::SystemClock;
+
+pub fn forgetter(ports: &AwsPorts) -> Forgetter {
+    let clock = Arc::new(SystemClock);
+    Forgetter::new(ports.core())
+        .with_hook(Arc::new(DerivedForgetHook {
+            store: ports.entries.clone(),
+            archives: ports.archives.clone(),
+            clock: clock.clone(),
+        }))
+        .with_hook(Arc::new(CommitmentForgetHook(Arc::new(
+            DynamoCommitmentStore::from_ports(ports),
+        ))))
+        .with_hook(Arc::new(KeyedForgetHook {
+            store: Arc::new(
+                DynamoKeyedStore::new(ports.dynamo.clone(), ports.table.clone())
+                    .with_tenant_sessions(ports.tenant_sessions.clone()),
+            ),
+            archives: ports.archives.clone(),
+            clock,
+        }))
+}
