@@ -152,6 +152,19 @@ impl IntentMemory {
         }
         self.refuse_secret("namespace", &req.namespace)?;
         self.refuse_secret("key", &req.key)?;
+        // The scope's ids name a capacity counter and an archive: refused like the key; every
+        // other string of the scope is redacted like the value.
+        let scope = match &req.scope {
+            Some(scope) => {
+                for field in ["task_id", "intent_id"] {
+                    if let Some(id) = scope.get(field).and_then(Value::as_str) {
+                        self.refuse_secret(&format!("scope.{field}"), id)?;
+                    }
+                }
+                Some(redact_value(&self.redactor, scope).0)
+            }
+            None => None,
+        };
         let now = self.now();
         let (value, _) = redact_value(&self.redactor, &req.value);
         let tags = self.redactor.redact_tags(&req.tags);
@@ -165,7 +178,7 @@ impl IntentMemory {
             value,
             memory_type: req.memory_type,
             version: 1,
-            scope: req.scope,
+            scope,
             tags,
             ttl: req.ttl,
             pinned: req.pinned,
@@ -522,6 +535,7 @@ impl IntentMemory {
         agent: &AgentId,
         task_id: &str,
     ) -> Result<ArchiveOutcome, IntentError> {
+        self.refuse_secret("task_id", task_id)?;
         let now = self.now();
         let key = ArchiveKey {
             tenant: tenant.clone(),

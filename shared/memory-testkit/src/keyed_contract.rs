@@ -377,6 +377,40 @@ pub async fn secrets_never_reach_the_store(w: KeyedWorld, behind: &dyn Behind) {
             Err(IntentError::Invalid { .. })
         ));
     }
+    // The scope's ids are identifiers too (a counter, an archive); its other strings are data.
+    for scope in [
+        json!({"task_id": format!("t-{SECRET}")}),
+        json!({"intent_id": SECRET}),
+    ] {
+        assert!(matches!(
+            w.memory
+                .create(
+                    &a,
+                    create(&a.agent, "ns", "k3", json!({}), json!({"scope": scope}))
+                )
+                .await,
+            Err(IntentError::Invalid { .. })
+        ));
+    }
+    let noted = w
+        .put(
+            &a,
+            "ns",
+            "k4",
+            json!({}),
+            json!({"scope": {"task_id": "t", "note": SECRET}}),
+        )
+        .await;
+    assert_eq!(
+        noted.scope.as_ref().map(|s| s["note"].clone()),
+        Some(json!("[REDACTED:stripe]"))
+    );
+    assert!(matches!(
+        w.memory
+            .archive_task(&a.tenant, &a.agent, &format!("t-{SECRET}"))
+            .await,
+        Err(IntentError::Invalid { .. })
+    ));
     for event in w.all_events() {
         let text = event.detail_json().to_string();
         assert!(
