@@ -1063,6 +1063,15 @@ def test_api_keys_missing_unknown_malformed_revoked_and_not_covered(door: Door, 
     assert answer({"X-API-Key": revoked, "X-Agent-ID": "a1"}) == forbidden
     assert invoker.ok("memory-intent", {"op": "revokeApiKey",
                                         "keyId": "0" * 26})["revoked"] is False
+    # Expired before first use: keys live at least a day, so its record's expiry is moved into
+    # the past in the table itself (the authorizer reads it on the next uncached check).
+    expired, expired_id = issue_with_id(invoker, door.tenant, ["*"])
+    aws_client("dynamodb").update_item(
+        TableName=os.environ["MEMORY_TABLE"],
+        Key={"pk": {"S": f"@apikey#{expired_id}"}, "sk": {"S": "K"}},
+        UpdateExpression="SET expiresMs = :past",
+        ExpressionAttributeValues={":past": {"N": str(int(time.time() * 1000) - 1000)}})
+    assert answer({"X-API-Key": expired, "X-Agent-ID": "a1"}) == forbidden
     # The client surfaces these as its OpenIntentError with the status.
     err = raises(OpenIntentError,
                  lambda: OpenIntentClient(url, revoked, "a1").get_memory(e.id))
