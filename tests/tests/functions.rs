@@ -607,27 +607,25 @@ async fn forget_removes_the_subject_in_one_tenant_only() {
     let api = Api::start().await;
     let forget = LambdaProcess::start("memory-forget", &[]).await;
     let subject = "alice@example.com";
-    write(
-        &writer,
-        &a,
-        &ra1,
-        json!([{"content": "alice likes tea", "subject": subject}, {"content": "unrelated"}]),
-    )
-    .await;
-    write(
-        &writer,
-        &a,
-        &ra2,
-        json!([{"content": "alice ordered twice", "subject": subject}]),
-    )
-    .await;
-    write(
-        &writer,
-        &b,
-        &rb,
-        json!([{"content": "tenant b alice", "subject": subject}]),
-    )
-    .await;
+    for (t, r, entries) in [
+        (
+            &a,
+            &ra1,
+            json!([{"content": "alice likes tea", "subject": subject}, {"content": "unrelated"}]),
+        ),
+        (
+            &a,
+            &ra2,
+            json!([{"content": "alice ordered twice", "subject": subject}]),
+        ),
+        (
+            &b,
+            &rb,
+            json!([{"content": "tenant b alice", "subject": subject}]),
+        ),
+    ] {
+        write(&writer, t, r, entries).await;
+    }
 
     // Through the HTTP route: the tenant comes from the JWT, not the body.
     let e = event(&HttpEvent {
