@@ -39,13 +39,9 @@ sys.path.insert(0, str(HERE.parents[1] / "python"))
 
 import boto3  # noqa: E402
 
-from test_l_openintent_differential import (  # noqa: E402
-    REFERENCE_KEY,
-    ReferenceServer,
-    issue_key,
-    start_intent_gateway,
-)
-from wopkit import new_tenant  # noqa: E402
+from conftest import start_gateway  # noqa: E402
+from test_l_openintent_differential import REFERENCE_KEY, ReferenceServer  # noqa: E402
+from wopkit import Invoker, new_tenant  # noqa: E402
 
 WARMUP = 10
 AGENT = "bench-agent"
@@ -189,11 +185,11 @@ def main() -> int:
     args = ap.parse_args()
     from openintent import OpenIntentClient
 
-    gw = start_intent_gateway("openintent-bench")
+    gw = start_gateway("openintent-bench", exchanges=False)
     reference = ReferenceServer()
     try:
         tenant = new_tenant()
-        api_key = issue_key(gw.base_url, tenant, [AGENT])
+        api_key = Invoker(gw.base_url).issue_api_key(tenant, [AGENT])["apiKey"]
         ours = OpenIntentClient(gw.base_url, api_key=api_key, agent_id=AGENT, timeout=60)
         ref = OpenIntentClient(reference.base_url, api_key=REFERENCE_KEY, agent_id=AGENT,
                                timeout=60)

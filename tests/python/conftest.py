@@ -11,6 +11,7 @@ Run (from the repository root, emulator settings loaded):
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 from contextlib import contextmanager
@@ -39,10 +40,12 @@ def _target_dir() -> Path:
     return Path(target) if target else ROOT / "target"
 
 
-def start_gateway(label: str, extra_env: dict[str, str] | None = None) -> Gateway:
-    """`local_gateway` with the six functions, the environment plus `extra_env`; its exchanges
-    join target/e2e-exchanges (the OpenAPI step checks them), its logs go to
-    target/<label>-logs.txt. Fails the test run loudly when it cannot start."""
+def start_gateway(label: str, extra_env: dict[str, str] | None = None, *,
+                  exchanges: bool = True) -> Gateway:
+    """`local_gateway` with the functions, the environment plus `extra_env`; its exchanges
+    join target/e2e-exchanges (the OpenAPI step checks them) unless `exchanges` is off (they
+    are not OpenWOP exchanges), its logs go to target/<label>-logs.txt. Fails the test run
+    loudly when it cannot start."""
     missing = [name for name in REQUIRED_ENV if not os.environ.get(name)]
     if missing:
         pytest.fail(
@@ -61,10 +64,10 @@ def start_gateway(label: str, extra_env: dict[str, str] | None = None) -> Gatewa
         logs_path.unlink()
     # Dreams distil what the tests just wrote (production waits out in-flight writes).
     env = dict(os.environ, DREAM_SETTLE_SECONDS="0", **(extra_env or {}))
+    recording = ["--exchanges", str(target / "e2e-exchanges")] if exchanges else []
     with stderr_path.open("wb") as stderr:
         process = subprocess.Popen(
-            [str(binary), "--exchanges", str(target / "e2e-exchanges"), "--logs",
-             str(logs_path)],
+            [str(binary), *recording, "--logs", str(logs_path)],
             cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
             text=True)
     gw = Gateway(process, "", stderr_path, logs_path)
@@ -75,6 +78,32 @@ def start_gateway(label: str, extra_env: dict[str, str] | None = None) -> Gatewa
                     f"{gw.stderr_tail()}", pytrace=False)
     gw.base_url = line.split(" ", 1)[1].strip()
     return gw
+
+
+@contextmanager
+def standin_gateway(label: str, standin_url: str, extra_env: dict[str, str],
+                    logged: str) -> Iterator[str]:
+    """`log_checked_gateway` whose Bedrock runtime is the stand-in at `standin_url`; yields the
+    gateway's base URL."""
+    env = dict(extra_env, AWS_ENDPOINT_URL_BEDROCK_RUNTIME=standin_url)
+    with log_checked_gateway(label, env, logged=logged) as gw:
+        yield gw.base_url
+
+
+@contextmanager
+def secret_gateway(label: str, secret_id: str, value: str, logged: str) -> Iterator[str]:
+    """`log_checked_gateway` with one configured SR-1 secret (REDACTION_SECRETS); yields the
+    gateway's base URL; on leaving, none of its answers may have been a 5xx."""
+    env = {"REDACTION_SECRETS": json.dumps([{"secretId": secret_id, "value": value}])}
+    with log_checked_gateway(label, env, logged=logged) as gw:
+        yield gw.base_url
+    assert_no_server_errors(gw)
+
+
+def assert_no_server_errors(gw: Gateway) -> None:
+    """No request to `gw` was answered with a 5xx."""
+    server_errors = [a for a in gw.access_log() if a[2] >= 500]
+    assert not server_errors, f"5xx answers: {server_errors}"
 
 
 @contextmanager

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from conftest import log_checked_gateway
+from conftest import standin_gateway
 from standins import Standin
 from wopkit import (BASE, Api, Invoker, aws_client, ids, memory_ref, new_id,
                     new_tenant, query, search, secret_value, sensitive)
@@ -35,11 +35,9 @@ def semantic_url(standin) -> str:
     url, _ = standin
     # The functions' logs of this gateway (the embed path, the Bedrock adapter) hold no
     # registered content or secret.
-    with log_checked_gateway("python-e2e-semantic", {
-        "EMBEDDING_MODEL_ID": MODEL,
-        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
-    }, logged="memory-write") as gw:
-        yield gw.base_url
+    with standin_gateway("python-e2e-semantic", url, {"EMBEDDING_MODEL_ID": MODEL},
+                         logged="memory-write") as gateway_url:
+        yield gateway_url
 
 
 

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from conftest import log_checked_gateway
+from conftest import standin_gateway
 from standins import Standin
 from wopkit import (BASE, Api, Invoker, aws_client, memory_ref, new_id, new_tenant,
                     query, secret_value, sensitive)
@@ -47,12 +47,11 @@ def standin(tmp_path_factory) -> tuple[str, Path]:
 def abstractive_url(standin) -> str:
     url, _ = standin
     # The dream's logs (the abstractive model, its fallbacks) hold no registered content or secret.
-    with log_checked_gateway("python-e2e-abstractive", {
+    with standin_gateway("python-e2e-abstractive", url, {
         "ABSTRACTIVE_MODEL_ID": MODEL,
         "ABSTRACTIVE_TIMEOUT_MS": str(TIMEOUT_MS),
-        "AWS_ENDPOINT_URL_BEDROCK_RUNTIME": url,
-    }, logged="abstractive summary") as gw:
-        yield gw.base_url
+    }, logged="abstractive summary") as gateway_url:
+        yield gateway_url
 
 
 def records(record: Path) -> list[dict[str, Any]]:

@@ -18,7 +18,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 from openwop_client import is_http_error_code
 
-from conftest import log_checked_gateway
+from conftest import secret_gateway
 from wopkit import (
     BASE,
     Api,
@@ -38,11 +38,9 @@ TOOLS = ["memory_search", "memory_list", "memory_get", "memory_write", "memory_d
 
 @pytest.fixture(scope="module")
 def mcp_url() -> str:
-    with log_checked_gateway("python-e2e-mcp", {
-        "REDACTION_SECRETS": json.dumps([{"secretId": "configured", "value": CONFIGURED_SECRET}]),
-    }, logged="mcp tool") as gw:
-        yield gw.base_url
-    assert not [a for a in gw.access_log() if a[2] >= 500], "5xx answers"
+    with secret_gateway("python-e2e-mcp", "configured", CONFIGURED_SECRET,
+                        logged="mcp tool") as url:
+        yield url
 
 
 def session(base_url: str, tenant: str | None,

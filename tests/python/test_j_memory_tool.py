@@ -27,7 +27,7 @@ import pytest
 from anthropic.lib.tools import BetaAbstractMemoryTool, ToolError
 from anthropic.lib.tools._beta_builtin_memory_tool import BetaLocalFilesystemMemoryTool
 
-from conftest import log_checked_gateway, start_gateway
+from conftest import secret_gateway, start_gateway
 from wopkit import (
     BASE,
     ROOT,
@@ -91,11 +91,8 @@ def result(tool: BetaAbstractMemoryTool, model_input: dict[str, Any]) -> tuple[b
 @pytest.fixture(scope="module")
 def memtool_url() -> str:
     """A gateway whose memory-mcp has a configured SR-1 secret (REDACTION_SECRETS)."""
-    with log_checked_gateway("python-e2e-memory-tool", {
-        "REDACTION_SECRETS": json.dumps([{"secretId": "stripe", "value": SECRET}]),
-    }, logged="memory tool") as gw:
-        yield gw.base_url
-    assert not [a for a in gw.access_log() if a[2] >= 500], "5xx answers"
+    with secret_gateway("python-e2e-memory-tool", "stripe", SECRET, logged="memory tool") as url:
+        yield url
 
 
 @pytest.fixture()

@@ -33,7 +33,7 @@ from openintent.exceptions import (ConflictError, NotFoundError, OpenIntentError
 from openintent.models import (MemoryEntry, MemoryPriority, MemoryScope, MemorySensitivity,
                                MemoryType)
 
-from conftest import start_gateway
+from conftest import assert_no_server_errors, start_gateway
 from wopkit import (EventTap, Invoker, aws_client, leaks, new_id, new_tenant, raw_request,
                     sensitive)
 
@@ -70,22 +70,18 @@ def text(label: str) -> str:
 
 def issue(invoker: Invoker, tenant: str, agents: list[str], days: int = 1) -> str:
     """A fresh API key (registered as sensitive) from the operator's direct invoke."""
-    out = invoker.ok("memory-intent", {"op": "issueApiKey", "tenantId": tenant,
-                                       "agents": agents, "expiresInDays": days})
+    out = invoker.issue_api_key(tenant, agents, expiresInDays=days)
     assert set(out) == {"apiKey", "keyId", "tenantId", "agents", "expiresAt"}, out
     assert out["tenantId"] == tenant and out["agents"] == agents, out
     assert out["apiKey"].startswith("oik_") and out["keyId"] in out["apiKey"], out
     expires = datetime.fromisoformat(out["expiresAt"].replace("Z", "+00:00"))
     expected = datetime.now(timezone.utc) + timedelta(days=days)
     assert abs((expires - expected).total_seconds()) < 120, out
-    sensitive(out["apiKey"])
     return out["apiKey"]
 
 
 def issue_with_id(invoker: Invoker, tenant: str, agents: list[str]) -> tuple[str, str]:
-    out = invoker.ok("memory-intent", {"op": "issueApiKey", "tenantId": tenant,
-                                       "agents": agents, "expiresInDays": 1})
-    sensitive(out["apiKey"])
+    out = invoker.issue_api_key(tenant, agents, expiresInDays=1)
     return out["apiKey"], out["keyId"]
 
 
@@ -130,6 +126,30 @@ def versions(client: OpenIntentClient, entry_id: str) -> dict[str, Any]:
 
 def archive_route(client: OpenIntentClient, task: str) -> dict[str, Any]:
     return call(client, "POST", f"/api/v1/tasks/{task}/memory:archive")
+
+
+def at_once(n: int, fn: Callable[[int], Any]) -> list[Any]:
+    """`fn(0)` .. `fn(n - 1)` on `n` threads released together: what each returned, or the
+    client error it raised."""
+    barrier = threading.Barrier(n)
+
+    def run(i: int) -> Any:
+        barrier.wait()
+        try:
+            return fn(i)
+        except OpenIntentError as err:
+            return err
+
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        return list(pool.map(run, range(n)))
+
+
+def one_winner(results: list[Any], context: Any) -> tuple[MemoryEntry, ConflictError]:
+    """Of two racing writes, exactly one succeeded and the other was refused with a 409."""
+    wins = [r for r in results if isinstance(r, MemoryEntry)]
+    losses = [r for r in results if isinstance(r, ConflictError)]
+    assert len(wins) == 1 and len(losses) == 1, (context, results)
+    return wins[0], losses[0]
 
 
 def ts(at: datetime) -> str:
@@ -231,8 +251,7 @@ def small():
         assert not found, f"{gw.logs_path.name}: function logs leak {len(found)} registered " \
                           f"strings, e.g. {found[0][:40]!r}"
         assert SECRET not in logs and SCOPE_SECRET not in logs
-        server_errors = [x for x in gw.access_log() if x[2] >= 500]
-        assert not server_errors, f"5xx answers: {server_errors}"
+        assert_no_server_errors(gw)
 
 
 @pytest.fixture
@@ -751,32 +770,19 @@ def test_patch_race_exactly_one_wins(door: Door, small):
     losses_seen = 0
     overlapping = 0
     for trial in range(50):
-        barrier = threading.Barrier(2)
-        results: list[Any] = [None, None]
         spans: list[tuple[float, float]] = [(0.0, 0.0), (0.0, 0.0)]
 
-        def patch(i: int, client: OpenIntentClient) -> None:
-            barrier.wait()
+        def patch(i: int) -> MemoryEntry:
             start = time.monotonic()
             try:
-                results[i] = client.update_memory(e.id, version,
-                                                  value={"trial": trial, "by": i})
-            except OpenIntentError as err:  # noqa: PERF203
-                results[i] = err
-            spans[i] = (start, time.monotonic())
+                return (c_here, c_there)[i].update_memory(e.id, version,
+                                                          value={"trial": trial, "by": i})
+            finally:
+                spans[i] = (start, time.monotonic())
 
-        threads = [threading.Thread(target=patch, args=(i, cl))
-                   for i, cl in enumerate((c_here, c_there))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        wins = [r for r in results if isinstance(r, MemoryEntry)]
-        losses = [r for r in results if isinstance(r, ConflictError)]
-        assert len(wins) == 1 and len(losses) == 1, (trial, results)
+        win, loss = one_winner(at_once(2, patch), trial)
         overlapping += spans[0][0] < spans[1][1] and spans[1][0] < spans[0][1]
-        assert type(losses[0]) is ConflictError
-        win, loss = wins[0], losses[0]
+        assert type(loss) is ConflictError
         assert win.version == version + 1
         assert loss.current_version == version + 1, (trial, loss.response)
         assert MemoryEntry.from_dict(loss.response["current_entry"]) == win
@@ -793,45 +799,21 @@ def test_duplicate_key_and_working_capacity_races(door: Door, small):
     a, b = small
     c_a, c_b = door.client("dup", a.base_url), door.client("dup", b.base_url)
     for trial in range(20):
-        barrier = threading.Barrier(2)
-        results: list[Any] = [None, None]
 
-        def create(i: int, client: OpenIntentClient) -> None:
-            barrier.wait()
-            try:
-                # One task per trial keeps the working side below its capacity.
-                results[i] = client.create_memory("dup", "dup", f"k{trial}", {"by": i},
-                                                  ("working", "episodic")[i],
-                                                  scope={"task_id": f"t{trial}"})
-            except OpenIntentError as err:  # noqa: PERF203
-                results[i] = err
+        def create(i: int) -> MemoryEntry:
+            # One task per trial keeps the working side below its capacity.
+            return (c_a, c_b)[i].create_memory("dup", "dup", f"k{trial}", {"by": i},
+                                               ("working", "episodic")[i],
+                                               scope={"task_id": f"t{trial}"})
 
-        threads = [threading.Thread(target=create, args=(i, cl))
-                   for i, cl in enumerate((c_a, c_b))]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(60)
-        wins = [r for r in results if isinstance(r, MemoryEntry)]
-        losses = [r for r in results if isinstance(r, ConflictError)]
-        assert len(wins) == 1 and len(losses) == 1, (trial, results)
-        assert losses[0].response["error"] == "DUPLICATE_KEY"
-        assert losses[0].response["existing_id"] == wins[0].id
+        win, loss = one_winner(at_once(2, create), trial)
+        assert loss.response["error"] == "DUPLICATE_KEY"
+        assert loss.response["existing_id"] == win.id
     assert len(c_a.list_memory("dup")) == 20
     # Ten creates racing for a task's three working slots.
     task = f"t-{new_id()}"
-    barrier = threading.Barrier(10)
-
-    def fill(i: int) -> Any:
-        barrier.wait()
-        try:
-            return (c_a, c_b)[i % 2].create_memory("dup", "slots", f"k{i}", {"i": i}, "working",
-                                                   scope={"task_id": task})
-        except OpenIntentError as err:
-            return err
-
-    with ThreadPoolExecutor(max_workers=10) as pool:
-        results = list(pool.map(fill, range(10)))
+    results = at_once(10, lambda i: (c_a, c_b)[i % 2].create_memory(
+        "dup", "slots", f"k{i}", {"i": i}, "working", scope={"task_id": task}))
     made = [r for r in results if isinstance(r, MemoryEntry)]
     refused = [r for r in results if isinstance(r, OpenIntentError)]
     assert len(made) == WORKING_CAP and len(refused) == 10 - WORKING_CAP, results
@@ -858,18 +840,8 @@ def test_concurrent_inserts_at_episodic_capacity(small):
 
         spy = threading.Thread(target=watch)
         spy.start()
-        barrier = threading.Barrier(50)
-
-        def insert(i: int) -> Any:
-            barrier.wait()
-            try:
-                return clients[i % 2].create_memory("crowd", "crowd", f"k{i:02d}", {"i": i},
-                                                    "episodic")
-            except OpenIntentError as err:
-                return err
-
-        with ThreadPoolExecutor(max_workers=50) as pool:
-            results = list(pool.map(insert, range(50)))
+        results = at_once(50, lambda i: clients[i % 2].create_memory(
+            "crowd", "crowd", f"k{i:02d}", {"i": i}, "episodic"))
         stop.set()
         spy.join(30)
 

@@ -21,11 +21,9 @@ Run (from the repository root, emulator settings loaded):
 from __future__ import annotations
 
 import json
-import os
 import random
 import re
 import socket
-import subprocess
 import tempfile
 import threading
 import time
@@ -33,13 +31,13 @@ import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Callable
 
 import httpx
 import pytest
 
-from wopkit import REQUIRED_ENV, ROOT, Gateway, Invoker, new_tenant, read_line_with_timeout
+from conftest import start_gateway
+from wopkit import Invoker, new_tenant
 
 SEED = 15
 STEPS = 2000
@@ -94,37 +92,6 @@ class ReferenceServer:
         self.server.should_exit = True
         self.thread.join(timeout=10)
         self.dir.cleanup()
-
-
-def start_intent_gateway(label: str, extra_env: dict[str, str] | None = None) -> Gateway:
-    """`target/debug/local_gateway` (memory-intent behind memory-intent-auth), exchanges not
-    recorded (they are not OpenWOP exchanges), function logs in target/<label>-logs.txt."""
-    missing = [name for name in REQUIRED_ENV if not os.environ.get(name)]
-    if missing:
-        raise RuntimeError(f"{', '.join(missing)} not set: run `eval \"$(infra/local/up)\"`")
-    target = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target")
-    binary = target / "debug" / "local_gateway"
-    if not binary.exists():
-        raise RuntimeError(f"{binary} is missing: build it with `cargo build --bins`")
-    stderr_path, logs_path = target / f"{label}-gateway.log", target / f"{label}-logs.txt"
-    env = dict(os.environ, **(extra_env or {}))
-    with stderr_path.open("wb") as stderr:
-        process = subprocess.Popen([str(binary), "--logs", str(logs_path)], cwd=ROOT, env=env,
-                                   stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
-                                   text=True)
-    gw = Gateway(process, "", stderr_path, logs_path)
-    line = read_line_with_timeout(process.stdout, 120)
-    if not line or not line.startswith("listening http://"):
-        gw.stop()
-        raise RuntimeError(f"local_gateway did not start ({line!r}):\n{gw.stderr_tail()}")
-    gw.base_url = line.split(" ", 1)[1].strip()
-    return gw
-
-
-def issue_key(base_url: str, tenant: str, agents: list[str]) -> str:
-    out = Invoker(base_url).ok("memory-intent",
-                               {"op": "issueApiKey", "tenantId": tenant, "agents": agents})
-    return out["apiKey"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -839,11 +806,11 @@ def run_sequence(w: World, steps: int = STEPS, seed: int = SEED) -> None:
 
 @pytest.fixture(scope="module")
 def servers():
-    gw = start_intent_gateway("openintent-diff",
-                              {"INTENT_WORKING_CAPACITY": str(WORKING_CAPACITY)})
+    gw = start_gateway("openintent-diff", {"INTENT_WORKING_CAPACITY": str(WORKING_CAPACITY)},
+                       exchanges=False)
     reference = ReferenceServer()
     tenant = new_tenant()
-    api_key = issue_key(gw.base_url, tenant, list(AGENTS))
+    api_key = Invoker(gw.base_url).issue_api_key(tenant, list(AGENTS))["apiKey"]
     ours = Side("ours", gw.base_url, api_key)
     ref = Side("reference", reference.base_url, REFERENCE_KEY)
     yield ours, ref

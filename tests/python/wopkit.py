@@ -290,6 +290,14 @@ class Invoker:
         assert got.function_error is None, f"{function} failed: {got.raw!r}"
         return got.payload
 
+    def issue_api_key(self, tenant: str, agents: list[str], **extra: Any) -> dict[str, Any]:
+        """memory-intent's `issueApiKey` (the operator's direct invoke): a fresh OpenIntent API
+        key, registered as sensitive, with the rest of the answer (`keyId`, `expiresAt`, ...)."""
+        out = self.ok("memory-intent", {"op": "issueApiKey", "tenantId": tenant, "agents": agents,
+                                        **extra})
+        sensitive(out["apiKey"])
+        return out
+
     def fail(self, function: str, payload: Any) -> dict[str, Any]:
         got = self.invoke(function, payload)
         assert got.function_error, f"{function} succeeded, expected a function error: {got.raw!r}"

@@ -86,6 +86,14 @@ fn put(tenant: &str, r: &str, entries: Value, secrets: Value) -> Value {
     })
 }
 
+/// `writer`'s direct-invoke `put` of `entries` (no secrets) into `r`: its answer.
+async fn write(writer: &LambdaProcess, tenant: &str, r: &str, entries: Value) -> Value {
+    writer
+        .invoke(&put(tenant, r, entries, json!([])))
+        .await
+        .response()
+}
+
 fn ids(list_body: &Value) -> Vec<String> {
     list_body["entries"]
         .as_array()
@@ -104,29 +112,25 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let api = Api::start().await;
 
-    let written = writer
-        .invoke(&put(
-            &a,
-            &ra,
-            json!([{"content": "prefers email follow-up", "tags": ["preference"]}]),
-            json!([]),
-        ))
-        .await
-        .response();
+    let written = write(
+        &writer,
+        &a,
+        &ra,
+        json!([{"content": "prefers email follow-up", "tags": ["preference"]}]),
+    )
+    .await;
     let id = written["written"][0]["id"]
         .as_str()
         .expect("an id")
         .to_owned();
     assert_eq!(id.len(), 26, "entry ids are ULIDs");
-    writer
-        .invoke(&put(
-            &b,
-            &rb,
-            json!([{"content": "tenant b private fact"}]),
-            json!([]),
-        ))
-        .await
-        .response();
+    write(
+        &writer,
+        &b,
+        &rb,
+        json!([{"content": "tenant b private fact"}]),
+    )
+    .await;
 
     // Positive controls: each owner reads its own entry straight after the write.
     let (status, body) = api.list(&a, &ra, &[]).await;
@@ -241,10 +245,7 @@ async fn limits_and_cursors_are_validated() {
         let entries: Vec<Value> = (0..25)
             .map(|n| json!({"content": format!("fact {batch}-{n}")}))
             .collect();
-        let out = writer
-            .invoke(&put(&a, &ra, json!(entries), json!([])))
-            .await
-            .response();
+        let out = write(&writer, &a, &ra, json!(entries)).await;
         all.extend(out["written"].as_array().cloned().unwrap_or_default());
     }
     assert_eq!(all.len(), 125);
@@ -309,15 +310,13 @@ async fn expired_entries_never_surface() {
     let api = Api::start().await;
     // Generous, so a loaded machine cannot expire it before the positive control reads it.
     let soon = chrono_like_now_plus(6_000);
-    let out = writer
-        .invoke(&put(
-            &a,
-            &ra,
-            json!([{"content": "short-lived", "expiresAt": soon}, {"content": "stays"}]),
-            json!([]),
-        ))
-        .await
-        .response();
+    let out = write(
+        &writer,
+        &a,
+        &ra,
+        json!([{"content": "short-lived", "expiresAt": soon}, {"content": "stays"}]),
+    )
+    .await;
     let short = out["written"][0]["id"].as_str().expect("id").to_owned();
     let (_, body) = api.list(&a, &ra, &[]).await;
     assert_eq!(
@@ -479,10 +478,7 @@ async fn bad_writes_are_rejected_whole() {
         "nothing of any rejected request was stored"
     );
     // Positive control: a valid write to the same ref lands.
-    writer
-        .invoke(&put(&a, &ra, json!([{"content": "fine"}]), json!([])))
-        .await
-        .response();
+    write(&writer, &a, &ra, json!([{"content": "fine"}])).await;
     assert_eq!(
         api.list(&a, &ra, &[]).await.1["entries"]
             .as_array()
@@ -611,33 +607,25 @@ async fn forget_removes_the_subject_in_one_tenant_only() {
     let api = Api::start().await;
     let forget = LambdaProcess::start("memory-forget", &[]).await;
     let subject = "alice@example.com";
-    writer
-        .invoke(&put(
+    for (t, r, entries) in [
+        (
             &a,
             &ra1,
             json!([{"content": "alice likes tea", "subject": subject}, {"content": "unrelated"}]),
-            json!([]),
-        ))
-        .await
-        .response();
-    writer
-        .invoke(&put(
+        ),
+        (
             &a,
             &ra2,
             json!([{"content": "alice ordered twice", "subject": subject}]),
-            json!([]),
-        ))
-        .await
-        .response();
-    writer
-        .invoke(&put(
+        ),
+        (
             &b,
             &rb,
             json!([{"content": "tenant b alice", "subject": subject}]),
-            json!([]),
-        ))
-        .await
-        .response();
+        ),
+    ] {
+        write(&writer, t, r, entries).await;
+    }
 
     // Through the HTTP route: the tenant comes from the JWT, not the body.
     let e = event(&HttpEvent {

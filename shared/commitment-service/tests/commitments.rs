@@ -65,9 +65,8 @@ async fn write(w: &World, content: &str, tags: &[&str], subject: Option<&str>) -
 fn fired_event_ids(w: &World) -> BTreeSet<String> {
     w.ports
         .events
-        .events()
+        .of_type(EventType::CommitmentFired)
         .into_iter()
-        .filter(|e| e.event_type == EventType::CommitmentFired)
         .map(|e| e.event_id)
         .collect()
 }
@@ -75,9 +74,8 @@ fn fired_event_ids(w: &World) -> BTreeSet<String> {
 fn fired(w: &World) -> Vec<serde_json::Value> {
     w.ports
         .events
-        .events()
+        .of_type(EventType::CommitmentFired)
         .into_iter()
-        .filter(|e| e.event_type == EventType::CommitmentFired)
         .map(|e| e.detail_json())
         .collect()
 }
@@ -120,13 +118,7 @@ async fn a_time_commitment_fires_once_at_its_instant() {
         !text.contains("supplier") && !text.contains("Remind"),
         "content-free: {text}"
     );
-    let runs: Vec<_> = w
-        .ports
-        .events
-        .events()
-        .into_iter()
-        .filter(|e| e.event_type == EventType::RunRequested)
-        .collect();
+    let runs = w.ports.events.of_type(EventType::RunRequested);
     assert_eq!(runs.len(), 1);
     assert_eq!(
         runs[0].detail["tenantId"], "t1",

@@ -93,9 +93,19 @@ fn none() -> Redactor {
 }
 
 async fn dream(w: &World, entries: &[StoredEntry], redactor: &Redactor) -> DreamReport {
+    dream_within(w, entries, None, redactor).await
+}
+
+/// Seeds `entries` and dreams over them with `budget`.
+async fn dream_within(
+    w: &World,
+    entries: &[StoredEntry],
+    budget: Option<u64>,
+    redactor: &Redactor,
+) -> DreamReport {
     w.store.put_entries(entries).await.expect("seed");
     w.dreamer
-        .run("t1", &r().to_string(), None, redactor)
+        .run("t1", &r().to_string(), budget, redactor)
         .await
         .expect("dream")
 }
@@ -281,12 +291,7 @@ async fn every_failure_keeps_the_deterministic_summary() {
 #[tokio::test]
 async fn the_allowance_follows_the_budget() {
     let w = world(AbstractiveScript::Reply("word ".repeat(300)));
-    w.store.put_entries(&notes()).await.expect("seed");
-    let report = w
-        .dreamer
-        .run("t1", &r().to_string(), Some(200), &none())
-        .await
-        .expect("dream");
+    let report = dream_within(&w, &notes(), Some(200), &none()).await;
     let request = &w.model.requests()[0];
     assert!(
         request.max_output_tokens < 200,
@@ -299,12 +304,7 @@ async fn the_allowance_follows_the_budget() {
     let fits = world(AbstractiveScript::Reply(
         "- Email first; invoices paid late.".into(),
     ));
-    fits.store.put_entries(&notes()).await.expect("seed");
-    let report = fits
-        .dreamer
-        .run("t1", &r().to_string(), Some(200), &none())
-        .await
-        .expect("dream");
+    let report = dream_within(&fits, &notes(), Some(200), &none()).await;
     assert_eq!(report.summary_model.as_deref(), Some(SCRIPTED_MODEL));
     assert!(report.tokens_used <= 200);
 }
@@ -425,10 +425,8 @@ async fn a_duplicate_run_adopts_the_first_stored_summary() {
         }
         assert_eq!(report.tokens_used, archive.tokens_used);
         let compacted = events
-            .events()
-            .iter()
-            .filter(|e| e.event_type == memory_core::events::EventType::MemoryCompacted)
-            .count();
+            .of_type(memory_core::events::EventType::MemoryCompacted)
+            .len();
         assert_eq!(compacted, 1, "{first_script:?}: one announcement");
     }
 }

@@ -189,12 +189,7 @@ async fn same_sources_and_budget_give_the_same_bytes_at_the_same_key() {
     assert_eq!(third.status, "distilled");
     assert_ne!(third.archive_key, ra.archive_key);
     assert_eq!(archives_of(&a).len(), 2);
-    let compacted: Vec<_> = a
-        .events
-        .events()
-        .into_iter()
-        .filter(|e| e.event_type == EventType::MemoryCompacted)
-        .collect();
+    let compacted = a.events.of_type(EventType::MemoryCompacted);
     assert_eq!(compacted.len(), 2);
     let d = &compacted[0].detail;
     assert_eq!(d["sourceCount"], 30);
@@ -206,14 +201,7 @@ async fn same_sources_and_budget_give_the_same_bytes_at_the_same_key() {
         !compacted[0].detail_json().to_string().contains("email"),
         "content-free"
     );
-    assert_eq!(
-        a.events
-            .events()
-            .iter()
-            .filter(|e| e.event_type == EventType::WorkspaceUpdated)
-            .count(),
-        2
-    );
+    assert_eq!(a.events.of_type(EventType::WorkspaceUpdated).len(), 2);
 }
 
 #[tokio::test]
@@ -409,12 +397,7 @@ async fn a_dream_at_budget_256_over_100_short_entries_consumes_every_source() {
     let mut provenance = out.provenance.clone();
     provenance.sort();
     assert_eq!(provenance, ids);
-    let compacted: Vec<_> = w
-        .events
-        .events()
-        .into_iter()
-        .filter(|e| e.event_type == EventType::MemoryCompacted)
-        .collect();
+    let compacted = w.events.of_type(EventType::MemoryCompacted);
     assert_eq!(compacted[0].detail["sourceCount"], 100);
     // The watermark passed all of them: nothing is left for a later dream.
     let again = w.dream(Some(256)).await.expect("again");

@@ -59,6 +59,12 @@ impl WireError {
         self
     }
 
+    /// The same error, answered with `Retry-After: seconds`.
+    fn retrying_after(mut self, seconds: u32) -> Self {
+        self.retry_after = Some(seconds);
+        self
+    }
+
     /// 400 `validation_error` for a request that could not be decoded; `field` is a schema path.
     pub fn validation(field: impl Into<String>, message: impl Into<String>) -> Self {
         WireError::new(400, "validation_error", message).field(field)
@@ -147,43 +153,35 @@ impl From<&CoreError> for WireError {
                 WireError::new(422, "token_budget_exceeded", e.to_string())
             }
             CoreError::IdempotencyInFlight => {
-                let mut w = WireError::new(409, "idempotency_in_flight", e.to_string());
-                w.retry_after = Some(CONFLICT_RETRY_AFTER_SECONDS);
-                w
+                WireError::new(409, "idempotency_in_flight", e.to_string())
+                    .retrying_after(CONFLICT_RETRY_AFTER_SECONDS)
             }
             CoreError::IdempotencyKeyMismatch => {
                 WireError::new(409, "idempotency_key_mismatch", e.to_string())
             }
             // A conditional write lost a race: the same request succeeds after a short wait.
-            CoreError::Store(StoreError::Conflict { .. }) => {
-                let mut w = WireError::new(
-                    429,
-                    "rate_limited",
-                    "concurrent update of the same items; retry after the delay",
-                );
-                w.retry_after = Some(CONFLICT_RETRY_AFTER_SECONDS);
-                w
-            }
+            CoreError::Store(StoreError::Conflict { .. }) => WireError::new(
+                429,
+                "rate_limited",
+                "concurrent update of the same items; retry after the delay",
+            )
+            .retrying_after(CONFLICT_RETRY_AFTER_SECONDS),
             // Throttled or raced through every retry the deadline allowed: rate limiting, as
             // far as the caller can act on it.
             CoreError::Store(StoreError::Unavailable { code, .. }) if is_throttle(code) => {
-                let mut w = WireError::new(
+                WireError::new(
                     429,
                     "rate_limited",
                     "the store is throttling or busy with the same items; retry after the delay",
-                );
-                w.retry_after = Some(THROTTLE_RETRY_AFTER_SECONDS);
-                w
+                )
+                .retrying_after(THROTTLE_RETRY_AFTER_SECONDS)
             }
-            CoreError::Store(StoreError::Unavailable { .. }) => {
-                let mut w = WireError::new(
-                    503,
-                    "internal_error",
-                    "the store is temporarily unavailable; retry after the delay",
-                );
-                w.retry_after = Some(UNAVAILABLE_RETRY_AFTER_SECONDS);
-                w
-            }
+            CoreError::Store(StoreError::Unavailable { .. }) => WireError::new(
+                503,
+                "internal_error",
+                "the store is temporarily unavailable; retry after the delay",
+            )
+            .retrying_after(UNAVAILABLE_RETRY_AFTER_SECONDS),
             // Backend detail stays in the logs.
             CoreError::Store(_) => WireError::internal(),
         }

@@ -505,6 +505,37 @@ pub async fn subject_items(
     query_index(client, table, (SUBJECT_INDEX, "subjectKey"), value, op).await
 }
 
+/// Puts `item` unconditionally under the shared retry policy.
+pub(crate) async fn put_plain(
+    client: &Client,
+    table: &str,
+    item: Item,
+    op: &'static str,
+) -> Result<(), StoreError> {
+    crate::retry::send(op, || {
+        client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item.clone()))
+            .send()
+    })
+    .await
+    .map_err(|e| backend(op, &e))?;
+    Ok(())
+}
+
+/// Deletes the item at `key` unconditionally under the shared retry policy.
+pub(crate) async fn delete_plain(
+    client: &Client,
+    table: &str,
+    key: Item,
+    op: &'static str,
+) -> Result<(), StoreError> {
+    delete_one(client, table, key, ReturnValue::None, op)
+        .await
+        .map(drop)
+}
+
 /// Deletes the item at `key` and answers what was there (`None`: nothing was), so the caller
 /// can clean up what hung off it without a read first.
 pub async fn delete_returning_old(
@@ -513,12 +544,24 @@ pub async fn delete_returning_old(
     key: Item,
     op: &'static str,
 ) -> Result<Option<Item>, StoreError> {
+    delete_one(client, table, key, ReturnValue::AllOld, op).await
+}
+
+/// One unconditional DeleteItem under the shared retry policy; what was there when `returning`
+/// asks for it.
+async fn delete_one(
+    client: &Client,
+    table: &str,
+    key: Item,
+    returning: ReturnValue,
+    op: &'static str,
+) -> Result<Option<Item>, StoreError> {
     let out = crate::retry::send(op, || {
         client
             .delete_item()
             .table_name(table)
             .set_key(Some(key.clone()))
-            .return_values(ReturnValue::AllOld)
+            .return_values(returning.clone())
             .send()
     })
     .await
@@ -647,17 +690,11 @@ impl DynamoEntryStore {
             let Some(sk) = get_s(&item, "sk") else {
                 continue;
             };
-            let sk = sk.to_owned();
-            crate::retry::send(OP, || {
-                client
-                    .delete_item()
-                    .table_name(&self.table)
-                    .key("pk", s(partition_key(&key.memory_ref)))
-                    .key("sk", s(&sk))
-                    .send()
-            })
-            .await
-            .map_err(|e| backend(OP, &e))?;
+            let item_key = HashMap::from([
+                ("pk".to_owned(), s(partition_key(&key.memory_ref))),
+                ("sk".to_owned(), s(sk)),
+            ]);
+            delete_plain(&client, &self.table, item_key, OP).await?;
         }
         Ok(())
     }
@@ -1108,15 +1145,7 @@ impl EntryStore for DynamoEntryStore {
                 ("sk".to_owned(), s(format!("{TOMBSTONE_PREFIX}{}", key.id))),
             ]);
             item.insert("ttl".into(), n(until.epoch_seconds_ceil()));
-            crate::retry::send(OP, || {
-                client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(item.clone()))
-                    .send()
-            })
-            .await
-            .map_err(|e| backend(OP, &e))?;
+            put_plain(&client, &self.table, item, OP).await?;
         }
         Ok(())
     }

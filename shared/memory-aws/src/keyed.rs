@@ -32,8 +32,8 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, TenantId};
 
 use crate::dynamo::{
-    build_error, get_n, get_s, n, query_all, s, subject_attr, subject_items, transact_with, Item,
-    TxError,
+    build_error, delete_plain, get_n, get_s, n, put_plain, query_all, s, subject_attr,
+    subject_items, transact_with, Item, TxError,
 };
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
@@ -302,15 +302,7 @@ impl DynamoKeyedStore {
     async fn delete_items(&self, op: &'static str, keys: &[Item]) -> Result<(), StoreError> {
         let client = self.client(op).await?;
         for k in keys {
-            crate::retry::send(op, || {
-                client
-                    .delete_item()
-                    .table_name(&self.table)
-                    .set_key(Some(k.clone()))
-                    .send()
-            })
-            .await
-            .map_err(|e| backend(op, &e))?;
+            delete_plain(&client, &self.table, k.clone(), op).await?;
         }
         Ok(())
     }
@@ -708,15 +700,7 @@ impl IntentStore for DynamoKeyedStore {
                 "subjectKey".into(),
                 s(subject_attr(&archive.tenant, subject)),
             );
-            crate::retry::send(OP, || {
-                client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(item.clone()))
-                    .send()
-            })
-            .await
-            .map_err(|e| backend(OP, &e))?;
+            put_plain(&client, &self.table, item, OP).await?;
         }
         if prune {
             let keep: Vec<String> = subjects

@@ -39,12 +39,7 @@ fn put(key: Option<&str>, contents: &[&str]) -> PutRequest {
 }
 
 fn written_events(w: &World) -> usize {
-    w.ports
-        .events
-        .events()
-        .iter()
-        .filter(|e| e.event_type == EventType::MemoryWritten)
-        .count()
+    w.ports.events.of_type(EventType::MemoryWritten).len()
 }
 
 #[tokio::test]

@@ -189,9 +189,9 @@ async fn forget_is_tenant_scoped_and_content_free() {
     let forgotten = w
         .ports
         .events
-        .events()
+        .of_type(EventType::MemoryForgotten)
         .into_iter()
-        .find(|e| e.event_type == EventType::MemoryForgotten)
+        .next()
         .expect("event");
     let text = forgotten.detail_json().to_string();
     assert!(

@@ -11,7 +11,7 @@ use sha2::{Digest, Sha256};
 
 use commitment_service::{due_shard, CommitmentKey, CommitmentStore, DueRead, StoredCommitment};
 use memory_core::error::StoreError;
-use memory_core::events::DomainEvent;
+use memory_core::events::{DomainEvent, EventType};
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
 use memory_core::model::{hex, Embedding, EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{
@@ -729,6 +729,14 @@ pub type RecordingPublisher = Recording<DomainEvent>;
 impl RecordingPublisher {
     pub fn events(&self) -> Vec<DomainEvent> {
         self.sent()
+    }
+
+    /// The published events of one type, in order.
+    pub fn of_type(&self, event_type: EventType) -> Vec<DomainEvent> {
+        self.sent()
+            .into_iter()
+            .filter(|e| e.event_type == event_type)
+            .collect()
     }
 }
 
