@@ -798,6 +798,7 @@ def test_patch_race_exactly_one_wins(door: Door, small):
 def test_duplicate_key_and_working_capacity_races(door: Door, small):
     a, b = small
     c_a, c_b = door.client("dup", a.base_url), door.client("dup", b.base_url)
+    episodic_winners = 0
     for trial in range(20):
 
         def create(i: int) -> MemoryEntry:
@@ -809,7 +810,11 @@ def test_duplicate_key_and_working_capacity_races(door: Door, small):
         win, loss = one_winner(at_once(2, create), trial)
         assert loss.response["error"] == "DUPLICATE_KEY"
         assert loss.response["existing_id"] == win.id
-    assert len(c_a.list_memory("dup")) == 20
+        episodic_winners += win.memory_type.value == "episodic"
+    # Every working winner stays; episodic winners past the small gateways' capacity evicted
+    # the oldest of their kind.
+    assert len(c_a.list_memory("dup")) == 20 - episodic_winners + min(episodic_winners,
+                                                                      EPISODIC_CAP)
     # Ten creates racing for a task's three working slots.
     task = f"t-{new_id()}"
     results = at_once(10, lambda i: (c_a, c_b)[i % 2].create_memory(
@@ -1069,28 +1074,32 @@ def test_api_keys_missing_unknown_malformed_revoked_and_not_covered(door: Door, 
 def test_revocation_within_the_authorizer_cache_ttl(small):
     a, _ = small
     inv = Invoker(a.base_url)
-    tenant = new_tenant()
-    key, key_id = issue_with_id(inv, tenant, ["ttl-agent"])
-    c = OpenIntentClient(a.base_url, key, "ttl-agent")
-    e = c.create_memory("ttl-agent", "ns", "k", {"n": 1}, "episodic")
-    assert c.get_memory(e.id) == e  # cached from here
-    assert inv.ok("memory-intent", {"op": "revokeApiKey", "keyId": key_id})["revoked"] is True
-    revoked_at = time.monotonic()
-    outcomes: list[tuple[float, int]] = []
-    while time.monotonic() - revoked_at < 3.0:
-        r = c._client.get(f"/api/v1/memory/{e.id}")
-        outcomes.append((time.monotonic() - revoked_at, r.status_code))
-        assert r.status_code in (200, 403), r.text
-        time.sleep(0.05)
-    late_successes = [t for t, s in outcomes if s == 200 and t > 1.0]
-    assert not late_successes, f"the revoked key still worked {late_successes[0]:.2f} s later"
-    first_refusal = min(t for t, s in outcomes if s == 403)
-    assert all(s == 403 for t, s in outcomes if t >= first_refusal), outcomes
-    assert any(s == 200 for _, s in outcomes), \
-        "the cached answer was never used: this would not show the TTL at all"
-    err = raises(OpenIntentError, lambda: c.get_memory(e.id))
-    assert (err.status_code, err.response) == (403, {"message": "Forbidden"})
-    c._client.close()
+    # A trial shows the TTL only if the revocation lands while the answer is still cached (1 s);
+    # on a loaded machine the revoke itself can take longer, so a trial may be tried again.
+    for _ in range(3):
+        tenant = new_tenant()
+        key, key_id = issue_with_id(inv, tenant, ["ttl-agent"])
+        c = OpenIntentClient(a.base_url, key, "ttl-agent")
+        e = c.create_memory("ttl-agent", "ns", "k", {"n": 1}, "episodic")
+        assert c.get_memory(e.id) == e  # cached from here
+        assert inv.ok("memory-intent", {"op": "revokeApiKey", "keyId": key_id})["revoked"] is True
+        revoked_at = time.monotonic()
+        outcomes: list[tuple[float, int]] = []
+        while time.monotonic() - revoked_at < 3.0:
+            r = c._client.get(f"/api/v1/memory/{e.id}")
+            outcomes.append((time.monotonic() - revoked_at, r.status_code))
+            assert r.status_code in (200, 403), r.text
+            time.sleep(0.05)
+        late_successes = [t for t, s in outcomes if s == 200 and t > 1.0]
+        assert not late_successes, f"the revoked key still worked {late_successes[0]:.2f} s later"
+        first_refusal = min(t for t, s in outcomes if s == 403)
+        assert all(s == 403 for t, s in outcomes if t >= first_refusal), outcomes
+        err = raises(OpenIntentError, lambda: c.get_memory(e.id))
+        assert (err.status_code, err.response) == (403, {"message": "Forbidden"})
+        c._client.close()
+        if any(s == 200 for _, s in outcomes):
+            return
+    pytest.fail("the cached answer was never used in 3 trials: this would not show the TTL")
 
 
 def test_foreign_agent_and_tenant_isolation(door: Door, other: Door):

@@ -41,7 +41,7 @@ from wopkit import Invoker, new_tenant
 
 SEED = 15
 STEPS = 2000
-FULL_LIST_EVERY = 100
+FULL_LIST_EVERY = 250
 AGENTS = ("a1", "a2")
 TIERS = ("working", "episodic", "semantic")
 NAMESPACES = ("billing", "billing.invoices", "ops")
