@@ -240,9 +240,20 @@ impl Trigger {
                     days,
                 })
             }
-            "revokeApiKey" => Ok(Trigger::RevokeKey {
-                key_id: text(&payload, "keyId")?.to_owned(),
-            }),
+            "revokeApiKey" => {
+                // A pasted key is read for its id, so the secret part never reaches a log.
+                let given = text(&payload, "keyId")?;
+                let key_id = api_key::key_id_of(given).unwrap_or(given);
+                if key_id.len() != 26 || !key_id.bytes().all(|b| b.is_ascii_alphanumeric()) {
+                    return Err(WireError::validation(
+                        "keyId",
+                        "a key id: 26 letters and digits",
+                    ));
+                }
+                Ok(Trigger::RevokeKey {
+                    key_id: key_id.to_owned(),
+                })
+            }
             _ => Err(WireError::validation(
                 "op",
                 "must be archiveTask, issueApiKey or revokeApiKey",

@@ -89,13 +89,13 @@ pub async fn write(
         s.dedup();
         s
     };
-    if doc.entries.is_empty() {
-        archives.delete(&object).await?;
-        store.index_archive(key, &[], true).await?;
+    if doc.entries.is_empty() && doc.etag.is_none() {
         return Ok(object.as_str().to_owned());
     }
-    // Index first: a forget that runs between the two finds the index and the object.
-    store.index_archive(key, &subjects, false).await?;
+    // Index first: a forget that runs between the two finds the index and the object. An
+    // archive emptied by forget stays as an empty document, swapped on its ETag like any other
+    // write (a delete could not be conditional, and would drop a concurrent archiver's work).
+    store.index_archive(key, &subjects).await?;
     let body = json!({
         "format": ARCHIVE_FORMAT,
         "task_id": doc.task_id,
@@ -119,6 +119,5 @@ pub async fn write(
         )
         .await?;
     archives.delete_old_versions(&object).await?;
-    store.index_archive(key, &subjects, true).await?;
     Ok(object.as_str().to_owned())
 }

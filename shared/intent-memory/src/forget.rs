@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::events::ForgetCounts;
-use memory_core::forget::ForgetHook;
+use memory_core::forget::{ForgetHook, TOMBSTONE_TTL_SECONDS};
 use memory_core::model::{EntryKey, SubjectKey};
 use memory_core::ports::{ArchiveStore, Clock};
 use memory_core::{CoreError, StoreError};
@@ -62,6 +62,10 @@ impl KeyedForgetHook {
     /// Removes the entry; `true` if this call removed it. Removal is conditional on the state
     /// read, so an update in between is read again and the loop ends with the entry gone.
     async fn remove_entry(&self, at: &Location) -> Result<bool, StoreError> {
+        // Tombstone first: an archiver that read the entry and then finds it gone takes it back
+        // out of its archive (`IntentMemory::archive_task`).
+        let until = self.clock.now().plus_millis(TOMBSTONE_TTL_SECONDS * 1000);
+        self.store.tombstone(at, until).await?;
         for _ in 0..ATTEMPTS {
             match self.store.get(at).await? {
                 None => return Ok(false),
@@ -84,7 +88,7 @@ impl KeyedForgetHook {
         let (archives, store) = (self.archives.as_ref(), self.store.as_ref());
         for _ in 0..ATTEMPTS {
             let Some(mut doc) = archive::read(archives, key).await? else {
-                store.index_archive(key, &[], true).await?;
+                store.unindex_archive(key, subject).await?;
                 return Ok(false);
             };
             let before = doc.entries.len();
@@ -97,6 +101,7 @@ impl KeyedForgetHook {
                 Err(StoreError::Conflict { .. }) => continue,
                 other => {
                     other?;
+                    store.unindex_archive(key, subject).await?;
                     return Ok(held);
                 }
             }

@@ -198,9 +198,9 @@ impl IntentEntry {
             "priority": self.priority.as_str(),
             "sensitivity": self.sensitivity,
             "curated_by": self.curated_by,
-            "created_at": self.created_at,
-            "updated_at": self.updated_at,
-            "expires_at": self.expires_at,
+            "created_at": wire_time(self.created_at),
+            "updated_at": wire_time(self.updated_at),
+            "expires_at": self.expires_at.map(wire_time),
         })
     }
 }
@@ -239,6 +239,17 @@ impl IntentEntry {
             updated_at: time("updated_at")?,
             expires_at: time("expires_at"),
         })
+    }
+}
+
+/// An instant as this door writes it: RFC 3339 UTC with milliseconds and a `+00:00` offset, not
+/// `Z`. The official client parses timestamps with `datetime.fromisoformat`, which reads `Z` only
+/// from Python 3.11 on, and the client supports 3.10.
+pub fn wire_time(at: Timestamp) -> String {
+    let text = at.to_rfc3339();
+    match text.strip_suffix('Z') {
+        Some(rest) => format!("{rest}+00:00"),
+        None => text,
     }
 }
 
@@ -374,7 +385,7 @@ impl VersionRecord {
         json!({
             "version": self.entry.version,
             "changed_by": self.changed_by,
-            "changed_at": self.changed_at,
+            "changed_at": wire_time(self.changed_at),
             "changes": self.changes,
             "entry": self.entry.to_json(),
         })

@@ -10,7 +10,7 @@ use memory_core::ports::{ArchiveStore, Clock, EventPublisher, IdSource};
 use memory_core::time::Timestamp;
 use memory_core::StoreError;
 use memory_guard::{AgentId, Redactor, TenantId};
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::archive;
 use crate::error::IntentError;
@@ -18,7 +18,7 @@ use crate::model::{
     task_digest, Caller, Home, IntentEntry, Location, MemoryType, StoredIntent, VersionRecord,
 };
 use crate::redact::{holds_secret, redact_value};
-use crate::request::{duration_millis, CreateRequest, ListQuery, PatchRequest};
+use crate::request::{duration_millis, CreateRequest, ListQuery, PatchRequest, MAX_VALUE_BYTES};
 use crate::store::{ArchiveKey, Capacity, InsertOutcome, IntentStore};
 
 /// How many times a step that lost a race is tried again before the caller is told to retry.
@@ -114,6 +114,25 @@ impl IntentMemory {
         )
     }
 
+    /// The value as stored: redacted, and still within §1.3's bound once markers replaced
+    /// the secrets (a marker can be longer than the secret it replaces).
+    fn redacted_value(
+        &self,
+        value: &Map<String, Value>,
+    ) -> Result<Map<String, Value>, IntentError> {
+        let redacted = redact_value(&self.redactor, value).0;
+        let size = serde_json::to_vec(&redacted)
+            .map(|b| b.len())
+            .unwrap_or(usize::MAX);
+        if size > MAX_VALUE_BYTES {
+            return Err(IntentError::ValueTooLarge {
+                size,
+                max: MAX_VALUE_BYTES,
+            });
+        }
+        Ok(redacted)
+    }
+
     fn refuse_secret(&self, field: &str, text: &str) -> Result<(), IntentError> {
         if holds_secret(&self.redactor, text) {
             return Err(IntentError::invalid(
@@ -166,7 +185,7 @@ impl IntentMemory {
             None => None,
         };
         let now = self.now();
-        let (value, _) = redact_value(&self.redactor, &req.value);
+        let value = self.redacted_value(&req.value)?;
         let tags = self.redactor.redact_tags(&req.tags);
         let expires_at = Self::expiry(now, req.ttl.as_deref(), req.expires_at)?;
         let home = Home::of(req.memory_type, &caller.agent);
@@ -286,6 +305,14 @@ impl IntentMemory {
                         return Err(full().await?);
                     };
                     capacity = match self.ports.store.get(&at).await? {
+                        // The victim holds this very key (a concurrent create of it): the key
+                        // is taken, and one transaction cannot free and claim it at once.
+                        Some(victim) if victim.claim() == stored.claim() => {
+                            return Err(IntentError::KeyTaken {
+                                existing_id: victim.entry.id,
+                                version: victim.entry.version,
+                            })
+                        }
                         Some(victim) => Capacity::Evict {
                             counter,
                             max,
@@ -420,7 +447,7 @@ impl IntentMemory {
         let mut changes = Vec::new();
         let e = &mut next.entry;
         if let Some(value) = &patch.value {
-            e.value = redact_value(&self.redactor, value).0;
+            e.value = self.redacted_value(value)?;
             changes.push("value");
         }
         if let Some(tags) = &patch.tags {
@@ -563,7 +590,9 @@ impl IntentMemory {
             doc.task_id = task_id.to_owned();
             doc.agent_id = agent.as_str().to_owned();
             doc.archived_at = doc.archived_at.or(Some(now));
-            for s in &remaining {
+            // Expired entries are gone as far as the RFC is concerned (§9.3): removed below,
+            // never archived.
+            for s in remaining.iter().filter(|s| !s.entry.is_expired(now)) {
                 doc.entries.insert(s.entry.id.clone(), archived_entry(s));
             }
             let name = match archive::write(archives, store, &key, &doc, now).await {
@@ -601,7 +630,7 @@ impl IntentMemory {
                 tracing::info!(tenant = %tenant, entries = count, "working memory archived");
                 return Ok(ArchiveOutcome {
                     entries_archived: count,
-                    archive: Some(name),
+                    archive: (count > 0).then_some(name),
                 });
             }
             remaining = again;
@@ -622,7 +651,9 @@ impl IntentMemory {
             };
             let mut changed = false;
             for s in archived {
-                if store.get(&s.location()).await?.is_none() && s.subject.is_some() {
+                // Gone because forget took it (its tombstone), not because another archiver
+                // of the task archived and removed it.
+                if store.tombstoned(&s.location()).await? {
                     changed |= doc.entries.remove(&s.entry.id).is_some();
                 }
             }

@@ -152,15 +152,30 @@ pub trait IntentStore: Send + Sync {
         counter: &CounterKey,
     ) -> Result<u64, StoreError>;
 
-    /// Indexes a task archive under each subject whose entries it holds; with `prune`, also
-    /// drops the index items of every other subject (the archive itself is an object of the
-    /// `ArchiveStore`).
+    /// Indexes a task archive under each subject whose entries it holds (the archive itself
+    /// is an object of the `ArchiveStore`). Items are only ever added here: an item of a subject
+    /// the archive no longer holds is harmless (forget finds nothing of it inside), while
+    /// pruning would race a concurrent archiver that just indexed a new subject.
     async fn index_archive(
         &self,
         key: &ArchiveKey,
         subjects: &[SubjectKey],
-        prune: bool,
     ) -> Result<(), StoreError>;
+
+    /// Drops the archive's index item of one subject, once the archive holds nothing of it.
+    async fn unindex_archive(
+        &self,
+        key: &ArchiveKey,
+        subject: &SubjectKey,
+    ) -> Result<(), StoreError>;
+
+    /// Marks an entry as forgotten before forget removes it, so a task archiver that read it
+    /// and then finds it gone knows to take it back out of the archive (and not an entry
+    /// another archiver of the same task removed). Kept a day.
+    async fn tombstone(&self, at: &Location, until: Timestamp) -> Result<(), StoreError>;
+
+    /// Whether the entry was forgotten (a live tombstone).
+    async fn tombstoned(&self, at: &Location) -> Result<bool, StoreError>;
 
     /// Everything of this door indexed under the subject, in the caller's tenant only.
     async fn subject_hits(

@@ -12,6 +12,7 @@
 //! | `I#V#{id}#{version}` | an immutable version record, `subjectKey`? |
 //! | `I#L#{rank}#{accessedMs}#{id}` | an unpinned episodic entry's place in the eviction order |
 //! | `I#A#{task}#{subject}` | a task archive's index item under one subject (`subjectKey`) |
+//! | `I#T#{id}` | forget's tombstone of an entry, a day (`ttl`) |
 //!
 //! Every write of the door is one `TransactWriteItems`, whose conditions carry the rules.
 //! API key records live at `pk = @apikey#{keyId}`, outside every tenant.
@@ -45,6 +46,7 @@ const COUNTER: &str = "I#C#";
 const VERSION: &str = "I#V#";
 const LRU: &str = "I#L#";
 const ARCHIVE_INDEX: &str = "I#A#";
+const TOMBSTONE: &str = "I#T#";
 const KEY_PARTITION: &str = "@apikey#";
 
 fn pk(tenant: &TenantId, home: &Home) -> String {
@@ -263,6 +265,7 @@ impl DynamoKeyedStore {
         &self,
         e: &StoredIntent,
         versions: &[Item],
+        holds_claim: bool,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         // Unchanged since read, access time included: the eviction place deleted below is
         // named by it, so a stale copy must not leave the current place behind.
@@ -277,14 +280,15 @@ impl DynamoKeyedStore {
                 ],
             )),
         )?];
-        items.push(delete(
-            &self.table,
-            self.claim_key(e),
-            Some((
-                "attribute_not_exists(id) OR id = :id",
-                vec![(":id", s(e.entry.id.clone()))],
-            )),
-        )?);
+        // The claim goes only if it still names this entry (read just before): a claim that
+        // already moved on to a newer entry of the key is that entry's.
+        if holds_claim {
+            items.push(delete(
+                &self.table,
+                self.claim_key(e),
+                Some(("id = :id", vec![(":id", s(e.entry.id.clone()))])),
+            )?);
+        }
         if e.evictable() {
             items.push(delete(
                 &self.table,
@@ -296,6 +300,23 @@ impl DynamoKeyedStore {
             items.push(delete(&self.table, v.clone(), None)?);
         }
         Ok(items)
+    }
+
+    /// Whether the uniqueness claim still names this entry.
+    async fn holds_claim(&self, e: &StoredIntent) -> Result<bool, StoreError> {
+        const OP: &str = "keyed claim";
+        let client = self.client(OP).await?;
+        let out = crate::retry::send(OP, || {
+            client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(self.claim_key(e)))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|err| backend(OP, &err))?;
+        Ok(out.item().and_then(|i| get_s(i, "id")) == Some(e.entry.id.as_str()))
     }
 
     /// Version records beyond what fits in the entry's transaction go right after it.
@@ -347,11 +368,10 @@ impl IntentStore for DynamoKeyedStore {
             put(
                 t,
                 {
+                    // No TTL on a claim: it must not change holder while its entry exists
+                    // (an expired holder is removed by the service, an orphan released).
                     let mut c = self.claim_key(entry);
                     c.insert("id".into(), s(entry.entry.id.clone()));
-                    if let Some(at) = entry.entry.expires_at {
-                        c.insert("ttl".into(), n(at.epoch_seconds_ceil()));
-                    }
                     c
                 },
                 Some("attribute_not_exists(pk)"),
@@ -395,7 +415,8 @@ impl IntentStore for DynamoKeyedStore {
                 overflow = versions[split..].to_vec();
                 victim_at = Some(items.len());
                 // Removal requires the victim unchanged since it was chosen.
-                items.extend(self.removal(victim, &versions[..split])?);
+                let holds = self.holds_claim(victim).await?;
+                items.extend(self.removal(victim, &versions[..split], holds)?);
             }
         }
         match self.transact(OP, items).await {
@@ -553,7 +574,8 @@ impl IntentStore for DynamoKeyedStore {
         const OP: &str = "keyed remove";
         let versions = self.version_keys(entry).await?;
         let split = versions.len().min(MAX_ITEMS_PER_TRANSACTION - 4);
-        let mut items = self.removal(entry, &versions[..split])?;
+        let holds = self.holds_claim(entry).await?;
+        let mut items = self.removal(entry, &versions[..split], holds)?;
         if let Some(counter) = entry.counter() {
             items.push(self.counter_update(
                 entry,
@@ -646,18 +668,32 @@ impl IntentStore for DynamoKeyedStore {
         tenant: &TenantId,
         agent: &AgentId,
     ) -> Result<Option<Location>, StoreError> {
+        const OP: &str = "keyed eviction";
         let home = Home::Agent(agent.clone());
-        let items = self
-            .query_prefix("keyed eviction", pk(tenant, &home), LRU.to_owned(), Some(1))
-            .await?;
-        Ok(items
-            .first()
-            .and_then(|i| get_s(i, "id"))
-            .map(|id| Location {
+        let p = pk(tenant, &home);
+        // A place whose entry is gone (deleted by the table's TTL before its place) is removed
+        // and the next one read, so a stale place never stands in front of a real victim.
+        for _ in 0..16 {
+            let items = self
+                .query_prefix(OP, p.clone(), LRU.to_owned(), Some(1))
+                .await?;
+            let Some((place, id)) = items
+                .first()
+                .and_then(|i| Some((get_s(i, "sk")?.to_owned(), get_s(i, "id")?.to_owned())))
+            else {
+                return Ok(None);
+            };
+            let at = Location {
                 tenant: tenant.clone(),
-                home,
-                id: id.to_owned(),
-            }))
+                home: home.clone(),
+                id,
+            };
+            if self.get(&at).await?.is_some() {
+                return Ok(Some(at));
+            }
+            self.delete_items(OP, &[key(p.clone(), place)]).await?;
+        }
+        Err(StoreError::Conflict { op: OP })
     }
 
     async fn count(
@@ -688,36 +724,61 @@ impl IntentStore for DynamoKeyedStore {
         &self,
         archive: &ArchiveKey,
         subjects: &[SubjectKey],
-        prune: bool,
     ) -> Result<(), StoreError> {
         const OP: &str = "keyed archive index";
         let p = pk(&archive.tenant, &Home::Agent(archive.agent.clone()));
-        let prefix = format!("{ARCHIVE_INDEX}{}#", archive.task);
-        let client = self.client(OP).await?;
         for subject in subjects {
-            let mut item = key(p.clone(), format!("{prefix}{}", subject.as_str()));
+            let mut item = key(
+                p.clone(),
+                format!("{ARCHIVE_INDEX}{}#{}", archive.task, subject.as_str()),
+            );
             item.insert(
                 "subjectKey".into(),
                 s(subject_attr(&archive.tenant, subject)),
             );
-            put_plain(&client, &self.table, item, OP).await?;
-        }
-        if prune {
-            let keep: Vec<String> = subjects
-                .iter()
-                .map(|sj| format!("{prefix}{}", sj.as_str()))
-                .collect();
-            let stale: Vec<Item> = self
-                .query_prefix(OP, p.clone(), prefix.clone(), None)
-                .await?
-                .iter()
-                .filter_map(|i| get_s(i, "sk"))
-                .filter(|sk| !keep.iter().any(|k| k == sk))
-                .map(|sk| key(p.clone(), sk.to_owned()))
-                .collect();
-            self.delete_items(OP, &stale).await?;
+            put_plain(&self.client(OP).await?, &self.table, item, OP).await?;
         }
         Ok(())
+    }
+
+    async fn unindex_archive(
+        &self,
+        archive: &ArchiveKey,
+        subject: &SubjectKey,
+    ) -> Result<(), StoreError> {
+        const OP: &str = "keyed archive unindex";
+        let p = pk(&archive.tenant, &Home::Agent(archive.agent.clone()));
+        let k = key(
+            p,
+            format!("{ARCHIVE_INDEX}{}#{}", archive.task, subject.as_str()),
+        );
+        self.delete_items(OP, &[k]).await
+    }
+
+    async fn tombstone(&self, at: &Location, until: Timestamp) -> Result<(), StoreError> {
+        const OP: &str = "keyed tombstone";
+        let mut item = key(pk(&at.tenant, &at.home), format!("{TOMBSTONE}{}", at.id));
+        item.insert("ttl".into(), n(until.epoch_seconds_ceil()));
+        put_plain(&self.client(OP).await?, &self.table, item, OP).await
+    }
+
+    async fn tombstoned(&self, at: &Location) -> Result<bool, StoreError> {
+        const OP: &str = "keyed tombstoned";
+        let client = self.client(OP).await?;
+        let out = crate::retry::send(OP, || {
+            client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(key(
+                    pk(&at.tenant, &at.home),
+                    format!("{TOMBSTONE}{}", at.id),
+                )))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        Ok(out.item().is_some())
     }
 
     async fn subject_hits(

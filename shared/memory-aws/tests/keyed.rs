@@ -119,3 +119,31 @@ async fn items_the_ttl_deleted_free_their_key_and_their_place() {
     // The key is free again and the counter is repaired.
     k.put(&a, "ns", "k", json!({}), json!({})).await;
 }
+
+#[tokio::test]
+async fn a_place_whose_entry_the_ttl_deleted_never_blocks_eviction() {
+    let (k, emulator) = world(Limits {
+        episodic_per_agent: 2,
+        ..Limits::default()
+    })
+    .await;
+    let a = caller("keyed-stale-place");
+    let ep = json!({"memory_type": "episodic"});
+    let old = k.put(&a, "ns", "old", json!({}), ep.clone()).await;
+    k.put(&a, "ns", "mid", json!({}), ep.clone()).await;
+    // The table's TTL took the oldest entry's item and left its place in the eviction order.
+    emulator
+        .dynamo
+        .delete_item()
+        .table_name(required_env("MEMORY_TABLE"))
+        .key("pk", AttributeValue::S(format!("{}#a1", a.tenant)))
+        .key("sk", AttributeValue::S(format!("I#E#{}", old.id)))
+        .send()
+        .await
+        .expect("delete item");
+    for i in 0..4 {
+        k.put(&a, "ns", &format!("new{i}"), json!({}), ep.clone())
+            .await;
+    }
+    assert_eq!(k.list_all(&a).await.len(), 2);
+}

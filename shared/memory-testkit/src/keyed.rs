@@ -25,6 +25,7 @@ struct State {
     versions: BTreeMap<(PartKey, String, u64), (VersionRecord, Option<SubjectKey>)>,
     /// Archive index items: the subjects each archive is indexed under.
     archives: BTreeMap<ArchiveKey, Vec<SubjectKey>>,
+    tombstones: std::collections::BTreeSet<Location>,
 }
 
 #[derive(Default)]
@@ -93,7 +94,10 @@ impl State {
             return false;
         }
         self.entries.remove(&(p.clone(), e.entry.id.clone()));
-        self.claims.remove(&(p.clone(), e.claim()));
+        // The claim goes only if it still names this entry, as in the DynamoDB adapter.
+        if self.claims.get(&(p.clone(), e.claim())) == Some(&e.entry.id) {
+            self.claims.remove(&(p.clone(), e.claim()));
+        }
         if let Some(c) = e.counter() {
             let n = self.counters.entry((p.clone(), c)).or_default();
             *n = n.saturating_sub(1);
@@ -304,22 +308,40 @@ impl IntentStore for InMemoryIntentStore {
         &self,
         key: &ArchiveKey,
         subjects: &[SubjectKey],
-        prune: bool,
     ) -> Result<(), StoreError> {
         self.with(|s| {
             let indexed = s.archives.entry(key.clone()).or_default();
-            if prune {
-                indexed.retain(|k| subjects.contains(k));
-            }
             for subject in subjects {
                 if !indexed.contains(subject) {
                     indexed.push(subject.clone());
                 }
             }
-            if indexed.is_empty() {
-                s.archives.remove(key);
+        })
+    }
+
+    async fn unindex_archive(
+        &self,
+        key: &ArchiveKey,
+        subject: &SubjectKey,
+    ) -> Result<(), StoreError> {
+        self.with(|s| {
+            if let Some(indexed) = s.archives.get_mut(key) {
+                indexed.retain(|k| k != subject);
+                if indexed.is_empty() {
+                    s.archives.remove(key);
+                }
             }
         })
+    }
+
+    async fn tombstone(&self, at: &Location, _until: Timestamp) -> Result<(), StoreError> {
+        self.with(|s| {
+            s.tombstones.insert(at.clone());
+        })
+    }
+
+    async fn tombstoned(&self, at: &Location) -> Result<bool, StoreError> {
+        self.with(|s| s.tombstones.contains(at))
     }
 
     async fn subject_hits(

@@ -591,6 +591,58 @@ pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Beh
     assert_eq!((twice.deleted_entries, twice.deleted_archives), (0, 0));
 }
 
+/// Two archivers of one task at once (a duplicate delivery of the task's end): neither loses
+/// an entry the other archived, and nothing stays in the table.
+pub async fn concurrent_archivers_lose_nothing(w: KeyedWorld, behind: &dyn Behind) {
+    let a = caller("keyed-archivers");
+    for trial in 0..10 {
+        let task = format!("t-{trial}");
+        let mut texts = Vec::new();
+        for i in 0..3 {
+            let text = format!("kept-{trial}-{i}-7731");
+            let extra = json!({"scope": {"task_id": task}, "subject": format!("s-{i}")});
+            w.put(
+                &a,
+                "ns",
+                &format!("k{trial}-{i}"),
+                json!({"t": text}),
+                extra,
+            )
+            .await;
+            texts.push(text);
+        }
+        let spawn = || {
+            let (memory, a, task) = (w.memory.clone(), a.clone(), task.clone());
+            tokio::spawn(async move { memory.archive_task(&a.tenant, &a.agent, &task).await })
+        };
+        let (x, y) = (spawn(), spawn());
+        let (x, y) = (joined(x).await, joined(y).await);
+        for out in [&x, &y] {
+            // A run that kept losing races is told to retry; the other one finished.
+            assert!(
+                matches!(
+                    out,
+                    Ok(_) | Err(IntentError::Store(StoreError::Conflict { .. }))
+                ),
+                "{out:?}"
+            );
+        }
+        assert!(x.is_ok() || y.is_ok());
+        let stored = behind.everything(&a.tenant).await;
+        for text in &texts {
+            assert_eq!(
+                stored.matches(text.as_str()).count(),
+                1,
+                "trial {trial}: {text} in {stored}"
+            );
+        }
+    }
+    assert!(
+        w.list_all(&a).await.is_empty(),
+        "every archived entry left the table"
+    );
+}
+
 /// Runs a check in a multi-threaded runtime, so spawned requests really race.
 pub fn racing<F: Future<Output = ()>>(check: F) {
     tokio::runtime::Builder::new_multi_thread()
@@ -657,6 +709,14 @@ macro_rules! keyed_suite {
                     })
                     .await;
                     k::inserts_at_capacity_evict_one_each(w).await;
+                });
+            }
+
+            #[test]
+            fn concurrent_archivers_lose_nothing() {
+                k::racing(async {
+                    let (w, behind) = ($world)(limits()).await;
+                    k::concurrent_archivers_lose_nothing(w, &behind).await;
                 });
             }
 
