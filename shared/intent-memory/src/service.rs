@@ -285,7 +285,8 @@ impl IntentMemory {
                             .ports
                             .store
                             .count(&caller.tenant, &home, &counter)
-                            .await?;
+                            .await?
+                            .n;
                         Ok::<_, IntentError>(IntentError::CapacityExceeded {
                             memory_type: stored.entry.memory_type,
                             current: current.max(max),
@@ -336,29 +337,30 @@ impl IntentMemory {
         };
         let store = self.ports.store.as_ref();
         let home = new.home();
-        let counted = store.count(&new.tenant, &home, &counter).await?;
-        let mut live = 0u64;
-        for e in store.list(&new.tenant, &home).await? {
-            if e.counter().as_ref() != Some(&counter) {
-                continue;
+        let entries = store.list(&new.tenant, &home).await?;
+        for e in entries
+            .iter()
+            .filter(|e| e.counter().as_ref() == Some(&counter))
+        {
+            if e.entry.is_expired(now) {
+                store.remove(e).await?;
             }
-            if e.entry.is_expired(now) && store.remove(&e).await? {
-                continue;
-            }
-            live += 1;
         }
-        let after_removals = store.count(&new.tenant, &home, &counter).await?;
-        if after_removals > live
+        // Read the counter, then count what exists: any insert or removal in between moves the
+        // revision and the repair does not apply.
+        let seen = store.count(&new.tenant, &home, &counter).await?;
+        let live = store
+            .list(&new.tenant, &home)
+            .await?
+            .iter()
+            .filter(|e| e.counter().as_ref() == Some(&counter))
+            .count() as u64;
+        if seen.n > live
             && store
-                .set_count(&new.tenant, &home, &counter, after_removals, live)
+                .set_count(&new.tenant, &home, &counter, seen, live)
                 .await?
         {
-            tracing::warn!(
-                tenant = %new.tenant,
-                counted,
-                live,
-                "capacity counter repaired"
-            );
+            tracing::warn!(tenant = %new.tenant, counted = seen.n, live, "capacity counter repaired");
         }
         Ok(())
     }

@@ -12,6 +12,13 @@ use memory_guard::{AgentId, TenantId};
 
 use crate::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
 
+/// A capacity counter: the count, and a revision every change of it bumps.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CounterState {
+    pub n: u64,
+    pub rev: u64,
+}
+
 /// How an insert is counted against its memory type's capacity.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Capacity {
@@ -122,14 +129,16 @@ pub trait IntentStore: Send + Sync {
         id: &str,
     ) -> Result<(), StoreError>;
 
-    /// Sets a capacity counter from `from` to `to`, only if it still holds `from` (repairs a
-    /// count that entries deleted by the backend's TTL left too high). `Ok(false)`: it moved.
+    /// Sets a capacity counter to `to`, only if it has not moved since `seen` was read (its
+    /// revision, which every insert and removal bumps: a delete and an insert in between bring
+    /// the count back to the same value, never the revision). Repairs a count that entries
+    /// deleted by the backend's TTL left too high. `Ok(false)`: it moved.
     async fn set_count(
         &self,
         tenant: &TenantId,
         home: &Home,
         counter: &CounterKey,
-        from: u64,
+        seen: CounterState,
         to: u64,
     ) -> Result<bool, StoreError>;
 
@@ -144,13 +153,13 @@ pub trait IntentStore: Send + Sync {
         agent: &AgentId,
     ) -> Result<Option<Location>, StoreError>;
 
-    /// The current value of a capacity counter (for the error a full memory type answers).
+    /// A capacity counter as it stands (for the error a full memory type answers, and repairs).
     async fn count(
         &self,
         tenant: &TenantId,
         home: &Home,
         counter: &CounterKey,
-    ) -> Result<u64, StoreError>;
+    ) -> Result<CounterState, StoreError>;
 
     /// Indexes a task archive under each subject whose entries it holds (the archive itself
     /// is an object of the `ArchiveStore`). Items are only ever added here: an item of a subject

@@ -26,7 +26,9 @@ use aws_sdk_dynamodb::types::{
 use aws_sdk_dynamodb::Client;
 use intent_memory::api_key::{KeyRecord, KeyRegistry};
 use intent_memory::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
-use intent_memory::store::{ArchiveKey, Capacity, InsertOutcome, IntentStore, SubjectHit};
+use intent_memory::store::{
+    ArchiveKey, Capacity, CounterState, InsertOutcome, IntentStore, SubjectHit,
+};
 use memory_core::model::SubjectKey;
 use memory_core::ports::MAX_ITEMS_PER_TRANSACTION;
 use memory_core::{StoreError, Timestamp};
@@ -389,7 +391,7 @@ impl IntentStore for DynamoKeyedStore {
             Capacity::Count { counter, max } => items.push(self.counter_update(
                 entry,
                 counter,
-                "SET n = if_not_exists(n, :zero) + :one",
+                "SET n = if_not_exists(n, :zero) + :one, rev = if_not_exists(rev, :zero) + :one",
                 Some("attribute_not_exists(n) OR n < :max"),
                 vec![(":zero", n(0)), (":one", n(1)), (":max", n(*max as i64))],
             )?),
@@ -580,9 +582,9 @@ impl IntentStore for DynamoKeyedStore {
             items.push(self.counter_update(
                 entry,
                 &counter,
-                "SET n = if_not_exists(n, :one) - :one",
+                "SET n = if_not_exists(n, :one) - :one, rev = if_not_exists(rev, :zero) + :one",
                 None,
-                vec![(":one", n(1))],
+                vec![(":one", n(1)), (":zero", n(0))],
             )?);
         }
         match self.transact(OP, items).await {
@@ -619,17 +621,18 @@ impl IntentStore for DynamoKeyedStore {
         tenant: &TenantId,
         home: &Home,
         counter: &CounterKey,
-        from: u64,
+        seen: CounterState,
         to: u64,
     ) -> Result<bool, StoreError> {
         const OP: &str = "keyed set count";
         let u = Update::builder()
             .table_name(&self.table)
             .set_key(Some(self.counter_key(tenant, home, counter)))
-            .update_expression("SET n = :to")
-            .condition_expression("n = :from")
+            .update_expression("SET n = :to, rev = :next")
+            .condition_expression("rev = :rev")
             .expression_attribute_values(":to", n(to as i64))
-            .expression_attribute_values(":from", n(from as i64))
+            .expression_attribute_values(":next", n(seen.rev as i64 + 1))
+            .expression_attribute_values(":rev", n(seen.rev as i64))
             .build()
             .map_err(|_| build_error(OP))?;
         match self
@@ -701,7 +704,7 @@ impl IntentStore for DynamoKeyedStore {
         tenant: &TenantId,
         home: &Home,
         counter: &CounterKey,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<CounterState, StoreError> {
         const OP: &str = "keyed count";
         let client = self.client(OP).await?;
         let out = crate::retry::send(OP, || {
@@ -714,10 +717,15 @@ impl IntentStore for DynamoKeyedStore {
         })
         .await
         .map_err(|e| backend(OP, &e))?;
-        Ok(out
-            .item()
-            .and_then(|i| get_n(i, "n"))
-            .map_or(0, |v| u64::try_from(v).unwrap_or(0)))
+        let number = |name: &str| {
+            out.item()
+                .and_then(|i| get_n(i, name))
+                .map_or(0, |v| u64::try_from(v).unwrap_or(0))
+        };
+        Ok(CounterState {
+            n: number("n"),
+            rev: number("rev"),
+        })
     }
 
     async fn index_archive(

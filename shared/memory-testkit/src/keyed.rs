@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use intent_memory::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
-use intent_memory::store::{ArchiveKey, Capacity, InsertOutcome, IntentStore, SubjectHit};
+use intent_memory::store::{
+    ArchiveKey, Capacity, CounterState, InsertOutcome, IntentStore, SubjectHit,
+};
 use memory_core::model::SubjectKey;
 use memory_core::time::Timestamp;
 use memory_core::StoreError;
@@ -21,7 +23,7 @@ type PartKey = (TenantId, Home);
 struct State {
     entries: BTreeMap<(PartKey, String), StoredIntent>,
     claims: BTreeMap<(PartKey, ClaimKey), String>,
-    counters: BTreeMap<(PartKey, CounterKey), u64>,
+    counters: BTreeMap<(PartKey, CounterKey), CounterState>,
     versions: BTreeMap<(PartKey, String, u64), (VersionRecord, Option<SubjectKey>)>,
     /// Archive index items: the subjects each archive is indexed under.
     archives: BTreeMap<ArchiveKey, Vec<SubjectKey>>,
@@ -99,8 +101,9 @@ impl State {
             self.claims.remove(&(p.clone(), e.claim()));
         }
         if let Some(c) = e.counter() {
-            let n = self.counters.entry((p.clone(), c)).or_default();
-            *n = n.saturating_sub(1);
+            let state = self.counters.entry((p.clone(), c)).or_default();
+            state.n = state.n.saturating_sub(1);
+            state.rev += 1;
         }
         self.versions
             .retain(|(vp, id, _), _| !(vp == &p && id == &e.entry.id));
@@ -126,35 +129,33 @@ impl IntentStore for InMemoryIntentStore {
             match capacity {
                 Capacity::Unbounded => {}
                 Capacity::Count { counter, max } => {
-                    let n = s
-                        .counters
-                        .get(&(p.clone(), counter.clone()))
-                        .copied()
-                        .unwrap_or(0);
-                    if n >= *max {
+                    let state = s.counters.entry((p.clone(), counter.clone())).or_default();
+                    if state.n >= *max {
                         return InsertOutcome::AtCapacity;
                     }
-                    s.counters.insert((p.clone(), counter.clone()), n + 1);
+                    state.n += 1;
+                    state.rev += 1;
                 }
                 Capacity::Evict {
                     counter,
                     max,
                     victim,
                 } => {
-                    let n = s
+                    let before = s
                         .counters
                         .get(&(p.clone(), counter.clone()))
                         .copied()
-                        .unwrap_or(0);
+                        .unwrap_or_default();
                     let unchanged = s
                         .entries
                         .get(&(part(victim), victim.entry.id.clone()))
                         .is_some_and(|v| **victim == *v && v.evictable());
-                    if n < *max || !unchanged {
+                    if before.n < *max || !unchanged {
                         return InsertOutcome::Raced;
                     }
                     s.remove(victim);
-                    s.counters.insert((p.clone(), counter.clone()), n);
+                    // One out, one in: the count and revision as they were.
+                    s.counters.insert((p.clone(), counter.clone()), before);
                 }
             }
             s.claims
@@ -248,18 +249,21 @@ impl IntentStore for InMemoryIntentStore {
         tenant: &TenantId,
         home: &Home,
         counter: &CounterKey,
-        from: u64,
+        seen: CounterState,
         to: u64,
     ) -> Result<bool, StoreError> {
         self.with(|s| {
-            let n = s
+            let state = s
                 .counters
                 .entry(((tenant.clone(), home.clone()), counter.clone()))
                 .or_default();
-            if *n != from {
+            if state.rev != seen.rev {
                 return false;
             }
-            *n = to;
+            *state = CounterState {
+                n: to,
+                rev: seen.rev + 1,
+            };
             true
         })
     }
@@ -295,12 +299,12 @@ impl IntentStore for InMemoryIntentStore {
         tenant: &TenantId,
         home: &Home,
         counter: &CounterKey,
-    ) -> Result<u64, StoreError> {
+    ) -> Result<CounterState, StoreError> {
         self.with(|s| {
             s.counters
                 .get(&((tenant.clone(), home.clone()), counter.clone()))
                 .copied()
-                .unwrap_or(0)
+                .unwrap_or_default()
         })
     }
 
