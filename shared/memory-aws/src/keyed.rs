@@ -90,6 +90,26 @@ fn corrupt(pk: &str, sk: &str) -> StoreError {
     }
 }
 
+/// One strongly consistent `GetItem` (read-your-writes on every read of this door).
+async fn read_item(
+    client: &Client,
+    table: &str,
+    k: Item,
+    op: &'static str,
+) -> Result<Option<Item>, StoreError> {
+    let out = crate::retry::send(op, || {
+        client
+            .get_item()
+            .table_name(table)
+            .set_key(Some(k.clone()))
+            .consistent_read(true)
+            .send()
+    })
+    .await
+    .map_err(|e| backend(op, &e))?;
+    Ok(out.item().cloned())
+}
+
 /// DynamoDB (and S3 through the archive store) behind the door's store port.
 #[derive(Clone, Debug)]
 pub struct DynamoKeyedStore {
@@ -307,18 +327,8 @@ impl DynamoKeyedStore {
     /// Whether the uniqueness claim still names this entry.
     async fn holds_claim(&self, e: &StoredIntent) -> Result<bool, StoreError> {
         const OP: &str = "keyed claim";
-        let client = self.client(OP).await?;
-        let out = crate::retry::send(OP, || {
-            client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(self.claim_key(e)))
-                .consistent_read(true)
-                .send()
-        })
-        .await
-        .map_err(|err| backend(OP, &err))?;
-        Ok(out.item().and_then(|i| get_s(i, "id")) == Some(e.entry.id.as_str()))
+        let claim = read_item(&self.client(OP).await?, &self.table, self.claim_key(e), OP).await?;
+        Ok(claim.as_ref().and_then(|i| get_s(i, "id")) == Some(e.entry.id.as_str()))
     }
 
     /// Version records beyond what fits in the entry's transaction go right after it.
@@ -428,18 +438,9 @@ impl IntentStore for DynamoKeyedStore {
             }
             Err(TxError::Conditions(failed)) => {
                 if failed.get(1).copied().unwrap_or(false) {
-                    let client = self.client(OP).await?;
-                    let out = crate::retry::send(OP, || {
-                        client
-                            .get_item()
-                            .table_name(t)
-                            .set_key(Some(self.claim_key(entry)))
-                            .consistent_read(true)
-                            .send()
-                    })
-                    .await
-                    .map_err(|e| backend(OP, &e))?;
-                    return Ok(match out.item().and_then(|i| get_s(i, "id")) {
+                    let claim =
+                        read_item(&self.client(OP).await?, t, self.claim_key(entry), OP).await?;
+                    return Ok(match claim.as_ref().and_then(|i| get_s(i, "id")) {
                         Some(id) => InsertOutcome::KeyTaken {
                             existing_id: id.to_owned(),
                         },
@@ -462,21 +463,9 @@ impl IntentStore for DynamoKeyedStore {
 
     async fn get(&self, at: &Location) -> Result<Option<StoredIntent>, StoreError> {
         const OP: &str = "keyed get";
-        let client = self.client(OP).await?;
-        let out = crate::retry::send(OP, || {
-            client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(key(
-                    pk(&at.tenant, &at.home),
-                    format!("{ENTRY}{}", at.id),
-                )))
-                .consistent_read(true)
-                .send()
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
-        out.item().map(|i| self.decode(&at.tenant, i)).transpose()
+        let k = key(pk(&at.tenant, &at.home), format!("{ENTRY}{}", at.id));
+        let item = read_item(&self.client(OP).await?, &self.table, k, OP).await?;
+        item.map(|i| self.decode(&at.tenant, &i)).transpose()
     }
 
     async fn list(&self, tenant: &TenantId, home: &Home) -> Result<Vec<StoredIntent>, StoreError> {
@@ -706,19 +695,10 @@ impl IntentStore for DynamoKeyedStore {
         counter: &CounterKey,
     ) -> Result<CounterState, StoreError> {
         const OP: &str = "keyed count";
-        let client = self.client(OP).await?;
-        let out = crate::retry::send(OP, || {
-            client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(self.counter_key(tenant, home, counter)))
-                .consistent_read(true)
-                .send()
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
+        let k = self.counter_key(tenant, home, counter);
+        let item = read_item(&self.client(OP).await?, &self.table, k, OP).await?;
         let number = |name: &str| {
-            out.item()
+            item.as_ref()
                 .and_then(|i| get_n(i, name))
                 .map_or(0, |v| u64::try_from(v).unwrap_or(0))
         };
@@ -772,21 +752,10 @@ impl IntentStore for DynamoKeyedStore {
 
     async fn tombstoned(&self, at: &Location) -> Result<bool, StoreError> {
         const OP: &str = "keyed tombstoned";
-        let client = self.client(OP).await?;
-        let out = crate::retry::send(OP, || {
-            client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(key(
-                    pk(&at.tenant, &at.home),
-                    format!("{TOMBSTONE}{}", at.id),
-                )))
-                .consistent_read(true)
-                .send()
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
-        Ok(out.item().is_some())
+        let k = key(pk(&at.tenant, &at.home), format!("{TOMBSTONE}{}", at.id));
+        Ok(read_item(&self.client(OP).await?, &self.table, k, OP)
+            .await?
+            .is_some())
     }
 
     async fn subject_hits(
@@ -870,17 +839,8 @@ impl DynamoKeyRegistry {
 impl KeyRegistry for DynamoKeyRegistry {
     async fn get(&self, key_id: &str) -> Result<Option<KeyRecord>, StoreError> {
         const OP: &str = "api key get";
-        let out = crate::retry::send(OP, || {
-            self.client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(Self::key_of(key_id)))
-                .consistent_read(true)
-                .send()
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
-        let Some(item) = out.item() else {
+        let item = read_item(&self.client, &self.table, Self::key_of(key_id), OP).await?;
+        let Some(item) = item.as_ref() else {
             return Ok(None);
         };
         let bad = || corrupt("@apikey", key_id);
