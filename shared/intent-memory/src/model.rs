@@ -331,15 +331,17 @@ impl CounterKey {
     pub fn of(entry: &IntentEntry) -> Option<CounterKey> {
         match entry.memory_type {
             MemoryType::Episodic => Some(CounterKey("episodic".to_owned())),
-            MemoryType::Working => Some(CounterKey(format!(
-                "working#{}",
-                entry
-                    .task_id()
-                    .map(task_digest)
-                    .unwrap_or_else(|| "-".into())
-            ))),
+            MemoryType::Working => Some(match entry.task_id() {
+                Some(task) => CounterKey::working(task),
+                None => CounterKey("working#-".to_owned()),
+            }),
             MemoryType::Semantic => None,
         }
+    }
+
+    /// The working-memory counter of one task.
+    pub fn working(task_id: &str) -> CounterKey {
+        CounterKey(format!("working#{}", task_digest(task_id)))
     }
 
     pub fn as_str(&self) -> &str {

@@ -15,7 +15,8 @@ use serde_json::{json, Map, Value};
 use crate::archive;
 use crate::error::IntentError;
 use crate::model::{
-    task_digest, Caller, Home, IntentEntry, Location, MemoryType, StoredIntent, VersionRecord,
+    task_digest, Caller, CounterKey, Home, IntentEntry, Location, MemoryType, StoredIntent,
+    VersionRecord,
 };
 use crate::redact::{holds_secret, redact_value};
 use crate::request::{duration_millis, CreateRequest, ListQuery, PatchRequest, MAX_VALUE_BYTES};
@@ -617,6 +618,11 @@ impl IntentMemory {
                 self.drop_vanished(&key, &remaining).await?;
             }
             if again.is_empty() {
+                // The task's working counter is back at zero: it goes, so finished tasks leave
+                // no item behind.
+                let counter = CounterKey::working(task_id);
+                let home = Home::Agent(agent.clone());
+                store.drop_counter_if_zero(tenant, &home, &counter).await?;
                 let count = archive::read(archives, &key)
                     .await?
                     .map_or(0, |d| d.entries.len());

@@ -142,6 +142,15 @@ pub trait IntentStore: Send + Sync {
         to: u64,
     ) -> Result<bool, StoreError>;
 
+    /// Deletes a capacity counter that stands at zero (a finished task's), and nothing else:
+    /// a create that counts after it starts a fresh counter.
+    async fn drop_counter_if_zero(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        counter: &CounterKey,
+    ) -> Result<(), StoreError>;
+
     /// The version records of one entry, oldest first.
     async fn versions(&self, at: &Location) -> Result<Vec<VersionRecord>, StoreError>;
 

@@ -634,6 +634,24 @@ impl IntentStore for DynamoKeyedStore {
         }
     }
 
+    async fn drop_counter_if_zero(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        counter: &CounterKey,
+    ) -> Result<(), StoreError> {
+        const OP: &str = "keyed drop counter";
+        let item = delete(
+            &self.table,
+            self.counter_key(tenant, home, counter),
+            Some(("n = :zero", vec![(":zero", n(0))])),
+        )?;
+        match self.transact(OP, vec![item]).await {
+            Ok(()) | Err(TxError::Conditions(_)) => Ok(()),
+            Err(TxError::Store(e)) => Err(e),
+        }
+    }
+
     async fn versions(&self, at: &Location) -> Result<Vec<VersionRecord>, StoreError> {
         let p = pk(&at.tenant, &at.home);
         let items = self

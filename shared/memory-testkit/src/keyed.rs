@@ -268,6 +268,20 @@ impl IntentStore for InMemoryIntentStore {
         })
     }
 
+    async fn drop_counter_if_zero(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        counter: &CounterKey,
+    ) -> Result<(), StoreError> {
+        self.with(|s| {
+            let k = ((tenant.clone(), home.clone()), counter.clone());
+            if s.counters.get(&k).is_some_and(|c| c.n == 0) {
+                s.counters.remove(&k);
+            }
+        })
+    }
+
     async fn versions(&self, at: &Location) -> Result<Vec<VersionRecord>, StoreError> {
         self.with(|s| {
             let p = (at.tenant.clone(), at.home.clone());

@@ -557,6 +557,18 @@ pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Beh
         .await
         .unwrap_or_else(|err| panic!("{err:?}"));
     assert_eq!(again, out, "a rerun changes nothing");
+    let counter = intent_memory::model::CounterKey::working("t-1");
+    let home = intent_memory::Home::Agent(a.agent.clone());
+    let left_behind = w
+        .store
+        .count(&a.tenant, &home, &counter)
+        .await
+        .unwrap_or_else(|err| panic!("{err:?}"));
+    assert_eq!(
+        left_behind,
+        Default::default(),
+        "the finished task's counter is gone"
+    );
     let archived: Vec<String> = w
         .all_events()
         .into_iter()
