@@ -324,6 +324,31 @@ impl DynamoKeyedStore {
         Ok(items)
     }
 
+    /// Gives every kept version record of `e` the entry's current expiry: records carry the
+    /// entry's content, so the table's TTL must take them no later than the entry (and no
+    /// earlier, while the entry is kept longer).
+    async fn retime_versions(&self, e: &StoredIntent) -> Result<(), StoreError> {
+        const OP: &str = "keyed retime versions";
+        let client = self.client(OP).await?;
+        for k in self.version_keys(e).await? {
+            let mut u = client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(k));
+            u = match e.entry.expires_at {
+                Some(at) => u
+                    .update_expression("SET #t = :t")
+                    .expression_attribute_values(":t", n(at.epoch_seconds_ceil())),
+                None => u.update_expression("REMOVE #t"),
+            };
+            let u = u.expression_attribute_names("#t", "ttl");
+            crate::retry::send(OP, || u.clone().send())
+                .await
+                .map_err(|err| backend(OP, &err))?;
+        }
+        Ok(())
+    }
+
     /// Whether the uniqueness claim still names this entry.
     async fn holds_claim(&self, e: &StoredIntent) -> Result<bool, StoreError> {
         const OP: &str = "keyed claim";
@@ -522,7 +547,12 @@ impl IntentStore for DynamoKeyedStore {
             }
         }
         match self.transact(OP, items).await {
-            Ok(()) => Ok(true),
+            Ok(()) => {
+                if previous.entry.expires_at != next.entry.expires_at {
+                    self.retime_versions(next).await?;
+                }
+                Ok(true)
+            }
             Err(TxError::Conditions(_)) => Ok(false),
             Err(TxError::Store(e)) => Err(e),
         }

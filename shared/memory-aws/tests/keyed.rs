@@ -147,3 +147,36 @@ async fn a_place_whose_entry_the_ttl_deleted_never_blocks_eviction() {
     }
     assert_eq!(k.list_all(&a).await.len(), 2);
 }
+
+#[tokio::test]
+async fn version_records_expire_with_their_entry() {
+    let (k, emulator) = world(Limits::default()).await;
+    let a = caller("keyed-version-ttl");
+    let e = k.put(&a, "ns", "k", json!({"v": 1}), json!({})).await;
+    k.memory
+        .update(
+            &a,
+            &e.id,
+            Some(1),
+            memory_testkit::keyed_contract::patch(json!({"ttl": "duration:PT1H"})),
+        )
+        .await
+        .expect("update");
+    let versions = emulator
+        .dynamo
+        .query()
+        .table_name(required_env("MEMORY_TABLE"))
+        .key_condition_expression("pk = :p AND begins_with(sk, :s)")
+        .expression_attribute_values(":p", AttributeValue::S(format!("{}#a1", a.tenant)))
+        .expression_attribute_values(":s", AttributeValue::S(format!("I#V#{}#", e.id)))
+        .send()
+        .await
+        .expect("query");
+    let ttls: Vec<Option<&AttributeValue>> =
+        versions.items().iter().map(|i| i.get("ttl")).collect();
+    assert_eq!(ttls.len(), 2);
+    assert!(
+        ttls.iter().all(|t| t.is_some()),
+        "version 1 was written without an expiry: {ttls:?}"
+    );
+}
