@@ -94,15 +94,17 @@ impl KeyedForgetHook {
             let before = doc.entries.len();
             doc.entries
                 .retain(|_, e| e["subject_key"].as_str() != Some(subject.as_str()));
-            let held = doc.entries.len() != before;
-            // Rewritten either way: without the subject's entries, or (nothing of the subject
-            // inside) only to drop a stale index item.
+            if doc.entries.len() == before {
+                // Nothing of the subject inside: only its index item was stale.
+                store.unindex_archive(key, subject).await?;
+                return Ok(false);
+            }
             match archive::write(archives, store, key, &doc, self.clock.now()).await {
                 Err(StoreError::Conflict { .. }) => continue,
                 other => {
                     other?;
                     store.unindex_archive(key, subject).await?;
-                    return Ok(held);
+                    return Ok(true);
                 }
             }
         }
