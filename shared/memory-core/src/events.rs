@@ -26,6 +26,10 @@ pub enum EventType {
     MemoryDeleted,
     MemoryArchived,
     MemoryEvicted,
+    /// OAP RFC 0010 grant lifecycle of the exchange door.
+    GrantIssued,
+    GrantRevoked,
+    GrantExpired,
 }
 
 impl EventType {
@@ -44,6 +48,9 @@ impl EventType {
             EventType::MemoryDeleted => "memory.deleted",
             EventType::MemoryArchived => "memory.archived",
             EventType::MemoryEvicted => "memory.evicted",
+            EventType::GrantIssued => "oap.memory.grant.issued",
+            EventType::GrantRevoked => "oap.memory.grant.revoked",
+            EventType::GrantExpired => "oap.memory.grant.expired",
         }
     }
 }

@@ -23,7 +23,7 @@ use memory_core::ports::{
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+pub(crate) fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
@@ -77,7 +77,7 @@ impl CallCounter {
     }
 
     /// Counts the call and fails it if a fault was armed for it.
-    fn call(&self, op: &'static str) -> Result<(), StoreError> {
+    pub(crate) fn call(&self, op: &'static str) -> Result<(), StoreError> {
         self.hit(op);
         fire(&mut lock(&self.1), op, "InjectedFault")
     }

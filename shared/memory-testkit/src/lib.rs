@@ -4,6 +4,7 @@
 //! against every adapter through `port_suite!` and `commitment_suite!`. No function links it.
 
 pub mod contract;
+pub mod exchange;
 pub mod in_memory;
 pub mod intercept;
 pub mod keyed;

@@ -1,0 +1,457 @@
+//! The exchange door's behaviour (OAP RFC 0010 §3.4-§3.6, §6): issuing and revoking grants,
+//! answering a grantee's query from the grant's slice, and the receipt log behind both. The
+//! memory it reads is the host's one store through memory-core, so deletes, forgets and TTL
+//! take effect on every grant at once (§6) without any work here.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::{json, Value};
+
+use crate::error::ExchangeError;
+use crate::grant::{tenant_of_granter, CheckedFilter, Grant, GrantRecord, GrantRequest};
+use crate::item::{self, ItemParts, Kind};
+use crate::projection;
+use crate::receipt::{self, Receipt, ReceiptFacts};
+use crate::signing::HostKey;
+use crate::store::{ExchangeStore, GrantChange};
+use memory_core::events::{DomainEvent, EventType};
+use memory_core::listing::snapshot;
+use memory_core::ports::{Clock, EntryStore, EventPublisher, IdSource};
+use memory_core::{MemoryRef, StoredEntry, TenantId, Timestamp};
+use text_search::{searchable_text, Analyzer, Document, Ranking, TermCache};
+
+/// Longest query text, in bytes (as the search route).
+pub const MAX_QUERY_BYTES: usize = 1024;
+/// `max_results` when the query names none (RFC example: 20) and its ceiling.
+pub const DEFAULT_MAX_RESULTS: u32 = 20;
+pub const MAX_RESULTS: u32 = 100;
+/// Appends retried when another append moved the tip first.
+const APPEND_ATTEMPTS: usize = 16;
+
+/// A grantee's query (§3.5). Anything else in the body is refused: a grantee cannot send a
+/// filter of its own, so it cannot widen the grant's.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct QueryRequest {
+    pub query: String,
+    #[serde(default)]
+    pub max_results: Option<u32>,
+    #[serde(default)]
+    pub include_embeddings: bool,
+}
+
+pub struct ExchangePorts {
+    pub grants: Arc<dyn ExchangeStore>,
+    pub entries: Arc<dyn EntryStore>,
+    pub publisher: Arc<dyn EventPublisher>,
+    pub clock: Arc<dyn Clock>,
+    pub ids: Arc<dyn IdSource>,
+}
+
+pub struct Exchange {
+    ports: ExchangePorts,
+    key: HostKey,
+    terms: TermCache,
+}
+
+impl Exchange {
+    pub fn new(ports: ExchangePorts, key: HostKey) -> Self {
+        Exchange {
+            ports,
+            key,
+            terms: TermCache::default(),
+        }
+    }
+
+    pub fn key(&self) -> &HostKey {
+        &self.key
+    }
+
+    /// Issues a grant of `tenant`'s memory: checks it, cuts its slice, signs it, and records it
+    /// with its receipt. Answers the signed grant, its bearer token and the slice's size.
+    pub async fn grant(
+        &self,
+        tenant: &TenantId,
+        request: GrantRequest,
+    ) -> Result<Value, ExchangeError> {
+        let now = self.ports.clock.now();
+        let grant_id = format!("mgr_{}", self.ports.ids.next_id(now));
+        let (mut grant, filter) = request.into_grant(self.key.did(), tenant, grant_id, now)?;
+        let memory_ref = self.scope(tenant, &grant.scope_id)?;
+        let mut admitted: Vec<StoredEntry> = self
+            .live(&memory_ref, now)
+            .await?
+            .into_iter()
+            .filter(|e| admits(&filter, e))
+            .collect();
+        // Newest first; the slice is the newest `max_items`.
+        admitted.sort_by(|a, b| {
+            (b.entry.created_at, &b.entry.id).cmp(&(a.entry.created_at, &a.entry.id))
+        });
+        admitted.truncate(grant.max_items as usize);
+        grant.sign(&self.key);
+        let token = self.key.compact_jws(&json!(grant));
+        let record = GrantRecord {
+            grant_id: grant.grant_id.clone(),
+            tenant: tenant.clone(),
+            scope_id: grant.scope_id.clone(),
+            grantee: grant.grantee.clone(),
+            grant_hash: grant.hash(),
+            issued_at: now,
+            expires_at: Timestamp::parse_rfc3339(&grant.expires_at)?,
+            revocable: grant.revocable,
+            revoked_at: None,
+            slice: admitted.iter().map(|e| e.entry.id.clone()).collect(),
+        };
+        let slice_items = record.slice.len();
+        let facts = ReceiptFacts {
+            receipt_type: "memory.grant",
+            principal_did: grant.granter.clone(),
+            agent_did: grant.grantee.clone(),
+            action_id: "oap.memory.grant",
+            input: grant.unsigned(),
+            output: json!({"grant_id": grant.grant_id, "slice_items": slice_items}),
+            rule: "oap.memory.grant.issued",
+            outcome: "allow",
+        };
+        let change = GrantChange::Issue(record);
+        let receipt = self.append(tenant, &facts, Some(&change)).await?;
+        self.announce(
+            EventType::GrantIssued,
+            &memory_ref,
+            &grant.grant_id,
+            json!({
+                "grantId": grant.grant_id,
+                "grantee": grant.grantee,
+                "expiresAt": grant.expires_at,
+                "sliceItems": slice_items,
+            }),
+        )
+        .await;
+        tracing::info!(grant_id = %grant.grant_id, slice_items, "grant issued");
+        Ok(json!({
+            "grant": grant,
+            "token": token,
+            "slice_items": slice_items,
+            "receipt": receipt.body,
+        }))
+    }
+
+    /// Revokes one of `tenant`'s grants; the next query with it is refused. Revoking a revoked
+    /// grant answers as the first revocation did, without a second receipt.
+    pub async fn revoke(&self, tenant: &TenantId, grant_id: &str) -> Result<Value, ExchangeError> {
+        for _ in 0..APPEND_ATTEMPTS {
+            let record = self
+                .ports
+                .grants
+                .grant(tenant, grant_id)
+                .await?
+                .ok_or(ExchangeError::NotFound)?;
+            if let Some(at) = record.revoked_at {
+                return Ok(
+                    json!({"grant_id": grant_id, "revoked": true, "revoked_at": at.to_rfc3339()}),
+                );
+            }
+            if !record.revocable {
+                return Err(ExchangeError::NotRevocable);
+            }
+            let now = self.ports.clock.now();
+            let facts = ReceiptFacts {
+                receipt_type: "memory.revoke",
+                principal_did: crate::grant::tenant_did(self.key.did(), tenant),
+                agent_did: record.grantee.clone(),
+                action_id: "oap.memory.revoke",
+                input: json!({"grant_id": grant_id}),
+                output: json!({"grant_id": grant_id, "revoked": true}),
+                rule: "oap.memory.grant.revoked",
+                outcome: "allow",
+            };
+            let change = GrantChange::Revoke {
+                grant_id: grant_id.to_owned(),
+                at: now,
+            };
+            match self.append_once(tenant, &facts, Some(&change)).await? {
+                Some(receipt) => {
+                    if let Some(memory_ref) =
+                        memory_core::TenantScope::new(tenant.clone()).admit(&record.scope_id)
+                    {
+                        self.announce(
+                            EventType::GrantRevoked,
+                            &memory_ref,
+                            grant_id,
+                            json!({"grantId": grant_id}),
+                        )
+                        .await;
+                    }
+                    tracing::info!(grant_id = %grant_id, "grant revoked");
+                    return Ok(json!({
+                        "grant_id": grant_id,
+                        "revoked": true,
+                        "revoked_at": now.to_rfc3339(),
+                        "receipt": receipt.body,
+                    }));
+                }
+                None => continue,
+            }
+        }
+        Err(contention())
+    }
+
+    /// Answers a grantee's query (§3.5): the grant's slice as it is now, ranked for the query,
+    /// projected by the grant's profile, each item with its chain, and the query's receipt.
+    pub async fn query(
+        &self,
+        bearer: Option<&str>,
+        request: QueryRequest,
+    ) -> Result<Value, ExchangeError> {
+        let token = bearer.ok_or(ExchangeError::GrantRefused(
+            "a grant is required as the bearer token",
+        ))?;
+        let grant = Grant::from_bearer(&self.key, token)?;
+        let tenant = tenant_of_granter(self.key.did(), &grant.granter).ok_or(
+            ExchangeError::GrantRefused("not a grant signed by this host"),
+        )?;
+        let now = self.ports.clock.now();
+        let record = self
+            .ports
+            .grants
+            .grant(&tenant, &grant.grant_id)
+            .await?
+            .filter(|r| r.grant_hash == grant.hash())
+            .ok_or(ExchangeError::GrantRefused(
+                "not a grant signed by this host",
+            ))?;
+        if record.revoked_at.is_some() {
+            return Err(ExchangeError::GrantRefused("the grant was revoked"));
+        }
+        if now >= record.expires_at {
+            self.announce_expiry(&tenant, &record).await;
+            return Err(ExchangeError::GrantRefused("the grant has expired"));
+        }
+        if request.query.trim().is_empty() || request.query.len() > MAX_QUERY_BYTES {
+            return Err(ExchangeError::invalid(
+                "query",
+                format!("1-{MAX_QUERY_BYTES} bytes, not blank"),
+            ));
+        }
+        let max_results = request.max_results.unwrap_or(DEFAULT_MAX_RESULTS);
+        if !(1..=MAX_RESULTS).contains(&max_results) {
+            return Err(ExchangeError::invalid(
+                "max_results",
+                format!("1 to {MAX_RESULTS}"),
+            ));
+        }
+        if request.include_embeddings && !grant.allows_embeddings() {
+            return Err(ExchangeError::NotCovered(
+                "embeddings (the grant has no embeddings scope)",
+            ));
+        }
+        let mut filter_source = grant.filter.clone();
+        let filter = filter_source.checked(&tenant)?;
+        let memory_ref = self.scope(&tenant, &grant.scope_id)?;
+        let slice: BTreeSet<&str> = record.slice.iter().map(String::as_str).collect();
+        let candidates: Vec<StoredEntry> = self
+            .live(&memory_ref, now)
+            .await?
+            .into_iter()
+            .filter(|e| slice.contains(e.entry.id.as_str()) && admits(&filter, e))
+            .collect();
+        let texts: Vec<String> = candidates
+            .iter()
+            .map(|e| searchable_text(&e.entry.content, &e.entry.tags))
+            .collect();
+        let documents: Vec<Document<'_>> = candidates
+            .iter()
+            .zip(&texts)
+            .map(|(e, text)| Document {
+                id: &e.entry.id,
+                text,
+            })
+            .collect();
+        let limit = max_results.min(grant.max_items) as usize;
+        let hits = text_search::search(
+            &Analyzer::new(true),
+            &self.terms,
+            &documents,
+            &[],
+            &request.query,
+            Ranking::Text,
+            limit,
+        );
+        let parts = ItemParts {
+            owner_did: &grant.granter,
+            subject_entity_id: None,
+            now,
+            embedding: request.include_embeddings,
+        };
+        let mut items = Vec::with_capacity(hits.len());
+        let mut heads = Vec::with_capacity(hits.len());
+        for hit in &hits {
+            let entry = &candidates[hit.index];
+            let projected = projection::apply(&grant.redaction_profile, &entry.entry.content);
+            let salt = self.key.chain_salt(&grant.scope_id, &entry.entry.id);
+            let chain = item::chain(entry, &salt, &grant.redaction_profile, &projected);
+            heads.push(json!({"item_id": entry.entry.id, "chain_hash": chain.1}));
+            let parts = ItemParts {
+                subject_entity_id: filter.subject_name(entry.subject.as_ref()),
+                ..parts
+            };
+            items.push(item::item(entry, &parts, &projected, chain));
+        }
+        let facts = ReceiptFacts {
+            receipt_type: "memory.query",
+            principal_did: grant.granter.clone(),
+            agent_did: grant.grantee.clone(),
+            action_id: "oap.memory.query",
+            input: json!({"grant_id": grant.grant_id, "query_sha256": crate::canonical::sha256_hex(&request.query), "max_results": max_results, "include_embeddings": request.include_embeddings}),
+            output: json!({"items": heads}),
+            rule: "oap.memory.grant.valid",
+            outcome: "allow",
+        };
+        let receipt = self.append(&tenant, &facts, None).await?;
+        tracing::info!(grant_id = %grant.grant_id, items = items.len(), "grant query answered");
+        Ok(json!({
+            "grant_id": grant.grant_id,
+            "items": items,
+            "receipt": receipt.body,
+        }))
+    }
+
+    /// The tenant's receipt log from sequence number `from`.
+    pub async fn receipts(
+        &self,
+        tenant: &TenantId,
+        from: u64,
+        limit: u32,
+    ) -> Result<Value, ExchangeError> {
+        let receipts = self
+            .ports
+            .grants
+            .receipts(tenant, from, limit.clamp(1, 1000))
+            .await?;
+        let next = (receipts.len() as u64 == u64::from(limit.clamp(1, 1000)))
+            .then(|| from + receipts.len() as u64);
+        Ok(json!({"receipts": receipts, "next_from": next}))
+    }
+
+    fn scope(&self, tenant: &TenantId, scope_id: &str) -> Result<MemoryRef, ExchangeError> {
+        memory_core::TenantScope::new(tenant.clone())
+            .admit(scope_id)
+            .ok_or_else(|| ExchangeError::invalid("scope_id", "a memoryRef of the caller's tenant"))
+    }
+
+    /// Live entries of the ref, without the history copies of superseded entries.
+    async fn live(
+        &self,
+        memory_ref: &MemoryRef,
+        now: Timestamp,
+    ) -> Result<Vec<StoredEntry>, ExchangeError> {
+        let mut all = snapshot(self.ports.entries.as_ref(), memory_ref, now).await?;
+        all.retain(|e| !memory_core::history::is_history(&e.entry.tags));
+        Ok(all)
+    }
+
+    /// Appends a receipt, rebuilding it on the new tip whenever another append got there first.
+    async fn append(
+        &self,
+        tenant: &TenantId,
+        facts: &ReceiptFacts,
+        change: Option<&GrantChange>,
+    ) -> Result<Receipt, ExchangeError> {
+        for _ in 0..APPEND_ATTEMPTS {
+            if let Some(receipt) = self.append_once(tenant, facts, change).await? {
+                return Ok(receipt);
+            }
+        }
+        Err(contention())
+    }
+
+    /// One attempt; `None` when the tip moved or the change's condition failed.
+    async fn append_once(
+        &self,
+        tenant: &TenantId,
+        facts: &ReceiptFacts,
+        change: Option<&GrantChange>,
+    ) -> Result<Option<Receipt>, ExchangeError> {
+        let tip = self.ports.grants.tip(tenant).await?;
+        let now = self.ports.clock.now();
+        let receipt = receipt::build(&self.key, facts, &tip, &self.ports.ids.next_id(now), now);
+        match self
+            .ports
+            .grants
+            .append(tenant, &tip, &receipt, change)
+            .await
+        {
+            Ok(()) => Ok(Some(receipt)),
+            Err(memory_core::StoreError::Conflict { .. }) => Ok(None),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Announces a grant's expiry once: the first refused query after it, or the sweep, records
+    /// it with a receipt; any later one finds it recorded.
+    pub async fn announce_expiry(&self, tenant: &TenantId, record: &GrantRecord) {
+        let facts = ReceiptFacts {
+            receipt_type: "memory.expire",
+            principal_did: crate::grant::tenant_did(self.key.did(), tenant),
+            agent_did: record.grantee.clone(),
+            action_id: "oap.memory.expire",
+            input: json!({"grant_id": record.grant_id}),
+            output: json!({"grant_id": record.grant_id, "expired_at": record.expires_at.to_rfc3339()}),
+            rule: "oap.memory.grant.expired",
+            outcome: "deny",
+        };
+        let change = GrantChange::AnnounceExpiry {
+            grant_id: record.grant_id.clone(),
+        };
+        // A failed announcement is retried by the next refused query; the refusal stands.
+        if let Ok(Some(_)) = self.append_once(tenant, &facts, Some(&change)).await {
+            if let Some(memory_ref) =
+                memory_core::TenantScope::new(tenant.clone()).admit(&record.scope_id)
+            {
+                self.announce(
+                    EventType::GrantExpired,
+                    &memory_ref,
+                    &record.grant_id,
+                    json!({"grantId": record.grant_id}),
+                )
+                .await;
+            }
+        }
+    }
+
+    async fn announce(
+        &self,
+        event_type: EventType,
+        memory_ref: &MemoryRef,
+        grant_id: &str,
+        detail: Value,
+    ) {
+        let event = DomainEvent::for_ref(
+            event_type,
+            memory_ref,
+            format!("{}:{grant_id}", event_type.as_str()),
+            detail,
+        );
+        if let Err(e) = self.ports.publisher.publish(&[event]).await {
+            tracing::warn!(grant_id = %grant_id, error = %e, "grant event not published");
+        }
+    }
+}
+
+fn admits(filter: &CheckedFilter, e: &StoredEntry) -> bool {
+    filter.admits(
+        e.subject.as_ref(),
+        Kind::of(e),
+        e.entry.created_at,
+        &e.entry.tags,
+    )
+}
+
+fn contention() -> ExchangeError {
+    ExchangeError::Store(memory_core::StoreError::Conflict {
+        op: "receipt append",
+    })
+}

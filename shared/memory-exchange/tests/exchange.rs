@@ -1,0 +1,531 @@
+//! The exchange service through its ports, in memory: what a grantee can and cannot read, and
+//! that the receipt log and item chains verify.
+
+use std::sync::Arc;
+
+use memory_core::model::{Attribution, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use memory_core::ports::{EntryStore, IdSource};
+use memory_core::StoreError;
+use memory_core::{MemoryRef, TenantId, Timestamp};
+use memory_exchange::canonical::{hash_of, sha256_hex};
+use memory_exchange::receipt::first_broken;
+use memory_exchange::receipt::{Receipt, Tip};
+use memory_exchange::{
+    Exchange, ExchangeError, ExchangePorts, ExchangeStore, GrantChange, GrantRecord, GrantRequest,
+    HostKey, QueryRequest,
+};
+use memory_testkit::exchange::InMemoryExchangeStore;
+use memory_testkit::in_memory::{
+    InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
+};
+use serde_json::{json, Value};
+
+const T0: i64 = 1_790_000_000_000;
+const DAY: i64 = 86_400_000;
+const REF: &str = "workspaces/acme/agents/assistant/memories";
+
+struct World {
+    exchange: Exchange,
+    entries: Arc<InMemoryEntryStore>,
+    grants: Arc<InMemoryExchangeStore>,
+    events: Arc<RecordingPublisher>,
+    clock: Arc<ManualClock>,
+    ids: Arc<SequentialIds>,
+    tenant: TenantId,
+}
+
+fn key() -> HostKey {
+    HostKey::from_seed("did:web:memory.example", &[9u8; 32]).unwrap()
+}
+
+/// The in-memory store with a suspension point between reading the tip and appending, so
+/// queries polled together really race for the tip.
+struct Yielding(Arc<InMemoryExchangeStore>);
+
+#[async_trait::async_trait]
+impl ExchangeStore for Yielding {
+    async fn tip(&self, tenant: &TenantId) -> Result<Tip, StoreError> {
+        let tip = self.0.tip(tenant).await;
+        tokio::task::yield_now().await;
+        tip
+    }
+    async fn append(
+        &self,
+        tenant: &TenantId,
+        at: &Tip,
+        receipt: &Receipt,
+        change: Option<&GrantChange>,
+    ) -> Result<(), StoreError> {
+        self.0.append(tenant, at, receipt, change).await
+    }
+    async fn grant(
+        &self,
+        tenant: &TenantId,
+        grant_id: &str,
+    ) -> Result<Option<GrantRecord>, StoreError> {
+        self.0.grant(tenant, grant_id).await
+    }
+    async fn receipts(
+        &self,
+        tenant: &TenantId,
+        from: u64,
+        limit: u32,
+    ) -> Result<Vec<Value>, StoreError> {
+        self.0.receipts(tenant, from, limit).await
+    }
+}
+
+fn world() -> World {
+    let entries = Arc::new(InMemoryEntryStore::new());
+    let grants = Arc::new(InMemoryExchangeStore::new());
+    let events = Arc::new(RecordingPublisher::new());
+    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0)));
+    let ids = Arc::new(SequentialIds::default());
+    let exchange = Exchange::new(
+        ExchangePorts {
+            grants: Arc::new(Yielding(grants.clone())),
+            entries: entries.clone(),
+            publisher: events.clone(),
+            clock: clock.clone(),
+            ids: ids.clone(),
+        },
+        key(),
+    );
+    World {
+        exchange,
+        entries,
+        grants,
+        events,
+        clock,
+        ids,
+        tenant: TenantId::parse("acme").unwrap(),
+    }
+}
+
+impl World {
+    async fn write(&self, content: &str, tags: &[&str], subject: Option<&str>) -> String {
+        self.write_in(REF, content, tags, subject).await
+    }
+
+    async fn write_in(
+        &self,
+        r: &str,
+        content: &str,
+        tags: &[&str],
+        subject: Option<&str>,
+    ) -> String {
+        self.clock.advance_millis(1000);
+        let now = memory_core::ports::Clock::now(self.clock.as_ref());
+        let memory_ref = MemoryRef::parse(r).unwrap();
+        let id = self.ids.next_id(now);
+        let entry = StoredEntry {
+            subject: subject.map(|s| SubjectKey::derive(memory_ref.tenant(), s)),
+            memory_ref,
+            entry: MemoryEntry {
+                id: id.clone(),
+                content: content.into(),
+                tags: tags.iter().map(|t| (*t).to_owned()).collect(),
+                created_at: now,
+                expires_at: None,
+            },
+            tier: Tier::Transactional,
+            attribution: Attribution::default(),
+            provenance: vec![],
+            embedding: None,
+        };
+        self.entries.put_entries(&[entry]).await.unwrap();
+        id
+    }
+
+    async fn grant(&self, body: Value) -> Result<Value, ExchangeError> {
+        let request: GrantRequest = serde_json::from_value(body).unwrap();
+        self.exchange.grant(&self.tenant, request).await
+    }
+
+    async fn query(&self, token: &str, body: Value) -> Result<Value, ExchangeError> {
+        let request: QueryRequest = serde_json::from_value(body).unwrap();
+        self.exchange.query(Some(token), request).await
+    }
+
+    async fn log(&self) -> Vec<Value> {
+        let page = self.exchange.receipts(&self.tenant, 0, 1000).await.unwrap();
+        page["receipts"].as_array().unwrap().clone()
+    }
+}
+
+fn grant_body(extra: Value) -> Value {
+    let mut body = json!({
+        "grantee": "did:web:contractor.example",
+        "purpose": "Brief the contractor on the website redesign.",
+        "scope_id": REF,
+        "max_items": 50,
+        "expires_at": Timestamp::from_millis(T0 + 30 * DAY).to_rfc3339(),
+    });
+    for (k, v) in extra.as_object().unwrap() {
+        body[k] = v.clone();
+    }
+    body
+}
+
+fn token(granted: &Value) -> String {
+    granted["token"].as_str().unwrap().to_owned()
+}
+
+fn ids_of(answer: &Value) -> Vec<String> {
+    answer["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["item_id"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+/// What a grantee checks of an item's chain, from the RFC and the docs alone.
+fn chain_verifies(item: &Value) -> bool {
+    let links = item["chain"].as_array().unwrap();
+    let mut prev = "genesis".to_owned();
+    for link in links {
+        let hash = match link.get("withheld") {
+            Some(_) => link["hash"].as_str().unwrap().to_owned(),
+            None => {
+                if link["prev"].as_str() != Some(prev.as_str()) {
+                    return false;
+                }
+                hash_of(link)
+            }
+        };
+        prev = hash;
+    }
+    let last = links.last().unwrap();
+    prev == item["chain_hash"].as_str().unwrap()
+        && last["content_sha256"].as_str()
+            == Some(sha256_hex(item["content"]["text"].as_str().unwrap()).as_str())
+}
+
+#[tokio::test]
+async fn a_grant_reads_its_filtered_slice_and_everything_verifies() {
+    let w = world();
+    let kept = w
+        .write(
+            "The redesign launches in March",
+            &["website_redesign"],
+            Some("ent_proj_web"),
+        )
+        .await;
+    w.write("Private: the user's salary is 90k", &["personal"], None)
+        .await;
+    let granted = w
+        .grant(grant_body(json!({"filter": {"labels_any": ["website_redesign"], "subject_entity_ids": ["ent_proj_web"]}})))
+        .await
+        .unwrap();
+    assert_eq!(granted["slice_items"], 1);
+    let grant = &granted["grant"];
+    assert_eq!(grant["granter"], "did:web:memory.example:tenants:acme");
+    let mut unsigned = grant.clone();
+    let sig = unsigned
+        .as_object_mut()
+        .unwrap()
+        .remove("signature")
+        .unwrap();
+    assert!(key().verifies(&unsigned, sig.as_str().unwrap()));
+
+    let answer = w
+        .query(
+            &token(&granted),
+            json!({"query": "when does the redesign launch"}),
+        )
+        .await
+        .unwrap();
+    assert_eq!(ids_of(&answer), [kept]);
+    let item = &answer["items"][0];
+    assert_eq!(item["subject_entity_id"], "ent_proj_web");
+    assert_eq!(item["kind"], "observation");
+    assert!(item.get("embedding").is_none());
+    assert!(chain_verifies(item));
+    let salary = w
+        .query(&token(&granted), json!({"query": "salary"}))
+        .await
+        .unwrap();
+    assert_eq!(ids_of(&salary), Vec::<String>::new());
+
+    let log = w.log().await;
+    assert_eq!(log.len(), 3, "grant + two queries");
+    assert_eq!(first_broken(&key(), &log), None);
+    assert_eq!(log[0]["type"], "memory.grant");
+    assert_eq!(log[1]["previous_receipt_hash"], log[0]["self_hash"]);
+    assert_eq!(
+        w.events
+            .of_type(memory_core::events::EventType::GrantIssued)
+            .len(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn projection_removes_contacts_and_the_chain_says_so() {
+    let w = world();
+    w.write(
+        "Reach the designer at jane.doe@example.com about the mockups",
+        &[],
+        None,
+    )
+    .await;
+    let granted = w.grant(grant_body(json!({}))).await.unwrap();
+    let answer = w
+        .query(&token(&granted), json!({"query": "designer mockups"}))
+        .await
+        .unwrap();
+    let item = &answer["items"][0];
+    let text = item["content"]["text"].as_str().unwrap();
+    assert!(!text.contains("jane.doe@example.com"));
+    assert!(text.contains("[contact:email]"));
+    let chain = item["chain"].as_array().unwrap();
+    assert_eq!(chain.len(), 2);
+    assert!(chain[0].get("salt").is_none() && chain[0].get("content_sha256").is_none());
+    assert_eq!(chain[1]["op"], "projection");
+    assert!(chain_verifies(item));
+    // Changing the text breaks the chain.
+    let mut forged = item.clone();
+    forged["content"]["text"] = json!("Reach the designer at someone else");
+    assert!(!chain_verifies(&forged));
+}
+
+#[tokio::test]
+async fn revoked_expired_tampered_and_foreign_grants_read_nothing() {
+    let w = world();
+    w.write("The redesign uses the blue palette", &[], None)
+        .await;
+    let granted = w.grant(grant_body(json!({}))).await.unwrap();
+    let t = token(&granted);
+    assert_eq!(
+        ids_of(&w.query(&t, json!({"query": "palette"})).await.unwrap()).len(),
+        1
+    );
+
+    // Any changed byte of the token.
+    for i in (0..t.len()).step_by(7) {
+        let mut b = t.clone().into_bytes();
+        b[i] = if b[i] == b'x' { b'y' } else { b'x' };
+        let Ok(bad) = String::from_utf8(b) else {
+            continue;
+        };
+        if bad == t {
+            continue;
+        }
+        assert!(
+            matches!(
+                w.query(&bad, json!({"query": "palette"})).await,
+                Err(ExchangeError::GrantRefused(_))
+            ),
+            "byte {i}"
+        );
+    }
+    // A grant re-signed by another key.
+    let other = HostKey::from_seed("did:web:memory.example", &[1u8; 32]).unwrap();
+    let forged = other.compact_jws(&granted["grant"]);
+    assert!(matches!(
+        w.query(&forged, json!({"query": "palette"})).await,
+        Err(ExchangeError::GrantRefused(_))
+    ));
+
+    // Revocation: at once, once.
+    let receipts_before = w.log().await.len();
+    w.exchange
+        .revoke(&w.tenant, granted["grant"]["grant_id"].as_str().unwrap())
+        .await
+        .unwrap();
+    w.exchange
+        .revoke(&w.tenant, granted["grant"]["grant_id"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(w.log().await.len(), receipts_before + 1);
+    assert!(matches!(
+        w.query(&t, json!({"query": "palette"})).await,
+        Err(ExchangeError::GrantRefused("the grant was revoked"))
+    ));
+
+    // Another tenant cannot revoke it, nor grant its ref.
+    let other_tenant = TenantId::parse("globex").unwrap();
+    assert!(matches!(
+        w.exchange
+            .revoke(
+                &other_tenant,
+                granted["grant"]["grant_id"].as_str().unwrap()
+            )
+            .await,
+        Err(ExchangeError::NotFound)
+    ));
+    let foreign: GrantRequest = serde_json::from_value(grant_body(json!({}))).unwrap();
+    assert!(matches!(
+        w.exchange.grant(&other_tenant, foreign).await,
+        Err(ExchangeError::Invalid { .. })
+    ));
+
+    // Expiry: refused from the instant itself; announced once.
+    let short = w
+        .grant(grant_body(
+            json!({"expires_at": Timestamp::from_millis(T0 + 2 * DAY).to_rfc3339()}),
+        ))
+        .await
+        .unwrap();
+    w.clock.set(Timestamp::from_millis(T0 + 2 * DAY));
+    for _ in 0..2 {
+        assert!(matches!(
+            w.query(&token(&short), json!({"query": "palette"})).await,
+            Err(ExchangeError::GrantRefused("the grant has expired"))
+        ));
+    }
+    assert_eq!(
+        w.events
+            .of_type(memory_core::events::EventType::GrantExpired)
+            .len(),
+        1
+    );
+    assert!(w
+        .grants
+        .expiry_announced(&w.tenant, short["grant"]["grant_id"].as_str().unwrap()));
+    assert_eq!(first_broken(&key(), &w.log().await), None);
+}
+
+#[tokio::test]
+async fn bounds_hold_over_any_number_of_queries() {
+    let w = world();
+    for i in 0..10 {
+        w.write(
+            &format!("redesign note number {i} about colours and fonts"),
+            &[],
+            None,
+        )
+        .await;
+    }
+    let granted = w.grant(grant_body(json!({"max_items": 3}))).await.unwrap();
+    assert_eq!(granted["slice_items"], 3);
+    let mut seen = std::collections::BTreeSet::new();
+    for q in [
+        "redesign",
+        "colours",
+        "fonts",
+        "note number 1",
+        "note number 2",
+    ] {
+        let a = w
+            .query(&token(&granted), json!({"query": q, "max_results": 100}))
+            .await
+            .unwrap();
+        seen.extend(ids_of(&a));
+    }
+    // New writes after the grant stay outside its slice.
+    w.write("redesign note written later", &[], None).await;
+    let a = w
+        .query(&token(&granted), json!({"query": "redesign later"}))
+        .await
+        .unwrap();
+    seen.extend(ids_of(&a));
+    assert_eq!(seen.len(), 3);
+
+    // Embeddings need their scope.
+    assert!(matches!(
+        w.query(
+            &token(&granted),
+            json!({"query": "x", "include_embeddings": true})
+        )
+        .await,
+        Err(ExchangeError::NotCovered(_))
+    ));
+    // The grantee cannot send a filter of its own.
+    assert!(serde_json::from_value::<QueryRequest>(
+        json!({"query": "x", "filter": {"labels_any": []}})
+    )
+    .is_err());
+    // Bounds of the request itself.
+    for bad in [
+        json!({"max_items": 0}),
+        json!({"max_items": 10_001}),
+        json!({"expires_at": Timestamp::from_millis(T0 + 181 * DAY).to_rfc3339()}),
+        json!({"grantee": "contractor"}),
+        json!({"redaction_profile": "oap.profile.none"}),
+    ] {
+        assert!(
+            matches!(
+                w.grant(grant_body(bad.clone())).await,
+                Err(ExchangeError::Invalid { .. })
+            ),
+            "{bad}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_deleted_entry_leaves_every_grant_at_once() {
+    let w = world();
+    let id = w
+        .write(
+            "The client's phone-free summary of the redesign",
+            &[],
+            Some("cust-7"),
+        )
+        .await;
+    let granted = w.grant(grant_body(json!({}))).await.unwrap();
+    assert_eq!(
+        ids_of(
+            &w.query(&token(&granted), json!({"query": "redesign"}))
+                .await
+                .unwrap()
+        ),
+        std::slice::from_ref(&id)
+    );
+    let key = memory_core::EntryKey {
+        memory_ref: MemoryRef::parse(REF).unwrap(),
+        id,
+    };
+    assert!(w.entries.delete(&key).await.unwrap());
+    assert!(ids_of(
+        &w.query(&token(&granted), json!({"query": "redesign"}))
+            .await
+            .unwrap()
+    )
+    .is_empty());
+}
+
+#[tokio::test]
+async fn concurrent_appends_never_fork_the_log() {
+    let w = world();
+    w.write("redesign palette", &[], None).await;
+    let granted = w.grant(grant_body(json!({}))).await.unwrap();
+    let t = token(&granted);
+    let queries = (0..12).map(|_| w.query(&t, json!({"query": "palette"})));
+    for r in futures_join(queries).await {
+        r.unwrap();
+    }
+    let log = w.log().await;
+    assert_eq!(log.len(), 13);
+    assert!(
+        w.grants.calls.get("append") > 13,
+        "the queries raced for the tip"
+    );
+    assert_eq!(first_broken(&key(), &log), None);
+}
+
+async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Vec<F::Output> {
+    let mut out = Vec::new();
+    // Interleaves the futures on one task: each awaits the store, so their appends race.
+    let pinned: Vec<_> = fs.map(Box::pin).collect();
+    let mut pending: Vec<_> = pinned.into_iter().map(Some).collect();
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let mut results: Vec<Option<F::Output>> = pending.iter().map(|_| None).collect();
+    while pending.iter().any(Option::is_some) {
+        for (i, slot) in pending.iter_mut().enumerate() {
+            if let Some(f) = slot {
+                if let std::task::Poll::Ready(v) = f.as_mut().poll(&mut cx) {
+                    results[i] = Some(v);
+                    *slot = None;
+                }
+            }
+        }
+    }
+    for r in results {
+        out.extend(r);
+    }
+    out
+}
