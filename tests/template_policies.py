@@ -65,7 +65,11 @@ API_PREFIX = "/v1/host/wop-memory"
 JWT_AUTHORIZER = "JwtAuthorizer"
 # The only routes served without the JWT authorizer (Auth.Authorizer NONE): the capability
 # document says nothing tenant-specific. Every other HttpApi route uses JWT_AUTHORIZER.
-PUBLIC_ROUTES = {("GET", f"{API_PREFIX}/capabilities")}
+# The OAP exchange door adds its two public documents and the grantee's query, whose credential
+# is a grant this host signed (checked by the function, not by the JWT issuer).
+PUBLIC_ROUTES = {("GET", f"{API_PREFIX}/capabilities"),
+                 ("GET", "/.well-known/oap-memory.json"), ("GET", "/.well-known/did.json"),
+                 ("POST", "/oap/memory/query")}
 # The OpenIntent door's routes use its own Lambda authorizer (API keys), nothing else does.
 KEY_AUTHORIZER = "IntentKeyAuthorizer"
 KEY_ROUTES = {("ANY", "/api/v1/{proxy+}")}
@@ -171,6 +175,21 @@ EXPECTED: dict[str, dict[str, Any]] = {
                  "s3:DeleteObjectVersion"], OBJECTS)
         | pairs(["events:PutEvents"], BUS),
         "routes": KEY_ROUTES,
+    },
+    "MemoryExchangeFunction": {
+        "binary": "memory-exchange",
+        "memory": 256,
+        "env": {"OAP_PUBLIC_URL": {"Ref": "ExchangePublicUrl"},
+                "OAP_SIGNING_SECRET": {"Ref": "ExchangeSigningSecret"}},
+        # Grant records and the receipt log (conditional transactions), the granter's entries,
+        # the signing seed (that one secret only), grant lifecycle events.
+        "iam": pairs(["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
+                      "dynamodb:UpdateItem"], TABLE)
+        | pairs(["secretsmanager:GetSecretValue"], "${ExchangeSigningSecret}")
+        | pairs(["events:PutEvents"], BUS),
+        "routes": {("GET", "/.well-known/oap-memory.json"), ("GET", "/.well-known/did.json"),
+                   ("POST", "/oap/memory/query"), ("POST", "/oap/memory/grant"),
+                   ("POST", "/oap/memory/grant/{id}/revoke"), ("GET", "/oap/memory/receipts")},
     },
     "MemoryIntentAuthFunction": {
         "binary": "memory-intent-auth",
@@ -553,7 +572,8 @@ def check_function(
                  if isinstance(st, dict)]
         rep.check(conds == [KEY_RECORDS], f"{name}: reads only API key records "
                   "(dynamodb:LeadingKeys @apikey#*)", f"conditions {conds!r}")
-    if name in ("MemoryWriteFunction", "MemoryMcpFunction", "MemoryIntentFunction"):
+    if name in ("MemoryWriteFunction", "MemoryMcpFunction", "MemoryIntentFunction",
+                "MemoryExchangeFunction"):
         bad = sorted(a for a in actions if TABLE_LEVEL.match(a))
         rep.check(not bad, f"{name}: no table-level or bulk action (Delete/UpdateTable, Scan, BatchWriteItem)",
                   f"found {bad}")
@@ -1027,7 +1047,7 @@ TENANT_SWITCH = ("TenantScopedCredentials", "UseTenantCredentials")
 # The functions that make their tenant data calls with the tenant's credentials.
 TENANT_SCOPED = ("MemoryReadFunction", "MemoryWriteFunction", "MemoryForgetFunction",
                  "MemoryDreamFunction", "MemoryConsolidateFunction", "MemoryCommitmentsFunction",
-                 "MemoryMcpFunction", "MemoryIntentFunction")
+                 "MemoryMcpFunction", "MemoryIntentFunction", "MemoryExchangeFunction")
 TENANT_ROLE_ENV = {"Fn::If": ["UseTenantCredentials", {"Fn::GetAtt": ["TenantAccessRole", "Arn"]},
                               ""]}
 TENANT_TAG = "${aws:PrincipalTag/tenant}"

@@ -12,6 +12,7 @@ Environment (all optional):
   ARCHIVE_BUCKET     bucket name         (default wop-memory-archives)
   EVENT_BUS_NAME     custom bus name     (default wop-memory)
   EVENTS_QUEUE_NAME  events tap queue    (default wop-memory-events-tap)
+  OAP_SIGNING_SECRET the exchange door's signing seed secret (default wop-memory/oap-signing-seed)
   PASS_QUEUE_PREFIX  pass queues are {prefix}-dream-jobs and {prefix}-consolidate-jobs
                      (default wop-memory); exported as DREAM_QUEUE_URL / CONSOLIDATE_QUEUE_URL
 
@@ -269,6 +270,20 @@ def ensure_queue(sqs, name: str) -> tuple[str, str]:
     return url, arn
 
 
+def ensure_signing_secret(secrets, name: str) -> str:
+    """The exchange door's Ed25519 signing seed: 32 random bytes as hex, created once and never
+    printed (only the secret's name is exported)."""
+    try:
+        secrets.describe_secret(SecretId=name)
+        log(f"secret {name} exists")
+    except ClientError as exc:
+        if error_code(exc) != "ResourceNotFoundException":
+            raise
+        secrets.create_secret(Name=name, SecretString=os.urandom(32).hex())
+        log(f"secret {name} created")
+    return name
+
+
 def ensure_tap(events, sqs, bus: str, queue_url: str, queue_arn: str) -> None:
     rule_arn = events.put_rule(
         Name=TAP_RULE_NAME,
@@ -351,6 +366,9 @@ def main() -> int:
         queue_url, queue_arn = ensure_queue(sqs, queue)
         ensure_tap(events, sqs, bus, queue_url, queue_arn)
         # Pass queues between each scheduled pass's fan-out and the per-ref runs.
+        signing_secret = ensure_signing_secret(
+            client("secretsmanager"),
+            os.environ.get("OAP_SIGNING_SECRET") or "wop-memory/oap-signing-seed")
         pass_queues = {
             f"{kind.upper()}_QUEUE_URL": ensure_queue(sqs, f"{prefix}-{kind}-jobs")[0]
             for kind in ("dream", "consolidate")
@@ -371,6 +389,7 @@ def main() -> int:
         "ARCHIVE_BUCKET": bucket,
         "EVENT_BUS_NAME": bus,
         "EVENTS_QUEUE_URL": queue_url,
+        "OAP_SIGNING_SECRET": signing_secret,
         **pass_queues,
     }
     if args.format == "json":

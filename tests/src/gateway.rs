@@ -36,7 +36,7 @@ use crate::apigw::{http_api_event, percent_decode, GatewayRequest};
 use crate::{LambdaProcess, Outcome};
 
 /// The function binaries the gateway starts, in `template.yaml` order.
-pub const FUNCTIONS: [&str; 9] = [
+pub const FUNCTIONS: [&str; 10] = [
     "memory-read",
     "memory-write",
     "memory-forget",
@@ -46,6 +46,7 @@ pub const FUNCTIONS: [&str; 9] = [
     "memory-mcp",
     "memory-intent",
     "memory-intent-auth",
+    "memory-exchange",
 ];
 
 /// The OpenIntent door's routes (`ANY /api/v1/{proxy+}` in `template.yaml`), behind the
@@ -164,6 +165,9 @@ pub fn match_route(method: &str, raw_path: &str) -> Option<Route> {
             path_parameters: vec![("proxy".to_owned(), percent_decode(rest, false))],
         });
     }
+    if let Some(route) = exchange_route(method, raw_path) {
+        return Some(route);
+    }
     let rest = raw_path.strip_prefix(BASE)?.strip_prefix('/')?;
     let segments: Vec<String> = rest.split('/').map(|s| percent_decode(s, false)).collect();
     let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
@@ -217,6 +221,46 @@ pub fn match_route(method: &str, raw_path: &str) -> Option<Route> {
             false,
             vec![],
         )),
+        _ => None,
+    }
+}
+
+/// The OAP exchange door's routes (`memory-exchange` in `template.yaml`): the two public
+/// documents and the grantee's query without an authorizer (the grant is the credential, checked
+/// by the function), grant, revoke and receipts behind the JWT authorizer.
+fn exchange_route(method: &str, raw_path: &str) -> Option<Route> {
+    let route = |route_key, authorized, path_parameters| Route {
+        function: "memory-exchange",
+        route_key,
+        authorized,
+        lambda_authorized: false,
+        path_parameters,
+    };
+    let segments: Vec<String> = raw_path
+        .strip_prefix('/')?
+        .split('/')
+        .map(|s| percent_decode(s, false))
+        .collect();
+    let segs: Vec<&str> = segments.iter().map(String::as_str).collect();
+    match (method, segs.as_slice()) {
+        ("GET", [".well-known", "oap-memory.json"]) => {
+            Some(route("GET /.well-known/oap-memory.json", false, vec![]))
+        }
+        ("GET", [".well-known", "did.json"]) => {
+            Some(route("GET /.well-known/did.json", false, vec![]))
+        }
+        ("POST", ["oap", "memory", "query"]) => {
+            Some(route("POST /oap/memory/query", false, vec![]))
+        }
+        ("POST", ["oap", "memory", "grant"]) => Some(route("POST /oap/memory/grant", true, vec![])),
+        ("POST", ["oap", "memory", "grant", id, "revoke"]) if !id.is_empty() => Some(route(
+            "POST /oap/memory/grant/{id}/revoke",
+            true,
+            vec![("id".to_owned(), (*id).to_owned())],
+        )),
+        ("GET", ["oap", "memory", "receipts"]) => {
+            Some(route("GET /oap/memory/receipts", true, vec![]))
+        }
         _ => None,
     }
 }

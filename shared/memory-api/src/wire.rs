@@ -87,6 +87,21 @@ impl WireError {
         WireError::new(500, "internal_error", "internal error")
     }
 
+    /// 401 for a request whose credential (a JWT, a grant) is missing or not accepted.
+    pub fn unauthenticated(message: impl Into<String>) -> Self {
+        WireError::new(401, "unauthenticated", message)
+    }
+
+    /// 403 for a credential that is valid but does not cover the request.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        WireError::new(403, "forbidden", message)
+    }
+
+    /// 404 for something of the caller's that does not exist.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        WireError::new(404, "not_found", message)
+    }
+
     /// 404 for a path no route serves.
     pub fn no_route() -> Self {
         WireError::new(404, "not_found", "no such route")

@@ -120,6 +120,11 @@ pub struct AwsPorts {
     /// is set.
     #[cfg(feature = "abstractive")]
     pub abstractive_model: Option<Arc<dyn memory_core::ports::AbstractiveModel>>,
+    /// Secrets Manager, where the exchange door's signing seed lives.
+    #[cfg(feature = "exchange")]
+    pub secrets: aws_sdk_secretsmanager::Client,
+    /// `EMBEDDING_DIMENSIONS`, when set: what the exchange manifest states.
+    pub embedding_dimensions: Option<u32>,
 }
 
 impl AwsPorts {
@@ -204,6 +209,9 @@ impl AwsPorts {
                     ));
                 embedder
             }),
+            #[cfg(feature = "exchange")]
+            secrets: client!(aws_sdk_secretsmanager),
+            embedding_dimensions: settings.embedding_dimensions,
             #[cfg(feature = "abstractive")]
             abstractive_model: settings.abstractive_model.clone().map(|model| {
                 let abstractive_model: Arc<dyn memory_core::ports::AbstractiveModel> =

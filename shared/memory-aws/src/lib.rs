@@ -11,6 +11,8 @@ pub mod dynamo;
 pub mod error;
 #[cfg(feature = "events")]
 pub mod eventbridge;
+#[cfg(feature = "exchange")]
+pub mod exchange;
 #[cfg(feature = "keyed")]
 pub mod keyed;
 pub mod retry;

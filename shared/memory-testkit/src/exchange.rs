@@ -9,8 +9,8 @@ use serde_json::Value;
 
 use crate::in_memory::{lock, CallCounter};
 use memory_core::{StoreError, TenantId};
-use memory_exchange::receipt::{Receipt, Tip};
-use memory_exchange::{ExchangeStore, GrantChange, GrantRecord};
+use oap_exchange::receipt::{Receipt, Tip};
+use oap_exchange::{ExchangeStore, GrantChange, GrantRecord};
 
 #[derive(Debug, Default)]
 struct TenantLog {

@@ -95,6 +95,13 @@ async fn main() {
         }
     };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(args.port);
+    // The exchange door's public base URL (its DID and manifest endpoints derive from it):
+    // this gateway, unless the environment names one.
+    let public_url = format!("http://127.0.0.1:{port}");
+    let mut extra = extra;
+    if std::env::var_os("OAP_PUBLIC_URL").is_none() {
+        extra.push(("OAP_PUBLIC_URL", public_url.as_str()));
+    }
     let gateway = match Gateway::start(args.exchanges, &extra).await {
         Ok(g) => Arc::new(g),
         Err(e) => {

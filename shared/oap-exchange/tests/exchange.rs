@@ -7,16 +7,16 @@ use memory_core::model::{Attribution, MemoryEntry, StoredEntry, SubjectKey, Tier
 use memory_core::ports::{EntryStore, IdSource};
 use memory_core::StoreError;
 use memory_core::{MemoryRef, TenantId, Timestamp};
-use memory_exchange::canonical::{hash_of, sha256_hex};
-use memory_exchange::receipt::first_broken;
-use memory_exchange::receipt::{Receipt, Tip};
-use memory_exchange::{
-    Exchange, ExchangeError, ExchangePorts, ExchangeStore, GrantChange, GrantRecord, GrantRequest,
-    HostKey, QueryRequest,
-};
 use memory_testkit::exchange::InMemoryExchangeStore;
 use memory_testkit::in_memory::{
     InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
+};
+use oap_exchange::canonical::{hash_of, sha256_hex};
+use oap_exchange::receipt::first_broken;
+use oap_exchange::receipt::{Receipt, Tip};
+use oap_exchange::{
+    Exchange, ExchangeError, ExchangePorts, ExchangeStore, GrantChange, GrantRecord, GrantRequest,
+    HostKey, QueryRequest,
 };
 use serde_json::{json, Value};
 

@@ -53,23 +53,27 @@ impl HostKey {
         })
     }
 
-    /// A seed as the secret store holds it: 64 hex characters or base64 of 32 bytes.
+    /// The seed a secret holds: 64 hex characters are the seed itself; any other text of at
+    /// least 32 characters (what a secret store generates) is hashed into one, so an operator
+    /// can let the store generate the secret.
     pub fn decode_seed(text: &str) -> Result<Vec<u8>, ExchangeError> {
         let text = text.trim();
-        let bytes = if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
-            (0..32)
+        if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return (0..32)
                 .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16))
                 .collect::<Result<Vec<u8>, _>>()
-                .map_err(|_| ExchangeError::Config("the signing seed is not hex"))?
-        } else {
-            STANDARD
-                .decode(text)
-                .map_err(|_| ExchangeError::Config("the signing seed is neither hex nor base64"))?
-        };
-        if bytes.len() != 32 {
-            return Err(ExchangeError::Config("the signing seed must be 32 bytes"));
+                .map_err(|_| ExchangeError::Config("the signing seed is not hex"));
         }
-        Ok(bytes)
+        if text.chars().count() < 32 {
+            return Err(ExchangeError::Config(
+                "the signing secret must be 64 hex characters or at least 32 characters of text",
+            ));
+        }
+        let mut material = b"wop-memory/oap/seed/v1\0".to_vec();
+        material.extend_from_slice(text.as_bytes());
+        Ok(ring::digest::digest(&ring::digest::SHA256, &material)
+            .as_ref()
+            .to_vec())
     }
 
     pub fn did(&self) -> &str {
@@ -216,15 +220,14 @@ mod tests {
     }
 
     #[test]
-    fn seeds_decode_from_hex_or_base64_only_at_32_bytes() {
+    fn seeds_are_hex_or_derived_from_long_text() {
         assert_eq!(
             HostKey::decode_seed(&"ab".repeat(32)).unwrap(),
             vec![0xab; 32]
         );
-        assert_eq!(
-            HostKey::decode_seed(&STANDARD.encode([1u8; 32])).unwrap(),
-            vec![1; 32]
-        );
+        let derived = HostKey::decode_seed(&"Zq".repeat(20)).unwrap();
+        assert_eq!(derived.len(), 32);
+        assert_ne!(derived, HostKey::decode_seed(&"Zr".repeat(20)).unwrap());
         assert!(HostKey::decode_seed("abcd").is_err());
         assert!(HostKey::from_seed("did:key:x", &[0; 32]).is_err());
     }

@@ -1,0 +1,147 @@
+//! `memory-exchange`: the OAP memory exchange door (RFC 0010). Public: the memory manifest and
+//! the `did:web` document. Behind the JWT authorizer: issuing and revoking grants, reading the
+//! tenant's receipt log. With a grant as bearer: the grantee's query. docs/oap.md.
+
+mod api;
+
+use std::sync::Arc;
+
+use lambda_adapter::HttpTrigger;
+use lambda_runtime::Error;
+use memory_aws::exchange::{signing_seed, DynamoExchangeStore};
+use memory_aws::AwsPorts;
+use memory_core::ports::{SystemClock, UlidIds};
+use oap_exchange::manifest::{manifest, EmbeddingProfile};
+use oap_exchange::{Exchange, ExchangePorts, Grant, HostKey};
+use serde_json::Value;
+
+fn main() -> Result<(), Error> {
+    lambda_adapter::start(serve())
+}
+
+fn setting(name: &str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.trim().is_empty())
+}
+
+/// `did:web` of a base URL: its host, with a port percent-encoded (did:web's rule).
+fn did_of(base_url: &str) -> Option<String> {
+    let host = base_url.split("://").nth(1)?.split('/').next()?;
+    (!host.is_empty()).then(|| format!("did:web:{}", host.replace(':', "%3A")))
+}
+
+/// The door as one deployment serves it: its identity and public documents are fixed by its
+/// base URL, which is `OAP_PUBLIC_URL` or, unset, the API's own domain as the first request names
+/// it (`requestContext.domainName`; the template cannot pass an API's URL to its own function).
+struct Door {
+    exchange: Exchange,
+    docs: api::Documents,
+}
+
+fn build(ports: &AwsPorts, seed: &[u8], base_url: &str) -> Result<Door, String> {
+    let base_url = base_url.trim_end_matches('/');
+    let did = match setting("OAP_DID") {
+        Some(d) => d,
+        None => did_of(base_url).ok_or("the public URL must be an http(s) URL")?,
+    };
+    let key = HostKey::from_seed(&did, seed).map_err(|e| e.to_string())?;
+    let embedding = ports.embedding_model.clone().map(|model| EmbeddingProfile {
+        model,
+        dimensions: ports.embedding_dimensions,
+    });
+    let docs = api::Documents {
+        manifest: manifest(&did, base_url, embedding.as_ref()),
+        did: key.did_document(base_url),
+    };
+    let exchange = Exchange::new(
+        ExchangePorts {
+            grants: Arc::new(
+                DynamoExchangeStore::new(ports.dynamo.clone(), ports.table.clone())
+                    .with_tenant_sessions(ports.tenant_sessions.clone()),
+            ),
+            entries: ports.entries.clone(),
+            publisher: ports.events.clone(),
+            clock: Arc::new(SystemClock),
+            ids: Arc::new(UlidIds::default()),
+        },
+        key,
+    );
+    Ok(Door { exchange, docs })
+}
+
+async fn serve() -> Result<(), Error> {
+    let ports = AwsPorts::from_env().await?;
+    let secret = setting("OAP_SIGNING_SECRET")
+        .ok_or("OAP_SIGNING_SECRET is required (the signing seed's secret)")?;
+    let seed = signing_seed(&ports.secrets, &secret)
+        .await
+        .map_err(|e| format!("signing key: {e}"))?;
+    let door = tokio::sync::OnceCell::new();
+    if let Some(url) = setting("OAP_PUBLIC_URL") {
+        let built = build(&ports, &seed, &url)?;
+        let _ = door.set(built);
+    }
+    let claim = lambda_adapter::tenant_claim_name();
+    let (ports, seed, door, claim) = (&ports, seed.as_slice(), &door, claim.as_str());
+    lambda_adapter::run(
+        |payload: Value| -> Result<(Option<String>, HttpTrigger), memory_api::WireError> {
+            if !lambda_adapter::is_http_event(&payload) {
+                return Err(memory_api::WireError::validation(
+                    "event",
+                    "this function serves HTTP API routes only",
+                ));
+            }
+            let domain = payload
+                .pointer("/requestContext/domainName")
+                .and_then(Value::as_str)
+                .map(|d| format!("https://{d}"));
+            Ok((domain, lambda_adapter::http_request(payload, claim)))
+        },
+        |(domain, trigger)| async move {
+            let door = door
+                .get_or_try_init(|| async {
+                    build(ports, seed, domain.as_deref().unwrap_or_default())
+                })
+                .await
+                .map_err(|e| {
+                    tracing::error!(error = %e, "exchange door not configured");
+                    memory_api::WireError::internal()
+                })?;
+            let (exchange, docs) = (&door.exchange, &door.docs);
+            Ok(lambda_adapter::serve_http(trigger, |r| async move {
+                let bearer = r.header("authorization").and_then(|v| {
+                    let v = v.trim();
+                    v.get(..7)
+                        .filter(|p| p.eq_ignore_ascii_case("bearer "))
+                        .map(|_| v[7..].trim())
+                });
+                let request = api::Request {
+                    method: &r.head.method,
+                    path: &r.head.path,
+                    query: &r.head.query.0,
+                    tenant: r.head.tenant_claim.as_deref(),
+                    bearer,
+                    body: &r.body,
+                };
+                // Reads and writes run as the tenant the credential names: the JWT's, or the
+                // granter's of a grant this host signed (tenant-scoped credentials).
+                let acting = match (request.tenant, bearer) {
+                    (Some(t), _) => Some(t.to_owned()),
+                    (None, Some(token)) => Grant::from_bearer(exchange.key(), token)
+                        .ok()
+                        .and_then(|g| {
+                            oap_exchange::grant::tenant_of_granter(exchange.key().did(), &g.granter)
+                        })
+                        .map(|t| t.as_str().to_owned()),
+                    _ => None,
+                };
+                memory_core::acting_tenant::acting_for(
+                    acting.as_deref(),
+                    api::handle(exchange, docs, &request),
+                )
+                .await
+            })
+            .await)
+        },
+    )
+    .await
+}

@@ -1,0 +1,312 @@
+//! The exchange door's items in the one table (docs/oap.md "Storage"), in one partition per
+//! tenant, `{tenant}#@oap` (`@` is outside the agent id alphabet, so no agent's partition can be
+//! named that; the tenant leads the key, so IAM's leading-key condition covers this door too):
+//!
+//! | sort key | item |
+//! |---|---|
+//! | `X#TIP` | the receipt log's tip: `seq` (the next receipt's number), `hash` |
+//! | `X#R#{seq:020}` | one receipt (`doc`, the signed receipt JSON) |
+//! | `X#G#{grantId}` | a grant record: scope, grantee, grant hash, expiry, revocation, slice |
+//!
+//! Every append is one `TransactWriteItems`: the tip moves only from the state the receipt was
+//! built on, the receipt item is new, and the grant change (if any) meets its condition. So two
+//! appends can never both land on one tip, and no grant changes without its receipt.
+//!
+//! The signing seed is read once, at start, from Secrets Manager.
+
+use std::collections::HashMap;
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::Client;
+use memory_core::{StoreError, TenantId, Timestamp};
+use oap_exchange::receipt::{Receipt, Tip};
+use oap_exchange::{ExchangeStore, GrantChange, GrantRecord};
+use serde_json::Value;
+
+use crate::dynamo::{build_error, get_n, get_s, n, s, transact_with, Item, TxError};
+use crate::error::backend;
+use crate::tenant::{DynamoClients, TenantSessions};
+
+const TIP: &str = "X#TIP";
+const RECEIPT: &str = "X#R#";
+const GRANT: &str = "X#G#";
+/// A grant record outlives its grant by this long, so an audit can still read what it was.
+const RECORD_KEPT_AFTER_EXPIRY_MS: i64 = 90 * 86_400_000;
+
+fn pk(tenant: &TenantId) -> String {
+    format!("{}#@oap", tenant.as_str())
+}
+
+fn key(tenant: &TenantId, sk: String) -> Item {
+    HashMap::from([("pk".to_owned(), s(pk(tenant))), ("sk".to_owned(), s(sk))])
+}
+
+fn receipt_sk(seq: u64) -> String {
+    format!("{RECEIPT}{seq:020}")
+}
+
+fn boolean(v: bool) -> AttributeValue {
+    AttributeValue::Bool(v)
+}
+
+#[derive(Clone, Debug)]
+pub struct DynamoExchangeStore {
+    clients: DynamoClients,
+    table: String,
+}
+
+impl DynamoExchangeStore {
+    pub fn new(client: Client, table: String) -> Self {
+        DynamoExchangeStore {
+            clients: DynamoClients::new(client, None),
+            table,
+        }
+    }
+
+    pub fn with_tenant_sessions(mut self, tenants: Option<std::sync::Arc<TenantSessions>>) -> Self {
+        self.clients = DynamoClients::new(self.clients.fan_out().clone(), tenants);
+        self
+    }
+
+    async fn read(&self, op: &'static str, k: Item) -> Result<Option<Item>, StoreError> {
+        let client = self.clients.data(op).await?;
+        let out = crate::retry::send(op, || {
+            client
+                .get_item()
+                .table_name(&self.table)
+                .set_key(Some(k.clone()))
+                .consistent_read(true)
+                .send()
+        })
+        .await
+        .map_err(|e| backend(op, &e))?;
+        Ok(out.item().cloned())
+    }
+
+    fn grant_item(&self, r: &GrantRecord) -> Item {
+        let mut item = key(&r.tenant, format!("{GRANT}{}", r.grant_id));
+        item.insert("scopeId".into(), s(r.scope_id.clone()));
+        item.insert("grantee".into(), s(r.grantee.clone()));
+        item.insert("grantHash".into(), s(r.grant_hash.clone()));
+        item.insert("issuedMs".into(), n(r.issued_at.as_millis()));
+        item.insert("expiresMs".into(), n(r.expires_at.as_millis()));
+        item.insert("revocable".into(), boolean(r.revocable));
+        // Ids are of the id alphabet, so a comma joins them unambiguously; one string keeps a
+        // 10,000-item slice well inside an item's 400 KB.
+        item.insert("slice".into(), s(r.slice.join(",")));
+        let keep_until = r.expires_at.plus_millis(RECORD_KEPT_AFTER_EXPIRY_MS);
+        item.insert("ttl".into(), n(keep_until.epoch_seconds_ceil()));
+        item
+    }
+
+    fn decode_grant(
+        tenant: &TenantId,
+        grant_id: &str,
+        item: &Item,
+    ) -> Result<GrantRecord, StoreError> {
+        let corrupt = || StoreError::Corrupt {
+            key: format!("{}/{GRANT}{grant_id}", pk(tenant)),
+        };
+        let text = |name: &str| get_s(item, name).map(str::to_owned).ok_or_else(corrupt);
+        let slice = text("slice")?;
+        Ok(GrantRecord {
+            grant_id: grant_id.to_owned(),
+            tenant: tenant.clone(),
+            scope_id: text("scopeId")?,
+            grantee: text("grantee")?,
+            grant_hash: text("grantHash")?,
+            issued_at: Timestamp::from_millis(get_n(item, "issuedMs").ok_or_else(corrupt)?),
+            expires_at: Timestamp::from_millis(get_n(item, "expiresMs").ok_or_else(corrupt)?),
+            revocable: matches!(item.get("revocable"), Some(AttributeValue::Bool(true))),
+            revoked_at: get_n(item, "revokedMs").map(Timestamp::from_millis),
+            slice: if slice.is_empty() {
+                Vec::new()
+            } else {
+                slice.split(',').map(str::to_owned).collect()
+            },
+        })
+    }
+
+    fn change_item(
+        &self,
+        tenant: &TenantId,
+        change: &GrantChange,
+    ) -> Result<TransactWriteItem, StoreError> {
+        match change {
+            GrantChange::Issue(record) => {
+                let p = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(self.grant_item(record)))
+                    .condition_expression("attribute_not_exists(pk)")
+                    .build()
+                    .map_err(|_| build_error("grant put"))?;
+                Ok(TransactWriteItem::builder().put(p).build())
+            }
+            GrantChange::Revoke { grant_id, at } => {
+                let u = Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(tenant, format!("{GRANT}{grant_id}"))))
+                    .update_expression("SET revokedMs = :at")
+                    .condition_expression(
+                        "attribute_exists(pk) AND revocable = :yes AND attribute_not_exists(revokedMs)",
+                    )
+                    .expression_attribute_values(":at", n(at.as_millis()))
+                    .expression_attribute_values(":yes", boolean(true))
+                    .build()
+                    .map_err(|_| build_error("grant revoke"))?;
+                Ok(TransactWriteItem::builder().update(u).build())
+            }
+            GrantChange::AnnounceExpiry { grant_id } => {
+                let u = Update::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(tenant, format!("{GRANT}{grant_id}"))))
+                    .update_expression("SET expiryAnnounced = :yes")
+                    .condition_expression(
+                        "attribute_exists(pk) AND attribute_not_exists(expiryAnnounced)",
+                    )
+                    .expression_attribute_values(":yes", boolean(true))
+                    .build()
+                    .map_err(|_| build_error("grant expiry"))?;
+                Ok(TransactWriteItem::builder().update(u).build())
+            }
+        }
+    }
+}
+
+#[async_trait]
+impl ExchangeStore for DynamoExchangeStore {
+    async fn tip(&self, tenant: &TenantId) -> Result<Tip, StoreError> {
+        let Some(item) = self
+            .read("receipt tip", key(tenant, TIP.to_owned()))
+            .await?
+        else {
+            return Ok(Tip::genesis());
+        };
+        let corrupt = || StoreError::Corrupt {
+            key: format!("{}/{TIP}", pk(tenant)),
+        };
+        Ok(Tip {
+            seq: get_n(&item, "seq")
+                .and_then(|v| u64::try_from(v).ok())
+                .ok_or_else(corrupt)?,
+            hash: get_s(&item, "hash").ok_or_else(corrupt)?.to_owned(),
+        })
+    }
+
+    async fn append(
+        &self,
+        tenant: &TenantId,
+        at: &Tip,
+        receipt: &Receipt,
+        change: Option<&GrantChange>,
+    ) -> Result<(), StoreError> {
+        const OP: &str = "receipt append";
+        let next = receipt.next_tip();
+        let mut tip = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key(tenant, TIP.to_owned())))
+            .update_expression("SET seq = :next, #h = :hash")
+            .expression_attribute_names("#h", "hash")
+            .expression_attribute_values(":next", n(i64::try_from(next.seq).unwrap_or(i64::MAX)))
+            .expression_attribute_values(":hash", s(next.hash.clone()));
+        tip = if at.seq == 0 {
+            tip.condition_expression("attribute_not_exists(pk)")
+        } else {
+            tip.condition_expression("seq = :at AND #h = :prev")
+                .expression_attribute_values(":at", n(i64::try_from(at.seq).unwrap_or(i64::MAX)))
+                .expression_attribute_values(":prev", s(at.hash.clone()))
+        };
+        let tip = tip.build().map_err(|_| build_error(OP))?;
+        let doc = serde_json::to_string(&receipt.body).map_err(|_| build_error(OP))?;
+        let mut item = key(tenant, receipt_sk(receipt.seq));
+        item.insert("doc".into(), s(doc));
+        let put = Put::builder()
+            .table_name(&self.table)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(pk)")
+            .build()
+            .map_err(|_| build_error(OP))?;
+        let mut items = vec![
+            TransactWriteItem::builder().update(tip).build(),
+            TransactWriteItem::builder().put(put).build(),
+        ];
+        if let Some(change) = change {
+            items.push(self.change_item(tenant, change)?);
+        }
+        let client = self.clients.data(OP).await?;
+        transact_with(&client, OP, items)
+            .await
+            .map_err(|e: TxError| e.into_store(OP))
+    }
+
+    async fn grant(
+        &self,
+        tenant: &TenantId,
+        grant_id: &str,
+    ) -> Result<Option<GrantRecord>, StoreError> {
+        let valid = (1..=64).contains(&grant_id.len())
+            && grant_id
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_');
+        if !valid {
+            return Ok(None);
+        }
+        self.read("grant read", key(tenant, format!("{GRANT}{grant_id}")))
+            .await?
+            .map(|item| Self::decode_grant(tenant, grant_id, &item))
+            .transpose()
+    }
+
+    async fn receipts(
+        &self,
+        tenant: &TenantId,
+        from: u64,
+        limit: u32,
+    ) -> Result<Vec<Value>, StoreError> {
+        const OP: &str = "receipt list";
+        let client = self.clients.data(OP).await?;
+        let request = client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
+            .expression_attribute_values(":pk", s(pk(tenant)))
+            .expression_attribute_values(":a", s(receipt_sk(from)))
+            .expression_attribute_values(":b", s(receipt_sk(u64::MAX)))
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+        let out = crate::retry::send(OP, || request.clone().send())
+            .await
+            .map_err(|e| backend(OP, &e))?;
+        out.items()
+            .iter()
+            .map(|item| {
+                get_s(item, "doc")
+                    .and_then(|d| serde_json::from_str(d).ok())
+                    .ok_or_else(|| StoreError::Corrupt {
+                        key: format!("{}/{}", pk(tenant), get_s(item, "sk").unwrap_or("?")),
+                    })
+            })
+            .collect()
+    }
+}
+
+/// The host's signing seed, read from Secrets Manager (`OAP_SIGNING_SECRET`, a secret name or
+/// ARN whose string is 64 hex characters or base64 of 32 bytes).
+pub async fn signing_seed(
+    client: &aws_sdk_secretsmanager::Client,
+    secret_id: &str,
+) -> Result<Vec<u8>, StoreError> {
+    const OP: &str = "signing key read";
+    let out = crate::retry::send(OP, || client.get_secret_value().secret_id(secret_id).send())
+        .await
+        .map_err(|e| backend(OP, &e))?;
+    let text = out.secret_string().ok_or(StoreError::Backend {
+        op: OP,
+        code: "NoSecretString".into(),
+    })?;
+    oap_exchange::HostKey::decode_seed(text).map_err(|_| StoreError::Backend {
+        op: OP,
+        code: "InvalidSigningSeed".into(),
+    })
+}
