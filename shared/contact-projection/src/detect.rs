@@ -729,16 +729,16 @@ fn handles(r: &Rules, text: &str, found: &mut Found) {
             .trim_start_matches(['@', '/'])
             .trim_end_matches('/');
         let first = user.split('/').next().unwrap_or_default();
-        if lower.contains("github.com/")
-            || lower.contains("gitlab.com/")
-            || lower.contains("x.com/")
-            || lower.contains("twitter.com/")
-            || lower.contains("facebook.com/")
-            || lower.contains("instagram.com/")
-        {
-            if eq_any(first, RESERVED_PATHS) {
-                continue;
-            }
+        let site_paths = [
+            "github.com/",
+            "gitlab.com/",
+            "x.com/",
+            "twitter.com/",
+            "facebook.com/",
+            "instagram.com/",
+        ];
+        if site_paths.iter().any(|h| lower.contains(h)) && eq_any(first, RESERVED_PATHS) {
+            continue;
         }
         // A repository (`github.com/org/repo`) is a reference to code, not to a person.
         let code_host = lower.contains("github.com/") || lower.contains("gitlab.com/");
