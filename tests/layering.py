@@ -2,8 +2,8 @@
 """The layering rules of docs/architecture.md "Layering: each function links only what it runs",
 checked on the real dependency graph:
 
-- a pure crate (memory-guard, distill, consolidation, commitments, text-search, lexicon) links no AWS, Lambda or async
-  crate;
+- a pure crate (memory-guard, distill, consolidation, commitments, text-search, lexicon,
+  contact-projection) links no AWS, Lambda or async crate;
 - the core and the services link no AWS SDK, Lambda or HTTP crate (only adapters name them);
 - the services link no wire crate (memory-api, lambda-adapter): a function's contract is its own;
 - no function links a test-only crate;
@@ -28,7 +28,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-PURE = ["memory-guard", "distill", "consolidation", "commitments", "text-search", "lexicon"]
+PURE = ["memory-guard", "distill", "consolidation", "commitments", "text-search", "lexicon",
+        "contact-projection"]
 CORE = ["memory-core", "memory-api", "dream-service", "consolidation-service",
         "commitment-service", "memory-tool", "mcp-server", "intent-memory"]
 FUNCTIONS = ["memory-read", "memory-write", "memory-forget", "memory-dream",
