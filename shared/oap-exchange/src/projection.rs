@@ -1,8 +1,8 @@
 //! Projection profiles (OAP RFC 0010 §3.5, RFC 0007): what is taken out of an item's content
-//! before it leaves for a grantee. The profile itself is defined in docs/projection.md.
+//! before it leaves for a grantee. The one profile, `oap.profile.projection.contact.v1`, is the
+//! contact-projection crate's (docs/projection.md).
 
-/// Contact details (emails, phone numbers, postal addresses, handles) removed.
-pub const CONTACT_V1: &str = "oap.profile.projection.contact.v1";
+pub use contact_projection::PROFILE_ID as CONTACT_V1;
 
 /// Content after a profile: the text and how many details were taken out.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -11,24 +11,13 @@ pub struct Projected {
     pub removed: usize,
 }
 
-/// Applies `profile` (one of [`crate::grant::SUPPORTED_PROFILES`]) to `text`.
+/// Applies `profile` (one of [`crate::grant::SUPPORTED_PROFILES`], checked when the grant was
+/// issued) to `text`.
 pub fn apply(profile: &str, text: &str) -> Projected {
     debug_assert_eq!(profile, CONTACT_V1);
-    // Interim: e-mail addresses only, until the contact-projection crate lands.
-    let mut removed = 0;
-    let words: Vec<String> = text
-        .split(' ')
-        .map(|w| {
-            if w.contains('@') && w.contains('.') {
-                removed += 1;
-                "[contact:email]".to_owned()
-            } else {
-                w.to_owned()
-            }
-        })
-        .collect();
+    let p = contact_projection::project(text);
     Projected {
-        text: words.join(" "),
-        removed,
+        text: p.text,
+        removed: p.removed,
     }
 }
