@@ -158,31 +158,17 @@ async fn secrets_are_redacted_and_foreign_refs_hold_nothing() {
 
     let foreign = "workspaces/other/agents/bot/memories";
     for bad_ref in [foreign, "workspaces/acme/agents/../memories", ""] {
-        let view = w
-            .run_on(
-                bad_ref,
-                None,
-                json!({"command": "view", "path": "/memories"}),
-            )
+        let on_bad_ref = |input: Value| w.run_on(bad_ref, None, input);
+        let view = on_bad_ref(json!({"command": "view", "path": "/memories"}))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(view.content, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items:\n0B\t/memories");
-        let file = w
-            .run_on(
-                bad_ref,
-                None,
-                json!({"command": "view", "path": "/memories/k.md"}),
-            )
+        let file = on_bad_ref(json!({"command": "view", "path": "/memories/k.md"}))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(file.is_error);
-        let create = w
-            .run_on(
-                bad_ref,
-                None,
-                json!({"command": "create", "path": "/memories/x", "file_text": "x"}),
-            )
-            .await;
+        let create =
+            on_bad_ref(json!({"command": "create", "path": "/memories/x", "file_text": "x"})).await;
         assert_eq!(create.err(), Some(CoreError::RefNotAdmitted));
     }
 }
