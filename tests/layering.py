@@ -38,7 +38,7 @@ FUNCTIONS = ["memory-read", "memory-write", "memory-forget", "memory-dream",
 
 ASYNC_OR_AWS = re.compile(r"^(aws-|aws_|lambda_|tokio|hyper|rustls)")
 AWS_OR_LAMBDA = re.compile(r"^(aws-sdk-|aws-config|aws-smithy-|aws_lambda_events|lambda_|hyper|rustls)")
-TEST_ONLY = {"memory-testkit", "aws-test-support", "criterion", "proptest", "e2e"}
+TEST_ONLY = {"memory-testkit", "aws-test-support", "bench-support", "criterion", "proptest", "e2e"}
 
 # The services hold behaviour over the ports; a function's wire contract (the error envelope,
 # request shapes, metrics) lives in memory-api and the function, never in a service.

@@ -289,6 +289,11 @@ impl LambdaProcess {
         }
     }
 
+    /// One synchronous invoke that must succeed: its response.
+    pub async fn respond(&self, payload: &Value) -> Value {
+        self.invoke(payload).await.response()
+    }
+
     /// One synchronous invoke, as `aws lambda invoke` would do.
     pub async fn invoke(&self, payload: &Value) -> Outcome {
         let bytes = serde_json::to_vec(payload).unwrap_or_else(|e| panic!("encode payload: {e}"));

@@ -1,9 +1,7 @@
 //! Scheduled passes end to end: the real `memory-consolidate` binary fans out through SQS,
 //! processes the queued passes as an SQS event, and a direct invoke runs one ref.
 
-use std::time::Duration;
-
-use aws_test_support::{emulator_config, required_env, EventTap};
+use aws_test_support::{emulator_config, of_type, required_env, EventTap};
 use e2e::apigw::list_event;
 use e2e::queue::drain_as_records;
 use e2e::LambdaProcess;
@@ -15,7 +13,7 @@ fn tenant(label: &str) -> String {
 
 async fn list(read: &LambdaProcess, tenant: &str, r: &str) -> Vec<Value> {
     let e = list_event(tenant, r, &[]);
-    let response = read.invoke(&e).await.response();
+    let response = read.respond(&e).await;
     let body: Value =
         serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap_or_default();
     body["entries"].as_array().cloned().unwrap_or_default()
@@ -44,21 +42,14 @@ async fn consolidation_fans_out_through_the_queue_and_is_idempotent() {
     ]);
     for (tenant, memory_ref) in [(&t, &r), (&other, &r_other)] {
         write
-            .invoke(&json!({"op": "put", "tenantId": tenant, "memoryRef": memory_ref, "entries": entries}))
-            .await
-            .response();
+            .respond(&json!({"op": "put", "tenantId": tenant, "memoryRef": memory_ref, "entries": entries})).await;
     }
     write
-        .invoke(&json!({"op": "put", "tenantId": t, "memoryRef": r,
-            "entries": [{"content": "Lives in Bergen", "tier": "long-term", "tags": ["fact:city"]}]}))
-        .await
-        .response();
+        .respond(&json!({"op": "put", "tenantId": t, "memoryRef": r,
+            "entries": [{"content": "Lives in Bergen", "tier": "long-term", "tags": ["fact:city"]}]})).await;
     assert_eq!(list(&read, &t, &r).await.len(), 6, "positive control");
 
-    let fan_out = consolidate
-        .invoke(&json!({"action": "fan-out"}))
-        .await
-        .response();
+    let fan_out = consolidate.respond(&json!({"action": "fan-out"})).await;
     assert!(fan_out["queued"].as_u64().unwrap_or(0) >= 2, "{fan_out}");
     let records = drain_as_records(&sdk, &queue_url).await;
     let ours: Vec<&Value> = records
@@ -74,10 +65,7 @@ async fn consolidation_fans_out_through_the_queue_and_is_idempotent() {
         2,
         "one queued pass per pending ref: {records:?}"
     );
-    let batch = consolidate
-        .invoke(&json!({"Records": ours}))
-        .await
-        .response();
+    let batch = consolidate.respond(&json!({"Records": ours})).await;
     assert_eq!(batch["batchItemFailures"], json!([]));
 
     let after = list(&read, &t, &r).await;
@@ -110,9 +98,8 @@ async fn consolidation_fans_out_through_the_queue_and_is_idempotent() {
 
     // Fan-out again: nothing pending any more for this tenant; a direct pass changes nothing.
     let again = consolidate
-        .invoke(&json!({"tenantId": t, "memoryRef": r}))
-        .await
-        .response();
+        .respond(&json!({"tenantId": t, "memoryRef": r}))
+        .await;
     assert_eq!(again["mergesApplied"], 0);
     assert_eq!(
         (again["inputCount"].clone(), again["outputCount"].clone()),
@@ -125,12 +112,8 @@ async fn consolidation_fans_out_through_the_queue_and_is_idempotent() {
         .error();
     assert_eq!(foreign["errorType"], "validation_error");
 
-    let events = tap.collect_settled(7, Duration::from_secs(20)).await;
-    tap.remove().await;
-    let consolidated: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["detail-type"] == "agent.memory.consolidated")
-        .collect();
+    let events = tap.finish(7).await;
+    let consolidated = of_type(&events, "agent.memory.consolidated");
     assert_eq!(
         consolidated.len(),
         1,

@@ -4,16 +4,12 @@
 
 use std::time::{Duration, Instant};
 
-use aws_test_support::{emulator_config, EventTap};
+use aws_test_support::{emulator_config, of_type, EventTap};
 use e2e::LambdaProcess;
-use serde_json::{json, Value};
+use serde_json::json;
 
 fn tenant(label: &str) -> String {
     format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
-
-fn of_type<'a>(events: &'a [Value], t: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["detail-type"] == t).collect()
 }
 
 #[tokio::test]
@@ -28,20 +24,19 @@ async fn commitments_are_inferred_and_fire_once() {
 
     let started = Instant::now();
     write
-        .invoke(
+        .respond(
             &json!({"op": "put", "tenantId": t, "memoryRef": r, "entries": [
                 {"content": "Remind me in a minute to check the oven"},
                 {"content": "Follow up with Dana when the invoice clears"},
                 {"content": "The invoice was sent on 2026-11-02"}
             ]}),
         )
-        .await
-        .response();
+        .await;
     let written = tap.collect(3, Duration::from_secs(20)).await;
     assert_eq!(of_type(&written, "memory.written").len(), 3);
     let mut inferred = 0;
     for event in &written {
-        let report = commitments.invoke(event).await.response();
+        let report = commitments.respond(event).await;
         inferred += report["inferred"].as_u64().unwrap_or(0);
     }
     assert_eq!(
@@ -49,7 +44,7 @@ async fn commitments_are_inferred_and_fire_once() {
         "one time and one predicate commitment; the plain statement gives none"
     );
     // A duplicate delivery infers nothing new and fires nothing.
-    let again = commitments.invoke(&written[0]).await.response();
+    let again = commitments.respond(&written[0]).await;
     assert_eq!(
         (again["inferred"].clone(), again["fired"].clone()),
         (json!(0), json!(0))
@@ -57,14 +52,13 @@ async fn commitments_are_inferred_and_fire_once() {
 
     // The predicate becomes true.
     write
-        .invoke(&json!({"op": "put", "tenantId": t, "memoryRef": r,
+        .respond(&json!({"op": "put", "tenantId": t, "memoryRef": r,
             "entries": [{"content": "Payment settled", "tags": ["when:invoice-clears"]}]}))
-        .await
-        .response();
+        .await;
     let settled = tap.collect(1, Duration::from_secs(20)).await;
-    let report = commitments.invoke(&settled[0]).await.response();
+    let report = commitments.respond(&settled[0]).await;
     assert_eq!(report["fired"], 1, "{report}");
-    let duplicate = commitments.invoke(&settled[0]).await.response();
+    let duplicate = commitments.respond(&settled[0]).await;
     assert_eq!(
         duplicate["fired"], 0,
         "a duplicate delivery does not fire twice"
@@ -85,11 +79,10 @@ async fn commitments_are_inferred_and_fire_once() {
         }
     }
     assert_eq!(fired_total, 1, "two concurrent ticks fire it exactly once");
-    let later = commitments.invoke(&tick).await.response();
+    let later = commitments.respond(&tick).await;
     assert_eq!(later["fired"], 0);
 
-    let events = tap.collect_settled(4, Duration::from_secs(20)).await;
-    tap.remove().await;
+    let events = tap.finish(4).await;
     let fired = of_type(&events, "commitment.fired");
     assert_eq!(fired.len(), 2, "{events:?}");
     let kinds: Vec<&str> = fired

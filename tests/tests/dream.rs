@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use aws_test_support::{emulator_config, required_env, EventTap};
+use aws_test_support::{emulator_config, of_type, required_env, EventTap};
 use e2e::apigw::{event, HttpEvent};
 use e2e::queue::drain_as_records;
 use e2e::scan::{bucket_text, table_text};
@@ -23,7 +23,7 @@ async fn get(read: &LambdaProcess, tenant: &str, r: &str, id: &str) -> (u64, Val
         claims: Some(json!({"tenant_id": tenant})),
         body: None,
     });
-    let response = read.invoke(&e).await.response();
+    let response = read.respond(&e).await;
     let body =
         serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
     (response["statusCode"].as_u64().unwrap_or(0), body)
@@ -51,9 +51,8 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
         json!({"content": "API key pk-test-9f8e7d6c5b4a rotated [REDACTED:old]", "tags": ["ops"]}),
     );
     write
-        .invoke(&json!({"op": "put", "tenantId": t, "memoryRef": r, "entries": entries}))
-        .await
-        .response();
+        .respond(&json!({"op": "put", "tenantId": t, "memoryRef": r, "entries": entries}))
+        .await;
 
     // Too small a budget: fails, and nothing in the bucket or the table changes.
     // (Other tests write to the same table concurrently, so compare this tenant's part.)
@@ -112,12 +111,11 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
 
     // A real run, with a secret registered for the dream run.
     let report = dream
-        .invoke(
+        .respond(
             &json!({"tenantId": t, "memoryRef": r, "tokenBudget": 1_000_000,
             "secrets": [{"secretId": "pk", "value": "pk-test-9f8e7d6c5b4a"}]}),
         )
-        .await
-        .response();
+        .await;
     assert_eq!(report["status"], "distilled", "{report}");
     assert_eq!(
         report["tokenBudget"], 128_000,
@@ -163,10 +161,7 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
     );
 
     // Nothing new: the rerun distils nothing and writes no second archive.
-    let again = dream
-        .invoke(&json!({"tenantId": t, "memoryRef": r}))
-        .await
-        .response();
+    let again = dream.respond(&json!({"tenantId": t, "memoryRef": r})).await;
     assert_eq!(again["status"], "nothing-to-distill");
     assert_eq!(
         bucket_text(&sdk, &bucket)
@@ -177,10 +172,7 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
     );
 
     let events = tap.collect_settled(16, Duration::from_secs(20)).await;
-    let compacted: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["detail-type"] == "memory.compacted")
-        .collect();
+    let compacted = of_type(&events, "memory.compacted");
     assert_eq!(compacted.len(), 1);
     let d = &compacted[0]["detail"];
     assert_eq!(
@@ -212,9 +204,8 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
         "positive control"
     );
     let counts = forget
-        .invoke(&json!({"tenantId": t, "subject": "quinn"}))
-        .await
-        .response();
+        .respond(&json!({"tenantId": t, "subject": "quinn"}))
+        .await;
     assert_eq!(counts["deletedEntries"], 2, "{counts}");
     assert_eq!(counts["deletedArchives"], 1);
     assert_eq!(counts["rebuiltIndexes"], 1);
@@ -254,11 +245,9 @@ async fn the_nightly_fan_out_queues_refs_with_new_entries() {
     let dream = LambdaProcess::start("memory-dream", &[("PASS_QUEUE_URL", &queue_url)]).await;
     for r in &refs {
         write
-            .invoke(&json!({"op": "put", "tenantId": t, "memoryRef": r, "entries": [{"content": "note one"}, {"content": "note two"}]}))
-            .await
-            .response();
+            .respond(&json!({"op": "put", "tenantId": t, "memoryRef": r, "entries": [{"content": "note one"}, {"content": "note two"}]})).await;
     }
-    let fan_out = dream.invoke(&json!({"action": "fan-out"})).await.response();
+    let fan_out = dream.respond(&json!({"action": "fan-out"})).await;
     assert!(fan_out["queued"].as_u64().unwrap_or(0) >= 3);
     let records = drain_as_records(&sdk, &queue_url).await;
     // Deliver our queued passes as the event source mapping would (other tests' queued passes in
@@ -268,19 +257,16 @@ async fn the_nightly_fan_out_queues_refs_with_new_entries() {
         .filter(|m| m["body"].as_str().is_some_and(|b| b.contains(&t)))
         .collect();
     assert_eq!(ours.len(), 3);
-    let batch = dream.invoke(&json!({"Records": ours})).await.response();
+    let batch = dream.respond(&json!({"Records": ours})).await;
     assert_eq!(batch["batchItemFailures"], json!([]));
     // Every ref was distilled: a direct run finds nothing new, and a second fan-out skips them.
     for r in &refs {
         assert_eq!(
-            dream
-                .invoke(&json!({"tenantId": t, "memoryRef": r}))
-                .await
-                .response()["status"],
+            dream.respond(&json!({"tenantId": t, "memoryRef": r})).await["status"],
             "nothing-to-distill"
         );
     }
-    dream.invoke(&json!({"action": "fan-out"})).await.response();
+    dream.respond(&json!({"action": "fan-out"})).await;
     let second = drain_as_records(&sdk, &queue_url).await;
     assert_eq!(
         second

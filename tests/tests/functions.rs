@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use aws_test_support::{emulator_config, required_env, EventTap};
+use aws_test_support::{emulator_config, of_type, required_env, EventTap};
 use e2e::apigw::{event, HttpEvent};
 use e2e::scan::{bucket_text, table_text};
 use e2e::LambdaProcess;
@@ -48,7 +48,7 @@ impl Api {
             claims,
             body: None,
         });
-        let response = self.read.invoke(&e).await.response();
+        let response = self.read.respond(&e).await;
         let status = response["statusCode"].as_u64().unwrap_or(0) as u16;
         assert_eq!(response["headers"]["content-type"], "application/json");
         let body: Value = serde_json::from_str(response["body"].as_str().unwrap_or("null"))
@@ -88,10 +88,7 @@ fn put(tenant: &str, r: &str, entries: Value, secrets: Value) -> Value {
 
 /// `writer`'s direct-invoke `put` of `entries` (no secrets) into `r`: its answer.
 async fn write(writer: &LambdaProcess, tenant: &str, r: &str, entries: Value) -> Value {
-    writer
-        .invoke(&put(tenant, r, entries, json!([])))
-        .await
-        .response()
+    writer.respond(&put(tenant, r, entries, json!([]))).await
 }
 
 fn ids(list_body: &Value) -> Vec<String> {
@@ -215,9 +212,8 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
 
     // Delete through the write function; a foreign delete is a quiet false.
     let foreign = writer
-        .invoke(&json!({"op": "delete", "tenantId": a, "memoryRef": rb, "id": b_id}))
-        .await
-        .response();
+        .respond(&json!({"op": "delete", "tenantId": a, "memoryRef": rb, "id": b_id}))
+        .await;
     assert_eq!(foreign, json!({"deleted": false}));
     assert_eq!(
         api.list(&b, &rb, &[]).await.1["entries"]
@@ -226,9 +222,8 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
         Some(1)
     );
     let deleted = writer
-        .invoke(&json!({"op": "delete", "tenantId": a, "memoryRef": ra, "id": id}))
-        .await
-        .response();
+        .respond(&json!({"op": "delete", "tenantId": a, "memoryRef": ra, "id": id}))
+        .await;
     assert_eq!(deleted, json!({"deleted": true}));
     assert_eq!(api.get(&a, &ra, &id).await.0, 404);
 }
@@ -499,7 +494,7 @@ async fn secrets_are_redacted_everywhere() {
     let secret = format!("sk-live-{}", ulid::Ulid::new());
     let inner = "pa55word-XYZ";
     let out = writer
-        .invoke(&put(
+        .respond(&put(
             &a,
             &ra,
             json!([{
@@ -508,9 +503,7 @@ async fn secrets_are_redacted_everywhere() {
                 "subject": "customer-42"
             }]),
             json!([{"secretId": "stripe-key", "value": secret}, {"secretId": "db-pw", "value": inner}]),
-        ))
-        .await
-        .response();
+        )).await;
     let id = out["written"][0]["id"].as_str().expect("id").to_owned();
     let (_, entry) = api.get(&a, &ra, &id).await;
     assert_eq!(
@@ -519,12 +512,10 @@ async fn secrets_are_redacted_everywhere() {
     );
     assert_eq!(entry["tags"], json!(["key:[REDACTED:stripe-key]", "plain"]));
     forget
-        .invoke(&json!({"tenantId": a, "subject": "customer-nobody"}))
-        .await
-        .response();
+        .respond(&json!({"tenantId": a, "subject": "customer-nobody"}))
+        .await;
 
-    let events = tap.collect_settled(2, Duration::from_secs(20)).await;
-    tap.remove().await;
+    let events = tap.finish(2).await;
     assert_eq!(
         events.len(),
         2,
@@ -635,7 +626,7 @@ async fn forget_removes_the_subject_in_one_tenant_only() {
         claims: Some(json!({"tenant_id": a})),
         body: Some(&json!({"subject": subject}).to_string()),
     });
-    let response = forget.invoke(&e).await.response();
+    let response = forget.respond(&e).await;
     assert_eq!(response["statusCode"], 200);
     let counts: Value =
         serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap_or_default();
@@ -661,9 +652,8 @@ async fn forget_removes_the_subject_in_one_tenant_only() {
     );
     // Direct invoke: idempotent, nothing left.
     let again = forget
-        .invoke(&json!({"tenantId": a, "subject": subject}))
-        .await
-        .response();
+        .respond(&json!({"tenantId": a, "subject": subject}))
+        .await;
     assert_eq!(again["deletedEntries"], 0);
     // No claim: 401.
     let unauth = event(&HttpEvent {
@@ -673,14 +663,10 @@ async fn forget_removes_the_subject_in_one_tenant_only() {
         claims: None,
         body: Some(r#"{"subject":"x"}"#),
     });
-    assert_eq!(forget.invoke(&unauth).await.response()["statusCode"], 401);
+    assert_eq!(forget.respond(&unauth).await["statusCode"], 401);
 
-    let events = tap.collect_settled(5, Duration::from_secs(20)).await;
-    tap.remove().await;
-    let forgotten: Vec<&Value> = events
-        .iter()
-        .filter(|e| e["detail-type"] == "memory.forgotten")
-        .collect();
+    let events = tap.finish(5).await;
+    let forgotten = of_type(&events, "memory.forgotten");
     assert_eq!(forgotten.len(), 2);
     assert_eq!(
         forgotten[0]["detail"]["deletedEntries"]

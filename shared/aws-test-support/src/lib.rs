@@ -222,6 +222,14 @@ impl EventTap {
         events
     }
 
+    /// [`Self::collect_settled`] within the 20 s an end-to-end run allows for delivery, then
+    /// [`Self::remove`].
+    pub async fn finish(self, count: usize) -> Vec<Value> {
+        let events = self.collect_settled(count, Duration::from_secs(20)).await;
+        self.remove().await;
+        events
+    }
+
     /// Best effort: a tap left behind only costs the emulator a rule and a queue.
     pub async fn remove(self) {
         let (events, rule, bus) = (&self.events, &self.rule, &self.bus);
@@ -244,4 +252,12 @@ impl EventTap {
             .send()
             .await;
     }
+}
+
+/// The events of one `detail-type`, in the order the tap received them.
+pub fn of_type<'a>(events: &'a [Value], detail_type: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e["detail-type"] == detail_type)
+        .collect()
 }

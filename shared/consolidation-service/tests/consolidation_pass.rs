@@ -24,6 +24,12 @@ fn long(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry {
     e
 }
 
+/// `e`, written about `subject` of tenant `t`.
+fn about(t: &TenantId, subject: &str, mut e: StoredEntry) -> StoredEntry {
+    e.subject = Some(SubjectKey::derive(t, subject));
+    e
+}
+
 fn tenant(s: &str) -> TenantId {
     TenantId::parse(s).expect("tenant")
 }
@@ -257,12 +263,9 @@ async fn merged_text_is_redacted_and_subjects_never_mix() {
     let w = world();
     let t = tenant("t1");
     let r = memory_ref(&t, "agent-1");
-    let mut a = long(&r, 1, "api key sk-live-123456789", &[]);
-    let mut b = long(&r, 2, "API key sk-live-123456789", &[]);
-    let mut c = long(&r, 3, "api key sk-live-123456789", &[]);
-    a.subject = Some(SubjectKey::derive(&t, "alice"));
-    b.subject = Some(SubjectKey::derive(&t, "alice"));
-    c.subject = Some(SubjectKey::derive(&t, "bob"));
+    let a = about(&t, "alice", long(&r, 1, "api key sk-live-123456789", &[]));
+    let b = about(&t, "alice", long(&r, 2, "API key sk-live-123456789", &[]));
+    let c = about(&t, "bob", long(&r, 3, "api key sk-live-123456789", &[]));
     w.store.put_entries(&[a, b, c]).await.expect("put");
     let mut secrets = SecretRegistry::new();
     secrets
@@ -515,27 +518,21 @@ async fn the_consolidated_event_id_names_the_outcome_not_the_clock() {
             Arc::new(ManualClock::at(Timestamp::from_millis(at))),
         ));
         let r = memory_ref(&tenant("t1"), "agent-1");
-        store
-            .put_entries(&[
-                long(&r, 1, "Prefers email follow-up.", &[]),
-                long(&r, 2, "prefers email follow-up", &[]),
-            ])
-            .await
-            .expect("put");
-        pass_over(&pass, &r).await;
-        let first = events.events();
+        // Writes two entries that fold into one, runs the pass, and returns every event so far.
+        let fold = |n: u64, one: &'static str, other: &'static str| {
+            let (store, pass, events, r) = (&store, &pass, &events, &r);
+            async move {
+                let pair = [long(r, n, one, &[]), long(r, n + 1, other, &[])];
+                store.put_entries(&pair).await.expect("put");
+                pass_over(pass, r).await;
+                events.events()
+            }
+        };
+        let first = fold(1, "Prefers email follow-up.", "prefers email follow-up").await;
         assert_eq!(first.len(), 1);
         ids.push(first[0].event_id.clone());
         // Another outcome on the same ref (a later write, another merge) gets another id.
-        store
-            .put_entries(&[
-                long(&r, 3, "Lives in Oslo.", &[]),
-                long(&r, 4, "lives in oslo", &[]),
-            ])
-            .await
-            .expect("put");
-        pass_over(&pass, &r).await;
-        let both = events.events();
+        let both = fold(3, "Lives in Oslo.", "lives in oslo").await;
         assert_eq!(both.len(), 2);
         assert_ne!(
             both[1].event_id, both[0].event_id,
@@ -605,15 +602,13 @@ async fn stored_vectors_propose_merges_that_the_fact_checks_decide() {
         Some("m1"),
         "the survivor keeps its text's vector"
     );
-    assert!(left
-        .iter()
-        .any(|e| e.entry.content == "Oscar is allergic to nuts."));
-    assert!(left
-        .iter()
-        .any(|e| e.entry.content == "Oscar is allergic to tree nuts."));
-    assert!(left
-        .iter()
-        .any(|e| e.entry.content == "Hugo is fluent in Portuguese."));
+    for kept in [
+        "Oscar is allergic to nuts.",
+        "Oscar is allergic to tree nuts.",
+        "Hugo is fluent in Portuguese.",
+    ] {
+        assert!(left.iter().any(|e| e.entry.content == kept), "{kept}");
+    }
 
     let again = pass_over(&pass, &r).await;
     assert_eq!(again.merges_applied, 0);
@@ -627,10 +622,12 @@ async fn superseded_statements_stay_as_history_until_forget() {
     let w = world();
     let t = tenant("t1");
     let r = memory_ref(&t, "agent-1");
-    let mut old = long(&r, 1, "Our office is in Paris.", &[]);
-    let mut new = long(&r, 2, "The office moved to Berlin.", &[]);
-    old.subject = Some(SubjectKey::derive(&t, "office"));
-    new.subject = Some(SubjectKey::derive(&t, "office"));
+    let old = about(&t, "office", long(&r, 1, "Our office is in Paris.", &[]));
+    let new = about(
+        &t,
+        "office",
+        long(&r, 2, "The office moved to Berlin.", &[]),
+    );
     w.store
         .put_entries(&[old.clone(), new.clone()])
         .await

@@ -7,76 +7,15 @@
 //! times `plan()` by wall clock and by this thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`), and
 //! measures the peak heap growth during `plan()` with a counting global allocator.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use bench_support::thread_cpu;
 
 use consolidation::{plan, Entry, MergeKind, Settings};
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-fn grew(by: usize) {
-    let now = CURRENT.fetch_add(by, Ordering::Relaxed) + by;
-    PEAK.fetch_max(now, Ordering::Relaxed);
-}
-
-// SAFETY: every call is forwarded unchanged to `System`; only counters are updated around it.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            grew(layout.size());
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                grew(new_size - layout.size());
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOC: Counting = Counting;
-
-/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, nanosecond resolution). Not
-/// `/proc/thread-self/schedstat`: that figure is only brought up to date at scheduler ticks, so
-/// a reading taken by the running thread lags by up to a tick (here a 3 ms busy loop read as
-/// 0.1 to 2.2 ms). On a 25 ms pass that is noise of over 10%, and a minimum over runs then
-/// picks the most understated one.
-fn thread_cpu() -> Option<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
-}
+static ALLOC: bench_support::Counting = bench_support::Counting;
 
 struct Rng(u64);
 
@@ -205,15 +144,14 @@ struct Figures {
 }
 
 fn measure(entries: &[Entry], settings: &Settings) -> (Figures, consolidation::Plan) {
-    let baseline = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(baseline, Ordering::Relaxed);
+    let baseline = bench_support::restart_peak();
     let t0 = thread_cpu();
     let start = Instant::now();
     let p = black_box(plan(black_box(entries), settings));
     let wall = start.elapsed();
     let t1 = thread_cpu();
-    let peak_bytes = PEAK.load(Ordering::Relaxed).saturating_sub(baseline);
-    let retained_bytes = CURRENT.load(Ordering::Relaxed).saturating_sub(baseline);
+    let peak_bytes = bench_support::peak().saturating_sub(baseline);
+    let retained_bytes = bench_support::live().saturating_sub(baseline);
     let figures = Figures {
         wall,
         thread_cpu: t0.zip(t1).map(|(a, b)| b.saturating_sub(a)),

@@ -8,10 +8,10 @@
 //! corpus itself is reported separately). The tokenizer is built once up front and reported on
 //! its own line: a Lambda pays that once per container, in its init phase.
 
-use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
+
+use bench_support::thread_cpu as cpu_time;
 
 use distill::archive::build_archive;
 use distill::{DeterministicDistiller, DistillInput, Distiller, SourceEntry};
@@ -22,56 +22,10 @@ mod common;
 
 use common::{Rng, DAY0};
 
-struct Counting;
-
-static LIVE: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let live = LIVE.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(live, Ordering::Relaxed);
-        }
-        p
-    }
-
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        unsafe { System.dealloc(ptr, layout) };
-        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let grow = new_size - layout.size();
-                let live = LIVE.fetch_add(grow, Ordering::Relaxed) + grow;
-                PEAK.fetch_max(live, Ordering::Relaxed);
-            } else {
-                LIVE.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
-
 #[global_allocator]
-static ALLOCATOR: Counting = Counting;
+static ALLOCATOR: bench_support::Counting = bench_support::Counting;
 
 const MIB: f64 = 1024.0 * 1024.0;
-
-/// This thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`, nanosecond resolution).
-fn cpu_time() -> Option<Duration> {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
-}
 
 struct Measured<T> {
     value: T,
@@ -84,14 +38,13 @@ struct Measured<T> {
 }
 
 fn measure<T>(f: impl FnOnce() -> T) -> Measured<T> {
-    let before = LIVE.load(Ordering::Relaxed);
-    PEAK.store(before, Ordering::Relaxed);
+    let before = bench_support::restart_peak();
     let cpu0 = cpu_time();
     let t0 = Instant::now();
     let value = f();
     let wall = t0.elapsed();
     let cpu = cpu_time().zip(cpu0).map(|(b, a)| b.saturating_sub(a));
-    let peak_total = PEAK.load(Ordering::Relaxed);
+    let peak_total = bench_support::peak();
     Measured {
         value,
         wall,
@@ -217,7 +170,7 @@ fn main() {
     println!(
         "{:<44} live after build {:.1} MiB\n",
         "",
-        LIVE.load(Ordering::Relaxed) as f64 / MIB
+        bench_support::live() as f64 / MIB
     );
 
     let ten_k = measure(|| corpus(10_000, 400, 42));

@@ -30,6 +30,11 @@ fn summary(sources: Vec<SourceEntry>) -> String {
     }
 }
 
+/// An earlier run's summary as the next run reads it: one long-term entry compacted from run 1.
+fn earlier_summary(text: &str, at: i64) -> SourceEntry {
+    entry("long-term-1", text, &["compacted-from:run-1"], at)
+}
+
 /// The accounting invariant: exactly the tokenizer's count of the included inputs plus the
 /// summary, and never above the budget.
 fn assert_accounting(sources: &[SourceEntry], d: &Distillation, budget: u32) {
@@ -222,12 +227,7 @@ fn distilling_a_summary_again_is_a_fixed_point() {
         first.contains("- Customer prefers: email (x2, latest 2026-11-21); calls after 5pm; never on Fridays (latest 2026-11-23); paper invoices (latest 2026-11-20)\n"),
         "{first}"
     );
-    let again = summary(vec![entry(
-        "long-term-1",
-        &first,
-        &["compacted-from:run-1"],
-        DAY0 + 4 * DAY,
-    )]);
+    let again = summary(vec![earlier_summary(&first, DAY0 + 4 * DAY)]);
     assert_eq!(again, first);
 }
 
@@ -263,12 +263,7 @@ fn recursive_counts_add_to_fresh_statements() {
 /// Distils `earlier` (a summary) as the only source of a run whose budget holds it plus exactly
 /// `kept` (a heading and one bullet): what the second summary keeps is the top-ranked fact.
 fn redistil_to_one_fact(earlier: &str, kept: &str) -> String {
-    let sources = vec![entry(
-        "long-term-1",
-        earlier,
-        &["compacted-from:run-1"],
-        DAY0 + 30 * DAY,
-    )];
+    let sources = vec![earlier_summary(earlier, DAY0 + 30 * DAY)];
     let budget = u32::try_from(count(earlier) + count(kept)).unwrap_or(u32::MAX);
     let d = run(sources.clone(), budget).unwrap_or_else(|e| panic!("{e}"));
     assert_accounting(&sources, &d, budget);
@@ -364,12 +359,7 @@ fn a_pinned_fact_stays_pinned_and_first_through_redistillation() {
     assert_eq!(lost, rival);
 
     // A large budget gives the summary back unchanged, marks included.
-    let fixed = summary(vec![entry(
-        "long-term-1",
-        &first,
-        &["compacted-from:run-1"],
-        DAY0 + 30 * DAY,
-    )]);
+    let fixed = summary(vec![earlier_summary(&first, DAY0 + 30 * DAY)]);
     assert_eq!(fixed, first);
 }
 

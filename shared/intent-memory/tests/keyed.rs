@@ -11,7 +11,9 @@ use memory_core::ports::Clock;
 use memory_core::Timestamp;
 use memory_testkit::in_memory::{InMemoryArchiveStore, ManualClock, SequentialIds};
 use memory_testkit::keyed::{InMemoryBehind, InMemoryIntentStore};
-use memory_testkit::keyed_contract::{caller, create, patch, query, KeyedWorld};
+use memory_testkit::keyed_contract::{
+    caller, create, episodic_cap, patch, query, working_cap, KeyedWorld,
+};
 use serde_json::{json, Value};
 
 struct World {
@@ -60,10 +62,7 @@ fn episodic(extra: Value) -> Value {
 
 #[tokio::test]
 async fn working_memory_refuses_past_capacity_per_task() {
-    let (w, _) = world(Limits {
-        working_per_task: 3,
-        ..Limits::default()
-    });
+    let (w, _) = world(working_cap(3));
     let (k, a) = (&w.keyed, caller("working-full"));
     let task = json!({"scope": {"task_id": "task-1"}});
     for i in 0..3 {
@@ -93,10 +92,7 @@ async fn working_memory_refuses_past_capacity_per_task() {
 
 #[tokio::test]
 async fn episodic_memory_evicts_the_least_recently_used_lowest_priority_unpinned_entry() {
-    let (w, _) = world(Limits {
-        episodic_per_agent: 3,
-        ..Limits::default()
-    });
+    let (w, _) = world(episodic_cap(3));
     let (k, a) = (&w.keyed, caller("lru"));
     let pinned = k
         .put(
@@ -136,10 +132,7 @@ async fn episodic_memory_evicts_the_least_recently_used_lowest_priority_unpinned
 
 #[tokio::test]
 async fn pinned_entries_are_never_evicted_so_a_full_pinned_memory_refuses() {
-    let (w, _) = world(Limits {
-        episodic_per_agent: 2,
-        ..Limits::default()
-    });
+    let (w, _) = world(episodic_cap(2));
     let (k, a) = (&w.keyed, caller("pinned"));
     let pin = episodic(json!({"pinned": true}));
     k.put(&a, "ns", "a", json!({}), pin.clone()).await;
@@ -173,10 +166,7 @@ async fn expired_entries_are_invisible_and_make_way_for_their_key() {
 
 #[tokio::test]
 async fn entries_the_backend_expired_free_their_key_and_their_place() {
-    let (w, _) = world(Limits {
-        working_per_task: 2,
-        ..Limits::default()
-    });
+    let (w, _) = world(working_cap(2));
     let (k, a) = (&w.keyed, caller("ttl"));
     let short = json!({"ttl": "duration:PT1M"});
     k.put(&a, "ns", "a", json!({}), short.clone()).await;
@@ -190,10 +180,7 @@ async fn entries_the_backend_expired_free_their_key_and_their_place() {
 
 #[tokio::test]
 async fn reads_that_move_an_entry_in_the_eviction_order_never_fail_a_write() {
-    let (w, _) = world(Limits {
-        episodic_per_agent: 2,
-        ..Limits::default()
-    });
+    let (w, _) = world(episodic_cap(2));
     let (k, a) = (&w.keyed, caller("touch"));
     let e = k.put(&a, "ns", "k", json!({}), episodic(json!({}))).await;
     w.clock.advance_millis(61_000);

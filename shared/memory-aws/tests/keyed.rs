@@ -8,12 +8,12 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_test_support::{emulator_config, required_env};
-use intent_memory::Limits;
+use intent_memory::{Caller, Limits};
 use memory_aws::keyed::DynamoKeyedStore;
 use memory_aws::S3ArchiveStore;
 use memory_core::ports::{SystemClock, UlidIds};
 use memory_guard::TenantId;
-use memory_testkit::keyed_contract::{caller, Behind, KeyedWorld};
+use memory_testkit::keyed_contract::{caller, episodic_cap, working_cap, Behind, KeyedWorld};
 use serde_json::json;
 
 /// Everything of a tenant in the table and the bucket, read with the SDK directly.
@@ -97,50 +97,41 @@ async fn world(limits: Limits) -> (KeyedWorld, Emulator) {
 
 memory_testkit::keyed_suite!(world: world);
 
+impl Emulator {
+    /// What DynamoDB's TTL does to an expired entry: deletes its item, and nothing else (the
+    /// claim, counter, place in the eviction order and version records stay).
+    async fn expire_entry(&self, owner: &Caller, id: &str) {
+        self.dynamo
+            .delete_item()
+            .table_name(required_env("MEMORY_TABLE"))
+            .key("pk", AttributeValue::S(format!("{}#a1", owner.tenant)))
+            .key("sk", AttributeValue::S(format!("I#E#{id}")))
+            .send()
+            .await
+            .expect("delete item");
+    }
+}
+
 #[tokio::test]
 async fn items_the_ttl_deleted_free_their_key_and_their_place() {
-    let (k, emulator) = world(Limits {
-        working_per_task: 1,
-        ..Limits::default()
-    })
-    .await;
+    let (k, emulator) = world(working_cap(1)).await;
     let a = caller("keyed-ttl");
     let e = k.put(&a, "ns", "k", json!({}), json!({})).await;
     // What DynamoDB's TTL does: the entry item goes, its claim and counter stay.
-    emulator
-        .dynamo
-        .delete_item()
-        .table_name(required_env("MEMORY_TABLE"))
-        .key("pk", AttributeValue::S(format!("{}#a1", a.tenant)))
-        .key("sk", AttributeValue::S(format!("I#E#{}", e.id)))
-        .send()
-        .await
-        .expect("delete item");
+    emulator.expire_entry(&a, &e.id).await;
     // The key is free again and the counter is repaired.
     k.put(&a, "ns", "k", json!({}), json!({})).await;
 }
 
 #[tokio::test]
 async fn a_place_whose_entry_the_ttl_deleted_never_blocks_eviction() {
-    let (k, emulator) = world(Limits {
-        episodic_per_agent: 2,
-        ..Limits::default()
-    })
-    .await;
+    let (k, emulator) = world(episodic_cap(2)).await;
     let a = caller("keyed-stale-place");
     let ep = json!({"memory_type": "episodic"});
     let old = k.put(&a, "ns", "old", json!({}), ep.clone()).await;
     k.put(&a, "ns", "mid", json!({}), ep.clone()).await;
     // The table's TTL took the oldest entry's item and left its place in the eviction order.
-    emulator
-        .dynamo
-        .delete_item()
-        .table_name(required_env("MEMORY_TABLE"))
-        .key("pk", AttributeValue::S(format!("{}#a1", a.tenant)))
-        .key("sk", AttributeValue::S(format!("I#E#{}", old.id)))
-        .send()
-        .await
-        .expect("delete item");
+    emulator.expire_entry(&a, &old.id).await;
     for i in 0..4 {
         k.put(&a, "ns", &format!("new{i}"), json!({}), ep.clone())
             .await;

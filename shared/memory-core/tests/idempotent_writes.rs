@@ -2,31 +2,20 @@
 //! ports: replay, mismatch, in-flight, a crash mid-request, a slow attempt overtaken after its
 //! lease.
 
+mod common;
+
 use memory_core::events::EventType;
 use memory_core::idempotency::{new_attempt, Claim, IdempotencyKey, KeyClaim};
 use memory_core::ports::{EntryStore, PassKind};
-use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
-use memory_testkit::in_memory::TestPorts;
 use serde_json::{json, Value};
 
-const NOW: i64 = 1_800_000_000_000;
+use common::{world, World, NOW};
+
 const REF: &str = "workspaces/tenant-a/agents/agent-1/memories";
 
-struct World {
-    ports: TestPorts,
-    writer: MemoryWriter,
-}
-
-fn world() -> World {
-    let ports = TestPorts::at(NOW);
-    World {
-        writer: ports.writer(),
-        ports,
-    }
-}
-
-fn put(key: Option<&str>, contents: &[&str]) -> PutRequest {
+/// A put's body: `contents` as entries, under idempotency key `key`.
+fn body(key: Option<&str>, contents: &[&str]) -> Value {
     let mut v = json!({
         "tenantId": "tenant-a", "runId": "run-1", "memoryRef": REF,
         "entries": contents.iter().map(|c| json!({"content": c, "tags": ["k"]})).collect::<Vec<Value>>(),
@@ -35,7 +24,7 @@ fn put(key: Option<&str>, contents: &[&str]) -> PutRequest {
     if let Some(k) = key {
         v["idempotencyKey"] = json!(k);
     }
-    serde_json::from_value(v).expect("request")
+    v
 }
 
 fn written_events(w: &World) -> usize {
@@ -46,15 +35,13 @@ fn written_events(w: &World) -> usize {
 async fn a_keyed_retry_stores_once_and_answers_the_same() {
     let w = world();
     let first = w
-        .writer
-        .put(&put(Some("op-1"), &["alpha", "beta"]))
+        .put(body(Some("op-1"), &["alpha", "beta"]))
         .await
         .expect("put");
     assert!(!first.replayed);
     w.ports.clock.advance_millis(5_000);
     let again = w
-        .writer
-        .put(&put(Some("op-1"), &["alpha", "beta"]))
+        .put(body(Some("op-1"), &["alpha", "beta"]))
         .await
         .expect("retry");
     assert!(again.replayed);
@@ -62,23 +49,16 @@ async fn a_keyed_retry_stores_once_and_answers_the_same() {
     assert_eq!(w.ports.store.dump().len(), 2, "stored once");
     assert_eq!(written_events(&w), 2, "announced once");
     // Without a key, the same request is a new write (documented; the key is the cure).
-    w.writer
-        .put(&put(None, &["alpha", "beta"]))
-        .await
-        .expect("put");
+    w.put(body(None, &["alpha", "beta"])).await.expect("put");
     assert_eq!(w.ports.store.dump().len(), 4);
 }
 
 #[tokio::test]
 async fn the_same_key_with_another_payload_is_refused() {
     let w = world();
-    w.writer
-        .put(&put(Some("op-2"), &["alpha"]))
-        .await
-        .expect("put");
+    w.put(body(Some("op-2"), &["alpha"])).await.expect("put");
     let err = w
-        .writer
-        .put(&put(Some("op-2"), &["something else"]))
+        .put(body(Some("op-2"), &["something else"]))
         .await
         .expect_err("mismatch");
     assert_eq!(err, CoreError::IdempotencyKeyMismatch);
@@ -88,8 +68,7 @@ async fn the_same_key_with_another_payload_is_refused() {
     );
     assert_eq!(w.ports.store.dump().len(), 1, "nothing written");
     let bad = w
-        .writer
-        .put(&put(Some("has space"), &["alpha"]))
+        .put(body(Some("has space"), &["alpha"]))
         .await
         .expect_err("invalid key");
     assert!(matches!(bad, CoreError::Invalid { ref field, .. } if field == "idempotencyKey"));
@@ -105,8 +84,7 @@ async fn a_repeat_while_the_first_is_in_flight_is_refused_then_served() {
         // on a scratch store, then read the record.
         let scratch = world();
         scratch
-            .writer
-            .put(&put(Some("probe"), &["alpha"]))
+            .put(body(Some("probe"), &["alpha"]))
             .await
             .expect("put");
         let Claim::Held(rec) = scratch
@@ -141,8 +119,7 @@ async fn a_repeat_while_the_first_is_in_flight_is_refused_then_served() {
         Claim::Acquired { .. }
     ));
     let err = w
-        .writer
-        .put(&put(Some("op-3"), &["alpha"]))
+        .put(body(Some("op-3"), &["alpha"]))
         .await
         .expect_err("in flight");
     assert_eq!(err, CoreError::IdempotencyInFlight);
@@ -151,8 +128,7 @@ async fn a_repeat_while_the_first_is_in_flight_is_refused_then_served() {
     // have written (derived from the key and the first attempt's instant).
     w.ports.clock.advance_millis(31_000);
     let out = w
-        .writer
-        .put(&put(Some("op-3"), &["alpha"]))
+        .put(body(Some("op-3"), &["alpha"]))
         .await
         .expect("after the lease");
     assert_eq!(
@@ -167,33 +143,26 @@ async fn a_repeat_while_the_first_is_in_flight_is_refused_then_served() {
 async fn a_crash_mid_request_leaves_nothing_and_the_retry_proceeds() {
     let w = world();
     w.ports.store.calls.fail_on("put_entries", 1);
-    w.writer
-        .put(&put(Some("op-4"), &["alpha"]))
+    w.put(body(Some("op-4"), &["alpha"]))
         .await
         .expect_err("the store failed");
     assert!(w.ports.store.dump().is_empty());
     // The failed attempt gave its key back: the retry does not wait for the lease.
-    let out = w
-        .writer
-        .put(&put(Some("op-4"), &["alpha"]))
-        .await
-        .expect("retry");
+    let out = w.put(body(Some("op-4"), &["alpha"])).await.expect("retry");
     assert!(!out.replayed);
     assert_eq!(w.ports.store.dump().len(), 1);
     // When even the release failed (the process died), the retry waits for the lease.
     w.ports.store.calls.fail_on("put_entries", 1);
     w.ports.store.calls.fail_on("release_key", 1);
-    w.writer
-        .put(&put(Some("op-5"), &["beta"]))
+    w.put(body(Some("op-5"), &["beta"]))
         .await
         .expect_err("failed");
     assert_eq!(
-        w.writer.put(&put(Some("op-5"), &["beta"])).await,
+        w.put(body(Some("op-5"), &["beta"])).await,
         Err(CoreError::IdempotencyInFlight)
     );
     w.ports.clock.advance_millis(61_000);
-    w.writer
-        .put(&put(Some("op-5"), &["beta"]))
+    w.put(body(Some("op-5"), &["beta"]))
         .await
         .expect("after the lease");
     assert_eq!(w.ports.store.dump().len(), 2);
@@ -202,7 +171,7 @@ async fn a_crash_mid_request_leaves_nothing_and_the_retry_proceeds() {
 #[tokio::test]
 async fn a_keyed_delete_answers_the_same_on_retry() {
     let w = world();
-    let out = w.writer.put(&put(None, &["alpha"])).await.expect("put");
+    let out = w.put(body(None, &["alpha"])).await.expect("put");
     let id = out.written[0].id.clone();
     assert!(w
         .writer
@@ -248,37 +217,26 @@ async fn a_replay_marks_the_ref_its_lost_first_attempt_never_marked() {
     // The transaction applies, then every answer is lost: the call fails and nothing after the
     // write ran, so the ref is not pending although its entry is stored.
     w.ports.store.calls.lose_answer_on("put_entries", 1);
-    w.writer
-        .put(&put(Some("op-lost"), &["alpha"]))
+    w.put(body(Some("op-lost"), &["alpha"]))
         .await
         .expect_err("answer lost");
     assert_eq!(w.ports.store.dump().len(), 1, "the write applied");
-    let before = w
-        .ports
-        .store
-        .marker_state(&memory_ref, PassKind::Dream)
-        .await
-        .expect("state");
-    assert!(!before.pending, "nothing marked the ref");
+    let dream_pending = || async {
+        let state = w.ports.store.marker_state(&memory_ref, PassKind::Dream);
+        state.await.expect("state").pending
+    };
+    assert!(!dream_pending().await, "nothing marked the ref");
     // The client's retry is answered from the record and marks the ref for the dream.
     let again = w
-        .writer
-        .put(&put(Some("op-lost"), &["alpha"]))
+        .put(body(Some("op-lost"), &["alpha"]))
         .await
         .expect("retry");
     assert!(again.replayed);
     assert_eq!(w.ports.store.dump().len(), 1, "still one copy");
-    let after = w
-        .ports
-        .store
-        .marker_state(&memory_ref, PassKind::Dream)
-        .await
-        .expect("state");
-    assert!(after.pending, "the replay marked the ref");
+    assert!(dream_pending().await, "the replay marked the ref");
     // A further replay touches nothing: the ref is already pending.
     let marks = w.ports.store.calls.get("marker_write");
-    w.writer
-        .put(&put(Some("op-lost"), &["alpha"]))
+    w.put(body(Some("op-lost"), &["alpha"]))
         .await
         .expect("replay");
     assert_eq!(w.ports.store.calls.get("marker_write"), marks);

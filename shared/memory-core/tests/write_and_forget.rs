@@ -1,50 +1,25 @@
 //! The SR-1 chokepoint and forget over the in-memory ports: exact, clock-driven, fast.
 
+mod common;
+
 use memory_core::events::EventType;
-use memory_core::forget::Forgetter;
 use memory_core::listing::ListOptions;
-use memory_core::reader::MemoryReader;
-use memory_core::writer::{MemoryWriter, PutRequest};
 use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
-use memory_testkit::in_memory::TestPorts;
 use serde_json::json;
 
-const NOW: i64 = 1_800_000_000_000;
-
-struct World {
-    ports: TestPorts,
-    writer: MemoryWriter,
-    reader: MemoryReader,
-    forgetter: Forgetter,
-}
-
-fn world() -> World {
-    let ports = TestPorts::at(NOW);
-    World {
-        writer: ports.writer(),
-        reader: MemoryReader::new(ports.store.clone(), ports.clock.clone()),
-        forgetter: Forgetter::new(ports.core()),
-        ports,
-    }
-}
-
-fn request(v: serde_json::Value) -> PutRequest {
-    serde_json::from_value(v).expect("valid request shape")
-}
+use common::{request, world, NOW};
 
 const REF_A: &str = "workspaces/tenant-a/agents/agent-1/memories";
 
 #[tokio::test]
 async fn put_redacts_content_and_tags_and_announces_without_content() {
     let w = world();
-    let out = w
-        .writer
-        .put(&request(json!({
+    let out = w.put(json!({
             "tenantId": "tenant-a", "runId": "run-1", "memoryRef": REF_A,
             "entries": [{"content": "token ghp_0123456789abcdef and short 1234567", "tags": ["t:ghp_0123456789abcdef"]}],
             "secrets": [{"secretId": "gh", "value": "ghp_0123456789abcdef"}, {"secretId": "pin", "value": "1234567"}],
             "attribution": {"nodeId": "n1"}
-        })))
+        }))
         .await
         .expect("put");
     assert_eq!(out.redactions, 2);
@@ -81,21 +56,14 @@ async fn rejected_requests_store_nothing() {
         json!({"tenantId": "bad tenant", "memoryRef": REF_A, "entries": [{"content": "ok"}]}),
     ];
     for case in cases {
-        let err = w
-            .writer
-            .put(&request(case.clone()))
-            .await
-            .expect_err("must be rejected");
+        let err = w.put(case.clone()).await.expect_err("must be rejected");
         assert!(
             matches!(err, CoreError::Invalid { .. } | CoreError::RefNotAdmitted),
             "{case}: {err:?}"
         );
     }
     let foreign = w
-        .writer
-        .put(&request(
-            json!({"tenantId": "tenant-b", "memoryRef": REF_A, "entries": [{"content": "ok"}]}),
-        ))
+        .put(json!({"tenantId": "tenant-b", "memoryRef": REF_A, "entries": [{"content": "ok"}]}))
         .await;
     assert_eq!(foreign, Err(CoreError::RefNotAdmitted));
     assert!(w.ports.store.dump().is_empty());
@@ -115,12 +83,11 @@ async fn a_secret_marker_that_grows_past_the_bound_is_rejected() {
     // Separated occurrences: adjacent ones merge into a single marker (SR-1 spans).
     let content = format!("{secret} ").repeat(65_536 / (secret.len() + 1));
     let err = w
-        .writer
-        .put(&request(json!({
+        .put(json!({
             "tenantId": "tenant-a", "memoryRef": REF_A,
             "entries": [{"content": content}],
             "secrets": [{"secretId": long_id, "value": secret}]
-        })))
+        }))
         .await
         .expect_err("redaction makes it oversize");
     assert!(err.to_string().contains("after redaction"));
@@ -133,9 +100,8 @@ async fn expiry_through_the_writer_and_reader() {
     let w = world();
     let exp = Timestamp::from_millis(NOW + 10_000);
     let out = w
-        .writer
-        .put(&request(json!({"tenantId": "tenant-a", "memoryRef": REF_A,
-            "entries": [{"content": "soon gone", "expiresAt": exp.to_rfc3339()}]})))
+        .put(json!({"tenantId": "tenant-a", "memoryRef": REF_A,
+            "entries": [{"content": "soon gone", "expiresAt": exp.to_rfc3339()}]}))
         .await
         .expect("put");
     let scope = TenantScope::new(TenantId::parse("tenant-a").expect("tenant"));
@@ -165,9 +131,8 @@ async fn forget_is_tenant_scoped_and_content_free() {
         ("tenant-a", ref_a2, "bob moved to Oslo"),
         ("tenant-b", ref_b, "bob in tenant b"),
     ] {
-        w.writer
-            .put(&request(json!({"tenantId": tenant, "memoryRef": r,
-                "entries": [{"content": content, "subject": "bob"}, {"content": "unrelated"}]})))
+        w.put(json!({"tenantId": tenant, "memoryRef": r,
+                "entries": [{"content": content, "subject": "bob"}, {"content": "unrelated"}]}))
             .await
             .expect("put");
     }
@@ -330,11 +295,10 @@ async fn a_stalled_model_costs_a_write_its_embedding_budget_not_the_write() {
 async fn a_conditional_rewrite_is_redacted_keeps_the_subject_and_loses_a_race_whole() {
     let w = world();
     let first = w
-        .writer
-        .put(&request(json!({
+        .put(json!({
             "tenantId": "tenant-a", "memoryRef": REF_A,
             "entries": [{"content": "v1", "tags": ["file"], "subject": "customer-9"}]
-        })))
+        }))
         .await
         .expect("put");
     let old = w.ports.store.dump();

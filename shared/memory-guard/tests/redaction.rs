@@ -14,12 +14,31 @@ fn redactor(secrets: &[(&str, &str)]) -> Redactor {
     reg.redactor()
 }
 
+/// `text` comes out of `r` as `want`, with `markers` markers written.
+#[track_caller]
+fn assert_redacted<'a>(r: &Redactor, text: &'a str, want: &str, markers: usize) -> Cow<'a, str> {
+    let (out, n) = r.redact_counting(text);
+    assert_eq!(out, want);
+    assert_eq!(n, markers);
+    out
+}
+
+/// `check` holds whichever of the two secrets is registered first.
+fn in_both_orders(secrets: [(&str, &str); 2], check: impl Fn(&Redactor)) {
+    for order in [[0, 1], [1, 0]] {
+        check(&redactor(&[secrets[order[0]], secrets[order[1]]]));
+    }
+}
+
 #[test]
 fn replaces_every_occurrence_with_its_marker() {
     let r = redactor(&[("openai", "sk-live-abcdef123")]);
-    let (out, n) = r.redact_counting("key=sk-live-abcdef123; again sk-live-abcdef123.");
-    assert_eq!(out, "key=[REDACTED:openai]; again [REDACTED:openai].");
-    assert_eq!(n, 2);
+    let out = assert_redacted(
+        &r,
+        "key=sk-live-abcdef123; again sk-live-abcdef123.",
+        "key=[REDACTED:openai]; again [REDACTED:openai].",
+        2,
+    );
     assert!(matches!(out, Cow::Owned(_)));
 }
 
@@ -45,10 +64,8 @@ fn empty_registry_borrows() {
 #[test]
 fn overlapping_secrets_are_redacted_whole_as_one_span() {
     let r = redactor(&[("first", "abcdefghij"), ("second", "ghijklmnop")]);
-    let (out, n) = r.redact_counting("xxabcdefghijklmnopxx");
     // One span covers both; equally long, so the leftmost occurrence names it.
-    assert_eq!(out, "xx[REDACTED:first]xx");
-    assert_eq!(n, 1);
+    assert_redacted(&r, "xxabcdefghijklmnopxx", "xx[REDACTED:first]xx", 1);
     // Each is still redacted on its own.
     assert_eq!(r.redact("ghijklmnop"), "[REDACTED:second]");
 }
@@ -57,10 +74,8 @@ fn overlapping_secrets_are_redacted_whole_as_one_span() {
 #[test]
 fn overlap_leaves_no_tail_in_clear() {
     let r = redactor(&[("a", "abcdefgh12"), ("b", "fgh12345xyz")]);
-    let (out, n) = r.redact_counting("k=abcdefgh12345xyz;");
     // The longer occurrence names the span.
-    assert_eq!(out, "k=[REDACTED:b];");
-    assert_eq!(n, 1);
+    assert_redacted(&r, "k=abcdefgh12345xyz;", "k=[REDACTED:b];", 1);
     // Same with many patterns (the skip-table finder) and on the fallback path.
     let mut all: Vec<(String, String)> = vec![
         ("a".into(), "abcdefgh12".into()),
@@ -82,16 +97,17 @@ fn overlap_leaves_no_tail_in_clear() {
 #[test]
 fn adjacent_occurrences_merge_into_one_marker() {
     let r = redactor(&[("a", "aaaaaaaa1"), ("b", "bbbbbbbb22")]);
-    let (out, n) = r.redact_counting("<aaaaaaaa1bbbbbbbb22>");
-    assert_eq!(out, "<[REDACTED:b]>");
-    assert_eq!(n, 1);
+    assert_redacted(&r, "<aaaaaaaa1bbbbbbbb22>", "<[REDACTED:b]>", 1);
     // Equal lengths: the leftmost names the span.
     let r = redactor(&[("a", "aaaaaaaa1"), ("b", "bbbbbbbb2")]);
     assert_eq!(r.redact("aaaaaaaa1bbbbbbbb2"), "[REDACTED:a]");
     // A marker between them keeps them apart.
-    let (out, n) = r.redact_counting("aaaaaaaa1[REDACTED:zz]bbbbbbbb2");
-    assert_eq!(out, "[REDACTED:a][REDACTED:zz][REDACTED:b]");
-    assert_eq!(n, 2);
+    assert_redacted(
+        &r,
+        "aaaaaaaa1[REDACTED:zz]bbbbbbbb2",
+        "[REDACTED:a][REDACTED:zz][REDACTED:b]",
+        2,
+    );
 }
 
 /// Regression: a value equal to part of a marker used to rewrite markers already in the text.
@@ -117,9 +133,7 @@ fn nfc_and_nfd_spellings_are_both_found() {
         let r = redactor(&[("cafe", registered)]);
         for text in [registered, written] {
             let text = format!("x {text} y");
-            let (out, n) = r.redact_counting(&text);
-            assert_eq!(out, "x [REDACTED:cafe] y");
-            assert_eq!(n, 1);
+            assert_redacted(&r, &text, "x [REDACTED:cafe] y", 1);
         }
     }
     // The floor is judged on the registered value: 8 chars NFD, 4 chars (8 bytes) NFC.
@@ -200,9 +214,7 @@ fn pathological_nested_values_stay_linear() {
     let r = reg.redactor();
     let text = format!("x{}y", "a".repeat(200_000));
     let started = std::time::Instant::now();
-    let (out, n) = r.redact_counting(&text);
-    assert_eq!(out, "x[REDACTED:a300]y");
-    assert_eq!(n, 1);
+    assert_redacted(&r, &text, "x[REDACTED:a300]y", 1);
     // Generous even for an unoptimised build; a quadratic scan would take minutes.
     assert!(started.elapsed() < std::time::Duration::from_secs(20));
 }
@@ -210,22 +222,20 @@ fn pathological_nested_values_stay_linear() {
 #[test]
 fn longer_secret_containing_a_shorter_one_redacts_whole() {
     // Registration order must not matter, so try both.
-    for order in [[0, 1], [1, 0]] {
-        let all = [("short", "password123"), ("long", "my-password1234567")];
-        let r = redactor(&[all[order[0]], all[order[1]]]);
+    let all = [("short", "password123"), ("long", "my-password1234567")];
+    in_both_orders(all, |r| {
         assert_eq!(r.redact("pw: my-password1234567!"), "pw: [REDACTED:long]!");
         assert_eq!(r.redact("pw: password123!"), "pw: [REDACTED:short]!");
-    }
+    });
 }
 
 #[test]
 fn longest_wins_between_values_starting_at_the_same_place() {
-    for order in [[0, 1], [1, 0]] {
-        let all = [("short", "password123"), ("long", "password1234567")];
-        let r = redactor(&[all[order[0]], all[order[1]]]);
+    let all = [("short", "password123"), ("long", "password1234567")];
+    in_both_orders(all, |r| {
         assert_eq!(r.redact("pw=password1234567;"), "pw=[REDACTED:long];");
         assert_eq!(r.redact("pw=password12345;"), "pw=[REDACTED:short]45;");
-    }
+    });
 }
 
 #[test]
@@ -336,9 +346,7 @@ fn value_spelled_like_a_marker_never_matches_a_marker() {
 fn values_next_to_markers_cannot_cross_into_them() {
     // The old engine needed repeated scans here; segments make one pass final.
     let r = redactor(&[("x", "abcdefg["), ("k", "0123456789")]);
-    let (out, n) = r.redact_counting("abcdefg0123456789");
-    assert_eq!(out, "abcdefg[REDACTED:k]");
-    assert_eq!(n, 1);
+    let out = assert_redacted(&r, "abcdefg0123456789", "abcdefg[REDACTED:k]", 1);
     assert!(matches!(r.redact(&out), Cow::Borrowed(_)));
     assert_eq!(r.redact("abcdefg[ x"), "[REDACTED:x] x");
 }

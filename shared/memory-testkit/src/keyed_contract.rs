@@ -119,6 +119,22 @@ impl KeyedWorld {
     }
 }
 
+/// The default limits, but at most `n` working entries per agent and task.
+pub fn working_cap(n: u64) -> Limits {
+    Limits {
+        working_per_task: n,
+        ..Limits::default()
+    }
+}
+
+/// The default limits, but at most `n` episodic entries per agent.
+pub fn episodic_cap(n: u64) -> Limits {
+    Limits {
+        episodic_per_agent: n,
+        ..Limits::default()
+    }
+}
+
 /// A fresh tenant's agent `a1`.
 pub fn caller(label: &str) -> Caller {
     Caller {

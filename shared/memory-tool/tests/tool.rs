@@ -59,6 +59,19 @@ impl World {
         r.content
     }
 
+    /// Runs the commands in order: each answers exactly `Ok(content)` or, as a tool error,
+    /// `Err(content)`.
+    async fn answers(&self, steps: Vec<(Value, Result<&str, &str>)>) {
+        for (input, want) in steps {
+            let got = match want {
+                Ok(_) => Ok(self.ok(input.clone()).await),
+                Err(_) => Err(self.err(input.clone()).await),
+            };
+            let got = got.as_ref().map(String::as_str).map_err(String::as_str);
+            assert_eq!(got, want, "{input}");
+        }
+    }
+
     async fn err(&self, input: Value) -> String {
         let r = self
             .run_on(REF, None, input)
@@ -72,98 +85,37 @@ impl World {
 #[tokio::test]
 async fn every_command_answers_as_the_reference_backend() {
     let w = world();
-    assert_eq!(
-        w.ok(json!({"command": "create", "path": "/memories/notes.md", "file_text": "alpha\nbeta\ngamma\n"})).await,
-        "File created successfully at: /memories/notes.md"
-    );
-    assert_eq!(
-        w.err(json!({"command": "create", "path": "/memories/notes.md", "file_text": "x"}))
-            .await,
-        "File /memories/notes.md already exists"
-    );
-    assert_eq!(
-        w.ok(json!({"command": "view", "path": "/memories/notes.md"})).await,
-        "Here's the content of /memories/notes.md with line numbers:\n     1\talpha\n     2\tbeta\n     3\tgamma\n     4\t"
-    );
-    assert_eq!(
-        w.ok(json!({"command": "view", "path": "/memories/notes.md", "view_range": [2, 3]}))
-            .await,
-        "Here's the content of /memories/notes.md with line numbers:\n     2\tbeta\n     3\tgamma"
-    );
-    assert_eq!(
-        w.ok(json!({"command": "str_replace", "path": "/memories/notes.md", "old_str": "beta", "new_str": "BETA"})).await,
-        "The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\talpha\n     2\tBETA\n     3\tgamma\n     4\t"
-    );
-    assert_eq!(
-        w.err(json!({"command": "str_replace", "path": "/memories/notes.md", "old_str": "zeta", "new_str": ""})).await,
-        "No replacement was performed, old_str `zeta` did not appear verbatim in /memories/notes.md."
-    );
-    assert_eq!(
-        w.err(json!({"command": "str_replace", "path": "/memories/notes.md", "old_str": "a", "new_str": ""})).await,
-        "No replacement was performed. Multiple occurrences of old_str `a` in lines: 1, 1, 3, 3. Please ensure it is unique"
-    );
-    assert_eq!(
-        w.ok(json!({"command": "insert", "path": "/memories/notes.md", "insert_line": 1, "insert_text": "inserted\n"})).await,
-        "The file /memories/notes.md has been edited."
-    );
-    assert_eq!(
-        w.err(json!({"command": "insert", "path": "/memories/notes.md", "insert_line": 9, "insert_text": "x"})).await,
-        "Invalid `insert_line` parameter: 9. It should be within the range [0, 4]."
-    );
+    w.answers(vec![
+        (json!({"command": "create", "path": "/memories/notes.md", "file_text": "alpha\nbeta\ngamma\n"}), Ok("File created successfully at: /memories/notes.md")),
+        (json!({"command": "create", "path": "/memories/notes.md", "file_text": "x"}), Err("File /memories/notes.md already exists")),
+        (json!({"command": "view", "path": "/memories/notes.md"}), Ok("Here's the content of /memories/notes.md with line numbers:\n     1\talpha\n     2\tbeta\n     3\tgamma\n     4\t")),
+        (json!({"command": "view", "path": "/memories/notes.md", "view_range": [2, 3]}), Ok("Here's the content of /memories/notes.md with line numbers:\n     2\tbeta\n     3\tgamma")),
+        (json!({"command": "str_replace", "path": "/memories/notes.md", "old_str": "beta", "new_str": "BETA"}), Ok("The memory file has been edited. Here is the snippet showing the change (with line numbers):\n     1\talpha\n     2\tBETA\n     3\tgamma\n     4\t")),
+        (json!({"command": "str_replace", "path": "/memories/notes.md", "old_str": "zeta", "new_str": ""}), Err("No replacement was performed, old_str `zeta` did not appear verbatim in /memories/notes.md.")),
+        (json!({"command": "str_replace", "path": "/memories/notes.md", "old_str": "a", "new_str": ""}), Err("No replacement was performed. Multiple occurrences of old_str `a` in lines: 1, 1, 3, 3. Please ensure it is unique")),
+        (json!({"command": "insert", "path": "/memories/notes.md", "insert_line": 1, "insert_text": "inserted\n"}), Ok("The file /memories/notes.md has been edited.")),
+        (json!({"command": "insert", "path": "/memories/notes.md", "insert_line": 9, "insert_text": "x"}), Err("Invalid `insert_line` parameter: 9. It should be within the range [0, 4].")),
+    ])
+    .await;
     w.ok(json!({"command": "create", "path": "/memories/dir/a.txt", "file_text": "0123456789"}))
         .await;
     w.ok(json!({"command": "create", "path": "/memories/dir/sub/deep/b.txt", "file_text": "xy"}))
         .await;
     w.ok(json!({"command": "create", "path": "/memories/.hidden", "file_text": "h"}))
         .await;
-    assert_eq!(
-        w.ok(json!({"command": "view", "path": "/memories"})).await,
-        "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items:\n\
-         38B\t/memories\n12B\t/memories/dir/\n10B\t/memories/dir/a.txt\n2B\t/memories/dir/sub/\n26B\t/memories/notes.md"
-    );
-    assert_eq!(
-        w.ok(
-            json!({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/moved"})
-        )
-        .await,
-        "Successfully renamed /memories/dir to /memories/moved"
-    );
-    assert_eq!(
-        w.err(json!({"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/moved/a.txt"})).await,
-        "The destination /memories/moved/a.txt already exists"
-    );
-    assert_eq!(
-        w.ok(json!({"command": "view", "path": "/memories/moved/sub/deep/b.txt"}))
-            .await,
-        "Here's the content of /memories/moved/sub/deep/b.txt with line numbers:\n     1\txy"
-    );
-    assert_eq!(
-        w.err(json!({"command": "view", "path": "/memories/dir/a.txt"}))
-            .await,
-        "The path /memories/dir/a.txt does not exist. Please provide a valid path."
-    );
-    assert_eq!(
-        w.ok(json!({"command": "delete", "path": "/memories/moved"}))
-            .await,
-        "Successfully deleted /memories/moved"
-    );
-    assert_eq!(
-        w.err(json!({"command": "delete", "path": "/memories/moved"}))
-            .await,
-        "The path /memories/moved does not exist"
-    );
-    assert_eq!(
-        w.err(json!({"command": "delete", "path": "/memories"}))
-            .await,
-        "Cannot delete the /memories directory itself"
-    );
-    assert_eq!(
-        w.err(
-            json!({"command": "str_replace", "path": "/memories", "old_str": "a", "new_str": "b"})
-        )
-        .await,
-        "The path /memories is not a file."
-    );
+    w.answers(vec![
+        (json!({"command": "view", "path": "/memories"}), Ok("Here're the files and directories up to 2 levels deep in /memories, excluding hidden items:\n\
+         38B\t/memories\n12B\t/memories/dir/\n10B\t/memories/dir/a.txt\n2B\t/memories/dir/sub/\n26B\t/memories/notes.md")),
+        (json!({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/moved"}), Ok("Successfully renamed /memories/dir to /memories/moved")),
+        (json!({"command": "rename", "old_path": "/memories/notes.md", "new_path": "/memories/moved/a.txt"}), Err("The destination /memories/moved/a.txt already exists")),
+        (json!({"command": "view", "path": "/memories/moved/sub/deep/b.txt"}), Ok("Here's the content of /memories/moved/sub/deep/b.txt with line numbers:\n     1\txy")),
+        (json!({"command": "view", "path": "/memories/dir/a.txt"}), Err("The path /memories/dir/a.txt does not exist. Please provide a valid path.")),
+        (json!({"command": "delete", "path": "/memories/moved"}), Ok("Successfully deleted /memories/moved")),
+        (json!({"command": "delete", "path": "/memories/moved"}), Err("The path /memories/moved does not exist")),
+        (json!({"command": "delete", "path": "/memories"}), Err("Cannot delete the /memories directory itself")),
+        (json!({"command": "str_replace", "path": "/memories", "old_str": "a", "new_str": "b"}), Err("The path /memories is not a file.")),
+    ])
+    .await;
     // Two files left (notes.md and .hidden), one entry each: every edit replaced its entry.
     assert_eq!(w.ports.store.dump().len(), 2);
 }
@@ -206,31 +158,17 @@ async fn secrets_are_redacted_and_foreign_refs_hold_nothing() {
 
     let foreign = "workspaces/other/agents/bot/memories";
     for bad_ref in [foreign, "workspaces/acme/agents/../memories", ""] {
-        let view = w
-            .run_on(
-                bad_ref,
-                None,
-                json!({"command": "view", "path": "/memories"}),
-            )
+        let on_bad_ref = |input: Value| w.run_on(bad_ref, None, input);
+        let view = on_bad_ref(json!({"command": "view", "path": "/memories"}))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(view.content, "Here're the files and directories up to 2 levels deep in /memories, excluding hidden items:\n0B\t/memories");
-        let file = w
-            .run_on(
-                bad_ref,
-                None,
-                json!({"command": "view", "path": "/memories/k.md"}),
-            )
+        let file = on_bad_ref(json!({"command": "view", "path": "/memories/k.md"}))
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(file.is_error);
-        let create = w
-            .run_on(
-                bad_ref,
-                None,
-                json!({"command": "create", "path": "/memories/x", "file_text": "x"}),
-            )
-            .await;
+        let create =
+            on_bad_ref(json!({"command": "create", "path": "/memories/x", "file_text": "x"})).await;
         assert_eq!(create.err(), Some(CoreError::RefNotAdmitted));
     }
 }
