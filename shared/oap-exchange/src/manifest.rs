@@ -42,7 +42,7 @@ pub fn manifest(host_did: &str, base_url: &str, embedding: Option<&EmbeddingProf
             "did": format!("{base_url}/.well-known/did.json"),
         },
         "max_grant_size_items": MAX_GRANT_SIZE_ITEMS,
-        "oap_exchange": {
+        "memory_exchange": {
             "supported": true,
             "max_grant_duration_days": MAX_GRANT_DURATION_DAYS,
             "max_grant_size_items": MAX_GRANT_SIZE_ITEMS,
