@@ -31,10 +31,10 @@ ROOT = Path(__file__).resolve().parents[1]
 PURE = ["memory-guard", "distill", "consolidation", "commitments", "text-search", "lexicon",
         "contact-projection"]
 CORE = ["memory-core", "memory-api", "dream-service", "consolidation-service",
-        "commitment-service", "memory-tool", "mcp-server", "intent-memory"]
+        "commitment-service", "memory-tool", "mcp-server", "intent-memory", "oap-exchange"]
 FUNCTIONS = ["memory-read", "memory-write", "memory-forget", "memory-dream",
              "memory-consolidate", "memory-commitments", "memory-mcp", "memory-intent",
-             "memory-intent-auth"]
+             "memory-intent-auth", "memory-exchange"]
 
 ASYNC_OR_AWS = re.compile(r"^(aws-|aws_|lambda_|tokio|hyper|rustls)")
 AWS_OR_LAMBDA = re.compile(r"^(aws-sdk-|aws-config|aws-smithy-|aws_lambda_events|lambda_|hyper|rustls)")
@@ -42,7 +42,8 @@ TEST_ONLY = {"memory-testkit", "aws-test-support", "bench-support", "criterion",
 
 # The services hold behaviour over the ports; a function's wire contract (the error envelope,
 # request shapes, metrics) lives in memory-api and the function, never in a service.
-SERVICES = ["dream-service", "consolidation-service", "commitment-service", "intent-memory"]
+SERVICES = ["dream-service", "consolidation-service", "commitment-service", "intent-memory",
+            "oap-exchange"]
 WIRE = {"memory-api", "lambda-adapter"}
 TOKENIZER = {"tiktoken-rs", "fancy-regex"}
 DISTILLER = {"distill", "dream-service"} | TOKENIZER
@@ -71,6 +72,10 @@ NOT_RUN = {
     | {"aws-sdk-sqs", "aws-sdk-bedrockruntime"},
     "memory-intent-auth": DISTILLER | COMMITMENTS | CONSOLIDATION
     | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-eventbridge", "aws-sdk-bedrockruntime"},
+    # The exchange door reads the memory and ranks it with text search; it distils, consolidates
+    # and embeds nothing.
+    "memory-exchange": DISTILLER | COMMITMENTS | CONSOLIDATION
+    | {"aws-sdk-sqs", "aws-sdk-bedrockruntime"},
 }
 
 

@@ -16,7 +16,7 @@ use crate::model::{MemoryEntry, StoredEntry};
 use crate::reader::MemoryReader;
 use crate::tag_filter::{tagged_page, TagFilter};
 use memory_guard::TenantScope;
-use text_search::{searchable_text, Analyzer, Document, Ranking};
+use text_search::{searchable_text, Analyzer, Document, Hit, Ranking, TermCache};
 
 /// Longest query accepted, in bytes.
 pub const MAX_QUERY_BYTES: usize = 1024;
@@ -91,6 +91,41 @@ impl SearchOptions {
     }
 }
 
+/// The best `limit` of `entries` for `query`, best first: one ranking for every door that
+/// searches (the search route, the exchange door's grant queries), so they cannot drift.
+/// `vectors` is parallel to `entries` (empty for a text ranking).
+pub fn rank(
+    cache: &TermCache,
+    entries: &[StoredEntry],
+    vectors: &[Option<&[f32]>],
+    query: &str,
+    ranking: Ranking<'_>,
+    stem: bool,
+    limit: usize,
+) -> Vec<Hit> {
+    let texts: Vec<String> = entries
+        .iter()
+        .map(|e| searchable_text(&e.entry.content, &e.entry.tags))
+        .collect();
+    let documents: Vec<Document<'_>> = entries
+        .iter()
+        .zip(&texts)
+        .map(|(e, text)| Document {
+            id: &e.entry.id,
+            text,
+        })
+        .collect();
+    text_search::search(
+        &Analyzer::new(stem),
+        cache,
+        &documents,
+        vectors,
+        query,
+        ranking,
+        limit,
+    )
+}
+
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct SearchHit {
     pub entry: MemoryEntry,
@@ -159,18 +194,6 @@ impl MemoryReader {
             .limit
             .unwrap_or(DEFAULT_SEARCH_LIMIT)
             .clamp(1, MAX_LIST_LIMIT) as usize;
-        let texts: Vec<String> = live
-            .iter()
-            .map(|e| searchable_text(&e.entry.content, &e.entry.tags))
-            .collect();
-        let documents: Vec<Document<'_>> = live
-            .iter()
-            .zip(&texts)
-            .map(|(e, text)| Document {
-                id: &e.entry.id,
-                text,
-            })
-            .collect();
         let query_vector = match embedder {
             Some(embedder) => Some(embedder.embed(&options.query).await?),
             None => None,
@@ -191,11 +214,14 @@ impl MemoryReader {
             (Some(q), SearchMode::Hybrid) => Ranking::Hybrid(&q.vector),
             _ => Ranking::Text,
         };
-        let analyzer = Analyzer::new(options.stem);
-        let query = &options.query;
-        let cache = self.term_cache();
-        let hits = text_search::search(
-            &analyzer, cache, &documents, &vectors, query, ranking, limit,
+        let hits = rank(
+            self.term_cache(),
+            &live,
+            &vectors,
+            &options.query,
+            ranking,
+            options.stem,
+            limit,
         );
         Ok(SearchResults {
             results: hits

@@ -20,7 +20,7 @@ use memory_core::events::{DomainEvent, EventType};
 use memory_core::listing::snapshot;
 use memory_core::ports::{Clock, EntryStore, EventPublisher, IdSource};
 use memory_core::{MemoryRef, StoredEntry, TenantId, Timestamp};
-use text_search::{searchable_text, Analyzer, Document, Ranking, TermCache};
+use text_search::{Ranking, TermCache};
 
 /// Longest query text, in bytes (as the search route).
 pub const MAX_QUERY_BYTES: usize = 1024;
@@ -258,26 +258,14 @@ impl Exchange {
             .into_iter()
             .filter(|e| slice.contains(e.entry.id.as_str()) && admits(&filter, e))
             .collect();
-        let texts: Vec<String> = candidates
-            .iter()
-            .map(|e| searchable_text(&e.entry.content, &e.entry.tags))
-            .collect();
-        let documents: Vec<Document<'_>> = candidates
-            .iter()
-            .zip(&texts)
-            .map(|(e, text)| Document {
-                id: &e.entry.id,
-                text,
-            })
-            .collect();
         let limit = max_results.min(grant.max_items) as usize;
-        let hits = text_search::search(
-            &Analyzer::new(true),
+        let hits = memory_core::search::rank(
             &self.terms,
-            &documents,
+            &candidates,
             &[],
             &request.query,
             Ranking::Text,
+            true,
             limit,
         );
         let parts = ItemParts {
