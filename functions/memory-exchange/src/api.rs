@@ -4,7 +4,9 @@
 
 use memory_api::{HttpResponse, WireError};
 use memory_core::TenantId;
-use oap_exchange::{Exchange, ExchangeError, GrantRequest, QueryRequest};
+use oap_exchange::{
+    Exchange, ExchangeError, ExportRequest, GrantRequest, ImportRequest, QueryRequest,
+};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -13,6 +15,8 @@ pub const DID_PATH: &str = "/.well-known/did.json";
 pub const GRANT_PATH: &str = "/oap/memory/grant";
 pub const QUERY_PATH: &str = "/oap/memory/query";
 pub const RECEIPTS_PATH: &str = "/oap/memory/receipts";
+pub const EXPORT_PATH: &str = "/oap/memory/export";
+pub const IMPORT_PATH: &str = "/oap/memory/import";
 
 /// What a route needs of the request.
 pub struct Request<'a> {
@@ -99,6 +103,22 @@ async fn route(exchange: &Exchange, docs: &Documents, r: &Request<'_>) -> Result
                 .await
                 .map_err(|e| wire(&e))
         }
+        ("POST", EXPORT_PATH) => {
+            let tenant = tenant(r)?;
+            let request: ExportRequest = body(r.body)?;
+            exchange
+                .export(&tenant, request)
+                .await
+                .map_err(|e| wire(&e))
+        }
+        ("POST", IMPORT_PATH) => {
+            let tenant = tenant(r)?;
+            let request: ImportRequest = body(r.body)?;
+            exchange
+                .import(&tenant, request)
+                .await
+                .map_err(|e| wire(&e))
+        }
         ("GET", RECEIPTS_PATH) => {
             let tenant = tenant(r)?;
             let from = number(r, "from", 0)?;
@@ -119,7 +139,9 @@ async fn route(exchange: &Exchange, docs: &Documents, r: &Request<'_>) -> Result
                 .map_err(|e| wire(&e))
         }
         (_, MANIFEST_PATH | DID_PATH | RECEIPTS_PATH) => Err(WireError::method_not_allowed("GET")),
-        (_, GRANT_PATH | QUERY_PATH) => Err(WireError::method_not_allowed("POST")),
+        (_, GRANT_PATH | QUERY_PATH | EXPORT_PATH | IMPORT_PATH) => {
+            Err(WireError::method_not_allowed("POST"))
+        }
         _ => Err(WireError::no_route()),
     }
 }

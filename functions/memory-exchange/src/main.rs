@@ -37,7 +37,12 @@ struct Door {
     docs: api::Documents,
 }
 
-fn build(ports: &AwsPorts, seed: &[u8], base_url: &str) -> Result<Door, String> {
+fn build(
+    ports: &AwsPorts,
+    seed: &[u8],
+    redactor: &Arc<memory_core::Redactor>,
+    base_url: &str,
+) -> Result<Door, String> {
     let base_url = base_url.trim_end_matches('/');
     let did = match setting("OAP_DID") {
         Some(d) => d,
@@ -58,12 +63,14 @@ fn build(ports: &AwsPorts, seed: &[u8], base_url: &str) -> Result<Door, String> 
                 DynamoExchangeStore::new(ports.dynamo.clone(), ports.table.clone())
                     .with_tenant_sessions(ports.tenant_sessions.clone()),
             ),
+            bundles: Arc::new(ports.archives.bundles()),
             entries: ports.entries.clone(),
             publisher: ports.events.clone(),
             clock: Arc::new(SystemClock),
             ids: Arc::new(UlidIds::default()),
         },
         key,
+        redactor.clone(),
     );
     Ok(Door { exchange, docs })
 }
@@ -75,13 +82,21 @@ async fn serve() -> Result<(), Error> {
     let seed = signing_seed(&ports.secrets, &secret)
         .await
         .map_err(|e| format!("signing key: {e}"))?;
+    // Imports pass every string through SR-1 with the host's configured secrets.
+    let secrets = memory_api::decode::configured_secrets()?;
+    let redactor = Arc::new(
+        memory_core::writer::registry_from(&secrets)
+            .map_err(|e| format!("REDACTION_SECRETS: {e}"))?
+            .redactor(),
+    );
     let door = tokio::sync::OnceCell::new();
     if let Some(url) = setting("OAP_PUBLIC_URL") {
-        let built = build(&ports, &seed, &url)?;
+        let built = build(&ports, &seed, &redactor, &url)?;
         let _ = door.set(built);
     }
     let claim = lambda_adapter::tenant_claim_name();
-    let (ports, seed, door, claim) = (&ports, seed.as_slice(), &door, claim.as_str());
+    let (ports, seed, redactor, door, claim) =
+        (&ports, seed.as_slice(), &redactor, &door, claim.as_str());
     lambda_adapter::run(
         |payload: Value| -> Result<(Option<String>, HttpTrigger), memory_api::WireError> {
             if !lambda_adapter::is_http_event(&payload) {
@@ -99,7 +114,7 @@ async fn serve() -> Result<(), Error> {
         |(domain, trigger)| async move {
             let door = door
                 .get_or_try_init(|| async {
-                    build(ports, seed, domain.as_deref().unwrap_or_default())
+                    build(ports, seed, redactor, domain.as_deref().unwrap_or_default())
                 })
                 .await
                 .map_err(|e| {

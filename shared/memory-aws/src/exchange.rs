@@ -310,3 +310,208 @@ pub async fn signing_seed(
         code: "InvalidSigningSeed".into(),
     })
 }
+
+/// Bundles in the archive bucket, under `{tenant}/oap/exports/`, written and read with the
+/// function's own role: a bundle's signed manifest is the capability to import it into another
+/// tenant, which that tenant's own credentials could not read.
+#[cfg(feature = "archive")]
+#[derive(Clone, Debug)]
+pub struct S3BundleStore {
+    client: aws_sdk_s3::Client,
+    bucket: String,
+}
+
+#[cfg(feature = "archive")]
+impl S3BundleStore {
+    pub fn new(client: aws_sdk_s3::Client, bucket: String) -> Self {
+        S3BundleStore { client, bucket }
+    }
+}
+
+#[cfg(feature = "archive")]
+#[async_trait]
+impl oap_exchange::BundleStore for S3BundleStore {
+    async fn begin(&self, key: &memory_core::ports::ObjectKey) -> Result<String, StoreError> {
+        const OP: &str = "bundle begin";
+        let out = crate::retry::send(OP, || {
+            self.client
+                .create_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .content_type("application/x-ndjson")
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        out.upload_id()
+            .map(str::to_owned)
+            .ok_or(StoreError::Backend {
+                op: OP,
+                code: "NoUploadId".into(),
+            })
+    }
+
+    async fn part(
+        &self,
+        key: &memory_core::ports::ObjectKey,
+        upload: &str,
+        number: i32,
+        bytes: Vec<u8>,
+    ) -> Result<String, StoreError> {
+        const OP: &str = "bundle part";
+        let body = aws_sdk_s3::primitives::ByteStream::from(bytes);
+        // One attempt per part body: the stream is consumed by the send, and a failed part
+        // fails the export (the upload is then aborted), which the caller may retry whole.
+        let out = self
+            .client
+            .upload_part()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .upload_id(upload)
+            .part_number(number)
+            .body(body)
+            .send()
+            .await
+            .map_err(|e| backend(OP, &e))?;
+        out.e_tag().map(str::to_owned).ok_or(StoreError::Backend {
+            op: OP,
+            code: "NoETag".into(),
+        })
+    }
+
+    async fn complete(
+        &self,
+        key: &memory_core::ports::ObjectKey,
+        upload: &str,
+        parts: &[(i32, String)],
+    ) -> Result<(), StoreError> {
+        use aws_sdk_s3::types::{CompletedMultipartUpload, CompletedPart};
+        const OP: &str = "bundle complete";
+        let done = CompletedMultipartUpload::builder()
+            .set_parts(Some(
+                parts
+                    .iter()
+                    .map(|(n, etag)| CompletedPart::builder().part_number(*n).e_tag(etag).build())
+                    .collect(),
+            ))
+            .build();
+        crate::retry::send(OP, || {
+            self.client
+                .complete_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .upload_id(upload)
+                .multipart_upload(done.clone())
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        Ok(())
+    }
+
+    async fn abort(&self, key: &memory_core::ports::ObjectKey, upload: &str) {
+        const OP: &str = "bundle abort";
+        let result = crate::retry::send(OP, || {
+            self.client
+                .abort_multipart_upload()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .upload_id(upload)
+                .send()
+        })
+        .await;
+        if let Err(e) = result {
+            // The bucket's lifecycle rule removes incomplete uploads after a day.
+            tracing::warn!(error = %backend(OP, &e), "bundle upload not aborted");
+        }
+    }
+
+    async fn put(
+        &self,
+        key: &memory_core::ports::ObjectKey,
+        bytes: Vec<u8>,
+    ) -> Result<(), StoreError> {
+        const OP: &str = "bundle put";
+        crate::retry::send(OP, || {
+            self.client
+                .put_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .body(aws_sdk_s3::primitives::ByteStream::from(bytes.clone()))
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        Ok(())
+    }
+
+    async fn size(&self, key: &memory_core::ports::ObjectKey) -> Result<Option<u64>, StoreError> {
+        const OP: &str = "bundle size";
+        match crate::retry::send(OP, || {
+            self.client
+                .head_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .send()
+        })
+        .await
+        {
+            Ok(out) => Ok(out.content_length().and_then(|n| u64::try_from(n).ok())),
+            Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => Ok(None),
+            Err(e) => Err(backend(OP, &e)),
+        }
+    }
+
+    async fn read(
+        &self,
+        key: &memory_core::ports::ObjectKey,
+        start: u64,
+        len: u64,
+    ) -> Result<Vec<u8>, StoreError> {
+        const OP: &str = "bundle read";
+        if len == 0 {
+            return Ok(Vec::new());
+        }
+        let range = format!("bytes={start}-{}", start + len - 1);
+        let out = crate::retry::send(OP, || {
+            self.client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .range(&range)
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        let bytes = out
+            .body
+            .collect()
+            .await
+            .map_err(|_| StoreError::Unavailable {
+                op: OP,
+                code: "BodyRead".into(),
+            })?;
+        Ok(bytes.into_bytes().to_vec())
+    }
+
+    async fn presign(
+        &self,
+        key: &memory_core::ports::ObjectKey,
+        seconds: u64,
+    ) -> Result<String, StoreError> {
+        const OP: &str = "bundle presign";
+        let config = aws_sdk_s3::presigning::PresigningConfig::expires_in(
+            std::time::Duration::from_secs(seconds),
+        )
+        .map_err(|_| build_error(OP))?;
+        let request = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .presigned(config)
+            .await
+            .map_err(|e| backend(OP, &e))?;
+        Ok(request.uri().to_owned())
+    }
+}

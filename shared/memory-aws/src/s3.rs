@@ -59,6 +59,12 @@ impl S3ArchiveStore {
     }
 
     /// The client of a call on the acting tenant's objects.
+    /// The exchange door's bundles, in this bucket, on the function's own role.
+    #[cfg(feature = "exchange")]
+    pub fn bundles(&self) -> crate::exchange::S3BundleStore {
+        crate::exchange::S3BundleStore::new(self.own.clone(), self.bucket.clone())
+    }
+
     async fn client(&self, op: &'static str) -> Result<Client, StoreError> {
         match &self.tenants {
             None => Ok(self.own.clone()),

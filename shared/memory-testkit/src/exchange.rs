@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::in_memory::{lock, CallCounter};
+use memory_core::ports::ObjectKey;
 use memory_core::{StoreError, TenantId};
 use oap_exchange::receipt::{Receipt, Tip};
 use oap_exchange::{ExchangeStore, GrantChange, GrantRecord};
@@ -119,5 +120,117 @@ impl ExchangeStore for InMemoryExchangeStore {
                     .collect()
             })
             .unwrap_or_default())
+    }
+}
+
+/// Bundles in memory: multipart uploads assembled on completion, objects readable by range,
+/// "presigned" URLs that name the object.
+#[derive(Debug, Default)]
+pub struct InMemoryBundleStore {
+    objects: Mutex<BTreeMap<String, Vec<u8>>>,
+    uploads: Mutex<BTreeMap<String, BTreeMap<i32, Vec<u8>>>>,
+    pub calls: CallCounter,
+}
+
+impl InMemoryBundleStore {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The object's bytes, for tests that change a bundle behind the host's back.
+    pub fn object(&self, key: &str) -> Option<Vec<u8>> {
+        lock(&self.objects).get(key).cloned()
+    }
+
+    pub fn replace(&self, key: &str, bytes: Vec<u8>) {
+        lock(&self.objects).insert(key.to_owned(), bytes);
+    }
+
+    /// Multipart uploads begun and neither completed nor aborted.
+    pub fn open_uploads(&self) -> usize {
+        lock(&self.uploads).len()
+    }
+}
+
+#[async_trait]
+impl oap_exchange::BundleStore for InMemoryBundleStore {
+    async fn begin(&self, key: &ObjectKey) -> Result<String, StoreError> {
+        self.calls.call("begin")?;
+        let id = format!("upload-{}", key.as_str());
+        lock(&self.uploads).insert(id.clone(), BTreeMap::new());
+        Ok(id)
+    }
+
+    async fn part(
+        &self,
+        _key: &ObjectKey,
+        upload: &str,
+        number: i32,
+        bytes: Vec<u8>,
+    ) -> Result<String, StoreError> {
+        self.calls.call("part")?;
+        let mut uploads = lock(&self.uploads);
+        let parts = uploads.get_mut(upload).ok_or(StoreError::Backend {
+            op: "part",
+            code: "NoSuchUpload".into(),
+        })?;
+        parts.insert(number, bytes);
+        Ok(format!("etag-{number}"))
+    }
+
+    async fn complete(
+        &self,
+        key: &ObjectKey,
+        upload: &str,
+        parts: &[(i32, String)],
+    ) -> Result<(), StoreError> {
+        self.calls.call("complete")?;
+        let stored = lock(&self.uploads)
+            .remove(upload)
+            .ok_or(StoreError::Backend {
+                op: "complete",
+                code: "NoSuchUpload".into(),
+            })?;
+        let mut object = Vec::new();
+        for (n, _) in parts {
+            object.extend(stored.get(n).cloned().unwrap_or_default());
+        }
+        lock(&self.objects).insert(key.as_str().to_owned(), object);
+        Ok(())
+    }
+
+    async fn abort(&self, _key: &ObjectKey, upload: &str) {
+        lock(&self.uploads).remove(upload);
+    }
+
+    async fn put(&self, key: &ObjectKey, bytes: Vec<u8>) -> Result<(), StoreError> {
+        self.calls.call("put")?;
+        lock(&self.objects).insert(key.as_str().to_owned(), bytes);
+        Ok(())
+    }
+
+    async fn size(&self, key: &ObjectKey) -> Result<Option<u64>, StoreError> {
+        self.calls.call("size")?;
+        Ok(lock(&self.objects)
+            .get(key.as_str())
+            .map(|o| o.len() as u64))
+    }
+
+    async fn read(&self, key: &ObjectKey, start: u64, len: u64) -> Result<Vec<u8>, StoreError> {
+        self.calls.call("read")?;
+        let objects = lock(&self.objects);
+        let o = objects.get(key.as_str()).ok_or(StoreError::Backend {
+            op: "read",
+            code: "NoSuchKey".into(),
+        })?;
+        let start = usize::try_from(start).unwrap_or(usize::MAX).min(o.len());
+        let end = start
+            .saturating_add(usize::try_from(len).unwrap_or(usize::MAX))
+            .min(o.len());
+        Ok(o[start..end].to_vec())
+    }
+
+    async fn presign(&self, key: &ObjectKey, seconds: u64) -> Result<String, StoreError> {
+        Ok(format!("memory://{}?expires={seconds}", key.as_str()))
     }
 }

@@ -66,7 +66,7 @@ impl Kind {
             .tags
             .iter()
             .find_map(|t| t.strip_prefix("kind:").and_then(Kind::parse))
-            .unwrap_or(if entry.provenance.is_empty() {
+            .unwrap_or(if derived_from(entry).is_empty() {
                 Kind::Observation
             } else {
                 Kind::Summary
@@ -76,30 +76,77 @@ impl Kind {
 
 /// Where an entry came from, as `provenance.source` says it.
 pub fn source_of(entry: &StoredEntry) -> &'static str {
-    if entry.provenance.is_empty() {
-        "wop-memory:write"
-    } else {
+    if !derived_from(entry).is_empty() {
         "wop-memory:derived"
+    } else if imported_from(entry).is_some() {
+        "wop-memory:import"
+    } else {
+        "wop-memory:write"
     }
 }
 
-/// The first link of an entry's chain.
+/// The entries this one was made from (consolidation, dreams), without import marks.
+pub fn derived_from(entry: &StoredEntry) -> Vec<&str> {
+    entry
+        .provenance
+        .iter()
+        .map(String::as_str)
+        .filter(|p| !p.starts_with(crate::bundle::IMPORT_MARK))
+        .collect()
+}
+
+/// The chain hash of the bundle item an imported entry continues.
+pub fn imported_from(entry: &StoredEntry) -> Option<String> {
+    entry
+        .provenance
+        .iter()
+        .find_map(|p| p.strip_prefix(crate::bundle::IMPORT_MARK))
+        .map(|hex| format!("sha256:{hex}"))
+}
+
+/// An item's labels: its tags without the `kind:` tag (the kind has its own field).
+pub fn labels(entry: &StoredEntry) -> Vec<String> {
+    entry
+        .entry
+        .tags
+        .iter()
+        .filter(|t| !t.starts_with("kind:"))
+        .cloned()
+        .collect()
+}
+
+/// The first link of an entry's chain: how it came to be. An imported entry's first link
+/// continues the exported item's chain (its `prev` is that item's `chain_hash`).
 pub fn origin_link(entry: &StoredEntry, salt: &[u8]) -> Value {
+    let derived = derived_from(entry);
+    let imported = imported_from(entry);
+    let op = match (&imported, derived.is_empty()) {
+        (_, false) => "derive",
+        (Some(_), true) => "import",
+        (None, true) => "capture",
+    };
     let mut link = json!({
         "seq": 0,
-        "op": if entry.provenance.is_empty() { "capture" } else { "derive" },
+        "op": op,
         "item_id": entry.entry.id,
         "scope_id": entry.memory_ref.to_string(),
         "captured_at": entry.entry.created_at.to_rfc3339(),
         "content_sha256": sha256_hex(&entry.entry.content),
-        "labels": entry.entry.tags,
+        "labels": labels(entry),
         "salt": hex(salt),
-        "prev": "genesis",
+        "prev": imported.as_deref().unwrap_or("genesis"),
     });
-    if !entry.provenance.is_empty() {
-        link["derived_from"] = json!(entry.provenance);
+    if !derived.is_empty() {
+        link["derived_from"] = json!(derived);
     }
     link
+}
+
+/// The chain as the owner exports it: every link shown.
+pub fn full_chain(entry: &StoredEntry, salt: &[u8]) -> (Vec<Value>, String) {
+    let origin = origin_link(entry, salt);
+    let hash = hash_of(&origin);
+    (vec![origin], hash)
 }
 
 /// An item's chain as a grantee gets it, and its head hash. With nothing projected out the
@@ -172,7 +219,7 @@ pub fn item(
             "source": source_of(entry),
         }),
     );
-    item.insert("labels".into(), json!(entry.entry.tags));
+    item.insert("labels".into(), json!(labels(entry)));
     if let Some(exp) = entry.entry.expires_at {
         let ms = (exp.as_millis() - parts.now.as_millis()).max(0);
         item.insert("ttl_days".into(), json!((ms + 86_399_999) / 86_400_000));

@@ -8,6 +8,7 @@
 //! Nothing here names an AWS type: the store adapter is memory-aws `exchange`, the routes are
 //! functions/memory-exchange.
 
+pub mod bundle;
 pub mod canonical;
 pub mod error;
 pub mod grant;
@@ -19,8 +20,9 @@ pub mod service;
 pub mod signing;
 pub mod store;
 
+pub use bundle::{BundleManifest, BundleStore};
 pub use error::ExchangeError;
 pub use grant::{Grant, GrantRecord, GrantRequest};
-pub use service::{Exchange, ExchangePorts, QueryRequest};
+pub use service::{Exchange, ExchangePorts, ExportRequest, ImportRequest, QueryRequest};
 pub use signing::HostKey;
 pub use store::{ExchangeStore, GrantChange};

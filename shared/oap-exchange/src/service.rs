@@ -9,6 +9,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::{json, Value};
 
+use crate::bundle::{self, BundleLine, BundleManifest, BundleStore, Digest256, Lines};
 use crate::error::ExchangeError;
 use crate::grant::{tenant_of_granter, CheckedFilter, Grant, GrantRecord, GrantRequest};
 use crate::item::{self, ItemParts, Kind};
@@ -44,24 +45,51 @@ pub struct QueryRequest {
 
 pub struct ExchangePorts {
     pub grants: Arc<dyn ExchangeStore>,
+    pub bundles: Arc<dyn BundleStore>,
     pub entries: Arc<dyn EntryStore>,
     pub publisher: Arc<dyn EventPublisher>,
     pub clock: Arc<dyn Clock>,
     pub ids: Arc<dyn IdSource>,
 }
 
+/// An export request (`POST /oap/memory/export`).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ExportRequest {
+    pub scope_id: String,
+    /// How long the answer's download URL works, 60-3600 s (default 900).
+    #[serde(default)]
+    pub url_seconds: Option<u64>,
+}
+
+/// An import request (`POST /oap/memory/import`): the target ref and the bundle's signed
+/// manifest, which names the bundle and is the capability to read it.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ImportRequest {
+    pub scope_id: String,
+    pub manifest: BundleManifest,
+}
+
+/// Entries written per conditional put on import.
+const IMPORT_BATCH: usize = 25;
+
 pub struct Exchange {
     ports: ExchangePorts,
     key: HostKey,
     terms: TermCache,
+    redactor: Arc<memory_core::Redactor>,
 }
 
 impl Exchange {
-    pub fn new(ports: ExchangePorts, key: HostKey) -> Self {
+    /// `redactor` is the host's SR-1 redactor (its configured secrets): what imports pass
+    /// every string through.
+    pub fn new(ports: ExchangePorts, key: HostKey, redactor: Arc<memory_core::Redactor>) -> Self {
         Exchange {
             ports,
             key,
             terms: TermCache::default(),
+            redactor,
         }
     }
 
@@ -305,6 +333,274 @@ impl Exchange {
             "items": items,
             "receipt": receipt.body,
         }))
+    }
+
+    /// Exports one of `tenant`'s refs as a bundle (docs/oap.md "Export and import"): streamed
+    /// to the bundle store a part at a time, described by a signed manifest, answered with a
+    /// short-lived download URL.
+    pub async fn export(
+        &self,
+        tenant: &TenantId,
+        request: ExportRequest,
+    ) -> Result<Value, ExchangeError> {
+        let seconds = request.url_seconds.unwrap_or(900);
+        if !(60..=3600).contains(&seconds) {
+            return Err(ExchangeError::invalid("url_seconds", "60 to 3600"));
+        }
+        let memory_ref = self.scope(tenant, &request.scope_id)?;
+        let now = self.ports.clock.now();
+        let bundle_id = format!("mbx_{}", self.ports.ids.next_id(now));
+        let object = bundle::object_key(tenant, &bundle_id)
+            .ok_or_else(|| ExchangeError::invalid("scope_id", "unusable"))?;
+        let upload = self.ports.bundles.begin(&object).await?;
+        let written = self.stream_export(&memory_ref, &object, &upload, now).await;
+        let (items, bytes, sha256) = match written {
+            Ok(w) => w,
+            Err(e) => {
+                self.ports.bundles.abort(&object, &upload).await;
+                return Err(e);
+            }
+        };
+        let mut manifest = BundleManifest {
+            format: bundle::FORMAT.to_owned(),
+            bundle_id: bundle_id.clone(),
+            issuer: self.key.did().to_owned(),
+            owner_did: crate::grant::tenant_did(self.key.did(), tenant),
+            scope_id: memory_ref.to_string(),
+            created_at: now.to_rfc3339(),
+            items,
+            bytes,
+            sha256,
+            object: object.as_str().to_owned(),
+            signature: String::new(),
+        };
+        manifest.sign(&self.key);
+        let facts = ReceiptFacts {
+            receipt_type: "memory.export",
+            principal_did: manifest.owner_did.clone(),
+            agent_did: manifest.owner_did.clone(),
+            action_id: "oap.memory.export",
+            input: json!({"scope_id": manifest.scope_id}),
+            output: json!({"bundle_id": bundle_id, "items": items, "sha256": manifest.sha256}),
+            rule: "oap.memory.export.owner",
+            outcome: "allow",
+        };
+        let receipt = self.append(tenant, &facts, None).await?;
+        let url = self.ports.bundles.presign(&object, seconds).await?;
+        tracing::info!(bundle_id = %bundle_id, items, bytes, "bundle exported");
+        Ok(json!({
+            "bundle_id": bundle_id,
+            "items": items,
+            "bytes": bytes,
+            "url": url,
+            "url_expires_at": now.plus_millis(seconds as i64 * 1000).to_rfc3339(),
+            "manifest": manifest,
+            "receipt": receipt.body,
+        }))
+    }
+
+    /// Writes the ref's live entries as bundle lines, a page of the store at a time, a part of
+    /// the object at a time. Answers the item count, the byte count and the digest.
+    async fn stream_export(
+        &self,
+        memory_ref: &MemoryRef,
+        object: &memory_core::ports::ObjectKey,
+        upload: &str,
+        now: Timestamp,
+    ) -> Result<(u64, u64, String), ExchangeError> {
+        let (mut items, mut bytes) = (0u64, 0u64);
+        let mut digest = Digest256::default();
+        let mut buffer: Vec<u8> = Vec::with_capacity(bundle::PART_BYTES + (64 << 10));
+        let mut parts: Vec<(i32, String)> = Vec::new();
+        let mut after = None;
+        loop {
+            let page = self
+                .ports
+                .entries
+                .list_page(
+                    memory_ref,
+                    &memory_core::ports::PageQuery {
+                        limit: 500,
+                        after: after.take(),
+                        now,
+                    },
+                )
+                .await?;
+            for e in page
+                .entries
+                .iter()
+                .filter(|e| !memory_core::history::is_history(&e.entry.tags))
+            {
+                let salt = self.key.chain_salt(&e.memory_ref.to_string(), &e.entry.id);
+                let mut line = serde_json::to_vec(&bundle::line_of(e, &salt))
+                    .map_err(|_| ExchangeError::Config("a bundle line did not encode"))?;
+                line.push(b'\n');
+                digest.update(&line);
+                bytes += line.len() as u64;
+                items += 1;
+                buffer.extend_from_slice(&line);
+            }
+            if buffer.len() >= bundle::PART_BYTES {
+                let number = parts.len() as i32 + 1;
+                let etag = self
+                    .ports
+                    .bundles
+                    .part(object, upload, number, std::mem::take(&mut buffer))
+                    .await?;
+                parts.push((number, etag));
+            }
+            match page.next_after {
+                Some(next) => after = Some(next),
+                None => break,
+            }
+        }
+        if !buffer.is_empty() || parts.is_empty() {
+            let number = parts.len() as i32 + 1;
+            let etag = self
+                .ports
+                .bundles
+                .part(object, upload, number, buffer)
+                .await?;
+            parts.push((number, etag));
+        }
+        self.ports.bundles.complete(object, upload, &parts).await?;
+        Ok((items, bytes, digest.hex()))
+    }
+
+    /// Imports a bundle this host exported into one of `tenant`'s refs: checked whole against
+    /// its signed manifest before anything is written, then written in conditional batches, so a
+    /// second import of the same bundle adds nothing.
+    pub async fn import(
+        &self,
+        tenant: &TenantId,
+        request: ImportRequest,
+    ) -> Result<Value, ExchangeError> {
+        let manifest = request.manifest.verified(&self.key)?;
+        let memory_ref = self.scope(tenant, &request.scope_id)?;
+        let source = tenant_of_granter(self.key.did(), &manifest.owner_did)
+            .and_then(|t| memory_core::ports::ObjectKey::from_listed(&t, &manifest.object))
+            .ok_or_else(|| ExchangeError::invalid("manifest", "names no bundle of this host"))?;
+        let changed = || {
+            ExchangeError::invalid(
+                "manifest",
+                "the bundle does not match its manifest (changed or gone)",
+            )
+        };
+        if self.ports.bundles.size(&source).await? != Some(manifest.bytes) {
+            return Err(changed());
+        }
+        let mut digest = Digest256::default();
+        self.read_bundle(&source, manifest.bytes, |chunk| {
+            digest.update(chunk);
+            Ok(())
+        })
+        .await?;
+        if digest.hex() != manifest.sha256 {
+            return Err(changed());
+        }
+        let now = self.ports.clock.now();
+        let redact = |s: &str| self.redactor.redact(s).into_owned();
+        let (mut imported, mut present, mut skipped) = (0u64, 0u64, 0u64);
+        let mut lines = Lines::default();
+        let mut batch: Vec<StoredEntry> = Vec::with_capacity(IMPORT_BATCH);
+        let mut pending: Vec<Vec<u8>> = Vec::new();
+        let mut offset = 0u64;
+        while offset < manifest.bytes {
+            let len = bundle::READ_BYTES.min(manifest.bytes - offset);
+            let chunk = self.ports.bundles.read(&source, offset, len).await?;
+            offset += len;
+            pending.extend(lines.feed(&chunk));
+            if offset >= manifest.bytes {
+                pending.extend(lines.finish_take());
+            }
+            for raw in pending.drain(..) {
+                let line: BundleLine = serde_json::from_slice(&raw).map_err(|_| changed())?;
+                match bundle::entry_of(&line, &memory_ref, &redact, now) {
+                    Some(entry) => batch.push(entry),
+                    None => skipped += 1,
+                }
+                if batch.len() == IMPORT_BATCH {
+                    let (i, p) = self.put_absent(std::mem::take(&mut batch)).await?;
+                    imported += i;
+                    present += p;
+                }
+            }
+        }
+        let (i, p) = self.put_absent(batch).await?;
+        imported += i;
+        present += p;
+        let facts = ReceiptFacts {
+            receipt_type: "memory.import",
+            principal_did: crate::grant::tenant_did(self.key.did(), tenant),
+            agent_did: manifest.owner_did.clone(),
+            action_id: "oap.memory.import",
+            input: json!({"bundle_id": manifest.bundle_id, "sha256": manifest.sha256, "scope_id": memory_ref.to_string()}),
+            output: json!({"imported": imported, "already_present": present, "skipped": skipped}),
+            rule: "oap.memory.import.signed_bundle",
+            outcome: "allow",
+        };
+        let receipt = self.append(tenant, &facts, None).await?;
+        tracing::info!(bundle_id = %manifest.bundle_id, imported, already_present = present, skipped, "bundle imported");
+        Ok(json!({
+            "bundle_id": manifest.bundle_id,
+            "scope_id": memory_ref.to_string(),
+            "imported": imported,
+            "already_present": present,
+            "skipped": skipped,
+            "receipt": receipt.body,
+        }))
+    }
+
+    async fn read_bundle(
+        &self,
+        key: &memory_core::ports::ObjectKey,
+        size: u64,
+        mut each: impl FnMut(&[u8]) -> Result<(), ExchangeError>,
+    ) -> Result<(), ExchangeError> {
+        let mut offset = 0u64;
+        while offset < size {
+            let len = bundle::READ_BYTES.min(size - offset);
+            let chunk = self.ports.bundles.read(key, offset, len).await?;
+            if chunk.len() as u64 != len {
+                return Err(ExchangeError::invalid(
+                    "manifest",
+                    "the bundle does not match its manifest (changed or gone)",
+                ));
+            }
+            each(&chunk)?;
+            offset += len;
+        }
+        Ok(())
+    }
+
+    /// Writes the entries whose ids are free; answers (written, already there). A put that
+    /// lost a race to a concurrent import of the same bundle is read again and counted as there.
+    async fn put_absent(&self, batch: Vec<StoredEntry>) -> Result<(u64, u64), ExchangeError> {
+        if batch.is_empty() {
+            return Ok((0, 0));
+        }
+        for _ in 0..3 {
+            let keys: Vec<memory_core::EntryKey> = batch.iter().map(StoredEntry::key).collect();
+            let there: BTreeSet<String> = self
+                .ports
+                .entries
+                .get_many(&keys)
+                .await?
+                .into_iter()
+                .map(|e| e.entry.id)
+                .collect();
+            let fresh: Vec<StoredEntry> = batch
+                .iter()
+                .filter(|e| !there.contains(&e.entry.id))
+                .cloned()
+                .collect();
+            match self.ports.entries.put_entries(&fresh).await {
+                Ok(()) => return Ok((fresh.len() as u64, there.len() as u64)),
+                Err(memory_core::StoreError::Conflict { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Err(contention())
     }
 
     /// The tenant's receipt log from sequence number `from`.

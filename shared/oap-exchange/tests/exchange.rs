@@ -7,7 +7,7 @@ use memory_core::model::{Attribution, MemoryEntry, StoredEntry, SubjectKey, Tier
 use memory_core::ports::{EntryStore, IdSource};
 use memory_core::StoreError;
 use memory_core::{MemoryRef, TenantId, Timestamp};
-use memory_testkit::exchange::InMemoryExchangeStore;
+use memory_testkit::exchange::{InMemoryBundleStore, InMemoryExchangeStore};
 use memory_testkit::in_memory::{
     InMemoryEntryStore, ManualClock, RecordingPublisher, SequentialIds,
 };
@@ -18,6 +18,7 @@ use oap_exchange::{
     Exchange, ExchangeError, ExchangePorts, ExchangeStore, GrantChange, GrantRecord, GrantRequest,
     HostKey, QueryRequest,
 };
+use oap_exchange::{ExportRequest, ImportRequest};
 use serde_json::{json, Value};
 
 const T0: i64 = 1_790_000_000_000;
@@ -26,6 +27,7 @@ const REF: &str = "workspaces/acme/agents/assistant/memories";
 
 struct World {
     exchange: Exchange,
+    bundles: Arc<InMemoryBundleStore>,
     entries: Arc<InMemoryEntryStore>,
     grants: Arc<InMemoryExchangeStore>,
     events: Arc<RecordingPublisher>,
@@ -81,8 +83,16 @@ fn world() -> World {
     let events = Arc::new(RecordingPublisher::new());
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0)));
     let ids = Arc::new(SequentialIds::default());
+    let bundles = Arc::new(InMemoryBundleStore::new());
+    let redactor = memory_core::writer::registry_from(&[memory_core::writer::SecretInput {
+        secret_id: "vault-token".into(),
+        value: secrecy::SecretString::from("s3cr3t-vault-token-value"),
+    }])
+    .unwrap()
+    .redactor();
     let exchange = Exchange::new(
         ExchangePorts {
+            bundles: bundles.clone(),
             grants: Arc::new(Yielding(grants.clone())),
             entries: entries.clone(),
             publisher: events.clone(),
@@ -90,9 +100,11 @@ fn world() -> World {
             ids: ids.clone(),
         },
         key(),
+        Arc::new(redactor),
     );
     World {
         exchange,
+        bundles,
         entries,
         grants,
         events,
@@ -528,4 +540,258 @@ async fn futures_join<F: std::future::Future>(fs: impl Iterator<Item = F>) -> Ve
         out.extend(r);
     }
     out
+}
+
+const OTHER_REF: &str = "workspaces/globex/agents/successor/memories";
+
+impl World {
+    async fn export(&self, tenant: &str, scope: &str) -> Result<Value, ExchangeError> {
+        let request: ExportRequest = serde_json::from_value(json!({"scope_id": scope})).unwrap();
+        self.exchange
+            .export(&TenantId::parse(tenant).unwrap(), request)
+            .await
+    }
+
+    async fn import(
+        &self,
+        tenant: &str,
+        scope: &str,
+        manifest: &Value,
+    ) -> Result<Value, ExchangeError> {
+        let request: ImportRequest =
+            serde_json::from_value(json!({"scope_id": scope, "manifest": manifest})).unwrap();
+        self.exchange
+            .import(&TenantId::parse(tenant).unwrap(), request)
+            .await
+    }
+
+    /// The bundle's lines, parsed, without the fields that name where an item lives.
+    fn lines(&self, exported: &Value) -> Vec<Value> {
+        let object = exported["manifest"]["object"].as_str().unwrap();
+        let bytes = self.bundles.object(object).unwrap();
+        String::from_utf8(bytes)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect()
+    }
+}
+
+/// What must survive a round trip: the item as it was captured, with its content hash.
+fn essence(line: &Value) -> Value {
+    json!([
+        line["item_id"],
+        line["kind"],
+        line["content"],
+        line["labels"],
+        line["captured_at"],
+        line["content_sha256"],
+        line["tier"]
+    ])
+}
+
+#[tokio::test]
+async fn export_import_export_keeps_items_and_hashes_and_continues_chains() {
+    let w = world();
+    w.write("The user is allergic to penicillin", &["health"], None)
+        .await;
+    w.write(
+        "The user moved to Lisbon in May",
+        &["kind:fact", "home"],
+        None,
+    )
+    .await;
+    w.write("Grandma's birthday is on 3 March", &[], None).await;
+    let first = w.export("acme", REF).await.unwrap();
+    assert_eq!(first["items"], 3);
+    assert_eq!(first["manifest"]["sha256"].as_str().unwrap().len(), 64);
+    let lines = w.lines(&first);
+
+    let imported = w
+        .import("globex", OTHER_REF, &first["manifest"])
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            imported["imported"].as_u64(),
+            imported["already_present"].as_u64()
+        ),
+        (Some(3), Some(0))
+    );
+    let again = w
+        .import("globex", OTHER_REF, &first["manifest"])
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            again["imported"].as_u64(),
+            again["already_present"].as_u64()
+        ),
+        (Some(0), Some(3)),
+        "a second import adds nothing"
+    );
+
+    let second = w.export("globex", OTHER_REF).await.unwrap();
+    let relines = w.lines(&second);
+    let mut a: Vec<Value> = lines.iter().map(essence).collect();
+    let mut b: Vec<Value> = relines.iter().map(essence).collect();
+    a.sort_by_key(|v| v.to_string());
+    b.sort_by_key(|v| v.to_string());
+    assert_eq!(a, b);
+    // The imported items' chains continue the exported ones.
+    for line in &relines {
+        let source = lines
+            .iter()
+            .find(|l| l["item_id"] == line["item_id"])
+            .unwrap();
+        assert_eq!(line["chain"][0]["op"], "import");
+        assert_eq!(line["chain"][0]["prev"], source["chain_hash"]);
+        assert_eq!(
+            line["chain_hash"].as_str().unwrap(),
+            hash_of(&line["chain"][0])
+        );
+    }
+    assert_eq!(
+        first_broken(
+            &key(),
+            &w.exchange
+                .receipts(&TenantId::parse("globex").unwrap(), 0, 100)
+                .await
+                .unwrap()["receipts"]
+                .as_array()
+                .unwrap()
+                .clone()
+        ),
+        None
+    );
+}
+
+#[tokio::test]
+async fn a_changed_bundle_or_manifest_imports_nothing() {
+    let w = world();
+    for i in 0..30 {
+        w.write(&format!("fact number {i} about the project"), &[], None)
+            .await;
+    }
+    let exported = w.export("acme", REF).await.unwrap();
+    let manifest = exported["manifest"].clone();
+    // Any field of the manifest changed.
+    for (field, value) in [
+        ("items", json!(29)),
+        ("scope_id", json!(OTHER_REF)),
+        ("sha256", json!("0".repeat(64))),
+        ("object", json!("globex/oap/exports/x.jsonl")),
+    ] {
+        let mut m = manifest.clone();
+        m[field] = value;
+        assert!(
+            matches!(
+                w.import("globex", OTHER_REF, &m).await,
+                Err(ExchangeError::Invalid { .. })
+            ),
+            "{field}"
+        );
+    }
+    // One byte of the object changed, late in the bundle: nothing is written, not even the
+    // lines before it.
+    let object = manifest["object"].as_str().unwrap();
+    let mut bytes = w.bundles.object(object).unwrap();
+    let at = bytes.len() - 40;
+    bytes[at] = if bytes[at] == b'a' { b'b' } else { b'a' };
+    w.bundles.replace(object, bytes);
+    assert!(matches!(
+        w.import("globex", OTHER_REF, &manifest).await,
+        Err(ExchangeError::Invalid { .. })
+    ));
+    let page = w
+        .entries
+        .list_page(
+            &MemoryRef::parse(OTHER_REF).unwrap(),
+            &memory_core::ports::PageQuery {
+                limit: 100,
+                after: None,
+                now: Timestamp::from_millis(T0 + DAY),
+            },
+        )
+        .await
+        .unwrap();
+    assert!(page.entries.is_empty());
+    // Into a ref of another tenant.
+    assert!(matches!(
+        w.import("globex", REF, &manifest).await,
+        Err(ExchangeError::Invalid { .. })
+    ));
+}
+
+#[tokio::test]
+async fn imported_text_passes_sr1_again() {
+    let w = world();
+    w.write(
+        "The vault token is s3cr3t-vault-token-value, keep it safe",
+        &[],
+        None,
+    )
+    .await;
+    let exported = w.export("acme", REF).await.unwrap();
+    w.import("globex", OTHER_REF, &exported["manifest"])
+        .await
+        .unwrap();
+    let page = w
+        .entries
+        .list_page(
+            &MemoryRef::parse(OTHER_REF).unwrap(),
+            &memory_core::ports::PageQuery {
+                limit: 10,
+                after: None,
+                now: Timestamp::from_millis(T0 + DAY),
+            },
+        )
+        .await
+        .unwrap();
+    let text = &page.entries[0].entry.content;
+    assert!(!text.contains("s3cr3t-vault-token-value"), "{text}");
+    assert!(text.contains("[REDACTED:vault-token]"), "{text}");
+}
+
+#[tokio::test]
+async fn a_large_export_streams_in_parts() {
+    let w = world();
+    let filler = "x".repeat(4000);
+    let batch: Vec<StoredEntry> = (0..2500u64)
+        .map(|i| {
+            let now = Timestamp::from_millis(T0 + i as i64);
+            let memory_ref = MemoryRef::parse(REF).unwrap();
+            StoredEntry {
+                subject: None,
+                memory_ref,
+                entry: MemoryEntry {
+                    id: w.ids.next_id(now),
+                    content: format!("{i} {filler}"),
+                    tags: vec![],
+                    created_at: now,
+                    expires_at: None,
+                },
+                tier: Tier::LongTerm,
+                attribution: Attribution::default(),
+                provenance: vec![],
+                embedding: None,
+            }
+        })
+        .collect();
+    for chunk in batch.chunks(50) {
+        w.entries.put_entries(chunk).await.unwrap();
+    }
+    let exported = w.export("acme", REF).await.unwrap();
+    assert_eq!(exported["items"], 2500);
+    assert!(
+        w.bundles.calls.get("part") >= 2,
+        "{} parts",
+        w.bundles.calls.get("part")
+    );
+    assert_eq!(w.bundles.open_uploads(), 0);
+    let imported = w
+        .import("globex", OTHER_REF, &exported["manifest"])
+        .await
+        .unwrap();
+    assert_eq!(imported["imported"], 2500);
 }
