@@ -183,13 +183,17 @@ EXPECTED: dict[str, dict[str, Any]] = {
                 "OAP_SIGNING_SECRET": {"Ref": "ExchangeSigningSecret"}},
         # Grant records and the receipt log (conditional transactions), the granter's entries,
         # the signing seed (that one secret only), grant lifecycle events.
-        "iam": pairs(["dynamodb:GetItem", "dynamodb:Query", "dynamodb:PutItem",
-                      "dynamodb:UpdateItem"], TABLE)
+        "iam": pairs(["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
+                      "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"],
+                     TABLE)
+        # Bundles (the code writes them under {tenant}/oap/exports/ only).
+        | pairs(["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"], OBJECTS)
         | pairs(["secretsmanager:GetSecretValue"], "${ExchangeSigningSecret}")
         | pairs(["events:PutEvents"], BUS),
         "routes": {("GET", "/.well-known/oap-memory.json"), ("GET", "/.well-known/did.json"),
                    ("POST", "/oap/memory/query"), ("POST", "/oap/memory/grant"),
-                   ("POST", "/oap/memory/grant/{id}/revoke"), ("GET", "/oap/memory/receipts")},
+                   ("POST", "/oap/memory/grant/{id}/revoke"), ("GET", "/oap/memory/receipts"),
+                   ("POST", "/oap/memory/export"), ("POST", "/oap/memory/import")},
     },
     "MemoryIntentAuthFunction": {
         "binary": "memory-intent-auth",

@@ -852,33 +852,46 @@ def test_grant_and_query_defaults_and_byte_bounds(base: str, host: Host):
 
 
 def test_concurrent_queries_keep_one_receipt_chain(base: str, host: Host):
+    """Eight queries of one grant at once, through two gateways (each runs one instance of a
+    function, so one gateway alone would serialise them): two containers appending to one log.
+    The second is configured as a deployment is (one DID and public URL for every container)."""
     tenant = new_tenant()
     ref = memory_ref(tenant, "assistant")
     g = Granter(base, tenant)
     Invoker(base).put(tenant, ref, [{"content": f"Parallel note {w}.", "tags": ["par"]}
                                     for w in ("one", "two", "three")])
     out = g.grant(grant_body(ref, filter={"labels_any": ["par"]}))
-    n = 8
-    barrier = threading.Barrier(n)
-    results: list[Any] = [None] * n
+    gw2 = start_gateway("oap-2", {"OAP_DID": host.did, "OAP_PUBLIC_URL": base}, exchanges=False)
+    try:
+        assert get_json(gw2.base_url, "/.well-known/did.json") == host.did_doc
+        bases = [base, gw2.base_url]
+        n = 8
+        barrier = threading.Barrier(n)
+        results: list[Any] = [None] * n
 
-    def run(i: int) -> None:
-        barrier.wait()
-        results[i] = query_raw(base, out["token"], {"query": f"parallel note {i}"})
+        def run(i: int) -> None:
+            barrier.wait()
+            results[i] = query_raw(bases[i % 2], out["token"], {"query": f"parallel note {i}"})
 
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(120)
+        threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+    finally:
+        logs2 = gw2.stop()
     statuses = [r.status if r else None for r in results]
     assert statuses == [200] * n, [(r.status, r.text[:200]) if r else None for r in results]
+    assert all(len(r.json()["items"]) == 3 for r in results), [r.text[:200] for r in results]
     log = g.receipts()
     verify_log(host, log)
     types = [r["type"] for r in log]
     assert types == ["memory.grant"] + ["memory.query"] * n, types
     assert {r.json()["receipt"]["receipt_id"] for r in results} == \
         {r["receipt_id"] for r in log[1:]}
+    assert all(r.json()["receipt"] in log for r in results), "an answer's receipt is not logged"
+    assert not [a for a in gw2.access_log() if a[2] >= 500], gw2.access_log()
+    assert not leaks(logs2), f"the second gateway's logs leak {leaks(logs2)}"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -261,6 +261,12 @@ fn exchange_route(method: &str, raw_path: &str) -> Option<Route> {
         ("GET", ["oap", "memory", "receipts"]) => {
             Some(route("GET /oap/memory/receipts", true, vec![]))
         }
+        ("POST", ["oap", "memory", "export"]) => {
+            Some(route("POST /oap/memory/export", true, vec![]))
+        }
+        ("POST", ["oap", "memory", "import"]) => {
+            Some(route("POST /oap/memory/import", true, vec![]))
+        }
         _ => None,
     }
 }
