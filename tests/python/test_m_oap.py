@@ -207,6 +207,23 @@ def expect_error(resp: RawResponse, status: int, code: str, *,
     return body
 
 
+def served(url: str) -> bool:
+    """Some method of `url` reaches a function (the gateway's own answer to a path it does not
+    route is `404 {"message": "Not Found"}`, as API Gateway's)."""
+    parts = urlsplit(url)
+    base = f"{parts.scheme}://{parts.netloc}"
+    for method in ("GET", "POST"):
+        resp = raw_request(base, method, parts.path, body=b"{}" if method == "POST" else None,
+                           headers={"Content-Type": "application/json"})
+        try:
+            unrouted = resp.status == 404 and resp.json() == {"message": "Not Found"}
+        except ValueError:
+            unrouted = False
+        if not unrouted:
+            return True
+    return False
+
+
 def when(text: str) -> datetime:
     return datetime.fromisoformat(text.replace("Z", "+00:00"))
 
@@ -366,9 +383,10 @@ def test_manifest_is_public_complete_and_its_limits_are_enforced(base: str, host
     ep = m["endpoints"]
     assert ep.get("query") == f"{base}/oap/memory/query", ep
     assert ep.get("grant") == f"{base}/oap/memory/grant", ep
-    assert "export" not in ep, "export is advertised but not served (docs/oap.md)"
+    assert "export" not in ep, "export is advertised but docs/oap.md says it is not served"
     for name, url in ep.items():
         assert url.startswith(f"{base}/"), f"endpoint {name} is not an absolute URL here: {url}"
+        assert served(url.replace("{grant_id}", "mgr_probe")), f"endpoint {name} is not served"
     assert m["max_grant_size_items"] == 10000, m
     mx = m["memory_exchange"]
     assert mx["supported"] is True, mx
@@ -501,13 +519,15 @@ def test_full_flow_grant_verify_query_project_and_chain(base: str, host: Host):
         assert value not in resp.text, f"the answer carries {value!r}"
     items = {it["item_id"]: it for it in answer["items"]}
     assert set(items) == {e_contact, e_subj, e_other}, sorted(items)
+    label_mismatches: list[Any] = []
     for iid, it in items.items():
         assert ITEM_KEYS_ALWAYS <= set(it) <= ITEM_KEYS_ALWAYS | ITEM_KEYS_OPTIONAL, sorted(it)
         assert "embedding" not in it
         assert "subject_entity_id" not in it, "a subject shown that the filter did not name"
         assert it["owner_did"] == grant["granter"] and it["scope_id"] == ref, it
         assert it["exportable"] is True, it
-        assert set(it["labels"]) == set(tags_of[iid]), it
+        if set(it["labels"]) != set(tags_of[iid]):  # asserted last, so the rest still runs
+            label_mismatches.append((iid, sorted(it["labels"]), sorted(tags_of[iid])))
         assert it["provenance"]["source"] == "wop-memory:write", it
         assert abs((when(it["provenance"]["captured_at"]) - when(created[iid]))
                    .total_seconds()) < 1, (it["provenance"], created[iid])
@@ -549,6 +569,7 @@ def test_full_flow_grant_verify_query_project_and_chain(base: str, host: Host):
     out3 = g.grant(grant_body(ref, filter={"captured_after": rfc3339_in(60)}))
     assert out3["slice_items"] == 0, out3
     assert query(base, out3["token"], "redesign")["items"] == []
+    sensitive(subject), sensitive(other_subject)  # from here on: never in an answer or a log
 
     # The query's own bounds.
     token = out["token"]
@@ -557,6 +578,9 @@ def test_full_flow_grant_verify_query_project_and_chain(base: str, host: Host):
                         ({"query": "redesign", "max_results": 101}, "max_results")):
         expect_error(query_raw(base, token, body), 400, "validation_error", field=field,
                      absent=(token, email, phone))
+    # docs/oap.md "Items": `labels` are the entry's tags (a `kind:` tag included).
+    assert not label_mismatches, f"labels are not the entry's tags (id, got, tags): " \
+                                 f"{label_mismatches}"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -601,6 +625,20 @@ def test_receipt_log_verifies_and_links(base: str, host: Host):
         expect_error(g.receipts_raw(bad), 400, "validation_error", field="limit")
     # Another tenant's log is its own (empty).
     assert Granter(base, new_tenant()).receipts() == []
+
+    # The default page is 100 receipts: 102 in the log take two pages.
+    more = g.grant(grant_body(ref, filter={"labels_any": ["proj"]}))
+    for i in range(97):
+        query(base, more["token"], "launch", 1)
+    first = g.receipts_raw()
+    assert first.status == 200, first.text
+    page = first.json()
+    assert len(page["receipts"]) == 100 and page["next_from"] is not None, len(page["receipts"])
+    rest = g.receipts_raw(f"?from={page['next_from']}").json()
+    assert rest["next_from"] is None and len(rest["receipts"]) == 2, rest
+    full = page["receipts"] + rest["receipts"]
+    assert full[:4] == log
+    verify_log(host, full)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -898,7 +936,7 @@ def test_concurrent_queries_keep_one_receipt_chain(base: str, host: Host):
 # 7. Events: issued and revoked, content-free.
 
 
-def test_grant_events_are_content_free(base: str, host: Host):
+def test_grant_events_and_records_are_content_free(base: str, host: Host):
     tenant = new_tenant()
     ref = memory_ref(tenant, "assistant")
     g = Granter(base, tenant)
@@ -930,6 +968,28 @@ def test_grant_events_are_content_free(base: str, host: Host):
                 assert s not in text, f"event {e['detail-type']} carries {s[:40]!r}"
     finally:
         tap.close()
+
+    # What the host stores for the door (docs/oap.md "Storage"): a record, never the grant.
+    db = aws_client("dynamodb")
+    rows = db.query(TableName=os.environ["MEMORY_TABLE"], ConsistentRead=True,
+                    KeyConditionExpression="pk = :pk",
+                    ExpressionAttributeValues={":pk": {"S": f"{tenant}#@oap"}})["Items"]
+    sks = sorted(r["sk"]["S"] for r in rows)
+    assert len(sks) == 4 and sks[0] == "X#G#" + gid and sks[3] == "X#TIP", sks
+    assert all(re.fullmatch(r"X#R#\d{20}", k) for k in sks[1:3]), sks
+    assert int(sks[2][4:]) == int(sks[1][4:]) + 1, sks
+    record = next(r for r in rows if r["sk"]["S"] == "X#G#" + gid)
+    assert set(record) - {"pk", "sk"} <= {"scopeId", "grantee", "grantHash", "issuedMs",
+                                          "expiresMs", "revocable", "revokedMs",
+                                          "expiryAnnounced", "slice", "ttl"}, sorted(record)
+    expires_ms = int(record["expiresMs"]["N"])
+    assert expires_ms == int(when(out["grant"]["expires_at"]).timestamp() * 1000), record
+    assert abs(int(record["ttl"]["N"]) - (expires_ms // 1000 + 90 * DAY)) <= 1, record
+    stored = json.dumps(rows)
+    for s in (content, purpose, subject, out["token"], out["token"].split(".")[2],
+              out["grant"]["signature"]):
+        assert s not in stored, f"the door's partition stores {s[:40]!r}"
+    sensitive(purpose), sensitive(subject), sensitive(content)  # and the logs must not either
 
 
 # ---------------------------------------------------------------------------------------------

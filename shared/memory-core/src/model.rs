@@ -122,6 +122,13 @@ pub fn hex(bytes: &[u8]) -> String {
     s
 }
 
+/// A ULID for an instant with the given random bits (the low 80 are used): how ids are made
+/// that must come out the same on every retry or import of the same thing.
+pub fn ulid_string(at: Timestamp, random: u128) -> String {
+    let ms = u64::try_from(at.as_millis()).unwrap_or(0);
+    ulid::Ulid::from_parts(ms, random).to_string()
+}
+
 /// Longest tag a write accepts; a list filter names tags under the same rule.
 pub const MAX_TAG_BYTES: usize = 128;
 

@@ -13,6 +13,7 @@ pub mod canonical;
 pub mod error;
 pub mod grant;
 pub mod item;
+pub mod letta;
 pub mod manifest;
 pub mod projection;
 pub mod receipt;

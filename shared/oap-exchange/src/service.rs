@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde::Deserialize;
 use serde_json::{json, Value};
+use sha2::Digest;
 
 use crate::bundle::{self, BundleLine, BundleManifest, BundleStore, Digest256, Lines};
 use crate::error::ExchangeError;
@@ -62,13 +63,17 @@ pub struct ExportRequest {
     pub url_seconds: Option<u64>,
 }
 
-/// An import request (`POST /oap/memory/import`): the target ref and the bundle's signed
-/// manifest, which names the bundle and is the capability to read it.
+/// An import request (`POST /oap/memory/import`): the target ref and one source, either a
+/// bundle's signed manifest (which names the bundle and is the capability to read it) or a
+/// Letta agent file (its JSON, or its text).
 #[derive(Clone, Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ImportRequest {
     pub scope_id: String,
-    pub manifest: BundleManifest,
+    #[serde(default)]
+    pub manifest: Option<BundleManifest>,
+    #[serde(default)]
+    pub letta_agent_file: Option<Value>,
 }
 
 /// Entries written per conditional put on import.
@@ -475,8 +480,17 @@ impl Exchange {
         tenant: &TenantId,
         request: ImportRequest,
     ) -> Result<Value, ExchangeError> {
-        let manifest = request.manifest.verified(&self.key)?;
         let memory_ref = self.scope(tenant, &request.scope_id)?;
+        let manifest = match (request.manifest, request.letta_agent_file) {
+            (Some(m), None) => m.verified(&self.key)?,
+            (None, Some(af)) => return self.import_letta(tenant, &memory_ref, af).await,
+            _ => {
+                return Err(ExchangeError::invalid(
+                    "manifest",
+                    "exactly one of manifest and letta_agent_file",
+                ))
+            }
+        };
         let source = tenant_of_granter(self.key.did(), &manifest.owner_did)
             .and_then(|t| memory_core::ports::ObjectKey::from_listed(&t, &manifest.object))
             .ok_or_else(|| ExchangeError::invalid("manifest", "names no bundle of this host"))?;
@@ -544,6 +558,94 @@ impl Exchange {
         Ok(json!({
             "bundle_id": manifest.bundle_id,
             "scope_id": memory_ref.to_string(),
+            "imported": imported,
+            "already_present": present,
+            "skipped": skipped,
+            "receipt": receipt.body,
+        }))
+    }
+
+    /// Imports the memory blocks of a Letta agent file, one entry per block (tags `letta` and
+    /// `letta-block:<label>`), SR-1 applied. Ids derive from the file's instant and the block, so
+    /// importing the same file twice adds nothing.
+    async fn import_letta(
+        &self,
+        tenant: &TenantId,
+        memory_ref: &MemoryRef,
+        af: Value,
+    ) -> Result<Value, ExchangeError> {
+        let af = match af {
+            Value::String(text) => serde_json::from_str(&text)
+                .map_err(|_| ExchangeError::invalid("letta_agent_file", "not JSON"))?,
+            other => other,
+        };
+        let blocks = crate::letta::blocks(&af)?;
+        let at = crate::letta::captured_at(&af).unwrap_or(Timestamp::from_millis(0));
+        let redact = |s: &str| self.redactor.redact(s).into_owned();
+        let mut entries = Vec::with_capacity(blocks.len());
+        let mut skipped = 0u64;
+        for b in &blocks {
+            let digest = sha2::Sha256::digest(
+                format!("{}\0{}\0{}", b.agent, b.block_id, b.value).as_bytes(),
+            );
+            let mut random = [0u8; 16];
+            random.copy_from_slice(&digest[..16]);
+            let id = memory_core::model::ulid_string(at, u128::from_be_bytes(random));
+            let tags: Vec<String> = [
+                "letta".to_owned(),
+                crate::letta::label_tag(&redact(&b.label)),
+            ]
+            .into_iter()
+            .filter(|t| memory_core::model::is_valid_tag(t))
+            .collect();
+            let content = redact(&b.value);
+            if content.len() > memory_core::writer::MAX_CONTENT_BYTES {
+                skipped += 1;
+                continue;
+            }
+            entries.push(StoredEntry {
+                memory_ref: memory_ref.clone(),
+                entry: memory_core::MemoryEntry {
+                    id,
+                    content,
+                    tags,
+                    created_at: at,
+                    expires_at: None,
+                },
+                tier: memory_core::Tier::LongTerm,
+                subject: None,
+                attribution: memory_core::model::Attribution::default(),
+                provenance: Vec::new(),
+                embedding: None,
+            });
+        }
+        let (mut imported, mut present) = (0u64, 0u64);
+        for chunk in entries.chunks(IMPORT_BATCH) {
+            let (i, p) = self.put_absent(chunk.to_vec()).await?;
+            imported += i;
+            present += p;
+        }
+        let facts = ReceiptFacts {
+            receipt_type: "memory.import",
+            principal_did: crate::grant::tenant_did(self.key.did(), tenant),
+            agent_did: crate::grant::tenant_did(self.key.did(), tenant),
+            action_id: "oap.memory.import",
+            input: json!({"source": "letta-agent-file", "sha256": crate::canonical::sha256_hex(&crate::canonical::canonicalize(&af)), "scope_id": memory_ref.to_string()}),
+            output: json!({"imported": imported, "already_present": present, "skipped": skipped}),
+            rule: "oap.memory.import.letta",
+            outcome: "allow",
+        };
+        let receipt = self.append(tenant, &facts, None).await?;
+        tracing::info!(
+            blocks = blocks.len(),
+            imported,
+            already_present = present,
+            "letta agent file imported"
+        );
+        Ok(json!({
+            "source": "letta-agent-file",
+            "scope_id": memory_ref.to_string(),
+            "blocks": blocks.len(),
             "imported": imported,
             "already_present": present,
             "skipped": skipped,

@@ -795,3 +795,78 @@ async fn a_large_export_streams_in_parts() {
         .unwrap();
     assert_eq!(imported["imported"], 2500);
 }
+
+#[tokio::test]
+async fn a_letta_agent_file_moves_in_once_and_through_sr1() {
+    let w = world();
+    let af = json!({
+        "agents": [{"id": "agent-0", "name": "assistant", "block_ids": ["block-0", "block-1"],
+                    "messages": [{"created_at": "2026-03-01T10:00:00+00:00"}]}],
+        "blocks": [
+            {"id": "block-0", "label": "human", "value": "Name: Ada. Allergic to penicillin. Vault: s3cr3t-vault-token-value"},
+            {"id": "block-1", "label": "persona", "value": "I am a careful assistant."}
+        ],
+        "tools": [], "files": []
+    });
+    let request = |af: Value| -> ImportRequest {
+        serde_json::from_value(json!({"scope_id": OTHER_REF, "letta_agent_file": af})).unwrap()
+    };
+    let globex = TenantId::parse("globex").unwrap();
+    let first = w
+        .exchange
+        .import(&globex, request(af.clone()))
+        .await
+        .unwrap();
+    assert_eq!(
+        (first["blocks"].as_u64(), first["imported"].as_u64()),
+        (Some(2), Some(2))
+    );
+    // The file as text, a second time: nothing new.
+    let again = w
+        .exchange
+        .import(&globex, request(json!(af.to_string())))
+        .await
+        .unwrap();
+    assert_eq!(
+        (
+            again["imported"].as_u64(),
+            again["already_present"].as_u64()
+        ),
+        (Some(0), Some(2))
+    );
+    let page = w
+        .entries
+        .list_page(
+            &MemoryRef::parse(OTHER_REF).unwrap(),
+            &memory_core::ports::PageQuery {
+                limit: 10,
+                after: None,
+                now: Timestamp::from_millis(T0),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(page.entries.len(), 2);
+    let human = page
+        .entries
+        .iter()
+        .find(|e| e.entry.tags.contains(&"letta-block:human".to_owned()))
+        .unwrap();
+    assert!(human.entry.content.contains("Allergic to penicillin"));
+    assert!(!human.entry.content.contains("s3cr3t-vault-token-value"));
+    assert_eq!(
+        human.entry.created_at.to_rfc3339(),
+        "2026-03-01T10:00:00.000Z"
+    );
+    // Neither or both sources, or not an agent file: refused.
+    for bad in [
+        json!({"scope_id": OTHER_REF}),
+        json!({"scope_id": OTHER_REF, "letta_agent_file": {"tools": []}}),
+    ] {
+        let r: ImportRequest = serde_json::from_value(bad).unwrap();
+        assert!(matches!(
+            w.exchange.import(&globex, r).await,
+            Err(ExchangeError::Invalid { .. })
+        ));
+    }
+}
