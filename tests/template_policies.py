@@ -124,7 +124,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "binary": "memory-forget",
         "memory": 256,
         "iam": pairs(["dynamodb:Query"], SUBJECT_INDEX)
-        | pairs(["dynamodb:DeleteItem"], TABLE)
+        # PutItem: the exchange door's forget notice.
+        | pairs(["dynamodb:DeleteItem", "dynamodb:PutItem"], TABLE)
         | pairs(["s3:ListBucket", "s3:ListBucketVersions"], BUCKET)
         | pairs(
             [
@@ -184,8 +185,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
         # Grant records and the receipt log (conditional transactions), the granter's entries,
         # the signing seed (that one secret only), grant lifecycle events.
         "iam": pairs(["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query",
-                      "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:ConditionCheckItem"],
-                     TABLE)
+                      "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
+                      "dynamodb:ConditionCheckItem"], TABLE)
         # Bundles (the code writes them under {tenant}/oap/exports/ only).
         | pairs(["s3:PutObject", "s3:GetObject", "s3:AbortMultipartUpload"], OBJECTS)
         | pairs(["secretsmanager:GetSecretValue"], "${ExchangeSigningSecret}")

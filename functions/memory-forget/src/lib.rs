@@ -1,5 +1,6 @@
 //! The forgetter with every hook that reaches derived data: dream output (archives, index
-//! lines), commitments and the OpenIntent door's entries, versions and archives. Wired once
+//! lines), commitments, the OpenIntent door's entries, versions and archives, and the exchange
+//! door's exported bundles. Wired once
 //! here, for this function and for memory-mcp's `memory_forget` tool, so the two doors that
 //! forget can never reach different data.
 
@@ -9,10 +10,12 @@ use commitment_aws::DynamoCommitmentStore;
 use commitment_service::firing::CommitmentForgetHook;
 use dream_service::DerivedForgetHook;
 use intent_memory::forget::KeyedForgetHook;
+use memory_aws::exchange::DynamoExchangeStore;
 use memory_aws::keyed::DynamoKeyedStore;
 use memory_aws::AwsPorts;
 use memory_core::forget::Forgetter;
 use memory_core::ports::SystemClock;
+use oap_exchange::forget::BundleForgetHook;
 
 pub fn forgetter(ports: &AwsPorts) -> Forgetter {
     let clock = Arc::new(SystemClock);
@@ -28,6 +31,14 @@ pub fn forgetter(ports: &AwsPorts) -> Forgetter {
         .with_hook(Arc::new(KeyedForgetHook {
             store: Arc::new(
                 DynamoKeyedStore::new(ports.dynamo.clone(), ports.table.clone())
+                    .with_tenant_sessions(ports.tenant_sessions.clone()),
+            ),
+            archives: ports.archives.clone(),
+            clock: clock.clone(),
+        }))
+        .with_hook(Arc::new(BundleForgetHook {
+            store: Arc::new(
+                DynamoExchangeStore::new(ports.dynamo.clone(), ports.table.clone())
                     .with_tenant_sessions(ports.tenant_sessions.clone()),
             ),
             archives: ports.archives.clone(),

@@ -121,7 +121,7 @@ pub struct AwsPorts {
     #[cfg(feature = "abstractive")]
     pub abstractive_model: Option<Arc<dyn memory_core::ports::AbstractiveModel>>,
     /// Secrets Manager, where the exchange door's signing seed lives.
-    #[cfg(feature = "exchange")]
+    #[cfg(feature = "signing-key")]
     pub secrets: aws_sdk_secretsmanager::Client,
     /// `EMBEDDING_DIMENSIONS`, when set: what the exchange manifest states.
     pub embedding_dimensions: Option<u32>,
@@ -209,7 +209,7 @@ impl AwsPorts {
                     ));
                 embedder
             }),
-            #[cfg(feature = "exchange")]
+            #[cfg(feature = "signing-key")]
             secrets: client!(aws_sdk_secretsmanager),
             embedding_dimensions: settings.embedding_dimensions,
             #[cfg(feature = "abstractive")]

@@ -7,6 +7,8 @@
 //! | `X#TIP` | the receipt log's tip: `seq` (the next receipt's number), `hash` |
 //! | `X#R#{seq:020}` | one receipt (`doc`, the signed receipt JSON) |
 //! | `X#G#{grantId}` | a grant record: scope, grantee, grant hash, expiry, revocation, slice |
+//! | `X#S#{bundleId}#{subject}` | a bundle holding a subject (`subjectKey`, so forget's `bySubject` Query finds it) |
+//! | `X#N#{noticeId}` | a forget's notice, until its receipt is in the log |
 //!
 //! Every append is one `TransactWriteItems`: the tip moves only from the state the receipt was
 //! built on, the receipt item is new, and the grant change (if any) meets its condition. So two
@@ -17,11 +19,12 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
+use memory_core::SubjectKey;
 use memory_core::{StoreError, TenantId, Timestamp};
 use oap_exchange::receipt::{Receipt, Tip};
-use oap_exchange::{ExchangeStore, GrantChange, GrantRecord};
+use oap_exchange::{BundleHolding, ExchangeStore, ForgetNotice, GrantChange, GrantRecord};
 use serde_json::Value;
 
 use crate::dynamo::{build_error, get_n, get_s, n, s, transact_with, Item, TxError};
@@ -31,6 +34,8 @@ use crate::tenant::{DynamoClients, TenantSessions};
 const TIP: &str = "X#TIP";
 const RECEIPT: &str = "X#R#";
 const GRANT: &str = "X#G#";
+const BUNDLE_INDEX: &str = "X#S#";
+const NOTICE: &str = "X#N#";
 /// A grant record outlives its grant by this long, so an audit can still read what it was.
 const RECORD_KEPT_AFTER_EXPIRY_MS: i64 = 90 * 86_400_000;
 
@@ -82,6 +87,24 @@ impl DynamoExchangeStore {
         .await
         .map_err(|e| backend(op, &e))?;
         Ok(out.item().cloned())
+    }
+
+    /// Every item of the tenant's exchange partition under `prefix` (strongly consistent).
+    async fn prefix(
+        &self,
+        op: &'static str,
+        tenant: &TenantId,
+        prefix: &str,
+    ) -> Result<Vec<Item>, StoreError> {
+        let client = self.clients.data(op).await?;
+        let request = client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
+            .expression_attribute_values(":pk", s(pk(tenant)))
+            .expression_attribute_values(":p", s(prefix));
+        Ok(crate::dynamo::query_all(request, op).await?.0)
     }
 
     fn grant_item(&self, r: &GrantRecord) -> Item {
@@ -156,6 +179,15 @@ impl DynamoExchangeStore {
                     .build()
                     .map_err(|_| build_error("grant revoke"))?;
                 Ok(TransactWriteItem::builder().update(u).build())
+            }
+            GrantChange::ConsumeNotice { notice_id } => {
+                let d = Delete::builder()
+                    .table_name(&self.table)
+                    .set_key(Some(key(tenant, format!("{NOTICE}{notice_id}"))))
+                    .condition_expression("attribute_exists(pk)")
+                    .build()
+                    .map_err(|_| build_error("notice consume"))?;
+                Ok(TransactWriteItem::builder().delete(d).build())
             }
             GrantChange::AnnounceExpiry { grant_id } => {
                 let u = Update::builder()
@@ -258,6 +290,127 @@ impl ExchangeStore for DynamoExchangeStore {
             .transpose()
     }
 
+    async fn index_bundle(
+        &self,
+        tenant: &TenantId,
+        holding: &BundleHolding,
+        subjects: &[SubjectKey],
+    ) -> Result<(), StoreError> {
+        const OP: &str = "bundle index";
+        let client = self.clients.data(OP).await?;
+        for chunk in subjects.chunks(memory_core::ports::MAX_ITEMS_PER_TRANSACTION) {
+            let mut items = Vec::with_capacity(chunk.len());
+            for subject in chunk {
+                let mut item = key(
+                    tenant,
+                    format!("{BUNDLE_INDEX}{}#{}", holding.bundle_id, subject.as_str()),
+                );
+                item.insert(
+                    "subjectKey".into(),
+                    s(crate::dynamo::subject_attr(tenant, subject)),
+                );
+                let p = Put::builder()
+                    .table_name(&self.table)
+                    .set_item(Some(item))
+                    .build()
+                    .map_err(|_| build_error(OP))?;
+                items.push(TransactWriteItem::builder().put(p).build());
+            }
+            transact_with(&client, OP, items)
+                .await
+                .map_err(|e: TxError| e.into_store(OP))?;
+        }
+        Ok(())
+    }
+
+    async fn bundles_holding(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<BundleHolding>, StoreError> {
+        const OP: &str = "bundles holding";
+        let client = self.clients.data(OP).await?;
+        let items = crate::dynamo::subject_items(&client, &self.table, tenant, subject, OP).await?;
+        let partition = pk(tenant);
+        Ok(items
+            .iter()
+            .filter(|i| get_s(i, "pk") == Some(partition.as_str()))
+            .filter_map(|i| {
+                // The index projects keys only: the bundle id is in the sort key, and the object
+                // key follows from it.
+                let rest = get_s(i, "sk")?.strip_prefix(BUNDLE_INDEX)?;
+                let (bundle_id, _) = rest.split_once('#')?;
+                let object = oap_exchange::bundle::object_key(tenant, bundle_id)?;
+                Some(BundleHolding {
+                    bundle_id: bundle_id.to_owned(),
+                    object: object.as_str().to_owned(),
+                })
+            })
+            .collect())
+    }
+
+    async fn unindex_bundle(
+        &self,
+        tenant: &TenantId,
+        bundle_id: &str,
+        subject: &SubjectKey,
+    ) -> Result<(), StoreError> {
+        const OP: &str = "bundle unindex";
+        let client = self.clients.data(OP).await?;
+        let k = key(
+            tenant,
+            format!("{BUNDLE_INDEX}{bundle_id}#{}", subject.as_str()),
+        );
+        crate::retry::send(OP, || {
+            client
+                .delete_item()
+                .table_name(&self.table)
+                .set_key(Some(k.clone()))
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        Ok(())
+    }
+
+    async fn add_notice(&self, tenant: &TenantId, notice: &ForgetNotice) -> Result<(), StoreError> {
+        const OP: &str = "forget notice";
+        let client = self.clients.data(OP).await?;
+        let mut item = key(tenant, format!("{NOTICE}{}", notice.notice_id));
+        item.insert("bundles".into(), s(notice.bundles.join(",")));
+        item.insert("atMs".into(), n(notice.at.as_millis()));
+        crate::retry::send(OP, || {
+            client
+                .put_item()
+                .table_name(&self.table)
+                .set_item(Some(item.clone()))
+                .send()
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
+        Ok(())
+    }
+
+    async fn notices(&self, tenant: &TenantId) -> Result<Vec<ForgetNotice>, StoreError> {
+        let items = self.prefix("forget notices", tenant, NOTICE).await?;
+        let mut out: Vec<ForgetNotice> = items
+            .iter()
+            .filter_map(|i| {
+                Some(ForgetNotice {
+                    notice_id: get_s(i, "sk")?.strip_prefix(NOTICE)?.to_owned(),
+                    bundles: get_s(i, "bundles")?
+                        .split(',')
+                        .filter(|v| !v.is_empty())
+                        .map(str::to_owned)
+                        .collect(),
+                    at: Timestamp::from_millis(get_n(i, "atMs")?),
+                })
+            })
+            .collect();
+        out.sort_by_key(|n| n.at);
+        Ok(out)
+    }
+
     async fn receipts(
         &self,
         tenant: &TenantId,
@@ -291,6 +444,7 @@ impl ExchangeStore for DynamoExchangeStore {
     }
 }
 
+#[cfg(feature = "signing-key")]
 /// The host's signing seed, read from Secrets Manager (`OAP_SIGNING_SECRET`, a secret name or
 /// ARN whose string is 64 hex characters or base64 of 32 bytes).
 pub async fn signing_seed(

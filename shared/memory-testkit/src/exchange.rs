@@ -9,15 +9,19 @@ use serde_json::Value;
 
 use crate::in_memory::{lock, CallCounter};
 use memory_core::ports::ObjectKey;
+use memory_core::SubjectKey;
 use memory_core::{StoreError, TenantId};
 use oap_exchange::receipt::{Receipt, Tip};
-use oap_exchange::{ExchangeStore, GrantChange, GrantRecord};
+use oap_exchange::{BundleHolding, ExchangeStore, ForgetNotice, GrantChange, GrantRecord};
 
 #[derive(Debug, Default)]
 struct TenantLog {
     tip: Option<Tip>,
     receipts: Vec<Value>,
     grants: BTreeMap<String, (GrantRecord, bool)>,
+    /// (subject, bundle) -> holding.
+    bundle_index: BTreeMap<(String, String), BundleHolding>,
+    notices: BTreeMap<String, ForgetNotice>,
 }
 
 #[derive(Debug, Default)]
@@ -84,6 +88,9 @@ impl ExchangeStore for InMemoryExchangeStore {
                 Some((_, announced)) if !*announced => *announced = true,
                 _ => return Err(CONFLICT),
             },
+            Some(GrantChange::ConsumeNotice { notice_id }) => {
+                log.notices.remove(notice_id).ok_or(CONFLICT)?;
+            }
         }
         log.receipts.push(receipt.body.clone());
         log.tip = Some(receipt.next_tip());
@@ -100,6 +107,76 @@ impl ExchangeStore for InMemoryExchangeStore {
             .get(tenant)
             .and_then(|l| l.grants.get(grant_id))
             .map(|(r, _)| r.clone()))
+    }
+
+    async fn index_bundle(
+        &self,
+        tenant: &TenantId,
+        holding: &BundleHolding,
+        subjects: &[SubjectKey],
+    ) -> Result<(), StoreError> {
+        self.calls.call("index_bundle")?;
+        let mut state = lock(&self.state);
+        let log = state.entry(tenant.clone()).or_default();
+        for s in subjects {
+            log.bundle_index.insert(
+                (s.as_str().to_owned(), holding.bundle_id.clone()),
+                holding.clone(),
+            );
+        }
+        Ok(())
+    }
+
+    async fn bundles_holding(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<BundleHolding>, StoreError> {
+        self.calls.call("bundles_holding")?;
+        Ok(lock(&self.state)
+            .get(tenant)
+            .map(|l| {
+                l.bundle_index
+                    .iter()
+                    .filter(|((s, _), _)| s == subject.as_str())
+                    .map(|(_, h)| h.clone())
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn unindex_bundle(
+        &self,
+        tenant: &TenantId,
+        bundle_id: &str,
+        subject: &SubjectKey,
+    ) -> Result<(), StoreError> {
+        self.calls.call("unindex_bundle")?;
+        if let Some(l) = lock(&self.state).get_mut(tenant) {
+            l.bundle_index
+                .remove(&(subject.as_str().to_owned(), bundle_id.to_owned()));
+        }
+        Ok(())
+    }
+
+    async fn add_notice(&self, tenant: &TenantId, notice: &ForgetNotice) -> Result<(), StoreError> {
+        self.calls.call("add_notice")?;
+        lock(&self.state)
+            .entry(tenant.clone())
+            .or_default()
+            .notices
+            .insert(notice.notice_id.clone(), notice.clone());
+        Ok(())
+    }
+
+    async fn notices(&self, tenant: &TenantId) -> Result<Vec<ForgetNotice>, StoreError> {
+        self.calls.call("notices")?;
+        let mut out: Vec<ForgetNotice> = lock(&self.state)
+            .get(tenant)
+            .map(|l| l.notices.values().cloned().collect())
+            .unwrap_or_default();
+        out.sort_by_key(|n| n.at);
+        Ok(out)
     }
 
     async fn receipts(

@@ -11,6 +11,7 @@
 pub mod bundle;
 pub mod canonical;
 pub mod error;
+pub mod forget;
 pub mod grant;
 pub mod item;
 pub mod letta;
@@ -26,4 +27,4 @@ pub use error::ExchangeError;
 pub use grant::{Grant, GrantRecord, GrantRequest};
 pub use service::{Exchange, ExchangePorts, ExportRequest, ImportRequest, QueryRequest};
 pub use signing::HostKey;
-pub use store::{ExchangeStore, GrantChange};
+pub use store::{BundleHolding, ExchangeStore, ForgetNotice, GrantChange};

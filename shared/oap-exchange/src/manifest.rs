@@ -39,6 +39,8 @@ pub fn manifest(host_did: &str, base_url: &str, embedding: Option<&EmbeddingProf
             "grant": format!("{base_url}/oap/memory/grant"),
             "revoke": format!("{base_url}/oap/memory/grant/{{grant_id}}/revoke"),
             "receipts": format!("{base_url}/oap/memory/receipts"),
+            "export": format!("{base_url}/oap/memory/export"),
+            "import": format!("{base_url}/oap/memory/import"),
             "did": format!("{base_url}/.well-known/did.json"),
         },
         "max_grant_size_items": MAX_GRANT_SIZE_ITEMS,

@@ -17,11 +17,11 @@ use crate::item::{self, ItemParts, Kind};
 use crate::projection;
 use crate::receipt::{self, Receipt, ReceiptFacts};
 use crate::signing::HostKey;
-use crate::store::{ExchangeStore, GrantChange};
+use crate::store::{BundleHolding, ExchangeStore, GrantChange};
 use memory_core::events::{DomainEvent, EventType};
 use memory_core::listing::snapshot;
 use memory_core::ports::{Clock, EntryStore, EventPublisher, IdSource};
-use memory_core::{MemoryRef, StoredEntry, TenantId, Timestamp};
+use memory_core::{MemoryRef, StoredEntry, SubjectKey, TenantId, Timestamp};
 use text_search::{Ranking, TermCache};
 
 /// Longest query text, in bytes (as the search route).
@@ -359,7 +359,7 @@ impl Exchange {
             .ok_or_else(|| ExchangeError::invalid("scope_id", "unusable"))?;
         let upload = self.ports.bundles.begin(&object).await?;
         let written = self.stream_export(&memory_ref, &object, &upload, now).await;
-        let (items, bytes, sha256) = match written {
+        let (items, bytes, sha256, subjects) = match written {
             Ok(w) => w,
             Err(e) => {
                 self.ports.bundles.abort(&object, &upload).await;
@@ -390,6 +390,19 @@ impl Exchange {
             rule: "oap.memory.export.owner",
             outcome: "allow",
         };
+        // Indexed before the receipt: a forget from now on finds the bundle.
+        let subjects: Vec<SubjectKey> = subjects
+            .iter()
+            .filter_map(|s| SubjectKey::from_stored(s))
+            .collect();
+        let holding = BundleHolding {
+            bundle_id: bundle_id.clone(),
+            object: object.as_str().to_owned(),
+        };
+        self.ports
+            .grants
+            .index_bundle(tenant, &holding, &subjects)
+            .await?;
         let receipt = self.append(tenant, &facts, None).await?;
         let url = self.ports.bundles.presign(&object, seconds).await?;
         tracing::info!(bundle_id = %bundle_id, items, bytes, "bundle exported");
@@ -412,8 +425,9 @@ impl Exchange {
         object: &memory_core::ports::ObjectKey,
         upload: &str,
         now: Timestamp,
-    ) -> Result<(u64, u64, String), ExchangeError> {
+    ) -> Result<(u64, u64, String, BTreeSet<String>), ExchangeError> {
         let (mut items, mut bytes) = (0u64, 0u64);
+        let mut subjects = BTreeSet::new();
         let mut digest = Digest256::default();
         let mut buffer: Vec<u8> = Vec::with_capacity(bundle::PART_BYTES + (64 << 10));
         let mut parts: Vec<(i32, String)> = Vec::new();
@@ -440,6 +454,9 @@ impl Exchange {
                 let mut line = serde_json::to_vec(&bundle::line_of(e, &salt))
                     .map_err(|_| ExchangeError::Config("a bundle line did not encode"))?;
                 line.push(b'\n');
+                if let Some(subject) = &e.subject {
+                    subjects.insert(subject.as_str().to_owned());
+                }
                 digest.update(&line);
                 bytes += line.len() as u64;
                 items += 1;
@@ -469,7 +486,7 @@ impl Exchange {
             parts.push((number, etag));
         }
         self.ports.bundles.complete(object, upload, &parts).await?;
-        Ok((items, bytes, digest.hex()))
+        Ok((items, bytes, digest.hex(), subjects))
     }
 
     /// Imports a bundle this host exported into one of `tenant`'s refs: checked whole against
@@ -712,6 +729,7 @@ impl Exchange {
         from: u64,
         limit: u32,
     ) -> Result<Value, ExchangeError> {
+        self.fold_notices(tenant).await?;
         let receipts = self
             .ports
             .grants
@@ -739,13 +757,49 @@ impl Exchange {
         Ok(all)
     }
 
+    /// Turns the forget notices waiting for the tenant into signed `memory.forget` receipts, in
+    /// order, each taken off the list in the same write as its receipt (so each lands once).
+    async fn fold_notices(&self, tenant: &TenantId) -> Result<(), ExchangeError> {
+        for notice in self.ports.grants.notices(tenant).await? {
+            let facts = ReceiptFacts {
+                receipt_type: "memory.forget",
+                principal_did: crate::grant::tenant_did(self.key.did(), tenant),
+                agent_did: crate::grant::tenant_did(self.key.did(), tenant),
+                action_id: "oap.memory.forget",
+                input: json!({"notice_id": notice.notice_id, "at": notice.at.to_rfc3339()}),
+                output: json!({"deleted_bundles": notice.bundles}),
+                rule: "oap.core.data_policy.deletion",
+                outcome: "allow",
+            };
+            let change = GrantChange::ConsumeNotice {
+                notice_id: notice.notice_id.clone(),
+            };
+            for _ in 0..APPEND_ATTEMPTS {
+                if self
+                    .append_once(tenant, &facts, Some(&change))
+                    .await?
+                    .is_some()
+                {
+                    break;
+                }
+                let still = self.ports.grants.notices(tenant).await?;
+                if !still.iter().any(|n| n.notice_id == notice.notice_id) {
+                    break;
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Appends a receipt, rebuilding it on the new tip whenever another append got there first.
+    /// Forget notices waiting for the log go in first, so the log keeps their order.
     async fn append(
         &self,
         tenant: &TenantId,
         facts: &ReceiptFacts,
         change: Option<&GrantChange>,
     ) -> Result<Receipt, ExchangeError> {
+        self.fold_notices(tenant).await?;
         for _ in 0..APPEND_ATTEMPTS {
             if let Some(receipt) = self.append_once(tenant, facts, change).await? {
                 return Ok(receipt);

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::grant::GrantRecord;
 use crate::receipt::{Receipt, Tip};
-use memory_core::{StoreError, TenantId, Timestamp};
+use memory_core::{StoreError, SubjectKey, TenantId, Timestamp};
 
 /// A change of a grant, made together with its receipt.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -18,6 +18,26 @@ pub enum GrantChange {
     Revoke { grant_id: String, at: Timestamp },
     /// Marks a grant's expiry as announced (fails if it already was).
     AnnounceExpiry { grant_id: String },
+    /// Takes a forget notice off the list once its receipt is in the log (fails if it is gone).
+    ConsumeNotice { notice_id: String },
+}
+
+/// A bundle that holds a subject: what the export indexes under the subject's digest (the
+/// same index forget finds entries by), so a forget finds every bundle holding its subject.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BundleHolding {
+    pub bundle_id: String,
+    pub object: String,
+}
+
+/// A forget's note for the receipt log: which bundles held the subject (and were deleted). The
+/// forget writes it without the signing key; the door turns it into a signed `memory.forget`
+/// receipt the next time it reads or appends to the tenant's log.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ForgetNotice {
+    pub notice_id: String,
+    pub bundles: Vec<String>,
+    pub at: Timestamp,
 }
 
 #[async_trait]
@@ -40,6 +60,35 @@ pub trait ExchangeStore: Send + Sync {
         tenant: &TenantId,
         grant_id: &str,
     ) -> Result<Option<GrantRecord>, StoreError>;
+
+    /// Indexes a bundle under each subject it holds.
+    async fn index_bundle(
+        &self,
+        tenant: &TenantId,
+        holding: &BundleHolding,
+        subjects: &[SubjectKey],
+    ) -> Result<(), StoreError>;
+
+    /// The bundles indexed under `subject`.
+    async fn bundles_holding(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<BundleHolding>, StoreError>;
+
+    /// Removes a bundle's index item under `subject` (absent is fine).
+    async fn unindex_bundle(
+        &self,
+        tenant: &TenantId,
+        bundle_id: &str,
+        subject: &SubjectKey,
+    ) -> Result<(), StoreError>;
+
+    /// Writes a forget notice (the same id again overwrites it: a retried forget).
+    async fn add_notice(&self, tenant: &TenantId, notice: &ForgetNotice) -> Result<(), StoreError>;
+
+    /// The tenant's forget notices not yet in the log, oldest first.
+    async fn notices(&self, tenant: &TenantId) -> Result<Vec<ForgetNotice>, StoreError>;
 
     /// Receipts from sequence number `from`, in order, at most `limit`.
     async fn receipts(

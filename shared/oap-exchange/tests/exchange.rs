@@ -75,6 +75,42 @@ impl ExchangeStore for Yielding {
     ) -> Result<Vec<Value>, StoreError> {
         self.0.receipts(tenant, from, limit).await
     }
+    async fn index_bundle(
+        &self,
+        tenant: &TenantId,
+        holding: &oap_exchange::BundleHolding,
+        subjects: &[SubjectKey],
+    ) -> Result<(), StoreError> {
+        self.0.index_bundle(tenant, holding, subjects).await
+    }
+    async fn bundles_holding(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<oap_exchange::BundleHolding>, StoreError> {
+        self.0.bundles_holding(tenant, subject).await
+    }
+    async fn unindex_bundle(
+        &self,
+        tenant: &TenantId,
+        bundle_id: &str,
+        subject: &SubjectKey,
+    ) -> Result<(), StoreError> {
+        self.0.unindex_bundle(tenant, bundle_id, subject).await
+    }
+    async fn add_notice(
+        &self,
+        tenant: &TenantId,
+        notice: &oap_exchange::ForgetNotice,
+    ) -> Result<(), StoreError> {
+        self.0.add_notice(tenant, notice).await
+    }
+    async fn notices(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<Vec<oap_exchange::ForgetNotice>, StoreError> {
+        self.0.notices(tenant).await
+    }
 }
 
 fn world() -> World {
@@ -869,4 +905,75 @@ async fn a_letta_agent_file_moves_in_once_and_through_sr1() {
             Err(ExchangeError::Invalid { .. })
         ));
     }
+}
+
+#[tokio::test]
+async fn forget_deletes_the_bundles_that_held_the_subject_and_the_log_says_which() {
+    use memory_core::forget::ForgetHook;
+    let w = world();
+    w.write("Ada's allergy: penicillin", &[], Some("ada")).await;
+    w.write("The office moves in June", &[], None).await;
+    let with_ada = w.export("acme", REF).await.unwrap();
+    let archives = Arc::new(memory_testkit::in_memory::InMemoryArchiveStore::new());
+    // The bundle objects live in the archive bucket in production; here the hook deletes from
+    // its own store, so the object is copied there first.
+    let object = with_ada["manifest"]["object"].as_str().unwrap().to_owned();
+    let object_key = memory_core::ports::ObjectKey::from_listed(&w.tenant, &object).unwrap();
+    memory_core::ports::ArchiveStore::put_if_absent(
+        archives.as_ref(),
+        &object_key,
+        w.bundles.object(&object).unwrap(),
+        memory_core::ports::ObjectKind::Archive,
+        "application/x-ndjson",
+    )
+    .await
+    .unwrap();
+    let hook = oap_exchange::forget::BundleForgetHook {
+        store: w.grants.clone(),
+        archives: archives.clone(),
+        clock: w.clock.clone(),
+    };
+    let ada = SubjectKey::derive(&w.tenant, "ada");
+    let nobody = SubjectKey::derive(&w.tenant, "nobody");
+    assert_eq!(
+        hook.forget(&w.tenant, &nobody, &[])
+            .await
+            .unwrap()
+            .deleted_archives,
+        0
+    );
+    assert_eq!(
+        hook.forget(&w.tenant, &ada, &[])
+            .await
+            .unwrap()
+            .deleted_archives,
+        1
+    );
+    assert!(
+        memory_core::ports::ArchiveStore::get(archives.as_ref(), &object_key)
+            .await
+            .unwrap()
+            .is_none()
+    );
+    // Again (a retried forget): nothing more to delete, no second notice.
+    assert_eq!(
+        hook.forget(&w.tenant, &ada, &[])
+            .await
+            .unwrap()
+            .deleted_archives,
+        0
+    );
+    let log = w.log().await;
+    let forgets: Vec<&Value> = log
+        .iter()
+        .filter(|r| r["type"] == "memory.forget")
+        .collect();
+    assert_eq!(forgets.len(), 1);
+    assert_eq!(
+        forgets[0]["output_hash"],
+        json!(hash_of(
+            &json!({"deleted_bundles": [with_ada["bundle_id"]]})
+        ))
+    );
+    assert_eq!(first_broken(&key(), &log), None);
 }
