@@ -505,6 +505,26 @@ pub async fn subject_items(
     query_index(client, table, (SUBJECT_INDEX, "subjectKey"), value, op).await
 }
 
+/// One strongly consistent `GetItem` (read-your-writes), under the shared retry policy.
+pub(crate) async fn read_item(
+    client: &Client,
+    table: &str,
+    k: Item,
+    op: &'static str,
+) -> Result<Option<Item>, StoreError> {
+    let out = crate::retry::send(op, || {
+        client
+            .get_item()
+            .table_name(table)
+            .set_key(Some(k.clone()))
+            .consistent_read(true)
+            .send()
+    })
+    .await
+    .map_err(|e| backend(op, &e))?;
+    Ok(out.item().cloned())
+}
+
 /// Puts `item` unconditionally under the shared retry policy.
 pub(crate) async fn put_plain(
     client: &Client,

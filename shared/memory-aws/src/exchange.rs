@@ -76,17 +76,7 @@ impl DynamoExchangeStore {
 
     async fn read(&self, op: &'static str, k: Item) -> Result<Option<Item>, StoreError> {
         let client = self.clients.data(op).await?;
-        let out = crate::retry::send(op, || {
-            client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(k.clone()))
-                .consistent_read(true)
-                .send()
-        })
-        .await
-        .map_err(|e| backend(op, &e))?;
-        Ok(out.item().cloned())
+        crate::dynamo::read_item(&client, &self.table, k, op).await
     }
 
     /// Every item of the tenant's exchange partition under `prefix` (strongly consistent).
@@ -361,16 +351,7 @@ impl ExchangeStore for DynamoExchangeStore {
             tenant,
             format!("{BUNDLE_INDEX}{bundle_id}#{}", subject.as_str()),
         );
-        crate::retry::send(OP, || {
-            client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(k.clone()))
-                .send()
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
-        Ok(())
+        crate::dynamo::delete_plain(&client, &self.table, k, OP).await
     }
 
     async fn add_notice(&self, tenant: &TenantId, notice: &ForgetNotice) -> Result<(), StoreError> {
@@ -379,16 +360,7 @@ impl ExchangeStore for DynamoExchangeStore {
         let mut item = key(tenant, format!("{NOTICE}{}", notice.notice_id));
         item.insert("bundles".into(), s(notice.bundles.join(",")));
         item.insert("atMs".into(), n(notice.at.as_millis()));
-        crate::retry::send(OP, || {
-            client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item.clone()))
-                .send()
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
-        Ok(())
+        crate::dynamo::put_plain(&client, &self.table, item, OP).await
     }
 
     async fn notices(&self, tenant: &TenantId) -> Result<Vec<ForgetNotice>, StoreError> {

@@ -35,7 +35,7 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, TenantId};
 
 use crate::dynamo::{
-    build_error, delete_plain, get_n, get_s, n, put_plain, query_all, s, subject_attr,
+    build_error, delete_plain, get_n, get_s, n, put_plain, query_all, read_item, s, subject_attr,
     subject_items, transact_with, Item, TxError,
 };
 use crate::error::backend;
@@ -88,26 +88,6 @@ fn corrupt(pk: &str, sk: &str) -> StoreError {
     StoreError::Corrupt {
         key: format!("{pk}/{sk}"),
     }
-}
-
-/// One strongly consistent `GetItem` (read-your-writes on every read of this door).
-async fn read_item(
-    client: &Client,
-    table: &str,
-    k: Item,
-    op: &'static str,
-) -> Result<Option<Item>, StoreError> {
-    let out = crate::retry::send(op, || {
-        client
-            .get_item()
-            .table_name(table)
-            .set_key(Some(k.clone()))
-            .consistent_read(true)
-            .send()
-    })
-    .await
-    .map_err(|e| backend(op, &e))?;
-    Ok(out.item().cloned())
 }
 
 /// DynamoDB (and S3 through the archive store) behind the door's store port.

@@ -27,12 +27,22 @@ struct TenantLog {
 #[derive(Debug, Default)]
 pub struct InMemoryExchangeStore {
     state: Mutex<BTreeMap<TenantId, TenantLog>>,
+    /// Suspend after reading a tip, so appends polled together really race for it.
+    racing: bool,
     pub calls: CallCounter,
 }
 
 impl InMemoryExchangeStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store whose `tip` yields to other tasks before answering.
+    pub fn racing() -> Self {
+        InMemoryExchangeStore {
+            racing: true,
+            ..Self::default()
+        }
     }
 
     /// Whether a grant's expiry was announced.
@@ -52,10 +62,14 @@ const CONFLICT: StoreError = StoreError::Conflict {
 impl ExchangeStore for InMemoryExchangeStore {
     async fn tip(&self, tenant: &TenantId) -> Result<Tip, StoreError> {
         self.calls.call("tip")?;
-        Ok(lock(&self.state)
+        let tip = lock(&self.state)
             .get(tenant)
             .and_then(|l| l.tip.clone())
-            .unwrap_or_else(Tip::genesis))
+            .unwrap_or_else(Tip::genesis);
+        if self.racing {
+            tokio::task::yield_now().await;
+        }
+        Ok(tip)
     }
 
     async fn append(

@@ -5,7 +5,6 @@ use std::sync::Arc;
 
 use memory_core::model::{Attribution, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{EntryStore, IdSource};
-use memory_core::StoreError;
 use memory_core::{MemoryRef, TenantId, Timestamp};
 use memory_testkit::exchange::{InMemoryBundleStore, InMemoryExchangeStore};
 use memory_testkit::in_memory::{
@@ -13,11 +12,7 @@ use memory_testkit::in_memory::{
 };
 use oap_exchange::canonical::{hash_of, sha256_hex};
 use oap_exchange::receipt::first_broken;
-use oap_exchange::receipt::{Receipt, Tip};
-use oap_exchange::{
-    Exchange, ExchangeError, ExchangePorts, ExchangeStore, GrantChange, GrantRecord, GrantRequest,
-    HostKey, QueryRequest,
-};
+use oap_exchange::{Exchange, ExchangeError, ExchangePorts, GrantRequest, HostKey, QueryRequest};
 use oap_exchange::{ExportRequest, ImportRequest};
 use serde_json::{json, Value};
 
@@ -40,82 +35,9 @@ fn key() -> HostKey {
     HostKey::from_seed("did:web:memory.example", &[9u8; 32]).unwrap()
 }
 
-/// The in-memory store with a suspension point between reading the tip and appending, so
-/// queries polled together really race for the tip.
-struct Yielding(Arc<InMemoryExchangeStore>);
-
-#[async_trait::async_trait]
-impl ExchangeStore for Yielding {
-    async fn tip(&self, tenant: &TenantId) -> Result<Tip, StoreError> {
-        let tip = self.0.tip(tenant).await;
-        tokio::task::yield_now().await;
-        tip
-    }
-    async fn append(
-        &self,
-        tenant: &TenantId,
-        at: &Tip,
-        receipt: &Receipt,
-        change: Option<&GrantChange>,
-    ) -> Result<(), StoreError> {
-        self.0.append(tenant, at, receipt, change).await
-    }
-    async fn grant(
-        &self,
-        tenant: &TenantId,
-        grant_id: &str,
-    ) -> Result<Option<GrantRecord>, StoreError> {
-        self.0.grant(tenant, grant_id).await
-    }
-    async fn receipts(
-        &self,
-        tenant: &TenantId,
-        from: u64,
-        limit: u32,
-    ) -> Result<Vec<Value>, StoreError> {
-        self.0.receipts(tenant, from, limit).await
-    }
-    async fn index_bundle(
-        &self,
-        tenant: &TenantId,
-        holding: &oap_exchange::BundleHolding,
-        subjects: &[SubjectKey],
-    ) -> Result<(), StoreError> {
-        self.0.index_bundle(tenant, holding, subjects).await
-    }
-    async fn bundles_holding(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<oap_exchange::BundleHolding>, StoreError> {
-        self.0.bundles_holding(tenant, subject).await
-    }
-    async fn unindex_bundle(
-        &self,
-        tenant: &TenantId,
-        bundle_id: &str,
-        subject: &SubjectKey,
-    ) -> Result<(), StoreError> {
-        self.0.unindex_bundle(tenant, bundle_id, subject).await
-    }
-    async fn add_notice(
-        &self,
-        tenant: &TenantId,
-        notice: &oap_exchange::ForgetNotice,
-    ) -> Result<(), StoreError> {
-        self.0.add_notice(tenant, notice).await
-    }
-    async fn notices(
-        &self,
-        tenant: &TenantId,
-    ) -> Result<Vec<oap_exchange::ForgetNotice>, StoreError> {
-        self.0.notices(tenant).await
-    }
-}
-
 fn world() -> World {
     let entries = Arc::new(InMemoryEntryStore::new());
-    let grants = Arc::new(InMemoryExchangeStore::new());
+    let grants = Arc::new(InMemoryExchangeStore::racing());
     let events = Arc::new(RecordingPublisher::new());
     let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0)));
     let ids = Arc::new(SequentialIds::default());
@@ -129,7 +51,7 @@ fn world() -> World {
     let exchange = Exchange::new(
         ExchangePorts {
             bundles: bundles.clone(),
-            grants: Arc::new(Yielding(grants.clone())),
+            grants: grants.clone(),
             entries: entries.clone(),
             publisher: events.clone(),
             clock: clock.clone(),
@@ -601,6 +523,23 @@ impl World {
             .await
     }
 
+    /// The live entries of a ref, as a grantee of the store would see them a day later.
+    async fn entries_in(&self, r: &str) -> Vec<StoredEntry> {
+        let page = self
+            .entries
+            .list_page(
+                &MemoryRef::parse(r).unwrap(),
+                &memory_core::ports::PageQuery {
+                    limit: 1000,
+                    after: None,
+                    now: Timestamp::from_millis(T0 + DAY),
+                },
+            )
+            .await
+            .unwrap();
+        page.entries
+    }
+
     /// The bundle's lines, parsed, without the fields that name where an item lives.
     fn lines(&self, exported: &Value) -> Vec<Value> {
         let object = exported["manifest"]["object"].as_str().unwrap();
@@ -739,19 +678,8 @@ async fn a_changed_bundle_or_manifest_imports_nothing() {
         w.import("globex", OTHER_REF, &manifest).await,
         Err(ExchangeError::Invalid { .. })
     ));
-    let page = w
-        .entries
-        .list_page(
-            &MemoryRef::parse(OTHER_REF).unwrap(),
-            &memory_core::ports::PageQuery {
-                limit: 100,
-                after: None,
-                now: Timestamp::from_millis(T0 + DAY),
-            },
-        )
-        .await
-        .unwrap();
-    assert!(page.entries.is_empty());
+    let page_entries = w.entries_in(OTHER_REF).await;
+    assert!(page_entries.is_empty());
     // Into a ref of another tenant.
     assert!(matches!(
         w.import("globex", REF, &manifest).await,
@@ -772,19 +700,8 @@ async fn imported_text_passes_sr1_again() {
     w.import("globex", OTHER_REF, &exported["manifest"])
         .await
         .unwrap();
-    let page = w
-        .entries
-        .list_page(
-            &MemoryRef::parse(OTHER_REF).unwrap(),
-            &memory_core::ports::PageQuery {
-                limit: 10,
-                after: None,
-                now: Timestamp::from_millis(T0 + DAY),
-            },
-        )
-        .await
-        .unwrap();
-    let text = &page.entries[0].entry.content;
+    let page_entries = w.entries_in(OTHER_REF).await;
+    let text = &page_entries[0].entry.content;
     assert!(!text.contains("s3cr3t-vault-token-value"), "{text}");
     assert!(text.contains("[REDACTED:vault-token]"), "{text}");
 }
@@ -870,21 +787,9 @@ async fn a_letta_agent_file_moves_in_once_and_through_sr1() {
         ),
         (Some(0), Some(2))
     );
-    let page = w
-        .entries
-        .list_page(
-            &MemoryRef::parse(OTHER_REF).unwrap(),
-            &memory_core::ports::PageQuery {
-                limit: 10,
-                after: None,
-                now: Timestamp::from_millis(T0),
-            },
-        )
-        .await
-        .unwrap();
-    assert_eq!(page.entries.len(), 2);
-    let human = page
-        .entries
+    let page_entries = w.entries_in(OTHER_REF).await;
+    assert_eq!(page_entries.len(), 2);
+    let human = page_entries
         .iter()
         .find(|e| e.entry.tags.contains(&"letta-block:human".to_owned()))
         .unwrap();
