@@ -429,7 +429,7 @@ impl Exchange {
         let (mut items, mut bytes) = (0u64, 0u64);
         let mut subjects = BTreeSet::new();
         let mut digest = Digest256::default();
-        let mut buffer: Vec<u8> = Vec::with_capacity(bundle::PART_BYTES + (64 << 10));
+        let mut buffer: Vec<u8> = Vec::with_capacity(bundle::PART_BYTES + (256 << 10));
         let mut parts: Vec<(i32, String)> = Vec::new();
         let mut after = None;
         loop {
@@ -461,15 +461,19 @@ impl Exchange {
                 bytes += line.len() as u64;
                 items += 1;
                 buffer.extend_from_slice(&line);
-            }
-            if buffer.len() >= bundle::PART_BYTES {
-                let number = parts.len() as i32 + 1;
-                let etag = self
-                    .ports
-                    .bundles
-                    .part(object, upload, number, std::mem::take(&mut buffer))
-                    .await?;
-                parts.push((number, etag));
+                // Flushed line by line, so the buffer never grows past one part and a line;
+                // the next buffer is made once the part is gone, so one part is held at a time.
+                if buffer.len() >= bundle::PART_BYTES {
+                    let number = parts.len() as i32 + 1;
+                    let part = std::mem::take(&mut buffer);
+                    let etag = self
+                        .ports
+                        .bundles
+                        .part(object, upload, number, part)
+                        .await?;
+                    parts.push((number, etag));
+                    buffer.reserve(bundle::PART_BYTES + (256 << 10));
+                }
             }
             match page.next_after {
                 Some(next) => after = Some(next),
