@@ -1103,6 +1103,28 @@ def test_forget_deletes_exported_bundles_and_the_log_names_them(base: str, host:
     expect_error(resp, 400, "validation_error")
 
 
+def test_export_and_import_as_direct_invokes(base: str, host: Host):
+    a, b = new_tenant(), new_tenant()
+    ref_a, ref_b = memory_ref(a, "assistant"), memory_ref(b, "successor")
+    inv = Invoker(base)
+    inv.put(a, ref_a, [{"content": f"Direct fact {i} {new_id()}"} for i in range(3)])
+    ex = inv.ok("memory-exchange", {"op": "export", "tenantId": a, "scope_id": ref_a})
+    assert ex["items"] == 3, ex
+    verify(host.key, ex["manifest"]["signature"],
+           {k: v for k, v in ex["manifest"].items() if k != "signature"})
+    im = inv.ok("memory-exchange", {"op": "import", "tenantId": b, "scope_id": ref_b,
+                                    "manifest": ex["manifest"]})
+    assert im["imported"] == 3, im
+    # Another tenant's ref, an unknown op, no tenant: refused, nothing written.
+    for payload, field in (({"op": "import", "tenantId": b, "scope_id": ref_a,
+                             "manifest": ex["manifest"]}, None),
+                           ({"op": "grant", "tenantId": a}, None),
+                           ({"op": "export", "scope_id": ref_a}, None)):
+        err = inv.fail("memory-exchange", payload)
+        assert err.get("errorType") == "validation_error", err
+    assert len(Api(base, a).list_all(ref_a)) == 3
+
+
 def test_a_letta_agent_file_moves_in(base: str, host: Host):
     tenant = new_tenant()
     ref = memory_ref(tenant, "assistant")

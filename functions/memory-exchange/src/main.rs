@@ -6,13 +6,15 @@ mod api;
 
 use std::sync::Arc;
 
-use lambda_adapter::HttpTrigger;
+use lambda_adapter::{Answer, HttpTrigger};
 use lambda_runtime::Error;
+use memory_api::{decode, WireError};
 use memory_aws::exchange::{signing_seed, DynamoExchangeStore};
 use memory_aws::AwsPorts;
 use memory_core::ports::{SystemClock, UlidIds};
+use memory_core::TenantId;
 use oap_exchange::manifest::{manifest, EmbeddingProfile};
-use oap_exchange::{Exchange, ExchangePorts, Grant, HostKey};
+use oap_exchange::{Exchange, ExchangePorts, ExportRequest, Grant, HostKey, ImportRequest};
 use serde_json::Value;
 
 fn main() -> Result<(), Error> {
@@ -97,66 +99,140 @@ async fn serve() -> Result<(), Error> {
     let claim = lambda_adapter::tenant_claim_name();
     let (ports, seed, redactor, door, claim) =
         (&ports, seed.as_slice(), &redactor, &door, claim.as_str());
-    lambda_adapter::run(
-        |payload: Value| -> Result<(Option<String>, HttpTrigger), memory_api::WireError> {
-            if !lambda_adapter::is_http_event(&payload) {
-                return Err(memory_api::WireError::validation(
-                    "event",
-                    "this function serves HTTP API routes only",
-                ));
-            }
-            let domain = payload
-                .pointer("/requestContext/domainName")
-                .and_then(Value::as_str)
-                .map(|d| format!("https://{d}"));
-            Ok((domain, lambda_adapter::http_request(payload, claim)))
-        },
-        |(domain, trigger)| async move {
-            let door = door
-                .get_or_try_init(|| async {
-                    build(ports, seed, redactor, domain.as_deref().unwrap_or_default())
+    lambda_adapter::run(Trigger::decode(claim), |trigger| async move {
+        let domain = match &trigger {
+            Trigger::Http { domain, .. } => domain.clone(),
+            _ => None,
+        };
+        let door = door
+            .get_or_try_init(|| async {
+                build(ports, seed, redactor, domain.as_deref().unwrap_or_default())
+            })
+            .await
+            .map_err(|e| {
+                tracing::error!(error = %e, "exchange door not configured");
+                memory_api::WireError::internal()
+            })?;
+        let (exchange, docs) = (&door.exchange, &door.docs);
+        match trigger {
+            Trigger::Http { request, .. } => {
+                Ok(lambda_adapter::serve_http(request, |r| async move {
+                    let bearer = r.header("authorization").and_then(|v| {
+                        let v = v.trim();
+                        v.get(..7)
+                            .filter(|p| p.eq_ignore_ascii_case("bearer "))
+                            .map(|_| v[7..].trim())
+                    });
+                    let request = api::Request {
+                        method: &r.head.method,
+                        path: &r.head.path,
+                        query: &r.head.query.0,
+                        tenant: r.head.tenant_claim.as_deref(),
+                        bearer,
+                        body: &r.body,
+                    };
+                    // Reads and writes run as the tenant the credential names: the JWT's, or the
+                    // granter's of a grant this host signed (tenant-scoped credentials).
+                    let acting = match (request.tenant, bearer) {
+                        (Some(t), _) => Some(t.to_owned()),
+                        (None, Some(token)) => Grant::from_bearer(exchange.key(), token)
+                            .ok()
+                            .and_then(|g| {
+                                oap_exchange::grant::tenant_of_granter(
+                                    exchange.key().did(),
+                                    &g.granter,
+                                )
+                            })
+                            .map(|t| t.as_str().to_owned()),
+                        _ => None,
+                    };
+                    memory_core::acting_tenant::acting_for(
+                        acting.as_deref(),
+                        api::handle(exchange, docs, &request),
+                    )
+                    .await
                 })
-                .await
-                .map_err(|e| {
-                    tracing::error!(error = %e, "exchange door not configured");
-                    memory_api::WireError::internal()
-                })?;
-            let (exchange, docs) = (&door.exchange, &door.docs);
-            Ok(lambda_adapter::serve_http(trigger, |r| async move {
-                let bearer = r.header("authorization").and_then(|v| {
-                    let v = v.trim();
-                    v.get(..7)
-                        .filter(|p| p.eq_ignore_ascii_case("bearer "))
-                        .map(|_| v[7..].trim())
-                });
-                let request = api::Request {
-                    method: &r.head.method,
-                    path: &r.head.path,
-                    query: &r.head.query.0,
-                    tenant: r.head.tenant_claim.as_deref(),
-                    bearer,
-                    body: &r.body,
-                };
-                // Reads and writes run as the tenant the credential names: the JWT's, or the
-                // granter's of a grant this host signed (tenant-scoped credentials).
-                let acting = match (request.tenant, bearer) {
-                    (Some(t), _) => Some(t.to_owned()),
-                    (None, Some(token)) => Grant::from_bearer(exchange.key(), token)
-                        .ok()
-                        .and_then(|g| {
-                            oap_exchange::grant::tenant_of_granter(exchange.key().did(), &g.granter)
-                        })
-                        .map(|t| t.as_str().to_owned()),
-                    _ => None,
-                };
-                memory_core::acting_tenant::acting_for(
-                    acting.as_deref(),
-                    api::handle(exchange, docs, &request),
+                .await)
+            }
+            Trigger::Export { tenant, request } => {
+                let out = memory_core::acting_tenant::acting_for(
+                    Some(tenant.as_str()),
+                    exchange.export(&tenant, request),
                 )
                 .await
-            })
-            .await)
-        },
-    )
+                .map_err(|e| api::wire(&e))?;
+                Ok(Answer::Json(out))
+            }
+            Trigger::Import { tenant, request } => {
+                let out = memory_core::acting_tenant::acting_for(
+                    Some(tenant.as_str()),
+                    exchange.import(&tenant, request),
+                )
+                .await
+                .map_err(|e| api::wire(&e))?;
+                Ok(Answer::Json(out))
+            }
+        }
+    })
     .await
+}
+
+/// What invokes this function.
+enum Trigger {
+    /// A route of the door; `domain` is the API's own (`requestContext.domainName`).
+    Http {
+        domain: Option<String>,
+        request: HttpTrigger,
+    },
+    /// `{"op": "export", "tenantId", "scope_id", "url_seconds"?}`, a direct invoke (IAM): an
+    /// export of a ref too large for the HTTP API's 30 s, with the function's own timeout.
+    Export {
+        tenant: TenantId,
+        request: ExportRequest,
+    },
+    /// `{"op": "import", "tenantId", "scope_id", "manifest" | "letta_agent_file"}`, likewise.
+    Import {
+        tenant: TenantId,
+        request: ImportRequest,
+    },
+}
+
+impl Trigger {
+    fn decode(claim: &str) -> impl Fn(Value) -> Result<Trigger, WireError> + '_ {
+        move |mut payload: Value| {
+            if lambda_adapter::is_http_event(&payload) {
+                let domain = payload
+                    .pointer("/requestContext/domainName")
+                    .and_then(Value::as_str)
+                    .map(|d| format!("https://{d}"));
+                return Ok(Trigger::Http {
+                    domain,
+                    request: lambda_adapter::http_request(payload, claim),
+                });
+            }
+            let fields = payload
+                .as_object_mut()
+                .ok_or_else(|| WireError::validation("payload", "a JSON object"))?;
+            let op = fields
+                .remove("op")
+                .and_then(|v| v.as_str().map(str::to_owned));
+            let tenant = fields
+                .remove("tenantId")
+                .and_then(|v| v.as_str().and_then(|t| TenantId::parse(t).ok()))
+                .ok_or_else(|| {
+                    WireError::validation("tenantId", "must be 1-128 of [A-Za-z0-9._-]")
+                })?;
+            match op.as_deref() {
+                Some("export") => Ok(Trigger::Export {
+                    tenant,
+                    request: decode::typed(payload, "payload")?,
+                }),
+                Some("import") => Ok(Trigger::Import {
+                    tenant,
+                    request: decode::typed(payload, "payload")?,
+                }),
+                _ => Err(WireError::validation("op", "must be export or import")),
+            }
+        }
+    }
 }

@@ -73,6 +73,8 @@ pub struct BundleManifest {
     pub scope_id: String,
     pub created_at: String,
     pub items: u64,
+    /// Deletion markers after the items: entries forget removed lately (tombstoned).
+    pub deleted: u64,
     pub bytes: u64,
     pub sha256: String,
     pub object: String,
@@ -155,6 +157,23 @@ pub fn line_of(entry: &StoredEntry, salt: &[u8]) -> BundleLine {
         chain: chain.0,
         exportable: true,
     }
+}
+
+/// A deletion marker: an item the exporting ref no longer has because forget removed it. An
+/// import deletes the item where an earlier import had put it, so a successor's copy follows the
+/// original's deletions.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DeletionMarker {
+    pub deleted: String,
+}
+
+/// One line of a bundle: an item, or a deletion marker.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Line {
+    Deleted(DeletionMarker),
+    Item(Box<BundleLine>),
 }
 
 /// The entry an imported line becomes in `memory_ref`: the same id, text through SR-1, the

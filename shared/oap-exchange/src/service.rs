@@ -10,7 +10,7 @@ use serde::Deserialize;
 use serde_json::{json, Value};
 use sha2::Digest;
 
-use crate::bundle::{self, BundleLine, BundleManifest, BundleStore, Digest256, Lines};
+use crate::bundle::{self, BundleManifest, BundleStore, Digest256, Lines};
 use crate::error::ExchangeError;
 use crate::grant::{tenant_of_granter, CheckedFilter, Grant, GrantRecord, GrantRequest};
 use crate::item::{self, ItemParts, Kind};
@@ -74,6 +74,15 @@ pub struct ImportRequest {
     pub manifest: Option<BundleManifest>,
     #[serde(default)]
     pub letta_agent_file: Option<Value>,
+}
+
+/// What a streamed export wrote.
+struct Exported {
+    items: u64,
+    deleted: u64,
+    bytes: u64,
+    sha256: String,
+    subjects: BTreeSet<String>,
 }
 
 /// Entries written per conditional put on import.
@@ -359,7 +368,13 @@ impl Exchange {
             .ok_or_else(|| ExchangeError::invalid("scope_id", "unusable"))?;
         let upload = self.ports.bundles.begin(&object).await?;
         let written = self.stream_export(&memory_ref, &object, &upload, now).await;
-        let (items, bytes, sha256, subjects) = match written {
+        let Exported {
+            items,
+            deleted,
+            bytes,
+            sha256,
+            subjects,
+        } = match written {
             Ok(w) => w,
             Err(e) => {
                 self.ports.bundles.abort(&object, &upload).await;
@@ -374,6 +389,7 @@ impl Exchange {
             scope_id: memory_ref.to_string(),
             created_at: now.to_rfc3339(),
             items,
+            deleted,
             bytes,
             sha256,
             object: object.as_str().to_owned(),
@@ -425,7 +441,7 @@ impl Exchange {
         object: &memory_core::ports::ObjectKey,
         upload: &str,
         now: Timestamp,
-    ) -> Result<(u64, u64, String, BTreeSet<String>), ExchangeError> {
+    ) -> Result<Exported, ExchangeError> {
         let (mut items, mut bytes) = (0u64, 0u64);
         let mut subjects = BTreeSet::new();
         let mut digest = Digest256::default();
@@ -480,6 +496,16 @@ impl Exchange {
                 None => break,
             }
         }
+        let mut deleted = 0u64;
+        for id in self.ports.entries.tombstones(memory_ref).await? {
+            let mut line = serde_json::to_vec(&bundle::DeletionMarker { deleted: id })
+                .map_err(|_| ExchangeError::Config("a bundle line did not encode"))?;
+            line.push(b'\n');
+            digest.update(&line);
+            bytes += line.len() as u64;
+            deleted += 1;
+            buffer.extend_from_slice(&line);
+        }
         if !buffer.is_empty() || parts.is_empty() {
             let number = parts.len() as i32 + 1;
             let etag = self
@@ -490,7 +516,13 @@ impl Exchange {
             parts.push((number, etag));
         }
         self.ports.bundles.complete(object, upload, &parts).await?;
-        Ok((items, bytes, digest.hex(), subjects))
+        Ok(Exported {
+            items,
+            deleted,
+            bytes,
+            sha256: digest.hex(),
+            subjects,
+        })
     }
 
     /// Imports a bundle this host exported into one of `tenant`'s refs: checked whole against
@@ -535,7 +567,7 @@ impl Exchange {
         }
         let now = self.ports.clock.now();
         let redact = |s: &str| self.redactor.redact(s).into_owned();
-        let (mut imported, mut present, mut skipped) = (0u64, 0u64, 0u64);
+        let (mut imported, mut present, mut skipped, mut deleted) = (0u64, 0u64, 0u64, 0u64);
         let mut lines = Lines::default();
         let mut batch: Vec<StoredEntry> = Vec::with_capacity(IMPORT_BATCH);
         let mut pending: Vec<Vec<u8>> = Vec::new();
@@ -549,7 +581,22 @@ impl Exchange {
                 pending.extend(lines.finish_take());
             }
             for raw in pending.drain(..) {
-                let line: BundleLine = serde_json::from_slice(&raw).map_err(|_| changed())?;
+                let line: bundle::Line = serde_json::from_slice(&raw).map_err(|_| changed())?;
+                let line = match line {
+                    bundle::Line::Item(line) => line,
+                    bundle::Line::Deleted(marker) => {
+                        if memory_core::model::is_valid_entry_id(&marker.deleted) {
+                            let key = memory_core::EntryKey {
+                                memory_ref: memory_ref.clone(),
+                                id: marker.deleted,
+                            };
+                            if self.ports.entries.delete(&key).await? {
+                                deleted += 1;
+                            }
+                        }
+                        continue;
+                    }
+                };
                 match bundle::entry_of(&line, &memory_ref, &redact, now) {
                     Some(entry) => batch.push(entry),
                     None => skipped += 1,
@@ -570,18 +617,19 @@ impl Exchange {
             agent_did: manifest.owner_did.clone(),
             action_id: "oap.memory.import",
             input: json!({"bundle_id": manifest.bundle_id, "sha256": manifest.sha256, "scope_id": memory_ref.to_string()}),
-            output: json!({"imported": imported, "already_present": present, "skipped": skipped}),
+            output: json!({"imported": imported, "already_present": present, "skipped": skipped, "deleted": deleted}),
             rule: "oap.memory.import.signed_bundle",
             outcome: "allow",
         };
         let receipt = self.append(tenant, &facts, None).await?;
-        tracing::info!(bundle_id = %manifest.bundle_id, imported, already_present = present, skipped, "bundle imported");
+        tracing::info!(bundle_id = %manifest.bundle_id, imported, already_present = present, skipped, deleted, "bundle imported");
         Ok(json!({
             "bundle_id": manifest.bundle_id,
             "scope_id": memory_ref.to_string(),
             "imported": imported,
             "already_present": present,
             "skipped": skipped,
+            "deleted": deleted,
             "receipt": receipt.body,
         }))
     }

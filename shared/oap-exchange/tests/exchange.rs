@@ -882,3 +882,48 @@ async fn forget_deletes_the_bundles_that_held_the_subject_and_the_log_says_which
     );
     assert_eq!(first_broken(&key(), &log), None);
 }
+
+#[tokio::test]
+async fn a_successors_copy_follows_the_originals_forget() {
+    let w = world();
+    let gone = w
+        .write("Ada lives at the old address", &[], Some("ada"))
+        .await;
+    w.write("The office moves in June", &[], None).await;
+    let first = w.export("acme", REF).await.unwrap();
+    w.import("globex", OTHER_REF, &first["manifest"])
+        .await
+        .unwrap();
+    assert_eq!(w.entries_in(OTHER_REF).await.len(), 2);
+    // Forget removes the entry at the origin and tombstones its id.
+    let key = memory_core::EntryKey {
+        memory_ref: MemoryRef::parse(REF).unwrap(),
+        id: gone.clone(),
+    };
+    w.entries
+        .tombstone(std::slice::from_ref(&key), Timestamp::from_millis(T0 + DAY))
+        .await
+        .unwrap();
+    assert!(w.entries.delete(&key).await.unwrap());
+    let second = w.export("acme", REF).await.unwrap();
+    assert_eq!(
+        (
+            second["items"].as_u64(),
+            second["manifest"]["deleted"].as_u64()
+        ),
+        (Some(1), Some(1))
+    );
+    let imported = w
+        .import("globex", OTHER_REF, &second["manifest"])
+        .await
+        .unwrap();
+    assert_eq!(imported["deleted"], 1);
+    let left: Vec<String> = w
+        .entries_in(OTHER_REF)
+        .await
+        .into_iter()
+        .map(|e| e.entry.id)
+        .collect();
+    assert!(!left.contains(&gone), "{left:?}");
+    assert_eq!(left.len(), 1);
+}
