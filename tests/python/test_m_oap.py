@@ -1125,6 +1125,32 @@ def test_export_and_import_as_direct_invokes(base: str, host: Host):
     assert len(Api(base, a).list_all(ref_a)) == 3
 
 
+def test_the_hourly_sweep_announces_an_expiry_nobody_queried(base: str, host: Host):
+    tenant = new_tenant()
+    ref = memory_ref(tenant, "assistant")
+    g = Granter(base, tenant)
+    Invoker(base).put(tenant, ref, [{"content": f"Sweep probe {new_id()}", "tags": ["sw"]}])
+    tap = EventTap(tenant)
+    try:
+        out = g.grant(grant_body(ref, expires_at=rfc3339_in(1.5)))
+        gid = out["grant"]["grant_id"]
+        # Before the expiry the sweep finds nothing of this grant.
+        Invoker(base).ok("memory-exchange", {"op": "sweep"})
+        time.sleep(max(0.0, (when(out["grant"]["expires_at"]) -
+                             datetime.now(timezone.utc)).total_seconds()) + 0.3)
+        swept = Invoker(base).ok("memory-exchange", {"op": "sweep"})
+        assert swept["expired"] >= 1, swept
+        again = Invoker(base).ok("memory-exchange", {"op": "sweep"})
+        assert again["expired"] == 0, again
+        expired = tap.wait(of_type("oap.memory.grant.expired", ref), 1)
+        assert [e["detail"]["grantId"] for e in expired] == [gid], expired
+    finally:
+        tap.close()
+    log = g.receipts()
+    verify_log(host, log)
+    assert [r["type"] for r in log].count("memory.expire") == 1, [r["type"] for r in log]
+
+
 def test_a_letta_agent_file_moves_in(base: str, host: Host):
     tenant = new_tenant()
     ref = memory_ref(tenant, "assistant")

@@ -102,6 +102,7 @@ async fn serve() -> Result<(), Error> {
     lambda_adapter::run(Trigger::decode(claim), |trigger| async move {
         let domain = match &trigger {
             Trigger::Http { domain, .. } => domain.clone(),
+            Trigger::Sweep { public_url } => public_url.clone(),
             _ => None,
         };
         let door = door
@@ -163,6 +164,19 @@ async fn serve() -> Result<(), Error> {
                 .map_err(|e| api::wire(&e))?;
                 Ok(Answer::Json(out))
             }
+            Trigger::Sweep { .. } => {
+                let due = exchange.due_expiries().await.map_err(|e| api::wire(&e))?;
+                for entry in &due {
+                    memory_core::acting_tenant::acting_for(
+                        Some(entry.tenant.as_str()),
+                        exchange.expire(entry),
+                    )
+                    .await
+                    .map_err(|e| api::wire(&e))?;
+                }
+                tracing::info!(expired = due.len(), "expiry sweep");
+                Ok(Answer::Json(serde_json::json!({"expired": due.len()})))
+            }
             Trigger::Import { tenant, request } => {
                 let out = memory_core::acting_tenant::acting_for(
                     Some(tenant.as_str()),
@@ -195,6 +209,10 @@ enum Trigger {
         tenant: TenantId,
         request: ImportRequest,
     },
+    /// `{"op": "sweep", "publicUrl"?}`, hourly from the scheduler: announces the expiry of
+    /// grants nobody queried after it. `publicUrl` is the door's, for a container that has not
+    /// served a request yet (the schedule names the API's URL).
+    Sweep { public_url: Option<String> },
 }
 
 impl Trigger {
@@ -216,6 +234,13 @@ impl Trigger {
             let op = fields
                 .remove("op")
                 .and_then(|v| v.as_str().map(str::to_owned));
+            if op.as_deref() == Some("sweep") {
+                let public_url = fields
+                    .remove("publicUrl")
+                    .and_then(|v| v.as_str().map(str::to_owned))
+                    .filter(|u| u.starts_with("https://") || u.starts_with("http://"));
+                return Ok(Trigger::Sweep { public_url });
+            }
             let tenant = fields
                 .remove("tenantId")
                 .and_then(|v| v.as_str().and_then(|t| TenantId::parse(t).ok()))
@@ -231,7 +256,10 @@ impl Trigger {
                     tenant,
                     request: decode::typed(payload, "payload")?,
                 }),
-                _ => Err(WireError::validation("op", "must be export or import")),
+                _ => Err(WireError::validation(
+                    "op",
+                    "must be export, import or sweep",
+                )),
             }
         }
     }

@@ -10,6 +10,10 @@
 //! | `X#S#{bundleId}#{subject}` | a bundle holding a subject (`subjectKey`, so forget's `bySubject` Query finds it) |
 //! | `X#N#{noticeId}` | a forget's notice, until its receipt is in the log |
 //!
+//! The index of grants by expiry day lives outside every tenant, at `pk = @oap-expiry#{day}`
+//! (`sk = {expiresMs:015}#{tenant}#{grantId}`), written and read with the function's own role
+//! (as the other cross-tenant indexes): what the hourly sweep reads.
+//!
 //! Every append is one `TransactWriteItems`: the tip moves only from the state the receipt was
 //! built on, the receipt item is new, and the grant change (if any) meets its condition. So two
 //! appends can never both land on one tip, and no grant changes without its receipt.
@@ -24,7 +28,9 @@ use aws_sdk_dynamodb::Client;
 use memory_core::SubjectKey;
 use memory_core::{StoreError, TenantId, Timestamp};
 use oap_exchange::receipt::{Receipt, Tip};
-use oap_exchange::{BundleHolding, ExchangeStore, ForgetNotice, GrantChange, GrantRecord};
+use oap_exchange::{
+    BundleHolding, ExchangeStore, ExpiryEntry, ForgetNotice, GrantChange, GrantRecord,
+};
 use serde_json::Value;
 
 use crate::dynamo::{build_error, get_n, get_s, n, s, transact_with, Item, TxError};
@@ -45,6 +51,19 @@ fn pk(tenant: &TenantId) -> String {
 
 fn key(tenant: &TenantId, sk: String) -> Item {
     HashMap::from([("pk".to_owned(), s(pk(tenant))), ("sk".to_owned(), s(sk))])
+}
+
+fn expiry_pk(day: &str) -> String {
+    format!("@oap-expiry#{day}")
+}
+
+fn expiry_sk(e: &ExpiryEntry) -> String {
+    format!(
+        "{:015}#{}#{}",
+        e.expires_at.as_millis().max(0),
+        e.tenant.as_str(),
+        e.grant_id
+    )
 }
 
 fn receipt_sk(seq: u64) -> String {
@@ -278,6 +297,62 @@ impl ExchangeStore for DynamoExchangeStore {
             .await?
             .map(|item| Self::decode_grant(tenant, grant_id, &item))
             .transpose()
+    }
+
+    async fn index_expiry(&self, entry: &ExpiryEntry) -> Result<(), StoreError> {
+        let item = HashMap::from([
+            ("pk".to_owned(), s(expiry_pk(&entry.day()))),
+            ("sk".to_owned(), s(expiry_sk(entry))),
+            // Gone from the table a month after the day it indexes, swept or not.
+            (
+                "ttl".to_owned(),
+                n(entry
+                    .expires_at
+                    .plus_millis(30 * 86_400_000)
+                    .epoch_seconds_ceil()),
+            ),
+        ]);
+        crate::dynamo::put_plain(self.clients.fan_out(), &self.table, item, "expiry index").await
+    }
+
+    async fn due_expiries(
+        &self,
+        day: &str,
+        now: Timestamp,
+    ) -> Result<Vec<ExpiryEntry>, StoreError> {
+        const OP: &str = "expiry index read";
+        let request = self
+            .clients
+            .fan_out()
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND sk <= :upto")
+            .expression_attribute_values(":pk", s(expiry_pk(day)))
+            .expression_attribute_values(":upto", s(format!("{:015}#~", now.as_millis().max(0))));
+        let (items, _) = crate::dynamo::query_all(request, OP).await?;
+        Ok(items
+            .iter()
+            .filter_map(|i| {
+                let mut parts = get_s(i, "sk")?.splitn(3, '#');
+                let ms: i64 = parts.next()?.parse().ok()?;
+                let tenant = TenantId::parse(parts.next()?).ok()?;
+                Some(ExpiryEntry {
+                    tenant,
+                    grant_id: parts.next()?.to_owned(),
+                    expires_at: Timestamp::from_millis(ms),
+                })
+            })
+            .collect())
+    }
+
+    async fn drop_expiry(&self, entry: &ExpiryEntry) -> Result<(), StoreError> {
+        let k = HashMap::from([
+            ("pk".to_owned(), s(expiry_pk(&entry.day()))),
+            ("sk".to_owned(), s(expiry_sk(entry))),
+        ]);
+        crate::dynamo::delete_plain(self.clients.fan_out(), &self.table, k, "expiry index drop")
+            .await
     }
 
     async fn index_bundle(

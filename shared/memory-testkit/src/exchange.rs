@@ -10,9 +10,12 @@ use serde_json::Value;
 use crate::in_memory::{lock, CallCounter};
 use memory_core::ports::ObjectKey;
 use memory_core::SubjectKey;
+use memory_core::Timestamp;
 use memory_core::{StoreError, TenantId};
 use oap_exchange::receipt::{Receipt, Tip};
-use oap_exchange::{BundleHolding, ExchangeStore, ForgetNotice, GrantChange, GrantRecord};
+use oap_exchange::{
+    BundleHolding, ExchangeStore, ExpiryEntry, ForgetNotice, GrantChange, GrantRecord,
+};
 
 #[derive(Debug, Default)]
 struct TenantLog {
@@ -27,6 +30,8 @@ struct TenantLog {
 #[derive(Debug, Default)]
 pub struct InMemoryExchangeStore {
     state: Mutex<BTreeMap<TenantId, TenantLog>>,
+    /// The expiry index: day -> (expires ms, tenant, grant id).
+    expiries: Mutex<BTreeMap<String, std::collections::BTreeSet<(i64, TenantId, String)>>>,
     /// Suspend after reading a tip, so appends polled together really race for it.
     racing: bool,
     pub calls: CallCounter,
@@ -121,6 +126,52 @@ impl ExchangeStore for InMemoryExchangeStore {
             .get(tenant)
             .and_then(|l| l.grants.get(grant_id))
             .map(|(r, _)| r.clone()))
+    }
+
+    async fn index_expiry(&self, entry: &ExpiryEntry) -> Result<(), StoreError> {
+        self.calls.call("index_expiry")?;
+        lock(&self.expiries)
+            .entry(entry.day())
+            .or_default()
+            .insert((
+                entry.expires_at.as_millis(),
+                entry.tenant.clone(),
+                entry.grant_id.clone(),
+            ));
+        Ok(())
+    }
+
+    async fn due_expiries(
+        &self,
+        day: &str,
+        now: Timestamp,
+    ) -> Result<Vec<ExpiryEntry>, StoreError> {
+        self.calls.call("due_expiries")?;
+        Ok(lock(&self.expiries)
+            .get(day)
+            .map(|set| {
+                set.iter()
+                    .filter(|(ms, _, _)| *ms <= now.as_millis())
+                    .map(|(ms, tenant, grant_id)| ExpiryEntry {
+                        tenant: tenant.clone(),
+                        grant_id: grant_id.clone(),
+                        expires_at: Timestamp::from_millis(*ms),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn drop_expiry(&self, entry: &ExpiryEntry) -> Result<(), StoreError> {
+        self.calls.call("drop_expiry")?;
+        if let Some(set) = lock(&self.expiries).get_mut(&entry.day()) {
+            set.remove(&(
+                entry.expires_at.as_millis(),
+                entry.tenant.clone(),
+                entry.grant_id.clone(),
+            ));
+        }
+        Ok(())
     }
 
     async fn index_bundle(

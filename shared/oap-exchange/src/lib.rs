@@ -27,4 +27,4 @@ pub use error::ExchangeError;
 pub use grant::{Grant, GrantRecord, GrantRequest};
 pub use service::{Exchange, ExchangePorts, ExportRequest, ImportRequest, QueryRequest};
 pub use signing::HostKey;
-pub use store::{BundleHolding, ExchangeStore, ForgetNotice, GrantChange};
+pub use store::{BundleHolding, ExchangeStore, ExpiryEntry, ForgetNotice, GrantChange};

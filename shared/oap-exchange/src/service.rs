@@ -17,7 +17,7 @@ use crate::item::{self, ItemParts, Kind};
 use crate::projection;
 use crate::receipt::{self, Receipt, ReceiptFacts};
 use crate::signing::HostKey;
-use crate::store::{BundleHolding, ExchangeStore, GrantChange};
+use crate::store::{BundleHolding, ExchangeStore, ExpiryEntry, GrantChange};
 use memory_core::events::{DomainEvent, EventType};
 use memory_core::listing::snapshot;
 use memory_core::ports::{Clock, EntryStore, EventPublisher, IdSource};
@@ -158,8 +158,18 @@ impl Exchange {
             rule: "oap.memory.grant.issued",
             outcome: "allow",
         };
+        let expiry = ExpiryEntry {
+            tenant: tenant.clone(),
+            grant_id: record.grant_id.clone(),
+            expires_at: record.expires_at,
+        };
         let change = GrantChange::Issue(record);
         let receipt = self.append(tenant, &facts, Some(&change)).await?;
+        // Outside the grant's write (the index is not the tenant's): if it fails, the first
+        // refused query still announces the expiry.
+        if let Err(e) = self.ports.grants.index_expiry(&expiry).await {
+            tracing::warn!(grant_id = %expiry.grant_id, error = %e, "grant not in the expiry index");
+        }
         self.announce(
             EventType::GrantIssued,
             &memory_ref,
@@ -880,6 +890,35 @@ impl Exchange {
             Err(memory_core::StoreError::Conflict { .. }) => Ok(None),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The grants that have expired and are still in the expiry index, over the last three
+    /// days (a sweep runs hourly; one that missed more is caught up by refused queries).
+    pub async fn due_expiries(&self) -> Result<Vec<ExpiryEntry>, ExchangeError> {
+        let now = self.ports.clock.now();
+        let mut due = Vec::new();
+        for back in (0..3).rev() {
+            let day = crate::store::day_of(now.plus_millis(-back * 86_400_000));
+            due.extend(self.ports.grants.due_expiries(&day, now).await?);
+        }
+        Ok(due)
+    }
+
+    /// Announces one due grant's expiry (unless it was revoked first) and takes it out of the
+    /// index. Idempotent: an expiry is recorded and announced once however often this runs.
+    pub async fn expire(&self, entry: &ExpiryEntry) -> Result<(), ExchangeError> {
+        if let Some(record) = self
+            .ports
+            .grants
+            .grant(&entry.tenant, &entry.grant_id)
+            .await?
+        {
+            if record.revoked_at.is_none() {
+                self.announce_expiry(&entry.tenant, &record).await;
+            }
+        }
+        self.ports.grants.drop_expiry(entry).await?;
+        Ok(())
     }
 
     /// Announces a grant's expiry once: the first refused query after it, or the sweep, records

@@ -30,6 +30,27 @@ pub struct BundleHolding {
     pub object: String,
 }
 
+/// A grant's place in the index of grants by expiry day: what the expiry sweep reads, so an
+/// expiry is announced even when no grantee asks after it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExpiryEntry {
+    pub tenant: TenantId,
+    pub grant_id: String,
+    pub expires_at: Timestamp,
+}
+
+impl ExpiryEntry {
+    /// The UTC day of the expiry, `YYYY-MM-DD`: the index's partition.
+    pub fn day(&self) -> String {
+        day_of(self.expires_at)
+    }
+}
+
+/// The UTC day of an instant, `YYYY-MM-DD`.
+pub fn day_of(t: Timestamp) -> String {
+    t.to_rfc3339().chars().take(10).collect()
+}
+
 /// A forget's note for the receipt log: which bundles held the subject (and were deleted). The
 /// forget writes it without the signing key; the door turns it into a signed `memory.forget`
 /// receipt the next time it reads or appends to the tenant's log.
@@ -60,6 +81,16 @@ pub trait ExchangeStore: Send + Sync {
         tenant: &TenantId,
         grant_id: &str,
     ) -> Result<Option<GrantRecord>, StoreError>;
+
+    /// Puts a grant in the expiry index.
+    async fn index_expiry(&self, entry: &ExpiryEntry) -> Result<(), StoreError>;
+
+    /// The grants of the expiry index's `day` that expire at or before `now`.
+    async fn due_expiries(&self, day: &str, now: Timestamp)
+        -> Result<Vec<ExpiryEntry>, StoreError>;
+
+    /// Takes a grant out of the expiry index (absent is fine).
+    async fn drop_expiry(&self, entry: &ExpiryEntry) -> Result<(), StoreError>;
 
     /// Indexes a bundle under each subject it holds.
     async fn index_bundle(

@@ -927,3 +927,50 @@ async fn a_successors_copy_follows_the_originals_forget() {
     assert!(!left.contains(&gone), "{left:?}");
     assert_eq!(left.len(), 1);
 }
+
+#[tokio::test]
+async fn the_sweep_announces_expiries_nobody_queried_once() {
+    let w = world();
+    w.write("The redesign uses the blue palette", &[], None)
+        .await;
+    let soon = Timestamp::from_millis(T0 + 2 * DAY).to_rfc3339();
+    let quiet = w
+        .grant(grant_body(json!({"expires_at": soon})))
+        .await
+        .unwrap();
+    let revoked = w
+        .grant(grant_body(json!({"expires_at": soon})))
+        .await
+        .unwrap();
+    let later = w.grant(grant_body(json!({}))).await.unwrap();
+    w.exchange
+        .revoke(&w.tenant, revoked["grant"]["grant_id"].as_str().unwrap())
+        .await
+        .unwrap();
+    assert!(w.exchange.due_expiries().await.unwrap().is_empty());
+    w.clock.set(Timestamp::from_millis(T0 + 2 * DAY));
+    let due = w.exchange.due_expiries().await.unwrap();
+    let ids: Vec<&str> = due.iter().map(|e| e.grant_id.as_str()).collect();
+    assert_eq!(ids.len(), 2, "{ids:?}");
+    assert!(!ids.contains(&later["grant"]["grant_id"].as_str().unwrap()));
+    for entry in &due {
+        w.exchange.expire(entry).await.unwrap();
+        w.exchange.expire(entry).await.unwrap();
+    }
+    assert!(w.exchange.due_expiries().await.unwrap().is_empty());
+    let expired = w
+        .events
+        .of_type(memory_core::events::EventType::GrantExpired);
+    assert_eq!(
+        expired.len(),
+        1,
+        "the revoked grant's expiry is not announced"
+    );
+    assert_eq!(expired[0].detail["grantId"], quiet["grant"]["grant_id"]);
+    let log = w.log().await;
+    assert_eq!(
+        log.iter().filter(|r| r["type"] == "memory.expire").count(),
+        1
+    );
+    assert_eq!(first_broken(&key(), &log), None);
+}
