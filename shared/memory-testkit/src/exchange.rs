@@ -27,11 +27,14 @@ struct TenantLog {
     notices: BTreeMap<String, ForgetNotice>,
 }
 
+/// One day of the expiry index: (expires ms, tenant, grant id), in expiry order.
+type ExpiryDay = std::collections::BTreeSet<(i64, TenantId, String)>;
+
 #[derive(Debug, Default)]
 pub struct InMemoryExchangeStore {
     state: Mutex<BTreeMap<TenantId, TenantLog>>,
     /// The expiry index: day -> (expires ms, tenant, grant id).
-    expiries: Mutex<BTreeMap<String, std::collections::BTreeSet<(i64, TenantId, String)>>>,
+    expiries: Mutex<BTreeMap<String, ExpiryDay>>,
     /// Suspend after reading a tip, so appends polled together really race for it.
     racing: bool,
     pub calls: CallCounter,
