@@ -1,7 +1,7 @@
 //! The demo the README opens with (`infra/local/demo`, "run it locally"): starts the real function
 //! binaries behind the local Lambda Runtime API and drives write -> list -> get -> cross-tenant
-//! probe -> dream -> forget, then the OpenIntent door, against the emulator, printing what each
-//! step did.
+//! probe -> dream -> forget, then the OpenIntent door and the OAP exchange door, against the
+//! emulator, printing what each step did.
 
 use e2e::apigw::{get_event, http_api_event, list_event, GatewayRequest};
 use e2e::LambdaProcess;
@@ -60,6 +60,54 @@ fn keyed_event(
     });
     event["requestContext"]["authorizer"] = json!({"lambda": context});
     event
+}
+
+/// RFC 3339 (UTC, whole days) of `days` from now: a grant may live at most 180 days.
+fn in_days(days: u64) -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    // Civil date of a day count (Howard Hinnant's days_from_civil, inverted).
+    let z = (now / 86_400 + days) as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T00:00:00Z")
+}
+
+/// An exchange door request: with the JWT's claims (grant, receipts) or a grant as bearer.
+fn exchange_event(
+    method: &str,
+    path: &str,
+    claims: Option<&Value>,
+    bearer: Option<&str>,
+    body: &Value,
+) -> Value {
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    if let Some(token) = bearer {
+        headers.push(("authorization".to_owned(), format!("Bearer {token}")));
+    }
+    let body = (!body.is_null()).then(|| body.to_string().into_bytes());
+    let route_key = format!("{method} {path}");
+    http_api_event(&GatewayRequest {
+        method,
+        raw_path: path,
+        raw_query: "",
+        route_key: &route_key,
+        headers: &headers,
+        cookies: &[],
+        path_parameters: &[],
+        claims,
+        body: body.as_deref(),
+        source_ip: "127.0.0.1",
+        request_id: "demo",
+        time_epoch_ms: 0,
+    })
 }
 
 #[tokio::main]
@@ -270,20 +318,98 @@ async fn main() {
     );
     println!("   forget customer-9 -> {counts}; get afterwards -> HTTP {status}");
 
+    println!("\n8. the OAP exchange door (RFC 0010): {acme} grants a contractor's agent a slice of support-bot's memory");
+    let exchange = LambdaProcess::start(
+        "memory-exchange",
+        &[("OAP_PUBLIC_URL", "https://memory.example")],
+    )
+    .await;
+    write
+        .invoke(&json!({
+            "op": "put", "tenantId": acme, "memoryRef": acme_ref,
+            "entries": [{"content": "Call the customer back on +44 20 7946 0958 about the late refund",
+                         "tags": ["refunds"]}]
+        }))
+        .await
+        .response();
+    let claims = json!({"tenant_id": acme});
+    let grant_body = json!({
+        "grantee": "did:web:contractor.example", "purpose": "Handle the refund backlog.",
+        "scope_id": acme_ref, "filter": {"labels_any": ["refunds"]}, "max_items": 20,
+        "expires_at": in_days(30)
+    });
+    let (status, granted) = http_body(
+        &exchange
+            .invoke(&exchange_event(
+                "POST",
+                "/oap/memory/grant",
+                Some(&claims),
+                None,
+                &grant_body,
+            ))
+            .await
+            .response(),
+    );
+    let token = granted["token"].as_str().unwrap_or_default().to_owned();
+    println!(
+        "   grant -> HTTP {status} {} over {} item(s), signed by {}",
+        granted["grant"]["grant_id"], granted["slice_items"], granted["grant"]["issuer"]
+    );
+    let (status, answer) = http_body(
+        &exchange
+            .invoke(&exchange_event(
+                "POST",
+                "/oap/memory/query",
+                None,
+                Some(&token),
+                &json!({"query": "refund call back"}),
+            ))
+            .await
+            .response(),
+    );
+    for item in answer["items"].as_array().into_iter().flatten() {
+        println!(
+            "   grantee query -> HTTP {status}: {} (kind {}, chain of {} links)",
+            item["content"]["text"],
+            item["kind"],
+            item["chain"].as_array().map_or(0, Vec::len)
+        );
+    }
+    let (_, receipts) = http_body(
+        &exchange
+            .invoke(&exchange_event(
+                "GET",
+                "/oap/memory/receipts",
+                Some(&claims),
+                None,
+                &json!(null),
+            ))
+            .await
+            .response(),
+    );
+    let types: Vec<&str> = receipts["receipts"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r["type"].as_str())
+        .collect();
+    println!("   receipt log (signed, hash-chained): {types:?}");
+
     let logs = format!(
-        "{}{}{}{}{}{}",
+        "{}{}{}{}{}{}{}",
         write.logs(),
         read.logs(),
         forget.logs(),
         dream.logs(),
         intent.logs(),
-        auth.logs()
+        auth.logs(),
+        exchange.logs()
     );
     println!(
         "\nFunction logs: {} lines, secret plaintext present: {}, entry text present: {}",
         logs.lines().count(),
         logs.contains("sk-live-51HqDemoSecret") || logs.contains(&key),
-        logs.contains("prefers email") || logs.contains("refunded")
+        logs.contains("prefers email") || logs.contains("refunded") || logs.contains("7946")
     );
     println!("Events went to the bus (source wop-memory); the tap queue is in EVENTS_QUEUE_URL.");
 }
