@@ -7,8 +7,8 @@
 //! no whitespace, non-ASCII characters as themselves, control characters escaped. serde_json's
 //! map is ordered by key bytes and escapes exactly those characters, so its compact form is
 //! canonical for every value without floats. Floats are the one place the two writers differ
-//! (`1e-07` against `1e-7`), so the signed documents of this door carry none: confidences are
-//! whole thousandths (see [`thousandths`]).
+//! (`1e-07` against `1e-7`), so the signed and hashed documents of this door carry none (a
+//! query receipt hashes item ids and chain hashes, never an embedding's numbers).
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -28,22 +28,6 @@ pub fn sha256_hex(s: &str) -> String {
 /// one another.
 pub fn hash_of(value: &Value) -> String {
     format!("sha256:{}", sha256_hex(&canonicalize(value)))
-}
-
-/// A confidence in [0, 1] as a number both JSON writers print alike: a multiple of 0.001 (which
-/// both print positionally), or nothing when the value is not a finite fraction.
-pub fn thousandths(x: f64) -> Option<Value> {
-    if !x.is_finite() || !(0.0..=1.0).contains(&x) {
-        return None;
-    }
-    let whole = (x * 1000.0).round() as i64;
-    if whole == 1000 {
-        return Some(Value::from(1));
-    }
-    if whole == 0 {
-        return Some(Value::from(0));
-    }
-    serde_json::Number::from_f64(whole as f64 / 1000.0).map(Value::Number)
 }
 
 #[cfg(test)]
@@ -66,20 +50,5 @@ mod tests {
             sha256_hex("abc"),
             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
         );
-    }
-
-    #[test]
-    fn thousandths_print_positionally() {
-        for (x, text) in [
-            (0.92, "0.92"),
-            (0.0004, "0"),
-            (0.001, "0.001"),
-            (1.0, "1"),
-            (0.5, "0.5"),
-        ] {
-            assert_eq!(thousandths(x).map(|v| v.to_string()).as_deref(), Some(text));
-        }
-        assert_eq!(thousandths(f64::NAN), None);
-        assert_eq!(thousandths(1.5), None);
     }
 }

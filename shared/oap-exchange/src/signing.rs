@@ -95,11 +95,7 @@ impl HostKey {
 
     /// Base64 signature over the canonical JSON of `payload`.
     pub fn sign(&self, payload: &Value) -> String {
-        self.sign_bytes(canonicalize(payload).as_bytes())
-    }
-
-    fn sign_bytes(&self, bytes: &[u8]) -> String {
-        STANDARD.encode(self.pair.sign(bytes).as_ref())
+        STANDARD.encode(self.pair.sign(canonicalize(payload).as_bytes()).as_ref())
     }
 
     /// Whether `signature` (base64) is this key's over the canonical JSON of `payload`.
