@@ -587,6 +587,37 @@ def test_full_flow_grant_verify_query_project_and_chain(base: str, host: Host):
                                  f"{label_mismatches}"
 
 
+def test_a_merged_item_commits_to_the_sources_a_grantee_saw_before(base: str, host: Host):
+    """docs/oap.md "Item chains": a merge's first link names its sources and, per source, the
+    hash of `{content_sha256, salt}` of that source's own first link. A grantee who received
+    the sources before consolidation replaced them checks the merge against them."""
+    tenant = new_tenant()
+    ref = memory_ref(tenant, "assistant")
+    inv, g = Invoker(base), Granter(base, tenant)
+    text = f"The customer's preferred delivery window is mornings {new_id()}"
+    a, b = inv.put(tenant, ref, [{"content": text, "tier": "long-term"},
+                                 {"content": text, "tier": "long-term"}])
+    before = g.grant(grant_body(ref))
+    seen = {it["item_id"]: verify_chain(it)[0]
+            for it in query(base, before["token"], "delivery window")["items"]}
+    assert set(seen) == {a, b}, sorted(seen)
+
+    report = inv.ok("memory-consolidate", {"tenantId": tenant, "memoryRef": ref})
+    assert (report["inputCount"], report["outputCount"]) == (2, 1), report
+    after = g.grant(grant_body(ref))
+    [merged] = query(base, after["token"], "delivery window")["items"]
+    origin = verify_chain(merged)[0]
+    assert origin["op"] == "derive" and merged["provenance"]["source"] == "wop-memory:derived"
+    named = set(origin["derived_from"]) & {a, b}
+    assert named and named == set(origin["sources"]), origin
+    for source in named:
+        assert origin["sources"][source] == h({"content_sha256": seen[source]["content_sha256"],
+                                               "salt": seen[source]["salt"]}), source
+    # A source with other text would not match its commitment.
+    other = {"content_sha256": sha256_hex(text + "!"), "salt": seen[a]["salt"]}
+    assert h(other) not in origin["sources"].values()
+
+
 # ---------------------------------------------------------------------------------------------
 # 4. The receipt log.
 

@@ -12,6 +12,7 @@ use consolidation::{Entry, MergeKind, Semantic, Settings, DEFAULT_MIN_COSINE};
 use sha2::{Digest, Sha256};
 
 use memory_core::background::start_pass;
+use memory_core::derivation::with_source_digests;
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::DomainEvent;
 use memory_core::forget::{forget_derived_entries, TOMBSTONE_TTL_SECONDS};
@@ -183,7 +184,7 @@ impl Consolidator {
                     .max_by_key(|e| (e.entry.created_at, e.entry.id.clone()))
                     .map(|e| e.attribution.clone())
                     .unwrap_or_default(),
-                provenance: m.provenance.clone(),
+                provenance: with_source_digests(m.provenance.clone(), &replaced),
                 embedding,
             };
             // A superseded entry (its text is not the survivor's) is kept as history in the same

@@ -6,6 +6,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use consolidation_service::pass::{ConsolidationReport, Consolidator};
+use memory_core::derivation::{is_source_digest, source_digests};
 use memory_core::events::EventType;
 use memory_core::history::is_history;
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
@@ -139,6 +140,16 @@ async fn folds_supersedes_and_counts_corroboration() {
     );
     let provenance: BTreeSet<String> = merged.provenance.iter().cloned().collect();
     assert!(corpus[..3].iter().all(|e| provenance.contains(&e.entry.id)));
+    // Each source it read is pinned by the digest of the text it had then.
+    let digests: BTreeSet<(String, String)> = source_digests(&merged.provenance)
+        .map(|(id, d)| (id.to_owned(), d.to_owned()))
+        .collect();
+    assert!(
+        corpus[..3]
+            .iter()
+            .all(|e| digests.contains(&(e.entry.id.clone(), sha256_hex(&e.entry.content)))),
+        "{digests:?}"
+    );
 
     // The stale fact is kept as history: hidden from reads, found by its tags.
     let bergen = w
@@ -596,7 +607,13 @@ async fn stored_vectors_propose_merges_that_the_fact_checks_decide() {
         .iter()
         .find(|e| e.entry.content.contains("Javier"))
         .expect("the bakery fact");
-    assert!(merged.provenance.len() == 2, "{:?}", merged.provenance);
+    let source_ids = merged
+        .provenance
+        .iter()
+        .filter(|p| !is_source_digest(p))
+        .count();
+    assert!(source_ids == 2, "{:?}", merged.provenance);
+    assert_eq!(source_digests(&merged.provenance).count(), 2);
     assert_eq!(
         merged.embedding.as_ref().map(|v| v.model.as_str()),
         Some("m1"),
@@ -663,4 +680,9 @@ async fn superseded_statements_stay_as_history_until_forget() {
         "the current fact and its history"
     );
     assert!(w.store.dump().into_iter().all(|e| e.memory_ref != r));
+}
+
+fn sha256_hex(text: &str) -> String {
+    use sha2::Digest;
+    memory_core::model::hex(&sha2::Sha256::digest(text.as_bytes()))
 }

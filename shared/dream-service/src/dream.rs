@@ -268,7 +268,12 @@ impl Dreamer {
                 node_id: None,
                 agent_id: None,
             },
-            provenance: archive.source_ids.clone(),
+            provenance: memory_core::derivation::with_source_digests(
+                archive.source_ids.clone(),
+                snapshot
+                    .iter()
+                    .filter(|e| archive.source_ids.binary_search(&e.entry.id).is_ok()),
+            ),
             embedding: None,
         };
         let entry_created = match self

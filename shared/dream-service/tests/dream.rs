@@ -1,6 +1,7 @@
 //! Dreams over the in-memory ports: byte-stable archives, budget rules, atomic failure, fault
 //! injection at every step, SR-1 carry-forward, the index under racing writers, and forget.
 
+use memory_core::derivation::{source_digests, source_ids};
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -174,7 +175,12 @@ async fn same_sources_and_budget_give_the_same_bytes_at_the_same_key() {
         .expect("output entry");
     assert_eq!(out.tier, Tier::LongTerm);
     assert!(out.entry.tags[0].starts_with("compacted-from:dream-"));
-    assert_eq!(out.provenance.len(), 30);
+    assert_eq!(source_ids(&out.provenance).count(), 30);
+    assert_eq!(
+        source_digests(&out.provenance).count(),
+        30,
+        "each source pinned"
+    );
     // Nothing new: a second run distils nothing and writes nothing.
     a.store.calls.reset();
     let again = a.dream(Some(50_000)).await.expect("again");
@@ -219,7 +225,8 @@ async fn budget_is_clamped_defaulted_and_counted_honestly() {
         "not every fact fits: {report:?}"
     );
     let summary = output_of(&w);
-    assert_eq!(summary.provenance.len(), 200);
+    assert_eq!(source_ids(&summary.provenance).count(), 200);
+    assert_eq!(source_digests(&summary.provenance).count(), 200);
     // Independent count with the tokenizer itself: per fact ("order N shipped") in the summary,
     // its newest statement (the one quoted; the others are counted duplicates), plus the summary.
     let bpe = tiktoken_rs::cl100k_base().expect("tokenizer");
@@ -394,7 +401,7 @@ async fn a_dream_at_budget_256_over_100_short_entries_consumes_every_source() {
     assert_eq!(archive.source_ids, ids);
     assert_eq!(archive.sources_included as usize, report.sources_included);
     assert_eq!(archive.tokens_used, report.tokens_used);
-    let mut provenance = out.provenance.clone();
+    let mut provenance: Vec<String> = source_ids(&out.provenance).cloned().collect();
     provenance.sort();
     assert_eq!(provenance, ids);
     let compacted = w.events.of_type(EventType::MemoryCompacted);

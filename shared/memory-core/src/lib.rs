@@ -9,6 +9,7 @@ pub mod background;
 pub mod capabilities;
 pub mod cursor;
 pub mod deadline;
+pub mod derivation;
 pub mod error;
 pub mod events;
 pub mod forget;

@@ -135,8 +135,8 @@ pub struct Content {
 }
 
 /// The bundle line of a stored entry.
-pub fn line_of(entry: &StoredEntry, salt: &[u8]) -> BundleLine {
-    let chain = item::full_chain(entry, salt);
+pub fn line_of(entry: &StoredEntry, salts: item::Salts<'_>) -> BundleLine {
+    let chain = item::full_chain(entry, salts);
     BundleLine {
         item_id: entry.entry.id.clone(),
         kind: Kind::of(entry),

@@ -17,6 +17,7 @@ use serde_json::{json, Map, Value};
 
 use crate::canonical::{hash_of, sha256_hex};
 use crate::projection::Projected;
+use memory_core::derivation::{is_source_digest, source_digests};
 use memory_core::model::hex;
 use memory_core::StoredEntry;
 
@@ -91,7 +92,7 @@ pub fn derived_from(entry: &StoredEntry) -> Vec<&str> {
         .provenance
         .iter()
         .map(String::as_str)
-        .filter(|p| !p.starts_with(crate::bundle::IMPORT_MARK))
+        .filter(|p| !p.starts_with(crate::bundle::IMPORT_MARK) && !is_source_digest(p))
         .collect()
 }
 
@@ -115,9 +116,19 @@ pub fn labels(entry: &StoredEntry) -> Vec<String> {
         .collect()
 }
 
+/// The salt of an item's first link, by item id, within the scope being read.
+pub type Salts<'a> = &'a dyn Fn(&str) -> [u8; 16];
+
 /// The first link of an entry's chain: how it came to be. An imported entry's first link
 /// continues the exported item's chain (its `prev` is that item's `chain_hash`).
-pub fn origin_link(entry: &StoredEntry, salt: &[u8]) -> Value {
+///
+/// A derived entry's link commits to each source's text as it was when read, where the deriving
+/// pass recorded it: `sources` maps a source id to the hash of `{content_sha256, salt}` of that
+/// source's own first link. A grantee holding the source item recomputes it from that link; the
+/// salt keeps the commitment from letting anyone test guesses of a source's text (a source may be
+/// projected in the grant, its first link withheld).
+pub fn origin_link(entry: &StoredEntry, salts: Salts<'_>) -> Value {
+    let salt = salts(&entry.entry.id);
     let derived = derived_from(entry);
     let imported = imported_from(entry);
     let op = match (&imported, derived.is_empty()) {
@@ -133,18 +144,27 @@ pub fn origin_link(entry: &StoredEntry, salt: &[u8]) -> Value {
         "captured_at": entry.entry.created_at.to_rfc3339(),
         "content_sha256": sha256_hex(&entry.entry.content),
         "labels": labels(entry),
-        "salt": hex(salt),
+        "salt": hex(&salt),
         "prev": imported.as_deref().unwrap_or("genesis"),
     });
     if !derived.is_empty() {
         link["derived_from"] = json!(derived);
+        let sources: Map<String, Value> = source_digests(&entry.provenance)
+            .map(|(id, digest)| {
+                let commitment = json!({"content_sha256": digest, "salt": hex(&salts(id))});
+                (id.to_owned(), json!(hash_of(&commitment)))
+            })
+            .collect();
+        if !sources.is_empty() {
+            link["sources"] = Value::Object(sources);
+        }
     }
     link
 }
 
 /// The chain as the owner exports it: every link shown.
-pub fn full_chain(entry: &StoredEntry, salt: &[u8]) -> (Vec<Value>, String) {
-    let origin = origin_link(entry, salt);
+pub fn full_chain(entry: &StoredEntry, salts: Salts<'_>) -> (Vec<Value>, String) {
+    let origin = origin_link(entry, salts);
     let hash = hash_of(&origin);
     (vec![origin], hash)
 }
@@ -153,11 +173,11 @@ pub fn full_chain(entry: &StoredEntry, salt: &[u8]) -> (Vec<Value>, String) {
 /// origin link is shown whole; otherwise it is shown by its hash and a `projection` link follows.
 pub fn chain(
     entry: &StoredEntry,
-    salt: &[u8],
+    salts: Salts<'_>,
     profile: &str,
     projected: &Projected,
 ) -> (Vec<Value>, String) {
-    let origin = origin_link(entry, salt);
+    let origin = origin_link(entry, salts);
     let origin_hash = hash_of(&origin);
     if projected.removed == 0 {
         return (vec![origin], origin_hash);

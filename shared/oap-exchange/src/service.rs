@@ -331,8 +331,8 @@ impl Exchange {
         for hit in &hits {
             let entry = &candidates[hit.index];
             let projected = projection::apply(&grant.redaction_profile, &entry.entry.content);
-            let salt = self.key.chain_salt(&grant.scope_id, &entry.entry.id);
-            let chain = item::chain(entry, &salt, &grant.redaction_profile, &projected);
+            let salts = |id: &str| self.key.chain_salt(&grant.scope_id, id);
+            let chain = item::chain(entry, &salts, &grant.redaction_profile, &projected);
             heads.push(json!({"item_id": entry.entry.id, "chain_hash": chain.1}));
             let parts = ItemParts {
                 subject_entity_id: filter.subject_name(entry.subject.as_ref()),
@@ -476,8 +476,9 @@ impl Exchange {
                 .iter()
                 .filter(|e| !memory_core::history::is_history(&e.entry.tags))
             {
-                let salt = self.key.chain_salt(&e.memory_ref.to_string(), &e.entry.id);
-                let mut line = serde_json::to_vec(&bundle::line_of(e, &salt))
+                let scope = e.memory_ref.to_string();
+                let salts = |id: &str| self.key.chain_salt(&scope, id);
+                let mut line = serde_json::to_vec(&bundle::line_of(e, &salts))
                     .map_err(|_| ExchangeError::Config("a bundle line did not encode"))?;
                 line.push(b'\n');
                 if let Some(subject) = &e.subject {

@@ -974,3 +974,66 @@ async fn the_sweep_announces_expiries_nobody_queried_once() {
     );
     assert_eq!(first_broken(&key(), &log), None);
 }
+
+#[tokio::test]
+async fn a_derived_item_commits_to_the_text_of_each_source() {
+    let w = world();
+    let oslo = w.write("Ada lives in Oslo", &[], None).await;
+    let bergen = w.write("Ada moved to Bergen in May", &[], None).await;
+    let sources = w.entries_in(REF).await;
+    // What a consolidation merge writes: sources by id, and a digest mark per source it read.
+    let now = memory_core::ports::Clock::now(w.clock.as_ref());
+    let merged = StoredEntry {
+        memory_ref: MemoryRef::parse(REF).unwrap(),
+        entry: MemoryEntry {
+            id: w.ids.next_id(now),
+            content: "Ada lives in Bergen (moved in May)".into(),
+            tags: vec![],
+            created_at: now,
+            expires_at: None,
+        },
+        tier: Tier::LongTerm,
+        subject: None,
+        attribution: Attribution::default(),
+        provenance: memory_core::derivation::with_source_digests(
+            vec![oslo.clone(), bergen.clone()],
+            &sources,
+        ),
+        embedding: None,
+    };
+    w.entries.put_entries(&[merged.clone()]).await.unwrap();
+
+    let granted = w.grant(grant_body(json!({}))).await.unwrap();
+    let answer = w
+        .query(&token(&granted), json!({"query": "Ada", "max_results": 10}))
+        .await
+        .unwrap();
+    let items = answer["items"].as_array().unwrap();
+    let by_id = |id: &str| items.iter().find(|i| i["item_id"] == id).unwrap();
+    let derived = by_id(&merged.entry.id);
+    assert!(chain_verifies(derived));
+    let link = &derived["chain"][0];
+    assert_eq!(link["op"], "derive");
+    assert_eq!(link["derived_from"], json!([oslo, bergen]));
+    // A grantee holding a source recomputes its commitment from that source's own first link.
+    for source in [&oslo, &bergen] {
+        let first = &by_id(source)["chain"][0];
+        let commitment = hash_of(&json!({
+            "content_sha256": first["content_sha256"],
+            "salt": first["salt"],
+        }));
+        assert_eq!(
+            link["sources"][source.as_str()],
+            json!(commitment),
+            "{source}"
+        );
+    }
+    // A source whose text differed from what was read would not match.
+    let other = hash_of(&json!({
+        "content_sha256": sha256_hex("Ada lives in Trondheim"),
+        "salt": by_id(&oslo)["chain"][0]["salt"],
+    }));
+    assert_ne!(link["sources"][oslo.as_str()], json!(other));
+    // The marks are host-internal: never an id a grantee sees.
+    assert!(!link["derived_from"].to_string().contains("srcsha256"));
+}
