@@ -1001,7 +1001,10 @@ async fn a_derived_item_commits_to_the_text_of_each_source() {
         ),
         embedding: None,
     };
-    w.entries.put_entries(&[merged.clone()]).await.unwrap();
+    w.entries
+        .put_entries(std::slice::from_ref(&merged))
+        .await
+        .unwrap();
 
     let granted = w.grant(grant_body(json!({}))).await.unwrap();
     let answer = w
