@@ -29,7 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 PURE = ["memory-guard", "distill", "consolidation", "commitments", "text-search", "lexicon",
-        "contact-projection"]
+        "contact-projection", "search-index"]
 CORE = ["memory-core", "memory-api", "dream-service", "consolidation-service",
         "commitment-service", "memory-tool", "mcp-server", "intent-memory", "oap-exchange"]
 FUNCTIONS = ["memory-read", "memory-write", "memory-forget", "memory-dream",

@@ -25,6 +25,9 @@ from faultkit import KINDS, FaultProxy, aws_client
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import proxy as proxy_mod  # noqa: E402 - the module under test, for its pure functions
 
+# One worker runs the whole module (tests/run spreads the fault step over workers): its tests
+# share one rig and its output files.
+pytestmark = pytest.mark.xdist_group("proxy")
 TABLE = os.environ.get("MEMORY_TABLE", "")
 BUCKET = os.environ.get("ARCHIVE_BUCKET", "")
 BUS = os.environ.get("EVENT_BUS_NAME", "")

@@ -40,6 +40,9 @@ from faultkit import REQUIRED_ENV, ROOT, FaultProxy, aws_client
 from wopkit import (BASE, Api, Invoker, memory_ref, mint_jwt, new_tenant, read_line_with_timeout,
                     stop_process)
 
+# One worker runs the whole module (tests/run spreads the fault step over workers): its tests
+# share one rig and its output files.
+pytestmark = pytest.mark.xdist_group("tenant-credentials")
 OUT = ROOT / "target" / "tenant-credentials"
 ROLE_ARN = "arn:aws:iam::123456789012:role/wop-memory-tenant-access"
 DATA_SERVICES = ("dynamodb", "s3")

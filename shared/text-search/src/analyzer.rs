@@ -51,6 +51,11 @@ fn fold(word: &str) -> String {
         .collect()
 }
 
+/// Whether the stemmer applies to a (folded) word: English words of ASCII letters only.
+pub fn is_stemmable(word: &str) -> bool {
+    !word.is_empty() && word.chars().all(|c| c.is_ascii_alphabetic())
+}
+
 impl Analyzer {
     /// `stem`: reduce English words to their Snowball stem ("refunds", "refunded" -> "refund").
     pub fn new(stem: bool) -> Self {
@@ -62,6 +67,17 @@ impl Analyzer {
     /// Whether English stemming is on (part of a cached analysis's key).
     pub fn stems(&self) -> bool {
         self.stemmer.is_some()
+    }
+
+    /// What this analyzer makes of an unstemmed term: its stem when the analyzer stems it (an
+    /// English word of ASCII letters, stemming on), else `None` (the term stands as it is). The
+    /// terms of [`Analyzer::terms`] with stemming are those without, each mapped by this, which
+    /// is what lets a persisted index keep unstemmed terms and answer both kinds of query.
+    pub fn stem_term(&self, term: &str) -> Option<String> {
+        match &self.stemmer {
+            Some(stemmer) if is_stemmable(term) => Some(stemmer.stem(term).into_owned()),
+            _ => None,
+        }
     }
 
     /// The terms of `text`, in text order (repeats kept: term frequency counts them).
@@ -103,7 +119,7 @@ impl Analyzer {
                 continue;
             }
             match &self.stemmer {
-                Some(stemmer) if word.chars().all(|c| c.is_ascii_alphabetic()) => {
+                Some(stemmer) if is_stemmable(&word) => {
                     out.push(stemmer.stem(&word).into_owned());
                 }
                 _ => out.push(word),

@@ -12,7 +12,7 @@ pub mod similarity;
 
 pub use analyzer::Analyzer;
 pub use cache::TermCache;
-pub use search::{search, searchable_text, Ranking};
+pub use search::{rank_candidates, search, searchable_text, Ranking};
 
 /// BM25 term-frequency saturation.
 pub const K1: f64 = 1.2;
@@ -31,6 +31,48 @@ pub struct Document<'a> {
 pub struct Hit {
     pub index: usize,
     pub score: f64,
+}
+
+/// BM25 over one candidate set: its size, its total length in terms and, per query term, how
+/// many candidates hold it. Shared by the full scan below and by the persisted index
+/// (`search-index`), which counts the same statistics from postings: with equal inputs the scores
+/// are equal bit for bit (lengths are whole numbers, so their sum is exact in any order).
+#[derive(Clone, Debug)]
+pub struct Bm25 {
+    average_length: f64,
+    idf: Vec<f64>,
+}
+
+impl Bm25 {
+    pub fn new(documents: u64, total_length: u64, document_frequency: &[u32]) -> Self {
+        let n = documents as f64;
+        let average_length = (total_length as f64 / n).max(1.0);
+        let idf = document_frequency
+            .iter()
+            .map(|&df| {
+                let df = f64::from(df);
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        Bm25 {
+            average_length,
+            idf,
+        }
+    }
+
+    /// The score of a document of `length` terms holding the query terms `tf` times each
+    /// (parallel to the document frequencies given to [`Bm25::new`]).
+    pub fn score(&self, length: u32, tf: &[u32]) -> f64 {
+        let norm = K1 * (1.0 - B + B * f64::from(length) / self.average_length);
+        tf.iter()
+            .zip(&self.idf)
+            .filter(|(f, _)| **f > 0)
+            .map(|(&f, idf)| {
+                let f = f64::from(f);
+                idf * f * (K1 + 1.0) / (f + norm)
+            })
+            .sum()
+    }
 }
 
 /// The best `limit` documents for `query`, best first; documents sharing no term with the query
@@ -77,34 +119,18 @@ pub fn rank_cached(
                 document_frequency[i] += 1;
             }
         }
-        lengths.push(f64::from(analysed.length));
+        lengths.push(analysed.length);
         frequencies.push(tf);
     }
-    let n = documents.len() as f64;
-    let average_length = (lengths.iter().sum::<f64>() / n).max(1.0);
-    let idf: Vec<f64> = document_frequency
-        .iter()
-        .map(|&df| {
-            let df = f64::from(df);
-            (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
-        })
-        .collect();
+    let total_length: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
+    let bm25 = Bm25::new(documents.len() as u64, total_length, &document_frequency);
     let mut hits: Vec<Hit> = frequencies
         .iter()
         .enumerate()
         .filter(|(_, tf)| tf.iter().any(|&f| f > 0))
-        .map(|(index, tf)| {
-            let norm = K1 * (1.0 - B + B * lengths[index] / average_length);
-            let score = tf
-                .iter()
-                .zip(&idf)
-                .filter(|(f, _)| **f > 0)
-                .map(|(&f, idf)| {
-                    let f = f64::from(f);
-                    idf * f * (K1 + 1.0) / (f + norm)
-                })
-                .sum();
-            Hit { index, score }
+        .map(|(index, tf)| Hit {
+            index,
+            score: bm25.score(lengths[index], tf),
         })
         .collect();
     hits.sort_by(|a, b| {

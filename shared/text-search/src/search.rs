@@ -38,20 +38,36 @@ pub fn search(
     limit: usize,
 ) -> Vec<Hit> {
     let ids: Vec<&str> = documents.iter().map(|d| d.id).collect();
+    rank_candidates(&ids, vectors, ranking, limit, || {
+        rank_cached(analyzer, cache, documents, query, documents.len())
+    })
+}
+
+/// The ranking of [`search`] over candidates whose BM25 hits come from elsewhere: `text_hits`
+/// gives every BM25 hit among `ids` (best first), as [`rank_cached`] would. The persisted index
+/// counts them from postings and ranks through here, so the prior and the fusion cannot drift
+/// from the full scan's.
+pub fn rank_candidates(
+    ids: &[&str],
+    vectors: &[Option<&[f32]>],
+    ranking: Ranking<'_>,
+    limit: usize,
+    text_hits: impl FnOnce() -> Vec<Hit>,
+) -> Vec<Hit> {
     let by_text = || {
-        let mut hits = rank_cached(analyzer, cache, documents, query, documents.len());
-        prefer_recent(&mut hits, &ids);
+        let mut hits = text_hits();
+        prefer_recent(&mut hits, ids);
         hits
     };
     let by_vector = |query: &[f32]| {
-        let mut hits = nearest(&ids, vectors, query, ids.len());
-        prefer_recent(&mut hits, &ids);
+        let mut hits = nearest(ids, vectors, query, ids.len());
+        prefer_recent(&mut hits, ids);
         hits
     };
     let mut hits = match ranking {
         Ranking::Text => by_text(),
         Ranking::Semantic(q) => by_vector(q),
-        Ranking::Hybrid(q) => fuse(&ids, &[&by_text(), &by_vector(q)], limit),
+        Ranking::Hybrid(q) => fuse(ids, &[&by_text(), &by_vector(q)], limit),
     };
     hits.truncate(limit);
     hits

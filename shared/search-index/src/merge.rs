@@ -1,0 +1,69 @@
+//! Merging segments (docs/search.md "The index"): a pass folds the tail and small segments into
+//! one, and the rewrite after a forget builds the segments without the forgotten entries, so that
+//! no object holds their terms or vectors any more. A merge keeps exactly the documents it is told
+//! to keep, with the same lengths, frequencies, tags and vectors, so queries rank the same before
+//! and after it.
+
+use std::collections::BTreeMap;
+
+use text_search::Analyzer;
+
+use crate::segment::{DocMeta, IndexedDoc, Segment};
+
+/// The documents of `segments` that `keep` admits, as segment input again (term counts as
+/// repeats: only counts and lengths matter to ranking), plus `extra` (the tail being folded in).
+/// A later segment's copy of an id wins over an earlier one's, and `extra` over both.
+pub fn merge(
+    segments: &[&Segment],
+    keep: impl Fn(&DocMeta) -> bool,
+    extra: Vec<IndexedDoc>,
+    vector_model: &str,
+    analyzer: &Analyzer,
+) -> Segment {
+    let mut docs: BTreeMap<String, IndexedDoc> = BTreeMap::new();
+    for segment in segments {
+        let mut terms: Vec<Vec<String>> = vec![Vec::new(); segment.docs().len()];
+        for (term, postings) in segment.all_postings() {
+            for p in postings {
+                for _ in 0..p.tf {
+                    terms[p.doc as usize].push(term.to_owned());
+                }
+            }
+        }
+        let mut tags: Vec<Vec<String>> = vec![Vec::new(); segment.docs().len()];
+        for (tag, list) in segment.all_tags() {
+            for &doc in list {
+                tags[doc as usize].push(tag.to_owned());
+            }
+        }
+        for (position, (meta, (terms, tags))) in segment
+            .docs()
+            .iter()
+            .zip(terms.into_iter().zip(tags))
+            .enumerate()
+        {
+            if !keep(meta) {
+                docs.remove(&*meta.id);
+                continue;
+            }
+            let vector = (segment.vector_model() == vector_model)
+                .then(|| segment.vector(position as u32).map(<[f32]>::to_vec))
+                .flatten();
+            docs.insert(
+                meta.id.to_string(),
+                IndexedDoc {
+                    id: meta.id.to_string(),
+                    created_at_ms: meta.created_at_ms,
+                    expires_at_ms: meta.expires_at_ms,
+                    tags,
+                    terms,
+                    vector,
+                },
+            );
+        }
+    }
+    for doc in extra {
+        docs.insert(doc.id.clone(), doc);
+    }
+    Segment::build(docs.into_values().collect(), vector_model, analyzer)
+}

@@ -1,0 +1,207 @@
+//! A query over a ref's index: the live documents are the segments' documents that are still
+//! live (not expired at `now`, not masked because they were deleted, forgotten, superseded or
+//! written again since the segment was built) plus the tail (entries written since the
+//! watermark, read from the table). BM25 statistics are counted over exactly those documents,
+//! from postings, so the scores equal what the full scan of the same live entries computes, bit
+//! for bit (docs/search.md "The index").
+
+use std::collections::{HashMap, HashSet};
+
+use text_search::{Analyzer, Bm25, Hit, TermCache};
+
+use crate::segment::Segment;
+
+/// An entry written since the watermark, as the table gives it.
+#[derive(Clone, Copy, Debug)]
+pub struct TailDoc<'a> {
+    pub id: &'a str,
+    /// `text_search::searchable_text` of the entry.
+    pub text: &'a str,
+    pub tags: &'a [String],
+    pub created_at_ms: i64,
+    pub vector: Option<&'a [f32]>,
+}
+
+/// Which entries a search ranks: all tags of `all`, and one of `any` when it is not empty.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TagQuery<'a> {
+    pub all: &'a [String],
+    pub any: &'a [String],
+}
+
+impl TagQuery<'_> {
+    fn is_open(&self) -> bool {
+        self.all.is_empty() && self.any.is_empty()
+    }
+
+    fn admits(&self, has: impl Fn(&str) -> bool) -> bool {
+        self.all.iter().all(|t| has(t)) && (self.any.is_empty() || self.any.iter().any(|t| has(t)))
+    }
+}
+
+/// What a query reads: the live segments, what was masked since they were built, the tail.
+#[derive(Clone, Copy, Debug)]
+pub struct View<'a> {
+    pub segments: &'a [&'a Segment],
+    /// Ids whose segment copy no longer stands. Every tail id masks its segment copy too.
+    pub masked: &'a HashSet<&'a str>,
+    pub tail: &'a [TailDoc<'a>],
+    pub now_ms: i64,
+}
+
+/// Where a candidate lives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Location {
+    Segment { segment: usize, doc: u32 },
+    Tail(usize),
+}
+
+/// The candidates of one query: every live document its tags admit, in a fixed order (segments
+/// in the order given, documents by id, then the tail), with what ranking needs of each.
+#[derive(Debug, Default)]
+pub struct Candidates<'a> {
+    pub ids: Vec<&'a str>,
+    pub created_at_ms: Vec<i64>,
+    pub vectors: Vec<Option<&'a [f32]>>,
+    pub locations: Vec<Location>,
+    lengths: Vec<u32>,
+    /// Position in `ids` of (segment, doc), for the postings walk.
+    by_segment_doc: Vec<HashMap<u32, u32>>,
+}
+
+impl<'a> Candidates<'a> {
+    /// The live, admitted documents of `view`, for an embedding `model` (vectors of another
+    /// model are not comparable and count as missing).
+    pub fn collect(view: &View<'a>, tags: &TagQuery<'_>, model: &str) -> Self {
+        let tail_ids: HashSet<&str> = view.tail.iter().map(|d| d.id).collect();
+        let mut out = Candidates::default();
+        for (si, segment) in view.segments.iter().enumerate() {
+            let mut positions = HashMap::new();
+            let same_model = !model.is_empty() && segment.vector_model() == model;
+            let admitted: Box<dyn Iterator<Item = u32>> = if tags.is_open() {
+                Box::new(0..segment.docs().len() as u32)
+            } else {
+                // Start from the rarest named tag's postings rather than every document.
+                let seed = tags
+                    .all
+                    .iter()
+                    .map(|t| segment.tagged(t))
+                    .min_by_key(|l| l.len());
+                match seed {
+                    Some(list) => Box::new(list.iter().copied()),
+                    None => {
+                        let mut any: Vec<u32> = tags
+                            .any
+                            .iter()
+                            .flat_map(|t| segment.tagged(t).iter().copied())
+                            .collect();
+                        any.sort_unstable();
+                        any.dedup();
+                        Box::new(any.into_iter())
+                    }
+                }
+            };
+            for doc in admitted {
+                let meta = &segment.docs()[doc as usize];
+                if !meta.is_live_at(view.now_ms)
+                    || view.masked.contains(&*meta.id)
+                    || tail_ids.contains(&*meta.id)
+                    || !tags.admits(|t| segment.has_tag(doc, t))
+                {
+                    continue;
+                }
+                positions.insert(doc, out.ids.len() as u32);
+                out.ids.push(&meta.id);
+                out.created_at_ms.push(meta.created_at_ms);
+                out.vectors
+                    .push(same_model.then(|| segment.vector(doc)).flatten());
+                out.locations.push(Location::Segment { segment: si, doc });
+                out.lengths.push(meta.length);
+            }
+            out.by_segment_doc.push(positions);
+        }
+        for (i, d) in view.tail.iter().enumerate() {
+            if !tags.admits(|t| d.tags.iter().any(|x| x == t)) {
+                continue;
+            }
+            out.ids.push(d.id);
+            out.created_at_ms.push(d.created_at_ms);
+            out.vectors.push(d.vector);
+            out.locations.push(Location::Tail(i));
+            out.lengths.push(0);
+        }
+        out
+    }
+
+    pub fn len(&self) -> usize {
+        self.ids.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ids.is_empty()
+    }
+
+    /// BM25 hits of `query` among the candidates (indexes into [`Candidates::ids`]), best first,
+    /// ties by id descending: the hits `text_search::rank_cached` gives over the same documents.
+    pub fn bm25(
+        &mut self,
+        view: &View<'a>,
+        analyzer: &Analyzer,
+        cache: &TermCache,
+        query: &str,
+    ) -> Vec<Hit> {
+        let mut terms = analyzer.terms(query);
+        terms.sort();
+        terms.dedup();
+        if terms.is_empty() || self.is_empty() {
+            return Vec::new();
+        }
+        let stemmed = analyzer.stems();
+        let mut frequencies: HashMap<u32, Vec<u32>> = HashMap::new();
+        let mut df = vec![0u32; terms.len()];
+        for (si, segment) in view.segments.iter().enumerate() {
+            let positions = &self.by_segment_doc[si];
+            for (ti, term) in terms.iter().enumerate() {
+                for p in segment.postings(term, stemmed) {
+                    if let Some(&at) = positions.get(&p.doc) {
+                        df[ti] += 1;
+                        frequencies
+                            .entry(at)
+                            .or_insert_with(|| vec![0; terms.len()])[ti] = p.tf;
+                    }
+                }
+            }
+        }
+        for (at, location) in self.locations.iter().enumerate() {
+            let Location::Tail(i) = *location else {
+                continue;
+            };
+            let analysed = cache.analysed(analyzer, view.tail[i].text);
+            self.lengths[at] = analysed.length;
+            let tf: Vec<u32> = terms.iter().map(|t| analysed.frequency(t)).collect();
+            for (ti, f) in tf.iter().enumerate() {
+                if *f > 0 {
+                    df[ti] += 1;
+                }
+            }
+            if tf.iter().any(|&f| f > 0) {
+                frequencies.insert(at as u32, tf);
+            }
+        }
+        let total_length: u64 = self.lengths.iter().map(|&l| u64::from(l)).sum();
+        let bm25 = Bm25::new(self.len() as u64, total_length, &df);
+        let mut hits: Vec<Hit> = frequencies
+            .iter()
+            .map(|(&at, tf)| Hit {
+                index: at as usize,
+                score: bm25.score(self.lengths[at as usize], tf),
+            })
+            .collect();
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| self.ids[b.index].cmp(self.ids[a.index]))
+        });
+        hits
+    }
+}

@@ -1,0 +1,457 @@
+//! An immutable index segment: the analysis of a set of entries of one memoryRef, laid out so
+//! that a query touches only the postings of its own terms (docs/search.md "The index").
+//!
+//! A segment keeps the *unstemmed* terms of each entry's searchable text, with their postings
+//! (document, term frequency), each document's length in terms, its id, creation time and expiry,
+//! its tags, and its embedding when it has one. English stemming is a pure function of one term
+//! (`Analyzer::stem_term`), so the stemmed postings of a query term are the union of the postings
+//! of the unstemmed terms that share its stem; the segment stores that grouping too, so one
+//! segment answers stemmed and unstemmed queries alike, with the same frequencies and lengths the
+//! full-scan analysis would count.
+//!
+//! Documents are kept sorted by id (ids are time-ordered), so "newer than" and "by id" are
+//! positions. The byte form ends with the SHA-256 of everything before it: a segment that does
+//! not verify is refused whole ([`SegmentError::Corrupt`]), and the caller falls back to the table.
+
+use std::collections::BTreeMap;
+
+use sha2::{Digest, Sha256};
+use text_search::analyzer::is_stemmable;
+use text_search::Analyzer;
+
+use crate::codec::{Reader, Writer};
+use crate::SegmentError;
+
+/// First bytes of every segment: the format and its version.
+const MAGIC: &[u8; 8] = b"WOPSEG\x00\x01";
+
+/// What a segment is built from: one live entry, analysed without stemming.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IndexedDoc {
+    pub id: String,
+    pub created_at_ms: i64,
+    pub expires_at_ms: Option<i64>,
+    pub tags: Vec<String>,
+    /// `Analyzer::new(false).terms(searchable_text)`, in text order.
+    pub terms: Vec<String>,
+    /// The embedding of the entry's content under the segment's model, when it has one.
+    pub vector: Option<Vec<f32>>,
+}
+
+/// One document of a segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DocMeta {
+    pub id: Box<str>,
+    pub created_at_ms: i64,
+    pub expires_at_ms: Option<i64>,
+    /// Length of the searchable text in terms (the same with and without stemming).
+    pub length: u32,
+}
+
+impl DocMeta {
+    /// The TTL rule of the read API: live strictly before the expiry.
+    pub fn is_live_at(&self, now_ms: i64) -> bool {
+        self.expires_at_ms.is_none_or(|exp| now_ms < exp)
+    }
+}
+
+/// A posting: which document (its position in the segment) and how often the term occurs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Posting {
+    pub doc: u32,
+    pub tf: u32,
+}
+
+/// A key (term, stem or tag) and the range of its list in a flat array.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+struct Lists<T> {
+    keys: Vec<Box<str>>,
+    starts: Vec<u32>,
+    items: Vec<T>,
+}
+
+impl<T: Copy> Lists<T> {
+    fn from_map(map: BTreeMap<String, Vec<T>>) -> Self {
+        let mut lists = Lists {
+            keys: Vec::with_capacity(map.len()),
+            starts: Vec::with_capacity(map.len() + 1),
+            items: Vec::new(),
+        };
+        for (key, items) in map {
+            lists.keys.push(key.into_boxed_str());
+            lists.starts.push(lists.items.len() as u32);
+            lists.items.extend(items);
+        }
+        lists.starts.push(lists.items.len() as u32);
+        lists
+    }
+
+    fn get(&self, key: &str) -> &[T] {
+        match self.keys.binary_search_by(|k| (**k).cmp(key)) {
+            Ok(i) => &self.items[self.starts[i] as usize..self.starts[i + 1] as usize],
+            Err(_) => &[],
+        }
+    }
+
+    fn at(&self, i: usize) -> &[T] {
+        &self.items[self.starts[i] as usize..self.starts[i + 1] as usize]
+    }
+}
+
+/// An immutable segment, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Segment {
+    docs: Vec<DocMeta>,
+    terms: Lists<Posting>,
+    /// Stem -> ids of the terms (positions in `terms`) that stem to it.
+    stems: Lists<u32>,
+    tags: Lists<u32>,
+    /// The embedding model of `vectors` (empty: the segment holds none).
+    vector_model: String,
+    dimensions: u32,
+    /// Per document: its vector's position in `vectors`, or none.
+    vector_of: Vec<Option<u32>>,
+    vectors: Vec<f32>,
+    total_length: u64,
+}
+
+impl Segment {
+    /// Builds a segment. Documents are ordered by id; a repeated id keeps its last version.
+    /// Vectors of another length than the first one seen are left out (a document without a
+    /// comparable vector is "not yet embedded", never compared).
+    pub fn build(mut input: Vec<IndexedDoc>, vector_model: &str, analyzer: &Analyzer) -> Self {
+        input.reverse();
+        input.sort_by(|a, b| a.id.cmp(&b.id));
+        input.dedup_by(|later, kept| later.id == kept.id);
+        let mut terms: BTreeMap<String, Vec<Posting>> = BTreeMap::new();
+        let mut tags: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        let mut docs = Vec::with_capacity(input.len());
+        let mut vector_of = Vec::with_capacity(input.len());
+        let mut vectors = Vec::new();
+        let mut dimensions = 0u32;
+        let mut total_length = 0u64;
+        for (position, doc) in input.into_iter().enumerate() {
+            let position = position as u32;
+            let mut counts: BTreeMap<&str, u32> = BTreeMap::new();
+            for t in &doc.terms {
+                *counts.entry(t.as_str()).or_default() += 1;
+            }
+            for (term, tf) in counts {
+                terms
+                    .entry(term.to_owned())
+                    .or_default()
+                    .push(Posting { doc: position, tf });
+            }
+            for tag in &doc.tags {
+                let list = tags.entry(tag.clone()).or_default();
+                if list.last() != Some(&position) {
+                    list.push(position);
+                }
+            }
+            let length = u32::try_from(doc.terms.len()).unwrap_or(u32::MAX);
+            total_length += u64::from(length);
+            let vector = doc.vector.filter(|v| {
+                !v.is_empty() && !vector_model.is_empty() && {
+                    if dimensions == 0 {
+                        dimensions = v.len() as u32;
+                    }
+                    v.len() == dimensions as usize
+                }
+            });
+            vector_of.push(vector.map(|v| {
+                let at = (vectors.len() / dimensions.max(1) as usize) as u32;
+                vectors.extend_from_slice(&v);
+                at
+            }));
+            docs.push(DocMeta {
+                id: doc.id.into_boxed_str(),
+                created_at_ms: doc.created_at_ms,
+                expires_at_ms: doc.expires_at_ms,
+                length,
+            });
+        }
+        let terms = Lists::from_map(terms);
+        let mut stems: BTreeMap<String, Vec<u32>> = BTreeMap::new();
+        for (i, term) in terms.keys.iter().enumerate() {
+            if let Some(stem) = analyzer.stem_term(term) {
+                stems.entry(stem).or_default().push(i as u32);
+            }
+        }
+        Segment {
+            docs,
+            terms,
+            stems: Lists::from_map(stems),
+            tags: Lists::from_map(tags),
+            vector_model: if dimensions == 0 {
+                String::new()
+            } else {
+                vector_model.to_owned()
+            },
+            dimensions,
+            vector_of,
+            vectors,
+            total_length,
+        }
+    }
+
+    pub fn docs(&self) -> &[DocMeta] {
+        &self.docs
+    }
+
+    /// Sum of the documents' lengths (all of them, live or not).
+    pub fn total_length(&self) -> u64 {
+        self.total_length
+    }
+
+    /// The position of the document with `id`.
+    pub fn position(&self, id: &str) -> Option<u32> {
+        self.docs
+            .binary_search_by(|d| (*d.id).cmp(id))
+            .ok()
+            .map(|p| p as u32)
+    }
+
+    /// Postings of a query term as the analyzer produced it: with stemming, the merged postings
+    /// of every unstemmed term sharing its stem (frequencies added), else the term's own.
+    pub fn postings(&self, term: &str, stemmed: bool) -> Vec<Posting> {
+        if !stemmed || !is_stemmable(term) {
+            // Unstemmed, or a term the analyzer never stems (a number, a CJK bigram, a word
+            // with other letters): the documents hold it as it is.
+            return self.terms.get(term).to_vec();
+        }
+        let mut merged: BTreeMap<u32, u32> = BTreeMap::new();
+        for &t in self.stems.get(term) {
+            for p in self.terms.at(t as usize) {
+                *merged.entry(p.doc).or_default() += p.tf;
+            }
+        }
+        merged
+            .into_iter()
+            .map(|(doc, tf)| Posting { doc, tf })
+            .collect()
+    }
+
+    /// Every term with its postings, in term order (merging reads them all).
+    pub fn all_postings(&self) -> impl Iterator<Item = (&str, &[Posting])> {
+        (0..self.terms.keys.len()).map(|i| (&*self.terms.keys[i], self.terms.at(i)))
+    }
+
+    /// Every tag with its documents, in tag order.
+    pub fn all_tags(&self) -> impl Iterator<Item = (&str, &[u32])> {
+        (0..self.tags.keys.len()).map(|i| (&*self.tags.keys[i], self.tags.at(i)))
+    }
+
+    /// Positions of the documents tagged `tag`, ascending.
+    pub fn tagged(&self, tag: &str) -> &[u32] {
+        self.tags.get(tag)
+    }
+
+    /// The tags of document `doc` (for filters naming several tags).
+    pub fn has_tag(&self, doc: u32, tag: &str) -> bool {
+        self.tagged(tag).binary_search(&doc).is_ok()
+    }
+
+    pub fn vector_model(&self) -> &str {
+        &self.vector_model
+    }
+
+    /// The vector of document `doc`, if it has one.
+    pub fn vector(&self, doc: u32) -> Option<&[f32]> {
+        let at = self.vector_of.get(doc as usize).copied().flatten()? as usize;
+        let d = self.dimensions as usize;
+        self.vectors.get(at * d..(at + 1) * d)
+    }
+
+    /// The byte form: versioned, checksummed.
+    pub fn encode(&self) -> Vec<u8> {
+        let mut w = Writer::default();
+        w.bytes(MAGIC);
+        w.uint(self.docs.len() as u64);
+        let mut previous = "";
+        for d in &self.docs {
+            w.shared_prefix_str(previous, &d.id);
+            previous = &d.id;
+            w.int(d.created_at_ms);
+            match d.expires_at_ms {
+                Some(e) => {
+                    w.uint(1);
+                    w.int(e);
+                }
+                None => w.uint(0),
+            }
+            w.uint(u64::from(d.length));
+        }
+        encode_lists(&mut w, &self.terms, |w, p: &Posting, previous: &mut u32| {
+            w.uint(u64::from(p.doc - *previous));
+            w.uint(u64::from(p.tf));
+            *previous = p.doc;
+        });
+        encode_lists(&mut w, &self.stems, |w, t: &u32, _| w.uint(u64::from(*t)));
+        encode_lists(&mut w, &self.tags, |w, d: &u32, previous: &mut u32| {
+            w.uint(u64::from(*d - *previous));
+            *previous = *d;
+        });
+        w.str(&self.vector_model);
+        w.uint(u64::from(self.dimensions));
+        for v in &self.vector_of {
+            w.uint(v.map_or(0, |at| u64::from(at) + 1));
+        }
+        for x in &self.vectors {
+            w.bytes(&x.to_le_bytes());
+        }
+        let mut bytes = w.finish();
+        let digest = Sha256::digest(&bytes);
+        bytes.extend_from_slice(&digest);
+        bytes
+    }
+
+    /// Reads a segment's byte form; anything that does not verify is [`SegmentError::Corrupt`].
+    pub fn decode(bytes: &[u8]) -> Result<Segment, SegmentError> {
+        if bytes.len() < MAGIC.len() + 32 {
+            return Err(SegmentError::Corrupt("too short"));
+        }
+        let (body, digest) = bytes.split_at(bytes.len() - 32);
+        if Sha256::digest(body).as_slice() != digest {
+            return Err(SegmentError::Corrupt("checksum"));
+        }
+        let mut r = Reader::new(body);
+        if r.bytes(MAGIC.len())? != MAGIC {
+            return Err(SegmentError::Corrupt("not a segment of this version"));
+        }
+        let n = r.count()?;
+        let mut docs = Vec::with_capacity(n);
+        let mut previous = String::new();
+        let mut total_length = 0u64;
+        for _ in 0..n {
+            let id = r.shared_prefix_str(&previous)?;
+            previous.clone_from(&id);
+            let created_at_ms = r.int()?;
+            let expires_at_ms = match r.uint()? {
+                0 => None,
+                _ => Some(r.int()?),
+            };
+            let length = u32::try_from(r.uint()?).map_err(|_| SegmentError::Corrupt("length"))?;
+            total_length += u64::from(length);
+            docs.push(DocMeta {
+                id: id.into_boxed_str(),
+                created_at_ms,
+                expires_at_ms,
+                length,
+            });
+        }
+        let doc_count = docs.len() as u32;
+        let terms = decode_lists(&mut r, |r, previous: &mut u32| {
+            let doc = previous
+                .checked_add(r.u32()?)
+                .filter(|d| *d < doc_count)
+                .ok_or(SegmentError::Corrupt("posting"))?;
+            *previous = doc;
+            Ok(Posting { doc, tf: r.u32()? })
+        })?;
+        let term_count = terms.keys.len() as u32;
+        let stems = decode_lists(&mut r, |r, _| {
+            let t = r.u32()?;
+            (t < term_count)
+                .then_some(t)
+                .ok_or(SegmentError::Corrupt("stem"))
+        })?;
+        let tags = decode_lists(&mut r, |r, previous: &mut u32| {
+            let doc = previous
+                .checked_add(r.u32()?)
+                .filter(|d| *d < doc_count)
+                .ok_or(SegmentError::Corrupt("tag"))?;
+            *previous = doc;
+            Ok(doc)
+        })?;
+        let vector_model = r.str()?;
+        let dimensions = r.u32()?;
+        let mut vector_of = Vec::with_capacity(docs.len());
+        let mut with_vectors = 0usize;
+        for _ in 0..docs.len() {
+            vector_of.push(match r.u32()? {
+                0 => None,
+                at => {
+                    with_vectors += 1;
+                    Some(at - 1)
+                }
+            });
+        }
+        let floats = with_vectors
+            .checked_mul(dimensions as usize)
+            .ok_or(SegmentError::Corrupt("vectors"))?;
+        if vector_of
+            .iter()
+            .flatten()
+            .any(|at| *at as usize >= with_vectors)
+        {
+            return Err(SegmentError::Corrupt("vector position"));
+        }
+        let raw = r.bytes(
+            floats
+                .checked_mul(4)
+                .ok_or(SegmentError::Corrupt("vectors"))?,
+        )?;
+        let vectors = raw
+            .chunks_exact(4)
+            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+            .collect();
+        if !r.is_empty() {
+            return Err(SegmentError::Corrupt("trailing bytes"));
+        }
+        Ok(Segment {
+            docs,
+            terms,
+            stems,
+            tags,
+            vector_model,
+            dimensions,
+            vector_of,
+            vectors,
+            total_length,
+        })
+    }
+}
+
+fn encode_lists<T>(w: &mut Writer, lists: &Lists<T>, item: impl Fn(&mut Writer, &T, &mut u32)) {
+    w.uint(lists.keys.len() as u64);
+    let mut previous = "";
+    for (i, key) in lists.keys.iter().enumerate() {
+        w.shared_prefix_str(previous, key);
+        previous = key;
+        let list = &lists.items[lists.starts[i] as usize..lists.starts[i + 1] as usize];
+        w.uint(list.len() as u64);
+        let mut last = 0u32;
+        for x in list {
+            item(w, x, &mut last);
+        }
+    }
+}
+
+fn decode_lists<T>(
+    r: &mut Reader<'_>,
+    item: impl Fn(&mut Reader<'_>, &mut u32) -> Result<T, SegmentError>,
+) -> Result<Lists<T>, SegmentError> {
+    let n = r.count()?;
+    let mut lists = Lists {
+        keys: Vec::with_capacity(n),
+        starts: Vec::with_capacity(n + 1),
+        items: Vec::new(),
+    };
+    let mut previous = String::new();
+    for _ in 0..n {
+        let key = r.shared_prefix_str(&previous)?;
+        if !lists.keys.is_empty() && key.as_str() <= previous.as_str() {
+            return Err(SegmentError::Corrupt("keys out of order"));
+        }
+        previous.clone_from(&key);
+        lists.keys.push(key.into_boxed_str());
+        lists.starts.push(lists.items.len() as u32);
+        let len = r.count()?;
+        let mut last = 0u32;
+        for _ in 0..len {
+            lists.items.push(item(r, &mut last)?);
+        }
+    }
+    lists.starts.push(lists.items.len() as u32);
+    Ok(lists)
+}
