@@ -1,0 +1,420 @@
+//! Search engines side by side over one generated ref (docs/search.md "Choosing the engine"):
+//!
+//! - `scan`: today's engine, every live entry analysed per query (`text_search::search`), with
+//!   the warm function's term cache (at most 32 MiB, as in memory-read) and without it;
+//! - `index`: the persisted index (`search-index`): segments of 100,000 entries plus a 1% tail,
+//!   warm (segments decoded and held) and cold (segments decoded from their bytes per query, as a
+//!   fresh function would after fetching them);
+//! - `tantivy`: the same stemmed terms of our analyzer fed to tantivy pre-tokenized (so the terms
+//!   are identical), BM25 top 10, warm (searcher open) and cold (index opened from its files in a
+//!   temporary directory, as a function would after downloading them to /tmp).
+//!
+//! For each it prints p50 / p95 query time, build time, bytes a cold query fetches, and how far
+//! the top 10 agree with the full scan: the index must agree exactly (asserted: same ids, same
+//! scores); tantivy is compared on BM25 alone (it has no recency prior), as overlap of the top 10.
+
+use std::collections::HashSet;
+use std::time::{Duration, Instant};
+
+use search_index::{indexed_doc, Segment, TagQuery, TailDoc, View};
+use text_search::{searchable_text, Analyzer, Document, Ranking, TermCache};
+
+const SEGMENT_DOCS: usize = 100_000;
+const NOW: i64 = 1_800_000_000_000;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        // xorshift64*: deterministic, no dependency.
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+
+    /// Zipf-like: small ranks much more often (a word list's shape).
+    fn zipf(&mut self, n: usize) -> usize {
+        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
+        ((n as f64).powf(u) - 1.0) as usize % n
+    }
+}
+
+struct Entry {
+    id: String,
+    content: String,
+    tags: Vec<String>,
+    created_at_ms: i64,
+    vector: Option<Vec<f32>>,
+}
+
+fn vocabulary(rng: &mut Rng, n: usize) -> Vec<String> {
+    const SYLLABLES: &[&str] = &[
+        "ka", "lo", "mi", "ren", "sta", "vo", "qui", "der", "ton", "ber", "lin", "par", "is",
+        "mo", "ved", "fac", "tur", "ing", "ed", "er", "al", "an", "cus", "tom", "re", "fund",
+    ];
+    let mut seen = HashSet::new();
+    let mut words = Vec::with_capacity(n);
+    while words.len() < n {
+        let len = 2 + rng.below(3);
+        let w: String = (0..len).map(|_| SYLLABLES[rng.below(SYLLABLES.len())]).collect();
+        if seen.insert(w.clone()) {
+            words.push(w);
+        }
+    }
+    words
+}
+
+fn generate(n: usize, dims: usize, seed: u64) -> (Vec<Entry>, Vec<String>) {
+    let mut rng = Rng(seed);
+    let words = vocabulary(&mut rng, 30_000);
+    const COMMON: &[&str] = &["the", "customer", "asked", "about", "and", "for", "with", "order"];
+    let entries = (0..n)
+        .map(|i| {
+            let len = 8 + rng.below(25);
+            let content: Vec<&str> = (0..len)
+                .map(|_| {
+                    if rng.below(3) == 0 {
+                        COMMON[rng.below(COMMON.len())]
+                    } else {
+                        &words[rng.zipf(words.len())]
+                    }
+                })
+                .collect();
+            let vector = (dims > 0).then(|| {
+                (0..dims)
+                    .map(|_| (rng.below(2001) as f32 - 1000.0) / 1000.0)
+                    .collect()
+            });
+            Entry {
+                id: format!("01K{:023}", i),
+                content: content.join(" "),
+                tags: vec![format!("topic-{}", rng.below(50))],
+                created_at_ms: NOW - (n - i) as i64 * 1000,
+                vector,
+            }
+        })
+        .collect();
+    // Queries: one to three words, rare to common.
+    let queries = (0..64)
+        .map(|q| {
+            let k = 1 + q % 3;
+            (0..k)
+                .map(|j| words[rng.zipf(if j == 0 { 3000 } else { words.len() })].clone())
+                .collect::<Vec<_>>()
+                .join(" ")
+        })
+        .collect();
+    (entries, queries)
+}
+
+fn percentile(samples: &mut [Duration], p: f64) -> f64 {
+    samples.sort();
+    let i = ((samples.len() as f64 - 1.0) * p).round() as usize;
+    samples[i].as_secs_f64() * 1000.0
+}
+
+fn rss_mib() -> f64 {
+    std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmRSS"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|k| k.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kb| kb / 1024.0)
+}
+
+fn row(engine: &str, mode: &str, samples: &mut [Duration], extra: &str) {
+    let p50 = percentile(samples, 0.5);
+    let p95 = percentile(samples, 0.95);
+    println!("| {engine} | {mode} | {p50:.2} | {p95:.2} | {extra} |");
+}
+
+struct Sizes {
+    list: Vec<usize>,
+    dims: usize,
+    scan_queries_at_1m: usize,
+}
+
+fn args() -> Sizes {
+    let mut sizes = Sizes {
+        list: vec![10_000, 100_000],
+        dims: 384,
+        scan_queries_at_1m: 3,
+    };
+    let argv: Vec<String> = std::env::args().collect();
+    for pair in argv[1..].chunks(2) {
+        match (pair[0].as_str(), pair.get(1)) {
+            ("--sizes", Some(v)) => {
+                sizes.list = v.split(',').filter_map(|s| s.parse().ok()).collect()
+            }
+            ("--dims", Some(v)) => sizes.dims = v.parse().unwrap_or(384),
+            _ => {
+                eprintln!("usage: search-engines-bench [--sizes 10000,100000,1000000] [--dims 384]");
+                std::process::exit(2);
+            }
+        }
+    }
+    sizes
+}
+
+fn main() {
+    let sizes = args();
+    println!("| engine | mode | p50 ms | p95 ms | notes |");
+    println!("|---|---|---:|---:|---|");
+    for &n in &sizes.list {
+        run(n, &sizes);
+    }
+}
+
+fn run(n: usize, sizes: &Sizes) {
+    println!("| **{n} entries** | | | | |");
+    let (entries, queries) = generate(n, sizes.dims, 0x5EED ^ n as u64);
+    let stem = Analyzer::new(true);
+    let model = "bench-model";
+    let query_vector: Vec<f32> = (0..sizes.dims).map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0).collect();
+
+    // --- the index: segments of SEGMENT_DOCS, the newest 1% as tail.
+    let tail_len = n / 100;
+    let indexed = n - tail_len;
+    let started = Instant::now();
+    let segments: Vec<Segment> = entries[..indexed]
+        .chunks(SEGMENT_DOCS)
+        .map(|chunk| {
+            let docs = chunk
+                .iter()
+                .map(|e| {
+                    indexed_doc(&e.id, &e.content, &e.tags, e.created_at_ms, None, e.vector.clone())
+                })
+                .collect();
+            Segment::build(docs, model, &stem)
+        })
+        .collect();
+    let build = started.elapsed();
+    let bytes: Vec<Vec<u8>> = segments.iter().map(Segment::encode).collect();
+    let total_bytes: usize = bytes.iter().map(Vec::len).sum();
+    let tail_texts: Vec<String> = entries[indexed..]
+        .iter()
+        .map(|e| searchable_text(&e.content, &e.tags))
+        .collect();
+    let tail: Vec<TailDoc<'_>> = entries[indexed..]
+        .iter()
+        .zip(&tail_texts)
+        .map(|(e, text)| TailDoc {
+            id: &e.id,
+            text,
+            tags: &e.tags,
+            created_at_ms: e.created_at_ms,
+            vector: e.vector.as_deref(),
+        })
+        .collect();
+    let masked = HashSet::new();
+    let no_tags = TagQuery::default();
+    let cache = TermCache::default();
+    let seg_refs: Vec<&Segment> = segments.iter().collect();
+    let view = View {
+        segments: &seg_refs,
+        masked: &masked,
+        tail: &tail,
+        now_ms: NOW,
+    };
+    let modes: Vec<(&str, Ranking<'_>)> = if sizes.dims > 0 {
+        vec![
+            ("text", Ranking::Text),
+            ("semantic", Ranking::Semantic(&query_vector)),
+            ("hybrid", Ranking::Hybrid(&query_vector)),
+        ]
+    } else {
+        vec![("text", Ranking::Text)]
+    };
+
+    // --- the full scan over the same live entries (the reference answers).
+    let texts: Vec<String> = entries
+        .iter()
+        .map(|e| searchable_text(&e.content, &e.tags))
+        .collect();
+    let documents: Vec<Document<'_>> = entries
+        .iter()
+        .zip(&texts)
+        .map(|(e, t)| Document { id: &e.id, text: t })
+        .collect();
+    let vectors: Vec<Option<&[f32]>> = entries.iter().map(|e| e.vector.as_deref()).collect();
+    let scan_queries = if n >= 1_000_000 {
+        sizes.scan_queries_at_1m
+    } else {
+        queries.len().min(24)
+    };
+    let scan_cache = TermCache::default();
+    for (mode, ranking) in &modes {
+        let mut warm = Vec::new();
+        let mut cold = Vec::new();
+        let mut agree = 0usize;
+        for q in &queries[..scan_queries] {
+            let t = Instant::now();
+            let want = text_search::search(&stem, &TermCache::with_budget(0), &documents, &vectors, q, *ranking, 10);
+            cold.push(t.elapsed());
+            let t = Instant::now();
+            let again = text_search::search(&stem, &scan_cache, &documents, &vectors, q, *ranking, 10);
+            warm.push(t.elapsed());
+            assert_eq!(want, again);
+            let (candidates, hits) =
+                search_index::search(&view, &no_tags, &stem, &cache, q, *ranking, model, 10);
+            let got: Vec<(&str, u64)> = hits.iter().map(|h| (candidates.ids[h.index], h.score.to_bits())).collect();
+            let want: Vec<(&str, u64)> = want.iter().map(|h| (documents[h.index].id, h.score.to_bits())).collect();
+            assert_eq!(got, want, "the index ranks as the scan ({mode}, {q:?})");
+            agree += 1;
+        }
+        row("scan (warm cache)", mode, &mut warm, &format!("{scan_queries} queries; the index agreed on {agree}/{scan_queries}, ids and scores"));
+        row("scan (cold)", mode, &mut cold, "every entry analysed");
+    }
+
+    for (mode, ranking) in &modes {
+        let mut warm = Vec::new();
+        for q in &queries {
+            let t = Instant::now();
+            let _ = search_index::search(&view, &no_tags, &stem, &cache, q, *ranking, model, 10);
+            warm.push(t.elapsed());
+        }
+        row("index (warm)", mode, &mut warm, &format!("{} segments + {} tail; build {:.1} s", segments.len(), tail_len, build.as_secs_f64()));
+        let mut cold = Vec::new();
+        for q in queries.iter().take(8) {
+            let t = Instant::now();
+            let decoded: Vec<Segment> = bytes.iter().map(|b| Segment::decode(b).expect("decodes")).collect();
+            let refs: Vec<&Segment> = decoded.iter().collect();
+            let view = View { segments: &refs, ..view };
+            let _ = search_index::search(&view, &no_tags, &stem, &TermCache::with_budget(0), q, *ranking, model, 10);
+            cold.push(t.elapsed());
+        }
+        row("index (cold)", mode, &mut cold, &format!("decodes {:.1} MiB of segments", total_bytes as f64 / 1048576.0));
+    }
+
+    tantivy_engine::run(&entries, &queries, &stem, &documents);
+    println!("| | | | | RSS now {:.0} MiB |", rss_mib());
+}
+
+mod tantivy_engine {
+    use super::*;
+    use tantivy::collector::TopDocs;
+    use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+    use tantivy::schema::{IndexRecordOption, Schema, Value, STORED, STRING, TEXT};
+    use tantivy::tokenizer::{PreTokenizedString, Token};
+    use tantivy::{Index, IndexWriter, TantivyDocument, Term};
+
+    fn tokens(analyzer: &Analyzer, text: &str) -> PreTokenizedString {
+        let tokens = analyzer
+            .terms(text)
+            .into_iter()
+            .enumerate()
+            .map(|(position, text)| Token {
+                offset_from: 0,
+                offset_to: 0,
+                position,
+                text,
+                position_length: 1,
+            })
+            .collect();
+        PreTokenizedString {
+            text: String::new(),
+            tokens,
+        }
+    }
+
+    pub fn run(entries: &[Entry], queries: &[String], stem: &Analyzer, documents: &[Document<'_>]) {
+        let mut schema = Schema::builder();
+        let id_field = schema.add_text_field("id", STRING | STORED);
+        let body = schema.add_text_field("body", TEXT);
+        let schema = schema.build();
+        let dir = std::env::temp_dir().join(format!("search-engines-bench-{}-{}", std::process::id(), entries.len()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("temp dir");
+        let started = Instant::now();
+        let index = Index::create_in_dir(&dir, schema).expect("index");
+        let mut writer: IndexWriter = index.writer_with_num_threads(1, 200_000_000).expect("writer");
+        for e in entries {
+            let mut doc = TantivyDocument::default();
+            doc.add_text(id_field, &e.id);
+            doc.add_pre_tokenized_text(body, tokens(stem, &searchable_text(&e.content, &e.tags)));
+            writer.add_document(doc).expect("add");
+        }
+        writer.commit().expect("commit");
+        writer.wait_merging_threads().expect("merge");
+        let build = started.elapsed();
+        let bytes: u64 = std::fs::read_dir(&dir)
+            .map(|d| d.flatten().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum())
+            .unwrap_or(0);
+        let query_of = |q: &str| -> Box<dyn Query> {
+            let mut terms = stem.terms(q);
+            terms.sort();
+            terms.dedup();
+            Box::new(BooleanQuery::new(
+                terms
+                    .into_iter()
+                    .map(|t| {
+                        let q: Box<dyn Query> = Box::new(TermQuery::new(
+                            Term::from_field_text(body, &t),
+                            IndexRecordOption::WithFreqs,
+                        ));
+                        (Occur::Should, q)
+                    })
+                    .collect(),
+            ))
+        };
+        let top10 = |searcher: &tantivy::Searcher, q: &str| -> Vec<String> {
+            searcher
+                .search(&*query_of(q), &TopDocs::with_limit(10).order_by_score())
+                .expect("search")
+                .into_iter()
+                .map(|(_, address)| {
+                    let doc: TantivyDocument = searcher.doc(address).expect("doc");
+                    doc.get_first(id_field)
+                        .and_then(|v| v.as_str().map(str::to_owned))
+                        .unwrap_or_default()
+                })
+                .collect()
+        };
+        let reader = index.reader().expect("reader");
+        let searcher = reader.searcher();
+        let mut warm = Vec::new();
+        let mut overlap = 0usize;
+        let mut compared = 0usize;
+        for (i, q) in queries.iter().enumerate() {
+            let t = Instant::now();
+            let ids = top10(&searcher, q);
+            warm.push(t.elapsed());
+            if i < 8 && documents.len() <= 100_000 {
+                // BM25 alone (no recency prior) over the same terms, from the full scan.
+                let want: HashSet<&str> = text_search::rank(stem, documents, q, 10)
+                    .iter()
+                    .map(|h| documents[h.index].id)
+                    .collect();
+                overlap += ids.iter().filter(|id| want.contains(String::as_str(id))).count();
+                compared += want.len();
+            }
+        }
+        let agreement = if compared == 0 {
+            "not compared at this size".to_owned()
+        } else {
+            format!("top-10 overlap with BM25 {:.0}%", 100.0 * overlap as f64 / compared as f64)
+        };
+        row("tantivy (warm)", "text", &mut warm, &format!("build {:.1} s; {agreement}", build.as_secs_f64()));
+        drop(searcher);
+        drop(reader);
+        drop(index);
+        let mut cold = Vec::new();
+        for q in queries.iter().take(8) {
+            let t = Instant::now();
+            let index = Index::open_in_dir(&dir).expect("open");
+            let reader = index.reader().expect("reader");
+            let _ = top10(&reader.searcher(), q);
+            cold.push(t.elapsed());
+        }
+        row("tantivy (cold)", "text", &mut cold, &format!("opens {:.1} MiB of files (page cache warm: a lower bound)", bytes as f64 / 1048576.0));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
