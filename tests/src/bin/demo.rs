@@ -3,7 +3,7 @@
 //! probe -> dream -> forget, then the OpenIntent door and the OAP exchange door, against the
 //! emulator, printing what each step did.
 
-use e2e::apigw::{get_event, http_api_event, list_event, GatewayRequest};
+use e2e::apigw::{civil_from_days, get_event, http_api_event, list_event, GatewayRequest};
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
 
@@ -30,6 +30,35 @@ fn show_entries(body: &Value) {
     }
 }
 
+/// A demo request as API Gateway hands it to a function: a JSON body (if any) from localhost,
+/// with one more header when the door needs it.
+fn demo_event(
+    method: &str,
+    path: &str,
+    route_key: &str,
+    header: Option<(&str, String)>,
+    claims: Option<&Value>,
+    body: Option<&Value>,
+) -> Value {
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    headers.extend(header.map(|(name, value)| (name.to_owned(), value)));
+    let body = body.map(|b| b.to_string().into_bytes());
+    http_api_event(&GatewayRequest {
+        method,
+        raw_path: path,
+        raw_query: "",
+        route_key,
+        headers: &headers,
+        cookies: &[],
+        path_parameters: &[],
+        claims,
+        body: body.as_deref(),
+        source_ip: "127.0.0.1",
+        request_id: "demo",
+        time_epoch_ms: 0,
+    })
+}
+
 /// An OpenIntent door request as API Gateway hands it over after the API key authorizer said
 /// yes (its context: the key's tenant and the agent).
 fn keyed_event(
@@ -39,25 +68,8 @@ fn keyed_event(
     body: Option<&Value>,
     context: &Value,
 ) -> Value {
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    if let Some(v) = if_match {
-        headers.push(("if-match".to_owned(), v.to_owned()));
-    }
-    let body = body.map(|b| b.to_string().into_bytes());
-    let mut event = http_api_event(&GatewayRequest {
-        method,
-        raw_path: path,
-        raw_query: "",
-        route_key: "ANY /api/v1/{proxy+}",
-        headers: &headers,
-        cookies: &[],
-        path_parameters: &[],
-        claims: None,
-        body: body.as_deref(),
-        source_ip: "127.0.0.1",
-        request_id: "demo",
-        time_epoch_ms: 0,
-    });
+    let if_match = if_match.map(|v| ("if-match", v.to_owned()));
+    let mut event = demo_event(method, path, "ANY /api/v1/{proxy+}", if_match, None, body);
     event["requestContext"]["authorizer"] = json!({"lambda": context});
     event
 }
@@ -67,16 +79,7 @@ fn in_days(days: u64) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    // Civil date of a day count (Howard Hinnant's days_from_civil, inverted).
-    let z = (now / 86_400 + days) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = civil_from_days((now / 86_400 + days) as i64);
     format!("{year:04}-{month:02}-{day:02}T00:00:00Z")
 }
 
@@ -88,26 +91,10 @@ fn exchange_event(
     bearer: Option<&str>,
     body: &Value,
 ) -> Value {
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    if let Some(token) = bearer {
-        headers.push(("authorization".to_owned(), format!("Bearer {token}")));
-    }
-    let body = (!body.is_null()).then(|| body.to_string().into_bytes());
+    let bearer = bearer.map(|token| ("authorization", format!("Bearer {token}")));
+    let body = (!body.is_null()).then_some(body);
     let route_key = format!("{method} {path}");
-    http_api_event(&GatewayRequest {
-        method,
-        raw_path: path,
-        raw_query: "",
-        route_key: &route_key,
-        headers: &headers,
-        cookies: &[],
-        path_parameters: &[],
-        claims,
-        body: body.as_deref(),
-        source_ip: "127.0.0.1",
-        request_id: "demo",
-        time_epoch_ms: 0,
-    })
+    demo_event(method, path, &route_key, bearer, claims, body)
 }
 
 #[tokio::main]
