@@ -629,6 +629,71 @@ pub(crate) fn build_error(op: &'static str) -> StoreError {
     }
 }
 
+/// The values a write's expressions name, `(":name", value)`.
+pub(crate) type Values<'a> = Vec<(&'a str, AttributeValue)>;
+
+/// A transaction item that writes `item` whole, under `condition` when there is one. The
+/// stores here build every transaction write through these three, so a condition and the values
+/// it names always travel together.
+pub(crate) fn transact_put(
+    op: &'static str,
+    table: &str,
+    item: Item,
+    condition: Option<&str>,
+    values: Values<'_>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut put = Put::builder()
+        .table_name(table)
+        .set_item(Some(item))
+        .set_condition_expression(condition.map(str::to_owned));
+    for (name, v) in values {
+        put = put.expression_attribute_values(name, v);
+    }
+    let put = put.build().map_err(|_| build_error(op))?;
+    Ok(TransactWriteItem::builder().put(put).build())
+}
+
+/// A transaction item that deletes the item at `key`, under `condition` when there is one.
+pub(crate) fn transact_delete(
+    op: &'static str,
+    table: &str,
+    key: Item,
+    condition: Option<&str>,
+    values: Values<'_>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut delete = Delete::builder()
+        .table_name(table)
+        .set_key(Some(key))
+        .set_condition_expression(condition.map(str::to_owned));
+    for (name, v) in values {
+        delete = delete.expression_attribute_values(name, v);
+    }
+    let delete = delete.build().map_err(|_| build_error(op))?;
+    Ok(TransactWriteItem::builder().delete(delete).build())
+}
+
+/// A transaction item that applies `update` to the item at `key`, under `condition` when there
+/// is one.
+pub(crate) fn transact_update(
+    op: &'static str,
+    table: &str,
+    key: Item,
+    update: &str,
+    condition: Option<&str>,
+    values: Values<'_>,
+) -> Result<TransactWriteItem, StoreError> {
+    let mut u = Update::builder()
+        .table_name(table)
+        .set_key(Some(key))
+        .update_expression(update)
+        .set_condition_expression(condition.map(str::to_owned));
+    for (name, v) in values {
+        u = u.expression_attribute_values(name, v);
+    }
+    let u = u.build().map_err(|_| build_error(op))?;
+    Ok(TransactWriteItem::builder().update(u).build())
+}
+
 impl DynamoEntryStore {
     /// A transaction item that writes `item` as it is (side items: overflow, postings).
     fn unconditional_put(
@@ -636,12 +701,7 @@ impl DynamoEntryStore {
         op: &'static str,
         item: Item,
     ) -> Result<TransactWriteItem, StoreError> {
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .build()
-            .map_err(|_| build_error(op))?;
-        Ok(TransactWriteItem::builder().put(put).build())
+        transact_put(op, &self.table, item, None, Vec::new())
     }
 
     /// The transaction items that write `e` only if its id is free: the entry, then its
@@ -651,13 +711,13 @@ impl DynamoEntryStore {
         op: &'static str,
         e: &StoredEntry,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(entry_item(e)?))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .map_err(|_| build_error(op))?;
-        let mut items = vec![TransactWriteItem::builder().put(put).build()];
+        let mut items = vec![transact_put(
+            op,
+            &self.table,
+            entry_item(e)?,
+            Some("attribute_not_exists(pk)"),
+            Vec::new(),
+        )?];
         let pk = partition_key(&e.memory_ref);
         for (i, chunk) in overflow_chunks(e).enumerate() {
             let item = HashMap::from([
@@ -753,12 +813,8 @@ impl DynamoEntryStore {
     async fn remove_postings(&self, op: &'static str, entries: &[StoredEntry]) {
         let mut items = Vec::new();
         for key in entries.iter().flat_map(posting_keys) {
-            match Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key))
-                .build()
-            {
-                Ok(delete) => items.push(TransactWriteItem::builder().delete(delete).build()),
+            match transact_delete(op, &self.table, key, None, Vec::new()) {
+                Ok(delete) => items.push(delete),
                 Err(_) => return,
             }
         }
@@ -1122,14 +1178,14 @@ impl EntryStore for DynamoEntryStore {
             Some(item) => decode(&item).ok(),
             None => None,
         };
-        let delete = Delete::builder()
-            .table_name(&self.table)
-            .set_key(Some(key_item(key)))
-            .condition_expression("attribute_exists(pk)")
-            .build()
-            .map_err(|_| build_error(OP))?;
         let items = vec![
-            TransactWriteItem::builder().delete(delete).build(),
+            transact_delete(
+                OP,
+                &self.table,
+                key_item(key),
+                Some("attribute_exists(pk)"),
+                Vec::new(),
+            )?,
             self.complete_item(OP, completion)?,
         ];
         match self.transact(OP, items).await {
@@ -1391,14 +1447,13 @@ impl EntryStore for DynamoEntryStore {
         }
         within(OP, items.len() + delete.len(), MAX_ITEMS_PER_TRANSACTION)?;
         for e in delete {
-            let delete = Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key_item(&e.key())))
-                .condition_expression("rev = :rev")
-                .expression_attribute_values(":rev", s(e.revision()))
-                .build()
-                .map_err(|_| build_error(OP))?;
-            items.push(TransactWriteItem::builder().delete(delete).build());
+            items.push(transact_delete(
+                OP,
+                &self.table,
+                key_item(&e.key()),
+                Some("rev = :rev"),
+                vec![(":rev", s(e.revision()))],
+            )?);
         }
         if items.is_empty() {
             return Ok(());
