@@ -632,66 +632,56 @@ pub(crate) fn build_error(op: &'static str) -> StoreError {
 /// The values a write's expressions name, `(":name", value)`.
 pub(crate) type Values<'a> = Vec<(&'a str, AttributeValue)>;
 
-/// A transaction item that writes `item` whole, under `condition` when there is one. The
-/// stores here build every transaction write through these three, so a condition and the values
-/// it names always travel together.
-pub(crate) fn transact_put(
-    op: &'static str,
-    table: &str,
-    item: Item,
-    condition: Option<&str>,
-    values: Values<'_>,
-) -> Result<TransactWriteItem, StoreError> {
-    let mut put = Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .set_condition_expression(condition.map(str::to_owned));
-    for (name, v) in values {
-        put = put.expression_attribute_values(name, v);
-    }
-    let put = put.build().map_err(|_| build_error(op))?;
-    Ok(TransactWriteItem::builder().put(put).build())
+/// One write of a transaction: an item written whole, or the item at a key deleted or updated.
+pub(crate) enum Write<'a> {
+    Put(Item),
+    Delete(Item),
+    Update(Item, &'a str),
 }
 
-/// A transaction item that deletes the item at `key`, under `condition` when there is one.
-pub(crate) fn transact_delete(
-    op: &'static str,
-    table: &str,
-    key: Item,
-    condition: Option<&str>,
-    values: Values<'_>,
-) -> Result<TransactWriteItem, StoreError> {
-    let mut delete = Delete::builder()
-        .table_name(table)
-        .set_key(Some(key))
-        .set_condition_expression(condition.map(str::to_owned));
-    for (name, v) in values {
-        delete = delete.expression_attribute_values(name, v);
-    }
-    let delete = delete.build().map_err(|_| build_error(op))?;
-    Ok(TransactWriteItem::builder().delete(delete).build())
+/// The SDK's put, delete and update builders share these methods but no trait.
+macro_rules! conditioned {
+    ($builder:expr, $condition:expr, $values:expr) => {{
+        let mut builder = $builder.set_condition_expression($condition.map(str::to_owned));
+        for (name, v) in $values {
+            builder = builder.expression_attribute_values(name, v);
+        }
+        builder
+    }};
 }
 
-/// A transaction item that applies `update` to the item at `key`, under `condition` when there
-/// is one.
-pub(crate) fn transact_update(
+/// A transaction item for `write`, under `condition` when there is one. The stores here build
+/// every transaction write through it, so a condition and the values it names travel together.
+pub(crate) fn transact_item(
     op: &'static str,
     table: &str,
-    key: Item,
-    update: &str,
+    write: Write<'_>,
     condition: Option<&str>,
     values: Values<'_>,
 ) -> Result<TransactWriteItem, StoreError> {
-    let mut u = Update::builder()
-        .table_name(table)
-        .set_key(Some(key))
-        .update_expression(update)
-        .set_condition_expression(condition.map(str::to_owned));
-    for (name, v) in values {
-        u = u.expression_attribute_values(name, v);
-    }
-    let u = u.build().map_err(|_| build_error(op))?;
-    Ok(TransactWriteItem::builder().update(u).build())
+    let item = TransactWriteItem::builder();
+    let item = match write {
+        Write::Put(i) => item.put(
+            conditioned!(Put::builder().set_item(Some(i)), condition, values)
+                .table_name(table)
+                .build()
+                .map_err(|_| build_error(op))?,
+        ),
+        Write::Delete(key) => item.delete(
+            conditioned!(Delete::builder().set_key(Some(key)), condition, values)
+                .table_name(table)
+                .build()
+                .map_err(|_| build_error(op))?,
+        ),
+        Write::Update(key, update) => item.update(
+            conditioned!(Update::builder().set_key(Some(key)), condition, values)
+                .table_name(table)
+                .update_expression(update)
+                .build()
+                .map_err(|_| build_error(op))?,
+        ),
+    };
+    Ok(item.build())
 }
 
 impl DynamoEntryStore {
@@ -701,7 +691,7 @@ impl DynamoEntryStore {
         op: &'static str,
         item: Item,
     ) -> Result<TransactWriteItem, StoreError> {
-        transact_put(op, &self.table, item, None, Vec::new())
+        transact_item(op, &self.table, Write::Put(item), None, Vec::new())
     }
 
     /// The transaction items that write `e` only if its id is free: the entry, then its
@@ -711,10 +701,10 @@ impl DynamoEntryStore {
         op: &'static str,
         e: &StoredEntry,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let mut items = vec![transact_put(
+        let mut items = vec![transact_item(
             op,
             &self.table,
-            entry_item(e)?,
+            Write::Put(entry_item(e)?),
             Some("attribute_not_exists(pk)"),
             Vec::new(),
         )?];
@@ -813,7 +803,7 @@ impl DynamoEntryStore {
     async fn remove_postings(&self, op: &'static str, entries: &[StoredEntry]) {
         let mut items = Vec::new();
         for key in entries.iter().flat_map(posting_keys) {
-            match transact_delete(op, &self.table, key, None, Vec::new()) {
+            match transact_item(op, &self.table, Write::Delete(key), None, Vec::new()) {
                 Ok(delete) => items.push(delete),
                 Err(_) => return,
             }
@@ -1179,10 +1169,10 @@ impl EntryStore for DynamoEntryStore {
             None => None,
         };
         let items = vec![
-            transact_delete(
+            transact_item(
                 OP,
                 &self.table,
-                key_item(key),
+                Write::Delete(key_item(key)),
                 Some("attribute_exists(pk)"),
                 Vec::new(),
             )?,
@@ -1447,10 +1437,10 @@ impl EntryStore for DynamoEntryStore {
         }
         within(OP, items.len() + delete.len(), MAX_ITEMS_PER_TRANSACTION)?;
         for e in delete {
-            items.push(transact_delete(
+            items.push(transact_item(
                 OP,
                 &self.table,
-                key_item(&e.key()),
+                Write::Delete(key_item(&e.key())),
                 Some("rev = :rev"),
                 vec![(":rev", s(e.revision()))],
             )?);

@@ -34,8 +34,7 @@ use oap_exchange::{
 use serde_json::Value;
 
 use crate::dynamo::{
-    build_error, get_n, get_s, n, s, transact_delete, transact_put, transact_update, transact_with,
-    Item, TxError,
+    build_error, get_n, get_s, n, s, transact_item, transact_with, Item, TxError, Write,
 };
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
@@ -170,35 +169,39 @@ impl DynamoExchangeStore {
     ) -> Result<TransactWriteItem, StoreError> {
         let t = &self.table;
         match change {
-            GrantChange::Issue(record) => transact_put(
+            GrantChange::Issue(record) => transact_item(
                 "grant put",
                 t,
-                self.grant_item(record),
+                Write::Put(self.grant_item(record)),
                 Some("attribute_not_exists(pk)"),
                 Vec::new(),
             ),
-            GrantChange::Revoke { grant_id, at } => transact_update(
+            GrantChange::Revoke { grant_id, at } => transact_item(
                 "grant revoke",
                 t,
-                key(tenant, format!("{GRANT}{grant_id}")),
-                "SET revokedMs = :at",
+                Write::Update(
+                    key(tenant, format!("{GRANT}{grant_id}")),
+                    "SET revokedMs = :at",
+                ),
                 Some(
                     "attribute_exists(pk) AND revocable = :yes AND attribute_not_exists(revokedMs)",
                 ),
                 vec![(":at", n(at.as_millis())), (":yes", boolean(true))],
             ),
-            GrantChange::ConsumeNotice { notice_id } => transact_delete(
+            GrantChange::ConsumeNotice { notice_id } => transact_item(
                 "notice consume",
                 t,
-                key(tenant, format!("{NOTICE}{notice_id}")),
+                Write::Delete(key(tenant, format!("{NOTICE}{notice_id}"))),
                 Some("attribute_exists(pk)"),
                 Vec::new(),
             ),
-            GrantChange::AnnounceExpiry { grant_id } => transact_update(
+            GrantChange::AnnounceExpiry { grant_id } => transact_item(
                 "grant expiry",
                 t,
-                key(tenant, format!("{GRANT}{grant_id}")),
-                "SET expiryAnnounced = :yes",
+                Write::Update(
+                    key(tenant, format!("{GRANT}{grant_id}")),
+                    "SET expiryAnnounced = :yes",
+                ),
                 Some("attribute_exists(pk) AND attribute_not_exists(expiryAnnounced)"),
                 vec![(":yes", boolean(true))],
             ),
@@ -255,10 +258,10 @@ impl ExchangeStore for DynamoExchangeStore {
         item.insert("doc".into(), s(doc));
         let mut items = vec![
             TransactWriteItem::builder().update(tip).build(),
-            transact_put(
+            transact_item(
                 OP,
                 &self.table,
-                item,
+                Write::Put(item),
                 Some("attribute_not_exists(pk)"),
                 Vec::new(),
             )?,
@@ -365,7 +368,13 @@ impl ExchangeStore for DynamoExchangeStore {
                     "subjectKey".into(),
                     s(crate::dynamo::subject_attr(tenant, subject)),
                 );
-                items.push(transact_put(OP, &self.table, item, None, Vec::new())?);
+                items.push(transact_item(
+                    OP,
+                    &self.table,
+                    Write::Put(item),
+                    None,
+                    Vec::new(),
+                )?);
             }
             transact_with(&client, OP, items)
                 .await

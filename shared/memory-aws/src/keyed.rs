@@ -34,8 +34,7 @@ use memory_guard::{AgentId, TenantId};
 
 use crate::dynamo::{
     build_error, delete_plain, get_n, get_s, n, put_plain, query_all, read_item, s, subject_attr,
-    subject_items, transact_delete, transact_put, transact_update, transact_with, Item, TxError,
-    Values,
+    subject_items, transact_item, transact_with, Item, TxError, Values, Write,
 };
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
@@ -98,7 +97,7 @@ pub struct DynamoKeyedStore {
 
 /// The keyed store's writes, named as its errors name them.
 fn put(table: &str, item: Item, condition: Option<&str>) -> Result<TransactWriteItem, StoreError> {
-    transact_put("keyed put", table, item, condition, Vec::new())
+    transact_item("keyed put", table, Write::Put(item), condition, Vec::new())
 }
 
 fn delete(
@@ -107,10 +106,10 @@ fn delete(
     condition: Option<(&str, Values<'_>)>,
 ) -> Result<TransactWriteItem, StoreError> {
     let (condition, values) = condition.unzip();
-    transact_delete(
+    transact_item(
         "keyed delete",
         table,
-        k,
+        Write::Delete(k),
         condition,
         values.unwrap_or_default(),
     )
@@ -346,11 +345,10 @@ impl DynamoKeyedStore {
         condition: Option<&str>,
         values: Vec<(&str, AttributeValue)>,
     ) -> Result<TransactWriteItem, StoreError> {
-        transact_update(
+        transact_item(
             "keyed counter",
             &self.table,
-            self.counter_key(&e.tenant, &e.home(), counter),
-            expr,
+            Write::Update(self.counter_key(&e.tenant, &e.home(), counter), expr),
             condition,
             values,
         )
@@ -481,10 +479,10 @@ impl IntentStore for DynamoKeyedStore {
         const OP: &str = "keyed update";
         let t = &self.table;
         let mut items = vec![
-            transact_put(
+            transact_item(
                 OP,
                 t,
-                self.entry_item(next)?,
+                Write::Put(self.entry_item(next)?),
                 Some("version = :v AND accessedMs = :a"),
                 vec![
                     (":v", n(previous.entry.version as i64)),
@@ -533,14 +531,16 @@ impl IntentStore for DynamoKeyedStore {
         let t = &self.table;
         let mut touched = entry.clone();
         touched.accessed_at = at;
-        let mut items = vec![transact_update(
+        let mut items = vec![transact_item(
             OP,
             t,
-            key(
-                pk(&entry.tenant, &entry.home()),
-                format!("{ENTRY}{}", entry.entry.id),
+            Write::Update(
+                key(
+                    pk(&entry.tenant, &entry.home()),
+                    format!("{ENTRY}{}", entry.entry.id),
+                ),
+                "SET accessedMs = :new",
             ),
-            "SET accessedMs = :new",
             Some("version = :v AND accessedMs = :old"),
             vec![
                 (":new", n(at.as_millis())),
@@ -615,11 +615,13 @@ impl IntentStore for DynamoKeyedStore {
         to: u64,
     ) -> Result<bool, StoreError> {
         const OP: &str = "keyed set count";
-        let item = transact_update(
+        let item = transact_item(
             OP,
             &self.table,
-            self.counter_key(tenant, home, counter),
-            "SET n = :to, rev = :next",
+            Write::Update(
+                self.counter_key(tenant, home, counter),
+                "SET n = :to, rev = :next",
+            ),
             Some("rev = :rev"),
             vec![
                 (":to", n(to as i64)),
