@@ -160,6 +160,12 @@ class Granter:
         raise AssertionError("more than 200 pages of receipts")
 
 
+def new_granter(base: str) -> tuple[str, str, Granter]:
+    """A fresh tenant, its assistant's memoryRef and its side of the door."""
+    tenant = new_tenant()
+    return tenant, memory_ref(tenant, "assistant"), Granter(base, tenant)
+
+
 def grant_body(ref: str, **over: Any) -> dict[str, Any]:
     body = {"grantee": GRANTEE, "purpose": "Brief the contractor on the redesign.",
             "scope_id": ref, "filter": {}, "max_items": 50, "expires_at": rfc3339_in(3600),
@@ -399,9 +405,7 @@ def test_manifest_is_public_complete_and_its_limits_are_enforced(base: str, host
     assert PROFILE in mx["supported_redaction_profiles"], mx
 
     # Each advertised limit is enforced: at the limit accepted, past it refused.
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    g = Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
     size, days = mx["max_grant_size_items"], mx["max_grant_duration_days"]
     g.grant(grant_body(ref, max_items=size))
     expect_error(g.grant_raw(grant_body(ref, max_items=size + 1)), 400, "validation_error",
@@ -463,9 +467,8 @@ def test_did_document_is_the_sdks_shape_with_the_stored_key(base: str, host: Hos
 
 
 def test_full_flow_grant_verify_query_project_and_chain(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    inv, g = Invoker(base), Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
+    inv = Invoker(base)
     label = f"website_redesign_{new_id()}"
     subject, other_subject = f"ent_proj_web_{new_id()}", f"ent_person_{new_id()}"
     email = sensitive(f"jane.{new_id()}@example.com")
@@ -623,9 +626,7 @@ def test_a_merged_item_commits_to_the_sources_a_grantee_saw_before(base: str, ho
 
 
 def test_receipt_log_verifies_and_links(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    g = Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
     Invoker(base).put(tenant, ref, [
         {"content": "Alpha launch checklist is ready.", "tags": ["proj"]},
         {"content": "Beta launch needs a copy review.", "tags": ["proj"]},
@@ -681,9 +682,7 @@ def test_receipt_log_verifies_and_links(base: str, host: Host):
 
 
 def test_expired_grant_is_refused_and_the_expiry_recorded_once(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    g = Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
     secret_line = f"Expiring launch note {new_id()}"
     fading_line = f"Fading launch note {new_id()}"
     keep, fading = Invoker(base).put(tenant, ref, [
@@ -720,9 +719,7 @@ def test_expired_grant_is_refused_and_the_expiry_recorded_once(base: str, host: 
 
 
 def test_revoked_grant_is_refused_and_revoke_is_idempotent(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    g = Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
     Invoker(base).put(tenant, ref, [{"content": "Revocation drill text.", "tags": ["rev"]}])
     out = g.grant(grant_body(ref, filter={"labels_any": ["rev"]}))
     token, gid = out["token"], out["grant"]["grant_id"]
@@ -752,9 +749,7 @@ def test_revoked_grant_is_refused_and_revoke_is_idempotent(base: str, host: Host
 
 
 def test_tampered_forged_and_missing_tokens_are_refused(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    g = Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
     content = "Tamper target: the staging password rotates monthly."
     Invoker(base).put(tenant, ref, [{"content": content, "tags": ["tam"]}])
     out = g.grant(grant_body(ref, filter={"labels_any": ["tam"]}))
@@ -827,9 +822,8 @@ def test_other_tenant_and_grantee_widening_are_refused(base: str, host: Host):
 
 
 def test_max_items_bounds_every_query_and_deletes_leave_the_slice(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    inv, g = Invoker(base), Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
+    inv = Invoker(base)
     words = ["apple", "banana", "cherry", "damson", "elder", "fig"]
     older = inv.put(tenant, ref, [{"content": f"Orchard {w} harvest log.", "tags": ["orchard"]}
                                   for w in words[:4]])
@@ -861,9 +855,8 @@ def test_max_items_bounds_every_query_and_deletes_leave_the_slice(base: str, hos
 
 
 def test_forget_takes_effect_on_live_grants(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    inv, g = Invoker(base), Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
+    inv = Invoker(base)
     subject = f"customer-{new_id()}"
     mark1, mark2 = f"forgetmark{new_id()}", f"forgetmark{new_id()}"
     ids = inv.put(tenant, ref, [
@@ -892,9 +885,7 @@ def test_forget_takes_effect_on_live_grants(base: str, host: Host):
 
 
 def test_grant_and_query_defaults_and_byte_bounds(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    g = Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
     Invoker(base).put(tenant, ref, [{"content": f"Defaults note number {i}.", "tags": ["dflt"]}
                                     for i in range(22)])
     body = grant_body(ref, filter={"labels_any": ["dflt"]})
@@ -928,9 +919,7 @@ def test_concurrent_queries_keep_one_receipt_chain(base: str, host: Host):
     """Eight queries of one grant at once, through two gateways (each runs one instance of a
     function, so one gateway alone would serialise them): two containers appending to one log.
     The second is configured as a deployment is (one DID and public URL for every container)."""
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    g = Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
     Invoker(base).put(tenant, ref, [{"content": f"Parallel note {w}.", "tags": ["par"]}
                                     for w in ("one", "two", "three")])
     out = g.grant(grant_body(ref, filter={"labels_any": ["par"]}))
@@ -972,9 +961,7 @@ def test_concurrent_queries_keep_one_receipt_chain(base: str, host: Host):
 
 
 def test_grant_events_and_records_are_content_free(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    g = Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
     content = f"Event probe {new_id()} content."
     purpose = f"Purpose text {new_id()} for the contractor."
     subject = f"ent_evt_{new_id()}"
@@ -1157,9 +1144,7 @@ def test_export_and_import_as_direct_invokes(base: str, host: Host):
 
 
 def test_the_hourly_sweep_announces_an_expiry_nobody_queried(base: str, host: Host):
-    tenant = new_tenant()
-    ref = memory_ref(tenant, "assistant")
-    g = Granter(base, tenant)
+    tenant, ref, g = new_granter(base)
     Invoker(base).put(tenant, ref, [{"content": f"Sweep probe {new_id()}", "tags": ["sw"]}])
     tap = EventTap(tenant)
     try:

@@ -94,14 +94,9 @@ pub fn query_string_parameters(raw_query: &str) -> Option<Map<String, Value>> {
     (!out.is_empty()).then_some(out)
 }
 
-/// Common Log Format time of `requestContext.time`, e.g. `22/Nov/2026:10:00:00 +0000`.
-pub fn clf_time(epoch_ms: i64) -> String {
-    const MONTHS: [&str; 12] = [
-        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
-    ];
-    let secs = epoch_ms.div_euclid(1000);
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil-from-days (Howard Hinnant).
+/// Year, month (1-12) and day of a count of days since 1970-01-01 (Howard Hinnant's
+/// `civil_from_days`), so the harness needs no date crate.
+pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z - era * 146_097;
@@ -110,7 +105,17 @@ pub fn clf_time(epoch_ms: i64) -> String {
     let mp = (5 * doy + 2) / 153;
     let d = doy - (153 * mp + 2) / 5 + 1;
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
+/// Common Log Format time of `requestContext.time`, e.g. `22/Nov/2026:10:00:00 +0000`.
+pub fn clf_time(epoch_ms: i64) -> String {
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    let secs = epoch_ms.div_euclid(1000);
+    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+    let (y, m, d) = civil_from_days(days);
     format!(
         "{d:02}/{}/{y:04}:{:02}:{:02}:{:02} +0000",
         MONTHS[(m - 1) as usize],

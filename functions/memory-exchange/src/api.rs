@@ -4,9 +4,7 @@
 
 use memory_api::{HttpResponse, WireError};
 use memory_core::TenantId;
-use oap_exchange::{
-    Exchange, ExchangeError, ExportRequest, GrantRequest, ImportRequest, QueryRequest,
-};
+use oap_exchange::{Exchange, ExchangeError};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -88,36 +86,21 @@ async fn route(exchange: &Exchange, docs: &Documents, r: &Request<'_>) -> Result
         .and_then(|rest| rest.strip_prefix('/'))
         .and_then(|rest| rest.strip_suffix("/revoke"))
         .filter(|id| !id.is_empty() && !id.contains('/'));
-    match (r.method, r.path) {
-        ("GET", MANIFEST_PATH) => Ok(docs.manifest.clone()),
-        ("GET", DID_PATH) => Ok(docs.did.clone()),
+    let answer = match (r.method, r.path) {
+        ("GET", MANIFEST_PATH) => return Ok(docs.manifest.clone()),
+        ("GET", DID_PATH) => return Ok(docs.did.clone()),
         ("POST", GRANT_PATH) => {
             let tenant = tenant(r)?;
-            let request: GrantRequest = body(r.body)?;
-            exchange.grant(&tenant, request).await.map_err(|e| wire(&e))
+            exchange.grant(&tenant, body(r.body)?).await
         }
-        ("POST", QUERY_PATH) => {
-            let request: QueryRequest = body(r.body)?;
-            exchange
-                .query(r.bearer, request)
-                .await
-                .map_err(|e| wire(&e))
-        }
+        ("POST", QUERY_PATH) => exchange.query(r.bearer, body(r.body)?).await,
         ("POST", EXPORT_PATH) => {
             let tenant = tenant(r)?;
-            let request: ExportRequest = body(r.body)?;
-            exchange
-                .export(&tenant, request)
-                .await
-                .map_err(|e| wire(&e))
+            exchange.export(&tenant, body(r.body)?).await
         }
         ("POST", IMPORT_PATH) => {
             let tenant = tenant(r)?;
-            let request: ImportRequest = body(r.body)?;
-            exchange
-                .import(&tenant, request)
-                .await
-                .map_err(|e| wire(&e))
+            exchange.import(&tenant, body(r.body)?).await
         }
         ("GET", RECEIPTS_PATH) => {
             let tenant = tenant(r)?;
@@ -126,22 +109,21 @@ async fn route(exchange: &Exchange, docs: &Documents, r: &Request<'_>) -> Result
             if !(1..=1000).contains(&limit) {
                 return Err(WireError::validation("limit", "1 to 1000"));
             }
-            exchange
-                .receipts(&tenant, from, limit as u32)
-                .await
-                .map_err(|e| wire(&e))
+            exchange.receipts(&tenant, from, limit as u32).await
         }
         ("POST", _) if revoke_id.is_some() => {
             let tenant = tenant(r)?;
             exchange
                 .revoke(&tenant, revoke_id.unwrap_or_default())
                 .await
-                .map_err(|e| wire(&e))
         }
-        (_, MANIFEST_PATH | DID_PATH | RECEIPTS_PATH) => Err(WireError::method_not_allowed("GET")),
+        (_, MANIFEST_PATH | DID_PATH | RECEIPTS_PATH) => {
+            return Err(WireError::method_not_allowed("GET"))
+        }
         (_, GRANT_PATH | QUERY_PATH | EXPORT_PATH | IMPORT_PATH) => {
-            Err(WireError::method_not_allowed("POST"))
+            return Err(WireError::method_not_allowed("POST"))
         }
-        _ => Err(WireError::no_route()),
-    }
+        _ => return Err(WireError::no_route()),
+    };
+    answer.map_err(|e| wire(&e))
 }

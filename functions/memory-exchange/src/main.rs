@@ -14,7 +14,9 @@ use memory_aws::AwsPorts;
 use memory_core::ports::{SystemClock, UlidIds};
 use memory_core::TenantId;
 use oap_exchange::manifest::{manifest, EmbeddingProfile};
-use oap_exchange::{Exchange, ExchangePorts, ExportRequest, Grant, HostKey, ImportRequest};
+use oap_exchange::{
+    Exchange, ExchangeError, ExchangePorts, ExportRequest, Grant, HostKey, ImportRequest,
+};
 use serde_json::Value;
 
 fn main() -> Result<(), Error> {
@@ -156,39 +158,34 @@ async fn serve() -> Result<(), Error> {
                 .await)
             }
             Trigger::Export { tenant, request } => {
-                let out = memory_core::acting_tenant::acting_for(
-                    Some(tenant.as_str()),
-                    exchange.export(&tenant, request),
-                )
-                .await
-                .map_err(|e| api::wire(&e))?;
+                let out = as_tenant(&tenant, exchange.export(&tenant, request)).await?;
                 Ok(Answer::Json(out))
             }
             Trigger::Sweep { .. } => {
                 let due = exchange.due_expiries().await.map_err(|e| api::wire(&e))?;
                 for entry in &due {
-                    memory_core::acting_tenant::acting_for(
-                        Some(entry.tenant.as_str()),
-                        exchange.expire(entry),
-                    )
-                    .await
-                    .map_err(|e| api::wire(&e))?;
+                    as_tenant(&entry.tenant, exchange.expire(entry)).await?;
                 }
                 tracing::info!(expired = due.len(), "expiry sweep");
                 Ok(Answer::Json(serde_json::json!({"expired": due.len()})))
             }
             Trigger::Import { tenant, request } => {
-                let out = memory_core::acting_tenant::acting_for(
-                    Some(tenant.as_str()),
-                    exchange.import(&tenant, request),
-                )
-                .await
-                .map_err(|e| api::wire(&e))?;
+                let out = as_tenant(&tenant, exchange.import(&tenant, request)).await?;
                 Ok(Answer::Json(out))
             }
         }
     })
     .await
+}
+
+/// `work` run as `tenant` (tenant-scoped credentials), its error as the door answers it.
+async fn as_tenant<T>(
+    tenant: &TenantId,
+    work: impl std::future::Future<Output = Result<T, ExchangeError>>,
+) -> Result<T, WireError> {
+    memory_core::acting_tenant::acting_for(Some(tenant.as_str()), work)
+        .await
+        .map_err(|e| api::wire(&e))
 }
 
 /// What invokes this function.

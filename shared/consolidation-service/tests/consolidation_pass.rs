@@ -16,18 +16,12 @@ use memory_core::ports::{CorePorts, EntryStore, IdBound, MarkerState, Page, Page
 use memory_core::reader::MemoryReader;
 use memory_core::tag_filter::TagFilter;
 use memory_core::{MemoryRef, SecretRegistry, StoreError, TenantId, TenantScope, Tier, Timestamp};
-use memory_testkit::contract::{entry, memory_ref, T0};
+use memory_testkit::contract::{about, entry, memory_ref, T0};
 use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
 
 fn long(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry {
     let mut e = entry(r, n, content, tags);
     e.tier = Tier::LongTerm;
-    e
-}
-
-/// `e`, written about `subject` of tenant `t`.
-fn about(t: &TenantId, subject: &str, mut e: StoredEntry) -> StoredEntry {
-    e.subject = Some(SubjectKey::derive(t, subject));
     e
 }
 
@@ -272,11 +266,10 @@ async fn identical_texts_in_two_tenants_stay_apart() {
 #[tokio::test]
 async fn merged_text_is_redacted_and_subjects_never_mix() {
     let w = world();
-    let t = tenant("t1");
-    let r = memory_ref(&t, "agent-1");
-    let a = about(&t, "alice", long(&r, 1, "api key sk-live-123456789", &[]));
-    let b = about(&t, "alice", long(&r, 2, "API key sk-live-123456789", &[]));
-    let c = about(&t, "bob", long(&r, 3, "api key sk-live-123456789", &[]));
+    let r = memory_ref(&tenant("t1"), "agent-1");
+    let a = about("alice", long(&r, 1, "api key sk-live-123456789", &[]));
+    let b = about("alice", long(&r, 2, "API key sk-live-123456789", &[]));
+    let c = about("bob", long(&r, 3, "api key sk-live-123456789", &[]));
     w.store.put_entries(&[a, b, c]).await.expect("put");
     let mut secrets = SecretRegistry::new();
     secrets
@@ -296,7 +289,10 @@ async fn merged_text_is_redacted_and_subjects_never_mix() {
         merged.entry.content.contains("[REDACTED:stripe]")
             && !merged.entry.content.contains("sk-live")
     );
-    assert_eq!(merged.subject, Some(SubjectKey::derive(&t, "alice")));
+    assert_eq!(
+        merged.subject,
+        Some(SubjectKey::derive(r.tenant(), "alice"))
+    );
 }
 
 /// On its first `replace`, lets a concurrent writer add a duplicate and change a source entry.
@@ -637,14 +633,9 @@ async fn stored_vectors_propose_merges_that_the_fact_checks_decide() {
 #[tokio::test]
 async fn superseded_statements_stay_as_history_until_forget() {
     let w = world();
-    let t = tenant("t1");
-    let r = memory_ref(&t, "agent-1");
-    let old = about(&t, "office", long(&r, 1, "Our office is in Paris.", &[]));
-    let new = about(
-        &t,
-        "office",
-        long(&r, 2, "The office moved to Berlin.", &[]),
-    );
+    let r = memory_ref(&tenant("t1"), "agent-1");
+    let old = about("office", long(&r, 1, "Our office is in Paris.", &[]));
+    let new = about("office", long(&r, 2, "The office moved to Berlin.", &[]));
     w.store
         .put_entries(&[old.clone(), new.clone()])
         .await

@@ -1034,6 +1034,27 @@ fn phone_context(r: &Rules, text: &str, at: usize) -> Option<bool> {
     last
 }
 
+/// Spans of `re`'s matches that stand as words of their own, trimmed of trailing punctuation; a
+/// match glued to a digit by one of `glue` is part of a longer token (a time, a code) and dropped.
+fn standalone<'t>(
+    re: &'t Regex,
+    text: &'t str,
+    glue: &'t [char],
+) -> impl Iterator<Item = (usize, usize)> + 't {
+    re.find_iter(text).filter_map(move |m| {
+        if is_word(prev_char(text, m.start())) {
+            return None;
+        }
+        let end = m.start()
+            + m.as_str()
+                .trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
+                .len();
+        let glued = next_char(text, end).is_some_and(|c| glue.contains(&c))
+            && next_char(text, end + 1).is_some_and(|c| c.is_ascii_digit());
+        (!is_word(next_char(text, end)) && !glued).then_some((m.start(), end))
+    })
+}
+
 fn addresses(r: &Rules, text: &str, found: &mut Found) {
     let street = |start: usize, end: usize, found: &mut Found| {
         let end = address_tail(r, text, end);
@@ -1079,38 +1100,13 @@ fn addresses(r: &Rules, text: &str, found: &mut Found) {
         end = end.min(m.start() + cut);
         street(m.start(), end, found);
     }
-    for m in r.street_type_first.find_iter(text) {
-        if is_word(prev_char(text, m.start())) {
-            continue;
-        }
-        let end = m.start()
-            + m.as_str()
-                .trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
-                .len();
-        if is_word(next_char(text, end))
-            || matches!(next_char(text, end), Some(':' | '.' | '-' | '/'))
-                && next_char(text, end + 1).is_some_and(|c| c.is_ascii_digit())
-        {
-            continue;
-        }
-        street(m.start(), end, found);
-    }
-    for re in [&r.street_compound, &r.street_de_two_words] {
-        for m in re.find_iter(text) {
-            if is_word(prev_char(text, m.start())) {
-                continue;
-            }
-            let end = m.start()
-                + m.as_str()
-                    .trim_end_matches(|c: char| !c.is_ascii_alphanumeric())
-                    .len();
-            if is_word(next_char(text, end))
-                || matches!(next_char(text, end), Some(':' | '.' | '-' | '/' | ','))
-                    && next_char(text, end + 1).is_some_and(|c| c.is_ascii_digit())
-            {
-                continue;
-            }
-            street(m.start(), end, found);
+    for (re, glue) in [
+        (&r.street_type_first, &[':', '.', '-', '/'][..]),
+        (&r.street_compound, &[':', '.', '-', '/', ','][..]),
+        (&r.street_de_two_words, &[':', '.', '-', '/', ','][..]),
+    ] {
+        for (start, end) in standalone(re, text, glue) {
+            street(start, end, found);
         }
     }
     for m in r.street_jp.find_iter(text) {

@@ -1159,13 +1159,17 @@ fn has_substance(text: &str) -> bool {
     text.chars().any(char::is_alphanumeric) || !marker::spans(text).is_empty()
 }
 
+/// The words of a text as a fact is compared and printed: whitespace and control characters
+/// both separate them.
+fn words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| c.is_whitespace() || c.is_control())
+        .filter(|w| !w.is_empty())
+}
+
 /// Whitespace and control characters collapsed to single spaces, trimmed.
 fn collapse(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
-    for word in text
-        .split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|w| !w.is_empty())
-    {
+    for word in words(text) {
         if !out.is_empty() {
             out.push(' ');
         }
@@ -1179,10 +1183,7 @@ fn collapse(text: &str) -> String {
 /// no whitespace, so each lies inside a single word.
 fn fact_key(text: &str) -> String {
     let mut key = String::with_capacity(text.len());
-    for word in text
-        .split(|c: char| c.is_whitespace() || c.is_control())
-        .filter(|w| !w.is_empty())
-    {
+    for word in words(text) {
         if !key.is_empty() {
             key.push(' ');
         }
@@ -1792,54 +1793,29 @@ mod tests {
     #[test]
     fn suffix_round_trips() {
         let day = time::parse_date("2026-11-20");
-        for (text, expected) in [
-            (
-                "Customer prefers email (x3, latest 2026-11-20)",
-                ("Customer prefers email", 3, day, Mark::Plain),
-            ),
-            (
-                "Customer prefers email (latest 2026-11-20)",
-                ("Customer prefers email", 1, day, Mark::Plain),
-            ),
+        // The fact, what its parenthesis holds before `latest 2026-11-20`, and what is read back.
+        for (fact, marks, n, mark) in [
+            ("Customer prefers email", "x3, ", 3, Mark::Plain),
+            ("Customer prefers email", "", 1, Mark::Plain),
             // Version 1 wrote `x1` too.
-            (
-                "Customer prefers email (x1, latest 2026-11-20)",
-                ("Customer prefers email", 1, day, Mark::Plain),
-            ),
+            ("Customer prefers email", "x1, ", 1, Mark::Plain),
             // Version 3 marks pinned facts.
-            (
-                "Door code is 4411 (pinned, latest 2026-11-20)",
-                ("Door code is 4411", 1, day, Mark::Pinned),
-            ),
-            (
-                "Door code is 4411 (pinned, x3, latest 2026-11-20)",
-                ("Door code is 4411", 3, day, Mark::Pinned),
-            ),
+            ("Door code is 4411", "pinned, ", 1, Mark::Pinned),
+            ("Door code is 4411", "pinned, x3, ", 3, Mark::Pinned),
             // Version 4 marks superseded values.
-            (
-                "Door code is 4411 (superseded, latest 2026-11-20)",
-                ("Door code is 4411", 1, day, Mark::Superseded),
-            ),
-            (
-                "Door code is 4411 (superseded, x2, latest 2026-11-20)",
-                ("Door code is 4411", 2, day, Mark::Superseded),
-            ),
+            ("Door code is 4411", "superseded, ", 1, Mark::Superseded),
+            ("Door code is 4411", "superseded, x2, ", 2, Mark::Superseded),
             // Only the suffix position pins: the word elsewhere, or an earlier parenthesis, is text.
             (
-                "Note (pinned, latest 2026-11-19) on the board (latest 2026-11-20)",
-                (
-                    "Note (pinned, latest 2026-11-19) on the board",
-                    1,
-                    day,
-                    Mark::Plain,
-                ),
+                "Note (pinned, latest 2026-11-19) on the board",
+                "",
+                1,
+                Mark::Plain,
             ),
-            (
-                "The pinned note moved (x2, latest 2026-11-20)",
-                ("The pinned note moved", 2, day, Mark::Plain),
-            ),
+            ("The pinned note moved", "x2, ", 2, Mark::Plain),
         ] {
-            assert_eq!(split_suffix(text), expected, "{text}");
+            let text = format!("{fact} ({marks}latest 2026-11-20)");
+            assert_eq!(split_suffix(&text), (fact, n, day, mark), "{text}");
         }
         for plain in [
             "Paid (pinned)",

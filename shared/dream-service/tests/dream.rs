@@ -10,10 +10,9 @@ use dream_service::dream::{Dreamer, MAX_TOKEN_BUDGET};
 use dream_service::DerivedForgetHook;
 use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
-use memory_core::model::SubjectKey;
 use memory_core::ports::{ArchiveStore, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind};
 use memory_core::{CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
-use memory_testkit::contract::{entry, memory_ref, T0};
+use memory_testkit::contract::{about, entry, memory_ref, T0};
 use memory_testkit::in_memory::{
     everything_stored, CallCounter, InMemoryArchiveStore, InMemoryEntryStore, ManualClock,
     RecordingPublisher,
@@ -513,9 +512,11 @@ async fn a_failure_at_any_step_leaves_nothing_partial_and_the_next_run_completes
 #[tokio::test]
 async fn secrets_never_reach_archive_entry_or_index() {
     let w = world();
-    let t = tenant();
-    let mut entries = vec![
-        entry(&r(), 1, "token [REDACTED:gh] was rotated", &["ops"]),
+    let entries = vec![
+        about(
+            "x",
+            entry(&r(), 1, "token [REDACTED:gh] was rotated", &["ops"]),
+        ),
         entry(
             &r(),
             2,
@@ -529,7 +530,6 @@ async fn secrets_never_reach_archive_entry_or_index() {
             &["ops"],
         ),
     ];
-    entries[0].subject = Some(SubjectKey::derive(&t, "x"));
     w.store.put_entries(&entries).await.expect("put");
     let mut secrets = SecretRegistry::new();
     secrets
@@ -636,12 +636,13 @@ async fn racing_index_writers_lose_no_update() {
 #[tokio::test]
 async fn forget_after_a_dream_leaves_no_trace_of_the_subject() {
     let w = world();
-    let t = tenant();
-    let mut entries = vec![
-        entry(&r(), 1, "Zelda's allergy is peanuts", &["health"]),
+    let entries = vec![
+        about(
+            "zelda",
+            entry(&r(), 1, "Zelda's allergy is peanuts", &["health"]),
+        ),
         entry(&r(), 2, "Office closes at 6pm", &["ops"]),
     ];
-    entries[0].subject = Some(SubjectKey::derive(&t, "zelda"));
     w.store.put_entries(&entries).await.expect("put");
     w.dream(None).await.expect("dream");
     assert!(everything(&w).contains("peanuts"), "positive control");
@@ -712,9 +713,7 @@ async fn entries_younger_than_the_settle_time_wait_and_keep_the_ref_pending() {
 #[tokio::test]
 async fn a_forget_whose_hook_fails_is_finished_by_the_retry() {
     let w = world();
-    let t = tenant();
-    let mut secret = entry(&r(), 1, "Yara's PIN is 4711", &[]);
-    secret.subject = Some(SubjectKey::derive(&t, "yara"));
+    let secret = about("yara", entry(&r(), 1, "Yara's PIN is 4711", &[]));
     w.store
         .put_entries(&[secret, entry(&r(), 2, "unrelated", &[])])
         .await
@@ -805,7 +804,6 @@ impl BeforeArchiveCall for ForgetDuring {
 /// distils what was not forgotten.
 #[tokio::test]
 async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
-    let t = tenant();
     for at_call in 1..=8 {
         let archives = Arc::new(InMemoryArchiveStore::new());
         let store = Arc::new(InMemoryEntryStore::new());
@@ -832,11 +830,13 @@ async fn forget_racing_a_dream_at_every_step_leaves_no_trace() {
             racing.clone(),
             Arc::new(DeterministicDistiller),
         );
-        let mut entries = vec![
-            entry(&r(), 1, "Zelda's allergy is peanuts", &["health"]),
+        let entries = vec![
+            about(
+                "zelda",
+                entry(&r(), 1, "Zelda's allergy is peanuts", &["health"]),
+            ),
             entry(&r(), 2, "Office closes at 6pm", &["ops"]),
         ];
-        entries[0].subject = Some(SubjectKey::derive(&t, "zelda"));
         store.put_entries(&entries).await.expect("put");
         let report = dreamer
             .run("t1", &r().to_string(), None, &none())

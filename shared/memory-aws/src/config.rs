@@ -201,25 +201,21 @@ impl AwsPorts {
                 .map(|url| Arc::new(SqsPassQueue::new(client!(aws_sdk_sqs), url))),
             #[cfg(feature = "embeddings")]
             embedder: settings.embedding_model.clone().map(|model| {
-                let embedder: Arc<dyn memory_core::ports::Embedder> =
-                    Arc::new(crate::bedrock::BedrockEmbedder::new(
-                        client!(aws_sdk_bedrockruntime),
-                        model,
-                        settings.embedding_dimensions,
-                    ));
-                embedder
+                Arc::new(crate::bedrock::BedrockEmbedder::new(
+                    client!(aws_sdk_bedrockruntime),
+                    model,
+                    settings.embedding_dimensions,
+                )) as Arc<dyn memory_core::ports::Embedder>
             }),
             #[cfg(feature = "signing-key")]
             secrets: client!(aws_sdk_secretsmanager),
             embedding_dimensions: settings.embedding_dimensions,
             #[cfg(feature = "abstractive")]
             abstractive_model: settings.abstractive_model.clone().map(|model| {
-                let abstractive_model: Arc<dyn memory_core::ports::AbstractiveModel> =
-                    Arc::new(crate::bedrock::BedrockAbstractiveModel::new(
-                        client!(aws_sdk_bedrockruntime),
-                        model,
-                    ));
-                abstractive_model
+                Arc::new(crate::bedrock::BedrockAbstractiveModel::new(
+                    client!(aws_sdk_bedrockruntime),
+                    model,
+                )) as Arc<dyn memory_core::ports::AbstractiveModel>
             }),
         }
     }

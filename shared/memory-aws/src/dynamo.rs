@@ -629,6 +629,61 @@ pub(crate) fn build_error(op: &'static str) -> StoreError {
     }
 }
 
+/// The values a write's expressions name, `(":name", value)`.
+pub(crate) type Values<'a> = Vec<(&'a str, AttributeValue)>;
+
+/// One write of a transaction: an item written whole, or the item at a key deleted or updated.
+pub(crate) enum Write<'a> {
+    Put(Item),
+    Delete(Item),
+    Update(Item, &'a str),
+}
+
+/// The SDK's put, delete and update builders share these methods but no trait.
+macro_rules! conditioned {
+    ($builder:expr, $condition:expr, $values:expr) => {{
+        let mut builder = $builder.set_condition_expression($condition.map(str::to_owned));
+        for (name, v) in $values {
+            builder = builder.expression_attribute_values(name, v);
+        }
+        builder
+    }};
+}
+
+/// A transaction item for `write`, under `condition` when there is one. The stores here build
+/// every transaction write through it, so a condition and the values it names travel together.
+pub(crate) fn transact_item(
+    op: &'static str,
+    table: &str,
+    write: Write<'_>,
+    condition: Option<&str>,
+    values: Values<'_>,
+) -> Result<TransactWriteItem, StoreError> {
+    let item = TransactWriteItem::builder();
+    let item = match write {
+        Write::Put(i) => item.put(
+            conditioned!(Put::builder().set_item(Some(i)), condition, values)
+                .table_name(table)
+                .build()
+                .map_err(|_| build_error(op))?,
+        ),
+        Write::Delete(key) => item.delete(
+            conditioned!(Delete::builder().set_key(Some(key)), condition, values)
+                .table_name(table)
+                .build()
+                .map_err(|_| build_error(op))?,
+        ),
+        Write::Update(key, update) => item.update(
+            conditioned!(Update::builder().set_key(Some(key)), condition, values)
+                .table_name(table)
+                .update_expression(update)
+                .build()
+                .map_err(|_| build_error(op))?,
+        ),
+    };
+    Ok(item.build())
+}
+
 impl DynamoEntryStore {
     /// A transaction item that writes `item` as it is (side items: overflow, postings).
     fn unconditional_put(
@@ -636,12 +691,7 @@ impl DynamoEntryStore {
         op: &'static str,
         item: Item,
     ) -> Result<TransactWriteItem, StoreError> {
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .build()
-            .map_err(|_| build_error(op))?;
-        Ok(TransactWriteItem::builder().put(put).build())
+        transact_item(op, &self.table, Write::Put(item), None, Vec::new())
     }
 
     /// The transaction items that write `e` only if its id is free: the entry, then its
@@ -651,13 +701,13 @@ impl DynamoEntryStore {
         op: &'static str,
         e: &StoredEntry,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(entry_item(e)?))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .map_err(|_| build_error(op))?;
-        let mut items = vec![TransactWriteItem::builder().put(put).build()];
+        let mut items = vec![transact_item(
+            op,
+            &self.table,
+            Write::Put(entry_item(e)?),
+            Some("attribute_not_exists(pk)"),
+            Vec::new(),
+        )?];
         let pk = partition_key(&e.memory_ref);
         for (i, chunk) in overflow_chunks(e).enumerate() {
             let item = HashMap::from([
@@ -753,12 +803,8 @@ impl DynamoEntryStore {
     async fn remove_postings(&self, op: &'static str, entries: &[StoredEntry]) {
         let mut items = Vec::new();
         for key in entries.iter().flat_map(posting_keys) {
-            match Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key))
-                .build()
-            {
-                Ok(delete) => items.push(TransactWriteItem::builder().delete(delete).build()),
+            match transact_item(op, &self.table, Write::Delete(key), None, Vec::new()) {
+                Ok(delete) => items.push(delete),
                 Err(_) => return,
             }
         }
@@ -1122,14 +1168,14 @@ impl EntryStore for DynamoEntryStore {
             Some(item) => decode(&item).ok(),
             None => None,
         };
-        let delete = Delete::builder()
-            .table_name(&self.table)
-            .set_key(Some(key_item(key)))
-            .condition_expression("attribute_exists(pk)")
-            .build()
-            .map_err(|_| build_error(OP))?;
         let items = vec![
-            TransactWriteItem::builder().delete(delete).build(),
+            transact_item(
+                OP,
+                &self.table,
+                Write::Delete(key_item(key)),
+                Some("attribute_exists(pk)"),
+                Vec::new(),
+            )?,
             self.complete_item(OP, completion)?,
         ];
         match self.transact(OP, items).await {
@@ -1391,14 +1437,13 @@ impl EntryStore for DynamoEntryStore {
         }
         within(OP, items.len() + delete.len(), MAX_ITEMS_PER_TRANSACTION)?;
         for e in delete {
-            let delete = Delete::builder()
-                .table_name(&self.table)
-                .set_key(Some(key_item(&e.key())))
-                .condition_expression("rev = :rev")
-                .expression_attribute_values(":rev", s(e.revision()))
-                .build()
-                .map_err(|_| build_error(OP))?;
-            items.push(TransactWriteItem::builder().delete(delete).build());
+            items.push(transact_item(
+                OP,
+                &self.table,
+                Write::Delete(key_item(&e.key())),
+                Some("rev = :rev"),
+                vec![(":rev", s(e.revision()))],
+            )?);
         }
         if items.is_empty() {
             return Ok(());

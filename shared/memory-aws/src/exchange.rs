@@ -23,7 +23,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use memory_core::SubjectKey;
 use memory_core::{StoreError, TenantId, Timestamp};
@@ -33,7 +33,9 @@ use oap_exchange::{
 };
 use serde_json::Value;
 
-use crate::dynamo::{build_error, get_n, get_s, n, s, transact_with, Item, TxError};
+use crate::dynamo::{
+    build_error, get_n, get_s, n, s, transact_item, transact_with, Item, TxError, Write,
+};
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
 
@@ -165,52 +167,44 @@ impl DynamoExchangeStore {
         tenant: &TenantId,
         change: &GrantChange,
     ) -> Result<TransactWriteItem, StoreError> {
+        let t = &self.table;
         match change {
-            GrantChange::Issue(record) => {
-                let p = Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(self.grant_item(record)))
-                    .condition_expression("attribute_not_exists(pk)")
-                    .build()
-                    .map_err(|_| build_error("grant put"))?;
-                Ok(TransactWriteItem::builder().put(p).build())
-            }
-            GrantChange::Revoke { grant_id, at } => {
-                let u = Update::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key(tenant, format!("{GRANT}{grant_id}"))))
-                    .update_expression("SET revokedMs = :at")
-                    .condition_expression(
-                        "attribute_exists(pk) AND revocable = :yes AND attribute_not_exists(revokedMs)",
-                    )
-                    .expression_attribute_values(":at", n(at.as_millis()))
-                    .expression_attribute_values(":yes", boolean(true))
-                    .build()
-                    .map_err(|_| build_error("grant revoke"))?;
-                Ok(TransactWriteItem::builder().update(u).build())
-            }
-            GrantChange::ConsumeNotice { notice_id } => {
-                let d = Delete::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key(tenant, format!("{NOTICE}{notice_id}"))))
-                    .condition_expression("attribute_exists(pk)")
-                    .build()
-                    .map_err(|_| build_error("notice consume"))?;
-                Ok(TransactWriteItem::builder().delete(d).build())
-            }
-            GrantChange::AnnounceExpiry { grant_id } => {
-                let u = Update::builder()
-                    .table_name(&self.table)
-                    .set_key(Some(key(tenant, format!("{GRANT}{grant_id}"))))
-                    .update_expression("SET expiryAnnounced = :yes")
-                    .condition_expression(
-                        "attribute_exists(pk) AND attribute_not_exists(expiryAnnounced)",
-                    )
-                    .expression_attribute_values(":yes", boolean(true))
-                    .build()
-                    .map_err(|_| build_error("grant expiry"))?;
-                Ok(TransactWriteItem::builder().update(u).build())
-            }
+            GrantChange::Issue(record) => transact_item(
+                "grant put",
+                t,
+                Write::Put(self.grant_item(record)),
+                Some("attribute_not_exists(pk)"),
+                Vec::new(),
+            ),
+            GrantChange::Revoke { grant_id, at } => transact_item(
+                "grant revoke",
+                t,
+                Write::Update(
+                    key(tenant, format!("{GRANT}{grant_id}")),
+                    "SET revokedMs = :at",
+                ),
+                Some(
+                    "attribute_exists(pk) AND revocable = :yes AND attribute_not_exists(revokedMs)",
+                ),
+                vec![(":at", n(at.as_millis())), (":yes", boolean(true))],
+            ),
+            GrantChange::ConsumeNotice { notice_id } => transact_item(
+                "notice consume",
+                t,
+                Write::Delete(key(tenant, format!("{NOTICE}{notice_id}"))),
+                Some("attribute_exists(pk)"),
+                Vec::new(),
+            ),
+            GrantChange::AnnounceExpiry { grant_id } => transact_item(
+                "grant expiry",
+                t,
+                Write::Update(
+                    key(tenant, format!("{GRANT}{grant_id}")),
+                    "SET expiryAnnounced = :yes",
+                ),
+                Some("attribute_exists(pk) AND attribute_not_exists(expiryAnnounced)"),
+                vec![(":yes", boolean(true))],
+            ),
         }
     }
 }
@@ -262,15 +256,15 @@ impl ExchangeStore for DynamoExchangeStore {
         let doc = serde_json::to_string(&receipt.body).map_err(|_| build_error(OP))?;
         let mut item = key(tenant, receipt_sk(receipt.seq));
         item.insert("doc".into(), s(doc));
-        let put = Put::builder()
-            .table_name(&self.table)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(pk)")
-            .build()
-            .map_err(|_| build_error(OP))?;
         let mut items = vec![
             TransactWriteItem::builder().update(tip).build(),
-            TransactWriteItem::builder().put(put).build(),
+            transact_item(
+                OP,
+                &self.table,
+                Write::Put(item),
+                Some("attribute_not_exists(pk)"),
+                Vec::new(),
+            )?,
         ];
         if let Some(change) = change {
             items.push(self.change_item(tenant, change)?);
@@ -374,12 +368,13 @@ impl ExchangeStore for DynamoExchangeStore {
                     "subjectKey".into(),
                     s(crate::dynamo::subject_attr(tenant, subject)),
                 );
-                let p = Put::builder()
-                    .table_name(&self.table)
-                    .set_item(Some(item))
-                    .build()
-                    .map_err(|_| build_error(OP))?;
-                items.push(TransactWriteItem::builder().put(p).build());
+                items.push(transact_item(
+                    OP,
+                    &self.table,
+                    Write::Put(item),
+                    None,
+                    Vec::new(),
+                )?);
             }
             transact_with(&client, OP, items)
                 .await

@@ -20,9 +20,7 @@
 use std::collections::HashMap;
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 use intent_memory::api_key::{KeyRecord, KeyRegistry};
 use intent_memory::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
@@ -36,7 +34,7 @@ use memory_guard::{AgentId, TenantId};
 
 use crate::dynamo::{
     build_error, delete_plain, get_n, get_s, n, put_plain, query_all, read_item, s, subject_attr,
-    subject_items, transact_with, Item, TxError,
+    subject_items, transact_item, transact_with, Item, TxError, Values, Write,
 };
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
@@ -97,30 +95,24 @@ pub struct DynamoKeyedStore {
     table: String,
 }
 
+/// The keyed store's writes, named as its errors name them.
 fn put(table: &str, item: Item, condition: Option<&str>) -> Result<TransactWriteItem, StoreError> {
-    let p = Put::builder()
-        .table_name(table)
-        .set_item(Some(item))
-        .set_condition_expression(condition.map(str::to_owned))
-        .build()
-        .map_err(|_| build_error("keyed put"))?;
-    Ok(TransactWriteItem::builder().put(p).build())
+    transact_item("keyed put", table, Write::Put(item), condition, Vec::new())
 }
 
 fn delete(
     table: &str,
     k: Item,
-    condition: Option<(&str, Vec<(&str, AttributeValue)>)>,
+    condition: Option<(&str, Values<'_>)>,
 ) -> Result<TransactWriteItem, StoreError> {
-    let mut d = Delete::builder().table_name(table).set_key(Some(k));
-    if let Some((expr, values)) = condition {
-        d = d.condition_expression(expr);
-        for (name, v) in values {
-            d = d.expression_attribute_values(name, v);
-        }
-    }
-    let d = d.build().map_err(|_| build_error("keyed delete"))?;
-    Ok(TransactWriteItem::builder().delete(d).build())
+    let (condition, values) = condition.unzip();
+    transact_item(
+        "keyed delete",
+        table,
+        Write::Delete(k),
+        condition,
+        values.unwrap_or_default(),
+    )
 }
 
 impl DynamoKeyedStore {
@@ -353,16 +345,13 @@ impl DynamoKeyedStore {
         condition: Option<&str>,
         values: Vec<(&str, AttributeValue)>,
     ) -> Result<TransactWriteItem, StoreError> {
-        let mut u = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(self.counter_key(&e.tenant, &e.home(), counter)))
-            .update_expression(expr)
-            .set_condition_expression(condition.map(str::to_owned));
-        for (name, v) in values {
-            u = u.expression_attribute_values(name, v);
-        }
-        let u = u.build().map_err(|_| build_error("keyed counter"))?;
-        Ok(TransactWriteItem::builder().update(u).build())
+        transact_item(
+            "keyed counter",
+            &self.table,
+            Write::Update(self.counter_key(&e.tenant, &e.home(), counter), expr),
+            condition,
+            values,
+        )
     }
 }
 
@@ -490,17 +479,16 @@ impl IntentStore for DynamoKeyedStore {
         const OP: &str = "keyed update";
         let t = &self.table;
         let mut items = vec![
-            {
-                let p = Put::builder()
-                    .table_name(t)
-                    .set_item(Some(self.entry_item(next)?))
-                    .condition_expression("version = :v AND accessedMs = :a")
-                    .expression_attribute_values(":v", n(previous.entry.version as i64))
-                    .expression_attribute_values(":a", n(previous.accessed_at.as_millis()))
-                    .build()
-                    .map_err(|_| build_error(OP))?;
-                TransactWriteItem::builder().put(p).build()
-            },
+            transact_item(
+                OP,
+                t,
+                Write::Put(self.entry_item(next)?),
+                Some("version = :v AND accessedMs = :a"),
+                vec![
+                    (":v", n(previous.entry.version as i64)),
+                    (":a", n(previous.accessed_at.as_millis())),
+                ],
+            )?,
             put(t, self.version_item(next, record)?, None)?,
         ];
         if let Some(v) = drop_version {
@@ -543,20 +531,23 @@ impl IntentStore for DynamoKeyedStore {
         let t = &self.table;
         let mut touched = entry.clone();
         touched.accessed_at = at;
-        let u = Update::builder()
-            .table_name(t)
-            .set_key(Some(key(
-                pk(&entry.tenant, &entry.home()),
-                format!("{ENTRY}{}", entry.entry.id),
-            )))
-            .update_expression("SET accessedMs = :new")
-            .condition_expression("version = :v AND accessedMs = :old")
-            .expression_attribute_values(":new", n(at.as_millis()))
-            .expression_attribute_values(":v", n(entry.entry.version as i64))
-            .expression_attribute_values(":old", n(entry.accessed_at.as_millis()))
-            .build()
-            .map_err(|_| build_error(OP))?;
-        let mut items = vec![TransactWriteItem::builder().update(u).build()];
+        let mut items = vec![transact_item(
+            OP,
+            t,
+            Write::Update(
+                key(
+                    pk(&entry.tenant, &entry.home()),
+                    format!("{ENTRY}{}", entry.entry.id),
+                ),
+                "SET accessedMs = :new",
+            ),
+            Some("version = :v AND accessedMs = :old"),
+            vec![
+                (":new", n(at.as_millis())),
+                (":v", n(entry.entry.version as i64)),
+                (":old", n(entry.accessed_at.as_millis())),
+            ],
+        )?];
         if entry.evictable() && lru_sk(entry) != lru_sk(&touched) {
             items.push(delete(
                 t,
@@ -624,20 +615,21 @@ impl IntentStore for DynamoKeyedStore {
         to: u64,
     ) -> Result<bool, StoreError> {
         const OP: &str = "keyed set count";
-        let u = Update::builder()
-            .table_name(&self.table)
-            .set_key(Some(self.counter_key(tenant, home, counter)))
-            .update_expression("SET n = :to, rev = :next")
-            .condition_expression("rev = :rev")
-            .expression_attribute_values(":to", n(to as i64))
-            .expression_attribute_values(":next", n(seen.rev as i64 + 1))
-            .expression_attribute_values(":rev", n(seen.rev as i64))
-            .build()
-            .map_err(|_| build_error(OP))?;
-        match self
-            .transact(OP, vec![TransactWriteItem::builder().update(u).build()])
-            .await
-        {
+        let item = transact_item(
+            OP,
+            &self.table,
+            Write::Update(
+                self.counter_key(tenant, home, counter),
+                "SET n = :to, rev = :next",
+            ),
+            Some("rev = :rev"),
+            vec![
+                (":to", n(to as i64)),
+                (":next", n(seen.rev as i64 + 1)),
+                (":rev", n(seen.rev as i64)),
+            ],
+        )?;
+        match self.transact(OP, vec![item]).await {
             Ok(()) => Ok(true),
             Err(TxError::Conditions(_)) => Ok(false),
             Err(TxError::Store(e)) => Err(e),

@@ -62,6 +62,12 @@ pub async fn first_page(store: &dyn EntryStore, r: &MemoryRef, limit: u32) -> Pa
         .expect("list page")
 }
 
+/// `e` written about `subject`: a subject is always one of the entry's own tenant.
+pub fn about(subject: &str, mut e: StoredEntry) -> StoredEntry {
+    e.subject = Some(SubjectKey::derive(e.memory_ref.tenant(), subject));
+    e
+}
+
 pub fn entry(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry {
     let at = Timestamp::from_millis(T0 + i64::try_from(n).unwrap_or(0));
     StoredEntry {
@@ -115,11 +121,7 @@ async fn list_filtered(
             .list(
                 scope,
                 r,
-                &ListOptions {
-                    limit: Some(limit),
-                    tags: filter.clone(),
-                    cursor: cursor.clone(),
-                },
+                &page_request(limit, filter.clone(), cursor.clone()),
             )
             .await
             .unwrap_or_else(|e| panic!("list failed: {e}"));
@@ -337,11 +339,7 @@ pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
         .list(
             &scope,
             &r.to_string(),
-            &ListOptions {
-                limit: Some(100),
-                tags: tags(&["three"], &[]),
-                cursor: None,
-            },
+            &page_request(100, tags(&["three"], &[]), None),
         )
         .await
         .expect("list");
@@ -361,6 +359,15 @@ pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
 pub fn tags(all: &[&str], any: &[&str]) -> TagFilter {
     let owned = |t: &[&str]| t.iter().map(|s| (*s).to_owned()).collect();
     TagFilter::new(owned(all), owned(any)).unwrap_or_else(|e| panic!("test filter: {e}"))
+}
+
+/// A list request: one page of at most `limit` entries selected by `tags`, after `cursor`.
+fn page_request(limit: u32, tags: TagFilter, cursor: Option<String>) -> ListOptions {
+    ListOptions {
+        limit: Some(limit),
+        tags,
+        cursor,
+    }
 }
 
 /// The entries of `all` (oldest first, as written) that `filter` selects, newest first.
@@ -423,15 +430,7 @@ pub async fn tag_lists_fill_pages_and_combine_filters(store: Arc<dyn EntryStore>
     }
     // One full page, exactly `limit` entries, when more match than fit.
     let page = reader
-        .list(
-            &scope,
-            &raw,
-            &ListOptions {
-                limit: Some(7),
-                tags: tags(&["a"], &[]),
-                cursor: None,
-            },
-        )
+        .list(&scope, &raw, &page_request(7, tags(&["a"], &[]), None))
         .await
         .expect("list");
     assert_eq!(page.entries.len(), 7);
@@ -441,11 +440,7 @@ pub async fn tag_lists_fill_pages_and_combine_filters(store: Arc<dyn EntryStore>
         .list(
             &scope,
             &raw,
-            &ListOptions {
-                limit: Some(7),
-                tags: tags(&["b"], &[]),
-                cursor: page.next_cursor.clone(),
-            },
+            &page_request(7, tags(&["b"], &[]), page.next_cursor.clone()),
         )
         .await;
     assert_eq!(other, Err(memory_core::CoreError::BadCursor));
@@ -701,10 +696,7 @@ pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
         .list(
             &scope,
             &r.to_string(),
-            &ListOptions {
-                limit: Some(2),
-                ..Default::default()
-            },
+            &page_request(2, TagFilter::default(), None),
         )
         .await
         .expect("list");
@@ -713,11 +705,7 @@ pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
         .list(
             &scope,
             &r.to_string(),
-            &ListOptions {
-                limit: Some(2),
-                cursor: Some(cursor.clone()),
-                ..Default::default()
-            },
+            &page_request(2, TagFilter::default(), Some(cursor.clone())),
         )
         .await
         .expect("list");
@@ -730,11 +718,7 @@ pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
         .list(
             &scope,
             &r2.to_string(),
-            &ListOptions {
-                limit: Some(2),
-                cursor: Some(cursor),
-                ..Default::default()
-            },
+            &page_request(2, TagFilter::default(), Some(cursor)),
         )
         .await;
     assert_eq!(foreign, Err(memory_core::CoreError::BadCursor));

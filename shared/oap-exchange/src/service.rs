@@ -443,6 +443,25 @@ impl Exchange {
         }))
     }
 
+    /// Uploads `part` as the next part of the object and notes its number and ETag, which
+    /// completing the upload names.
+    async fn upload_part(
+        &self,
+        object: &memory_core::ports::ObjectKey,
+        upload: &str,
+        parts: &mut Vec<(i32, String)>,
+        part: Vec<u8>,
+    ) -> Result<(), ExchangeError> {
+        let number = parts.len() as i32 + 1;
+        let etag = self
+            .ports
+            .bundles
+            .part(object, upload, number, part)
+            .await?;
+        parts.push((number, etag));
+        Ok(())
+    }
+
     /// Writes the ref's live entries as bundle lines, a page of the store at a time, a part of
     /// the object at a time. Answers the item count, the byte count and the digest.
     async fn stream_export(
@@ -491,14 +510,8 @@ impl Exchange {
                 // Flushed line by line, so the buffer never grows past one part and a line;
                 // the next buffer is made once the part is gone, so one part is held at a time.
                 if buffer.len() >= bundle::PART_BYTES {
-                    let number = parts.len() as i32 + 1;
                     let part = std::mem::take(&mut buffer);
-                    let etag = self
-                        .ports
-                        .bundles
-                        .part(object, upload, number, part)
-                        .await?;
-                    parts.push((number, etag));
+                    self.upload_part(object, upload, &mut parts, part).await?;
                     buffer.reserve(bundle::PART_BYTES + (256 << 10));
                 }
             }
@@ -518,13 +531,7 @@ impl Exchange {
             buffer.extend_from_slice(&line);
         }
         if !buffer.is_empty() || parts.is_empty() {
-            let number = parts.len() as i32 + 1;
-            let etag = self
-                .ports
-                .bundles
-                .part(object, upload, number, buffer)
-                .await?;
-            parts.push((number, etag));
+            self.upload_part(object, upload, &mut parts, buffer).await?;
         }
         self.ports.bundles.complete(object, upload, &parts).await?;
         Ok(Exported {

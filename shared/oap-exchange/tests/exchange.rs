@@ -565,6 +565,14 @@ fn essence(line: &Value) -> Value {
     ])
 }
 
+/// What an import answered it added, and what it found already there.
+fn added_and_present(answer: &Value) -> (Option<u64>, Option<u64>) {
+    (
+        answer["imported"].as_u64(),
+        answer["already_present"].as_u64(),
+    )
+}
+
 #[tokio::test]
 async fn export_import_export_keeps_items_and_hashes_and_continues_chains() {
     let w = world();
@@ -586,22 +594,13 @@ async fn export_import_export_keeps_items_and_hashes_and_continues_chains() {
         .import("globex", OTHER_REF, &first["manifest"])
         .await
         .unwrap();
-    assert_eq!(
-        (
-            imported["imported"].as_u64(),
-            imported["already_present"].as_u64()
-        ),
-        (Some(3), Some(0))
-    );
+    assert_eq!(added_and_present(&imported), (Some(3), Some(0)));
     let again = w
         .import("globex", OTHER_REF, &first["manifest"])
         .await
         .unwrap();
     assert_eq!(
-        (
-            again["imported"].as_u64(),
-            again["already_present"].as_u64()
-        ),
+        added_and_present(&again),
         (Some(0), Some(3)),
         "a second import adds nothing"
     );
@@ -780,13 +779,7 @@ async fn a_letta_agent_file_moves_in_once_and_through_sr1() {
         .import(&globex, request(json!(af.to_string())))
         .await
         .unwrap();
-    assert_eq!(
-        (
-            again["imported"].as_u64(),
-            again["already_present"].as_u64()
-        ),
-        (Some(0), Some(2))
-    );
+    assert_eq!(added_and_present(&again), (Some(0), Some(2)));
     let page_entries = w.entries_in(OTHER_REF).await;
     assert_eq!(page_entries.len(), 2);
     let human = page_entries

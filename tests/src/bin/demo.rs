@@ -3,11 +3,13 @@
 //! probe -> dream -> forget, then the OpenIntent door and the OAP exchange door, against the
 //! emulator, printing what each step did.
 
-use e2e::apigw::{get_event, http_api_event, list_event, GatewayRequest};
+use e2e::apigw::{civil_from_days, get_event, http_api_event, list_event, GatewayRequest};
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
 
-fn http_body(response: &Value) -> (u64, Value) {
+/// Invokes a function with an API Gateway event: the status and the JSON body it answered.
+async fn http_call(function: &LambdaProcess, event: &Value) -> (u64, Value) {
+    let response = function.invoke(event).await.response();
     let status = response["statusCode"].as_u64().unwrap_or(0);
     let body =
         serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
@@ -16,7 +18,7 @@ fn http_body(response: &Value) -> (u64, Value) {
 
 async fn list(read: &LambdaProcess, tenant: &str, memory_ref: &str) -> (u64, Value) {
     let e = list_event(tenant, memory_ref, &[]);
-    http_body(&read.invoke(&e).await.response())
+    http_call(read, &e).await
 }
 
 fn show_entries(body: &Value) {
@@ -30,6 +32,35 @@ fn show_entries(body: &Value) {
     }
 }
 
+/// A demo request as API Gateway hands it to a function: a JSON body (if any) from localhost,
+/// with one more header when the door needs it.
+fn demo_event(
+    method: &str,
+    path: &str,
+    route_key: &str,
+    header: Option<(&str, String)>,
+    claims: Option<&Value>,
+    body: Option<&Value>,
+) -> Value {
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    headers.extend(header.map(|(name, value)| (name.to_owned(), value)));
+    let body = body.map(|b| b.to_string().into_bytes());
+    http_api_event(&GatewayRequest {
+        method,
+        raw_path: path,
+        raw_query: "",
+        route_key,
+        headers: &headers,
+        cookies: &[],
+        path_parameters: &[],
+        claims,
+        body: body.as_deref(),
+        source_ip: "127.0.0.1",
+        request_id: "demo",
+        time_epoch_ms: 0,
+    })
+}
+
 /// An OpenIntent door request as API Gateway hands it over after the API key authorizer said
 /// yes (its context: the key's tenant and the agent).
 fn keyed_event(
@@ -39,25 +70,8 @@ fn keyed_event(
     body: Option<&Value>,
     context: &Value,
 ) -> Value {
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    if let Some(v) = if_match {
-        headers.push(("if-match".to_owned(), v.to_owned()));
-    }
-    let body = body.map(|b| b.to_string().into_bytes());
-    let mut event = http_api_event(&GatewayRequest {
-        method,
-        raw_path: path,
-        raw_query: "",
-        route_key: "ANY /api/v1/{proxy+}",
-        headers: &headers,
-        cookies: &[],
-        path_parameters: &[],
-        claims: None,
-        body: body.as_deref(),
-        source_ip: "127.0.0.1",
-        request_id: "demo",
-        time_epoch_ms: 0,
-    });
+    let if_match = if_match.map(|v| ("if-match", v.to_owned()));
+    let mut event = demo_event(method, path, "ANY /api/v1/{proxy+}", if_match, None, body);
     event["requestContext"]["authorizer"] = json!({"lambda": context});
     event
 }
@@ -67,16 +81,7 @@ fn in_days(days: u64) -> String {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs());
-    // Civil date of a day count (Howard Hinnant's days_from_civil, inverted).
-    let z = (now / 86_400 + days) as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1_460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
+    let (year, month, day) = civil_from_days((now / 86_400 + days) as i64);
     format!("{year:04}-{month:02}-{day:02}T00:00:00Z")
 }
 
@@ -88,26 +93,10 @@ fn exchange_event(
     bearer: Option<&str>,
     body: &Value,
 ) -> Value {
-    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
-    if let Some(token) = bearer {
-        headers.push(("authorization".to_owned(), format!("Bearer {token}")));
-    }
-    let body = (!body.is_null()).then(|| body.to_string().into_bytes());
+    let bearer = bearer.map(|token| ("authorization", format!("Bearer {token}")));
+    let body = (!body.is_null()).then_some(body);
     let route_key = format!("{method} {path}");
-    http_api_event(&GatewayRequest {
-        method,
-        raw_path: path,
-        raw_query: "",
-        route_key: &route_key,
-        headers: &headers,
-        cookies: &[],
-        path_parameters: &[],
-        claims,
-        body: body.as_deref(),
-        source_ip: "127.0.0.1",
-        request_id: "demo",
-        time_epoch_ms: 0,
-    })
+    demo_event(method, path, &route_key, bearer, claims, body)
 }
 
 #[tokio::main]
@@ -161,7 +150,7 @@ async fn main() {
         .to_owned();
     println!("\n3. get {id} as {acme}:");
     let e = get_event(&acme, &acme_ref, &id);
-    let (status, body) = http_body(&read.invoke(&e).await.response());
+    let (status, body) = http_call(&read, &e).await;
     println!("   -> HTTP {status} {body}");
 
     println!("\n4. cross-tenant probe: {acme}'s token asks for {globex}'s memoryRef");
@@ -187,7 +176,7 @@ async fn main() {
     );
     if let Some(output) = report["outputId"].as_str() {
         let e = get_event(&acme, &acme_ref, output);
-        let (_, body) = http_body(&read.invoke(&e).await.response());
+        let (_, body) = http_call(&read, &e).await;
         println!("   long-term summary {output} (tags {}):", body["tags"]);
         for line in body["content"].as_str().unwrap_or_default().lines() {
             println!("      {line}");
@@ -246,18 +235,11 @@ async fn main() {
     let created = json!({"agent_id": "support-bot", "namespace": "tickets", "key": "refund-123",
                          "value": {"status": "open", "card": "sk-live-51HqDemoSecret"},
                          "memory_type": "episodic", "subject": "customer-9"});
-    let (status, entry) = http_body(
-        &intent
-            .invoke(&keyed_event(
-                "POST",
-                "/api/v1/memory",
-                None,
-                Some(&created),
-                &context,
-            ))
-            .await
-            .response(),
-    );
+    let (status, entry) = http_call(
+        &intent,
+        &keyed_event("POST", "/api/v1/memory", None, Some(&created), &context),
+    )
+    .await;
     let keyed_id = entry["id"].as_str().unwrap_or_default().to_owned();
     println!(
         "   create -> HTTP {status} {keyed_id} version {} value {}",
@@ -266,18 +248,11 @@ async fn main() {
     let path = format!("/api/v1/memory/{keyed_id}");
     let patch = json!({"value": {"status": "refunded"}});
     for attempt in ["first", "second, same If-Match"] {
-        let (status, body) = http_body(
-            &intent
-                .invoke(&keyed_event(
-                    "PATCH",
-                    &path,
-                    Some("1"),
-                    Some(&patch),
-                    &context,
-                ))
-                .await
-                .response(),
-        );
+        let (status, body) = http_call(
+            &intent,
+            &keyed_event("PATCH", &path, Some("1"), Some(&patch), &context),
+        )
+        .await;
         println!(
             "   patch If-Match 1 ({attempt}) -> HTTP {status} {}",
             if status == 200 {
@@ -290,18 +265,11 @@ async fn main() {
             }
         );
     }
-    let (_, versions) = http_body(
-        &intent
-            .invoke(&keyed_event(
-                "GET",
-                &format!("{path}/versions"),
-                None,
-                None,
-                &context,
-            ))
-            .await
-            .response(),
-    );
+    let (_, versions) = http_call(
+        &intent,
+        &keyed_event("GET", &format!("{path}/versions"), None, None, &context),
+    )
+    .await;
     println!(
         "   versions kept: {}",
         versions["versions"].as_array().map_or(0, Vec::len)
@@ -310,12 +278,7 @@ async fn main() {
         .invoke(&json!({"tenantId": acme, "subject": "customer-9"}))
         .await
         .response();
-    let (status, _) = http_body(
-        &intent
-            .invoke(&keyed_event("GET", &path, None, None, &context))
-            .await
-            .response(),
-    );
+    let (status, _) = http_call(&intent, &keyed_event("GET", &path, None, None, &context)).await;
     println!("   forget customer-9 -> {counts}; get afterwards -> HTTP {status}");
 
     println!("\n8. the OAP exchange door (RFC 0010): {acme} grants a contractor's agent a slice of support-bot's memory");
@@ -338,35 +301,33 @@ async fn main() {
         "scope_id": acme_ref, "filter": {"labels_any": ["refunds"]}, "max_items": 20,
         "expires_at": in_days(30)
     });
-    let (status, granted) = http_body(
-        &exchange
-            .invoke(&exchange_event(
-                "POST",
-                "/oap/memory/grant",
-                Some(&claims),
-                None,
-                &grant_body,
-            ))
-            .await
-            .response(),
-    );
+    let (status, granted) = http_call(
+        &exchange,
+        &exchange_event(
+            "POST",
+            "/oap/memory/grant",
+            Some(&claims),
+            None,
+            &grant_body,
+        ),
+    )
+    .await;
     let token = granted["token"].as_str().unwrap_or_default().to_owned();
     println!(
         "   grant -> HTTP {status} {} over {} item(s), signed by {}",
         granted["grant"]["grant_id"], granted["slice_items"], granted["grant"]["issuer"]
     );
-    let (status, answer) = http_body(
-        &exchange
-            .invoke(&exchange_event(
-                "POST",
-                "/oap/memory/query",
-                None,
-                Some(&token),
-                &json!({"query": "refund call back"}),
-            ))
-            .await
-            .response(),
-    );
+    let (status, answer) = http_call(
+        &exchange,
+        &exchange_event(
+            "POST",
+            "/oap/memory/query",
+            None,
+            Some(&token),
+            &json!({"query": "refund call back"}),
+        ),
+    )
+    .await;
     for item in answer["items"].as_array().into_iter().flatten() {
         println!(
             "   grantee query -> HTTP {status}: {} (kind {}, chain of {} links)",
@@ -375,18 +336,17 @@ async fn main() {
             item["chain"].as_array().map_or(0, Vec::len)
         );
     }
-    let (_, receipts) = http_body(
-        &exchange
-            .invoke(&exchange_event(
-                "GET",
-                "/oap/memory/receipts",
-                Some(&claims),
-                None,
-                &json!(null),
-            ))
-            .await
-            .response(),
-    );
+    let (_, receipts) = http_call(
+        &exchange,
+        &exchange_event(
+            "GET",
+            "/oap/memory/receipts",
+            Some(&claims),
+            None,
+            &json!(null),
+        ),
+    )
+    .await;
     let types: Vec<&str> = receipts["receipts"]
         .as_array()
         .into_iter()
