@@ -687,10 +687,12 @@ def test_expired_grant_is_refused_and_the_expiry_recorded_once(base: str, host: 
     fading_line = f"Fading launch note {new_id()}"
     keep, fading = Invoker(base).put(tenant, ref, [
         {"content": secret_line, "tags": ["exp"]},
-        {"content": fading_line, "tags": ["exp"], "expiresAt": rfc3339_in(2.5)}])
+        # Expires no later than the short grant (written first, same offset): a loaded machine
+        # has the whole offset to issue both grants and query before either lapses.
+        {"content": fading_line, "tags": ["exp"], "expiresAt": rfc3339_in(5)}])
     tap = EventTap(tenant)
     try:
-        out = g.grant(grant_body(ref, filter={"labels_any": ["exp"]}, expires_at=rfc3339_in(3)))
+        out = g.grant(grant_body(ref, filter={"labels_any": ["exp"]}, expires_at=rfc3339_in(5)))
         token = out["token"]
         long = g.grant(grant_body(ref, filter={"labels_any": ["exp"]}))
         # Before expiry the grant works.
