@@ -114,39 +114,58 @@ def _transact_touching_only_its_items(self, transact_items):
 
 DynamoDBBackend.transact_write_items = _transact_touching_only_its_items
 
-# moto 5.2.5 answers a Query on the base table by sorting every item of the table and keeping
-# those of the partition (`Table.query` over `Table.all_items()`): 60 ms per Query once a few
+# moto 5.2.5 answers a Query by sorting every item of the table and then keeping those of the
+# queried partition (`Table.query` over `Table.all_items()`): 60 ms per Query once a few
 # thousand items are stored, whatever the partition holds, so a test run slows as it fills the
-# table. DynamoDB reads the one partition. While a base-table Query runs (one DynamoDB request at
-# a time, under the lock above), `all_items` yields that partition's items only, in the same
-# order; queries on an index, and every other caller of `all_items` (Scan), are untouched.
+# table. DynamoDB reads the one partition. While a Query runs (one DynamoDB request at a time,
+# under the lock above), `all_items` yields only what the Query can match:
+# - on the base table, that partition's items, in the same order;
+# - on an index, the items whose index key attributes equal the Query's (unsorted: moto sorts
+#   an index Query's matches by their full keys afterwards, so the order it is given is moot).
+# Every other caller of `all_items` (Scan) is untouched.
 _partition = None
+_index_conditions = None
 _all_items = Table.all_items
 _query = Table.query
 
 
-def _items_of_the_queried_partition(self):
+def _items_the_query_can_match(self):
+    if _index_conditions:
+        out = []
+        for hash_set in self.items.values():
+            for item in (hash_set.values() if self.range_key_attr else [hash_set]):
+                attrs = item.attrs
+                # As moto's own check: an item without the attribute is not in the index.
+                if all(name in attrs and attrs[name] == value
+                       for name, value in _index_conditions):
+                    out.append(item)
+        return out
     if _partition is None or not self.range_key_attr:
         return _all_items(self)
     stored = self.items[_partition] if _partition in self.items else {}
     return sorted(stored.values(), key=lambda x: (x.hash_key, x.range_key))
 
 
-def _query_reading_one_partition(self, hash_key, *args, **kwargs):
-    global _partition
-    index_name = kwargs["index_name"] if "index_name" in kwargs else (
-        args[6] if len(args) > 6 else None)
-    if index_name is not None or hash_key is None:
-        return _query(self, hash_key, *args, **kwargs)
-    _partition = hash_key
+def _argument(args, kwargs, name, position):
+    return kwargs[name] if name in kwargs else (args[position] if len(args) > position else None)
+
+
+def _query_reading_what_it_can_match(self, hash_key, *args, **kwargs):
+    global _partition, _index_conditions
+    index_name = _argument(args, kwargs, "index_name", 6)
+    if index_name is not None:
+        _index_conditions = _argument(args, kwargs, "hash_key_conditions", 9) or None
+    elif hash_key is not None:
+        _partition = hash_key
     try:
         return _query(self, hash_key, *args, **kwargs)
     finally:
         _partition = None
+        _index_conditions = None
 
 
-Table.all_items = _items_of_the_queried_partition
-Table.query = _query_reading_one_partition
+Table.all_items = _items_the_query_can_match
+Table.query = _query_reading_what_it_can_match
 
 if __name__ == "__main__":
     server.main(sys.argv[1:])
