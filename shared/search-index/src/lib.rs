@@ -16,8 +16,8 @@ pub mod query;
 pub mod segment;
 
 pub use manifest::{segment_name, Manifest, SegmentRef};
-pub use query::{Candidates, Location, TagQuery, TailDoc, View};
-pub use segment::{DocMeta, IndexedDoc, Posting, Segment};
+pub use query::{Candidates, Location, TagQuery, TailDoc, TextHit, View};
+pub use segment::{DocMeta, Encoded, IndexedDoc, Posting, Segment};
 
 use text_search::{rank_candidates, Analyzer, Hit, Ranking, TermCache};
 
@@ -28,9 +28,11 @@ pub enum SegmentError {
     Corrupt(&'static str),
 }
 
-/// One search over a ref's index: the candidates (every live document the tags admit) and the
-/// best `limit` of them for `query`, best first, as `text_search::search` ranks the same
-/// documents. `model` is the embedding model of the query's vector ("" for text).
+/// One search over a ref's index: the best `limit` live documents the tags admit for `query`,
+/// best first, as `text_search::search` ranks the same documents (same hits, same scores). A
+/// text query without tags reads only the postings of its terms ([`query::text_top`]); the
+/// other modes compare every live vector and go through [`Candidates`]. `model` is the
+/// embedding model of the query's vector ("" for text).
 #[allow(clippy::too_many_arguments)]
 pub fn search<'a>(
     view: &View<'a>,
@@ -41,16 +43,27 @@ pub fn search<'a>(
     ranking: Ranking<'_>,
     model: &str,
     limit: usize,
-) -> (Candidates<'a>, Vec<Hit>) {
+) -> Vec<TextHit<'a>> {
+    if matches!(ranking, Ranking::Text) && tags.all.is_empty() && tags.any.is_empty() {
+        return query::text_top(view, analyzer, cache, query, limit);
+    }
     let mut candidates = Candidates::collect(view, tags, model);
     let text_hits = match ranking {
         Ranking::Semantic(_) => Vec::new(),
         _ => candidates.bm25(view, analyzer, cache, query),
     };
-    let hits = rank_candidates(&candidates.ids, &candidates.vectors, ranking, limit, || {
-        text_hits
-    });
-    (candidates, hits)
+    let hits: Vec<Hit> =
+        rank_candidates(&candidates.ids, &candidates.vectors, ranking, limit, || {
+            text_hits
+        });
+    hits.into_iter()
+        .map(|h| TextHit {
+            id: candidates.ids[h.index],
+            score: h.score,
+            location: candidates.locations[h.index],
+            created_at_ms: candidates.created_at_ms[h.index],
+        })
+        .collect()
 }
 
 /// What a segment is built from for one entry: its searchable text analysed without stemming.

@@ -7,6 +7,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use text_search::recency::{boosted, recency_of};
 use text_search::{Analyzer, Bm25, Hit, TermCache};
 
 use crate::segment::Segment;
@@ -50,7 +51,7 @@ pub struct View<'a> {
 }
 
 /// Where a candidate lives.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Location {
     Segment { segment: usize, doc: u32 },
     Tail(usize),
@@ -204,4 +205,169 @@ impl<'a> Candidates<'a> {
         });
         hits
     }
+}
+
+/// A text hit found from postings alone.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TextHit<'a> {
+    pub id: &'a str,
+    pub score: f64,
+    pub location: Location,
+    pub created_at_ms: i64,
+}
+
+/// What is dead in one segment for this query: masked, rewritten in the tail, or expired.
+struct Dead {
+    /// Sorted positions.
+    positions: Vec<u32>,
+    bits: Vec<u64>,
+    length: u64,
+}
+
+impl Dead {
+    fn of(segment: &Segment, view: &View<'_>, tail_ids: &HashSet<&str>) -> Dead {
+        let mut positions: Vec<u32> = view
+            .masked
+            .iter()
+            .chain(tail_ids.iter())
+            .filter_map(|id| segment.position(id))
+            .chain(
+                segment
+                    .expiring()
+                    .iter()
+                    .copied()
+                    .filter(|&p| !segment.docs()[p as usize].is_live_at(view.now_ms)),
+            )
+            .collect();
+        positions.sort_unstable();
+        positions.dedup();
+        let mut bits = vec![0u64; segment.docs().len().div_ceil(64)];
+        let mut length = 0u64;
+        for &p in &positions {
+            bits[p as usize / 64] |= 1 << (p % 64);
+            length += u64::from(segment.docs()[p as usize].length);
+        }
+        Dead {
+            positions,
+            bits,
+            length,
+        }
+    }
+
+    fn contains(&self, p: u32) -> bool {
+        self.bits[p as usize / 64] & (1 << (p % 64)) != 0
+    }
+
+    /// Dead positions below `p`.
+    fn below(&self, p: u32) -> usize {
+        self.positions.partition_point(|&d| d < p)
+    }
+}
+
+/// The best `limit` text hits of `query` over `view` with no tag restriction, best first (ties by
+/// id descending), with the recency prior: what `search` gives for `Ranking::Text`, computed from
+/// the postings of the query's terms only. The statistics come from each segment's totals less
+/// what is dead, and a hit's age rank from binary searches, so no query walks every document.
+pub fn text_top<'a>(
+    view: &View<'a>,
+    analyzer: &Analyzer,
+    cache: &TermCache,
+    query: &str,
+    limit: usize,
+) -> Vec<TextHit<'a>> {
+    let mut terms = analyzer.terms(query);
+    terms.sort();
+    terms.dedup();
+    if terms.is_empty() || limit == 0 {
+        return Vec::new();
+    }
+    let tail_ids: HashSet<&str> = view.tail.iter().map(|d| d.id).collect();
+    let dead: Vec<Dead> = view
+        .segments
+        .iter()
+        .map(|s| Dead::of(s, view, &tail_ids))
+        .collect();
+    let mut n = view.tail.len() as u64;
+    let mut total_length = 0u64;
+    for (segment, dead) in view.segments.iter().zip(&dead) {
+        n += (segment.docs().len() - dead.positions.len()) as u64;
+        total_length += segment.total_length() - dead.length;
+    }
+    if n == 0 {
+        return Vec::new();
+    }
+    let stemmed = analyzer.stems();
+    let mut df = vec![0u32; terms.len()];
+    // (location, frequencies, length)
+    let mut found: HashMap<Location, Vec<u32>> = HashMap::new();
+    for (si, (segment, dead)) in view.segments.iter().zip(&dead).enumerate() {
+        for (ti, term) in terms.iter().enumerate() {
+            for p in segment.postings(term, stemmed) {
+                if dead.contains(p.doc) {
+                    continue;
+                }
+                df[ti] += 1;
+                found
+                    .entry(Location::Segment {
+                        segment: si,
+                        doc: p.doc,
+                    })
+                    .or_insert_with(|| vec![0; terms.len()])[ti] = p.tf;
+            }
+        }
+    }
+    let mut tail_lengths = Vec::with_capacity(view.tail.len());
+    for (i, d) in view.tail.iter().enumerate() {
+        let analysed = cache.analysed(analyzer, d.text);
+        total_length += u64::from(analysed.length);
+        tail_lengths.push(analysed.length);
+        let tf: Vec<u32> = terms.iter().map(|t| analysed.frequency(t)).collect();
+        for (ti, f) in tf.iter().enumerate() {
+            if *f > 0 {
+                df[ti] += 1;
+            }
+        }
+        if tf.iter().any(|&f| f > 0) {
+            found.insert(Location::Tail(i), tf);
+        }
+    }
+    let bm25 = Bm25::new(n, total_length, &df);
+    let mut tail_sorted: Vec<&str> = view.tail.iter().map(|d| d.id).collect();
+    tail_sorted.sort_unstable();
+    // Age rank among all live documents: those below in every segment and in the tail.
+    let rank = |id: &str| -> usize {
+        let mut below = tail_sorted.partition_point(|t| *t < id);
+        for (segment, dead) in view.segments.iter().zip(&dead) {
+            let at = segment.docs().partition_point(|d| &*d.id < id) as u32;
+            below += at as usize - dead.below(at);
+        }
+        below
+    };
+    let mut hits: Vec<TextHit<'a>> = found
+        .into_iter()
+        .map(|(location, tf)| {
+            let (id, length, created_at_ms) = match location {
+                Location::Segment { segment, doc } => {
+                    let meta = &view.segments[segment].docs()[doc as usize];
+                    (&*meta.id, meta.length, meta.created_at_ms)
+                }
+                Location::Tail(i) => (view.tail[i].id, tail_lengths[i], view.tail[i].created_at_ms),
+            };
+            let score = boosted(bm25.score(length, &tf), recency_of(rank(id), n as usize));
+            TextHit {
+                id,
+                score,
+                location,
+                created_at_ms,
+            }
+        })
+        .collect();
+    let order =
+        |a: &TextHit<'_>, b: &TextHit<'_>| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(a.id));
+    if hits.len() > limit {
+        hits.select_nth_unstable_by(limit - 1, order);
+        hits.truncate(limit);
+    }
+    hits.sort_by(order);
+    hits
 }

@@ -113,6 +113,8 @@ pub struct Segment {
     vector_of: Vec<Option<u32>>,
     vectors: Vec<f32>,
     total_length: u64,
+    /// Positions of the documents with an expiry (few: most entries never expire).
+    expiring: Vec<u32>,
 }
 
 impl Segment {
@@ -178,7 +180,6 @@ impl Segment {
             }
         }
         Segment {
-            docs,
             terms,
             stems: Lists::from_map(stems),
             tags: Lists::from_map(tags),
@@ -188,6 +189,8 @@ impl Segment {
                 vector_model.to_owned()
             },
             dimensions,
+            expiring: expiring_of(&docs),
+            docs,
             vector_of,
             vectors,
             total_length,
@@ -196,6 +199,11 @@ impl Segment {
 
     pub fn docs(&self) -> &[DocMeta] {
         &self.docs
+    }
+
+    /// Positions of the documents that have an expiry.
+    pub fn expiring(&self) -> &[u32] {
+        &self.expiring
     }
 
     /// Sum of the documents' lengths (all of them, live or not).
@@ -262,8 +270,11 @@ impl Segment {
         self.vectors.get(at * d..(at + 1) * d)
     }
 
-    /// The byte form: versioned, checksummed.
-    pub fn encode(&self) -> Vec<u8> {
+    /// The byte forms: the text part (everything a text query reads) and, when the segment holds
+    /// vectors, a vector block of its own, so that a text query never fetches the vectors
+    /// (they are most of a segment's bytes: 1.5 KB an entry at 384 dimensions). Each is
+    /// versioned and ends with its SHA-256; the vector block names the text part's.
+    pub fn encode(&self) -> Encoded {
         let mut w = Writer::default();
         w.bytes(MAGIC);
         w.uint(self.docs.len() as u64);
@@ -291,29 +302,30 @@ impl Segment {
             w.uint(u64::from(*d - *previous));
             *previous = *d;
         });
-        w.str(&self.vector_model);
-        w.uint(u64::from(self.dimensions));
-        for v in &self.vector_of {
-            w.uint(v.map_or(0, |at| u64::from(at) + 1));
-        }
-        for x in &self.vectors {
-            w.bytes(&x.to_le_bytes());
-        }
-        let mut bytes = w.finish();
-        let digest = Sha256::digest(&bytes);
-        bytes.extend_from_slice(&digest);
-        bytes
+        let text = sealed(w);
+        let vectors = (self.dimensions > 0).then(|| {
+            let mut w = Writer::default();
+            w.bytes(VECTORS_MAGIC);
+            // Bound to the text part: a vector block of another segment is refused.
+            w.bytes(&text[text.len() - 32..]);
+            w.str(&self.vector_model);
+            w.uint(u64::from(self.dimensions));
+            w.uint(self.docs.len() as u64);
+            for v in &self.vector_of {
+                w.uint(v.map_or(0, |at| u64::from(at) + 1));
+            }
+            for x in &self.vectors {
+                w.bytes(&x.to_le_bytes());
+            }
+            sealed(w)
+        });
+        Encoded { text, vectors }
     }
 
-    /// Reads a segment's byte form; anything that does not verify is [`SegmentError::Corrupt`].
-    pub fn decode(bytes: &[u8]) -> Result<Segment, SegmentError> {
-        if bytes.len() < MAGIC.len() + 32 {
-            return Err(SegmentError::Corrupt("too short"));
-        }
-        let (body, digest) = bytes.split_at(bytes.len() - 32);
-        if Sha256::digest(body).as_slice() != digest {
-            return Err(SegmentError::Corrupt("checksum"));
-        }
+    /// Reads a segment's text part, and its vector block when given (semantic and hybrid
+    /// queries); anything that does not verify is [`SegmentError::Corrupt`].
+    pub fn decode(text: &[u8], vectors: Option<&[u8]>) -> Result<Segment, SegmentError> {
+        let body = unsealed(text)?;
         let mut r = Reader::new(body);
         if r.bytes(MAGIC.len())? != MAGIC {
             return Err(SegmentError::Corrupt("not a segment of this version"));
@@ -363,42 +375,15 @@ impl Segment {
             *previous = doc;
             Ok(doc)
         })?;
-        let vector_model = r.str()?;
-        let dimensions = r.u32()?;
-        let mut vector_of = Vec::with_capacity(docs.len());
-        let mut with_vectors = 0usize;
-        for _ in 0..docs.len() {
-            vector_of.push(match r.u32()? {
-                0 => None,
-                at => {
-                    with_vectors += 1;
-                    Some(at - 1)
-                }
-            });
-        }
-        let floats = with_vectors
-            .checked_mul(dimensions as usize)
-            .ok_or(SegmentError::Corrupt("vectors"))?;
-        if vector_of
-            .iter()
-            .flatten()
-            .any(|at| *at as usize >= with_vectors)
-        {
-            return Err(SegmentError::Corrupt("vector position"));
-        }
-        let raw = r.bytes(
-            floats
-                .checked_mul(4)
-                .ok_or(SegmentError::Corrupt("vectors"))?,
-        )?;
-        let vectors = raw
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect();
         if !r.is_empty() {
             return Err(SegmentError::Corrupt("trailing bytes"));
         }
+        let (vector_model, dimensions, vector_of, vectors) = match vectors {
+            None => (String::new(), 0, vec![None; docs.len()], Vec::new()),
+            Some(block) => decode_vectors(block, &text[text.len() - 32..], docs.len())?,
+        };
         Ok(Segment {
+            expiring: expiring_of(&docs),
             docs,
             terms,
             stems,
@@ -410,6 +395,89 @@ impl Segment {
             total_length,
         })
     }
+}
+
+/// The two byte forms of a segment.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Encoded {
+    pub text: Vec<u8>,
+    pub vectors: Option<Vec<u8>>,
+}
+
+/// First bytes of a segment's vector block.
+const VECTORS_MAGIC: &[u8; 8] = b"WOPVEC\x00\x01";
+
+type Vectors = (String, u32, Vec<Option<u32>>, Vec<f32>);
+
+fn sealed(w: Writer) -> Vec<u8> {
+    let mut bytes = w.finish();
+    let digest = Sha256::digest(&bytes);
+    bytes.extend_from_slice(&digest);
+    bytes
+}
+
+/// The body of a sealed byte form whose digest verifies.
+fn unsealed(bytes: &[u8]) -> Result<&[u8], SegmentError> {
+    if bytes.len() < MAGIC.len() + 32 {
+        return Err(SegmentError::Corrupt("too short"));
+    }
+    let (body, digest) = bytes.split_at(bytes.len() - 32);
+    if Sha256::digest(body).as_slice() != digest {
+        return Err(SegmentError::Corrupt("checksum"));
+    }
+    Ok(body)
+}
+
+fn decode_vectors(block: &[u8], text_digest: &[u8], docs: usize) -> Result<Vectors, SegmentError> {
+    let mut r = Reader::new(unsealed(block)?);
+    if r.bytes(VECTORS_MAGIC.len())? != VECTORS_MAGIC {
+        return Err(SegmentError::Corrupt("not a vector block of this version"));
+    }
+    if r.bytes(32)? != text_digest {
+        return Err(SegmentError::Corrupt("a vector block of another segment"));
+    }
+    let model = r.str()?;
+    let dimensions = r.u32()?;
+    if r.uint()? != docs as u64 {
+        return Err(SegmentError::Corrupt("vector block size"));
+    }
+    let mut vector_of = Vec::with_capacity(docs);
+    let mut with_vectors = 0usize;
+    for _ in 0..docs {
+        vector_of.push(match r.u32()? {
+            0 => None,
+            at => {
+                with_vectors += 1;
+                Some(at - 1)
+            }
+        });
+    }
+    if vector_of
+        .iter()
+        .flatten()
+        .any(|at| *at as usize >= with_vectors)
+    {
+        return Err(SegmentError::Corrupt("vector position"));
+    }
+    let floats = with_vectors
+        .checked_mul(dimensions as usize)
+        .and_then(|f| f.checked_mul(4))
+        .ok_or(SegmentError::Corrupt("vectors"))?;
+    let vectors = r
+        .bytes(floats)?
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect();
+    if !r.is_empty() {
+        return Err(SegmentError::Corrupt("trailing bytes"));
+    }
+    Ok((model, dimensions, vector_of, vectors))
+}
+
+fn expiring_of(docs: &[DocMeta]) -> Vec<u32> {
+    (0..docs.len() as u32)
+        .filter(|&p| docs[p as usize].expires_at_ms.is_some())
+        .collect()
 }
 
 fn encode_lists<T>(w: &mut Writer, lists: &Lists<T>, item: impl Fn(&mut Writer, &T, &mut u32)) {

@@ -221,10 +221,9 @@ fn over_index(
         now_ms: NOW,
     };
     let cache = TermCache::with_budget(0);
-    let (candidates, hits) =
-        search_index::search(&view, tags, analyzer, &cache, query, ranking, MODEL, 10);
-    hits.into_iter()
-        .map(|h| (candidates.ids[h.index].to_owned(), h.score.to_bits()))
+    search_index::search(&view, tags, analyzer, &cache, query, ranking, MODEL, 10)
+        .into_iter()
+        .map(|h| (h.id.to_owned(), h.score.to_bits()))
         .collect()
 }
 
@@ -266,7 +265,19 @@ proptest! {
             prop_assert_eq!(over_index(&s, &segments, &tags, &analyzer, &query, ranking), want.clone(), "{:?} {:?}", ranking, query);
             // Bytes and back, then everything merged into one segment without the masked ones:
             // the same answer.
-            let decoded: Vec<Segment> = s.segments.iter().map(|g| Segment::decode(&g.encode()).unwrap()).collect();
+            let decoded: Vec<Segment> = s
+                .segments
+                .iter()
+                .map(|g| {
+                    let bytes = g.encode();
+                    // A text query reads the text part alone; the others the vectors too.
+                    let vectors = match ranking {
+                        Ranking::Text => None,
+                        _ => bytes.vectors.as_deref(),
+                    };
+                    Segment::decode(&bytes.text, vectors).unwrap()
+                })
+                .collect();
             let decoded_refs: Vec<&Segment> = decoded.iter().collect();
             prop_assert_eq!(over_index(&s, &decoded_refs, &tags, &analyzer, &query, ranking), want.clone());
             let masked: HashSet<&str> = s.masked.iter().map(String::as_str).collect();
@@ -282,23 +293,40 @@ fn any_changed_byte_is_refused() {
         (vec![0, 4, 19], vec![0], None, Some(vec![1, 2, 3, 4])),
         (vec![7, 8, 9], vec![1, 2], Some(1000), None),
     ]);
-    let bytes = Segment::build(
+    let encoded = Segment::build(
         all.iter().map(to_doc).collect(),
         MODEL,
         &Analyzer::new(true),
     )
     .encode();
-    assert!(Segment::decode(&bytes).is_ok());
-    for i in 0..bytes.len() {
-        let mut bad = bytes.clone();
+    let vectors = encoded.vectors.clone().expect("a vector block");
+    assert!(Segment::decode(&encoded.text, Some(&vectors)).is_ok());
+    for i in 0..encoded.text.len() {
+        let mut bad = encoded.text.clone();
         bad[i] ^= 0x01;
         assert!(
-            matches!(Segment::decode(&bad), Err(SegmentError::Corrupt(_))),
-            "byte {i}"
+            matches!(Segment::decode(&bad, None), Err(SegmentError::Corrupt(_))),
+            "text byte {i}"
         );
     }
-    assert!(Segment::decode(&bytes[..bytes.len() - 1]).is_err());
-    assert!(Segment::decode(&[]).is_err());
+    for i in 0..vectors.len() {
+        let mut bad = vectors.clone();
+        bad[i] ^= 0x01;
+        assert!(
+            Segment::decode(&encoded.text, Some(&bad)).is_err(),
+            "vector byte {i}"
+        );
+    }
+    assert!(Segment::decode(&encoded.text[..encoded.text.len() - 1], None).is_err());
+    assert!(Segment::decode(&[], None).is_err());
+    // Another segment's vector block is refused, though it verifies on its own.
+    let other = Segment::build(
+        all[..1].iter().map(to_doc).collect(),
+        MODEL,
+        &Analyzer::new(true),
+    )
+    .encode();
+    assert!(Segment::decode(&encoded.text, other.vectors.as_deref()).is_err());
 }
 
 #[test]
@@ -322,7 +350,9 @@ fn a_merge_without_a_forgotten_entry_holds_none_of_its_terms_or_vector() {
     assert!(rewritten
         .all_postings()
         .all(|(t, _)| !t.contains('東') && !t.contains('会')));
-    let bytes = rewritten.encode();
+    let encoded = rewritten.encode();
+    let mut bytes = encoded.text;
+    bytes.extend(encoded.vectors.unwrap_or_default());
     for needle in ["東京".as_bytes(), forgotten.as_bytes(), &5f32.to_le_bytes()] {
         assert!(
             !bytes.windows(needle.len()).any(|w| w == needle),

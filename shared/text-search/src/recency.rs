@@ -11,9 +11,28 @@ use crate::Hit;
 /// How much the newest candidate's score is raised over the oldest's (20%).
 pub const RECENCY_WEIGHT: f64 = 0.2;
 
+/// Where an entry stands in age among `count` candidates, 0 (the oldest) to 1 (the newest),
+/// from its `position` in id order. With fewer than two candidates there is no order: 0.
+pub fn recency_of(position: usize, count: usize) -> f64 {
+    if count < 2 {
+        return 0.0;
+    }
+    position as f64 / (count - 1) as f64
+}
+
+/// A score raised by its recency (non-positive scores are left as they are, so a boost never
+/// turns a dissimilar entry into a similar one). The persisted index computes each hit's
+/// position itself and boosts through here, so both paths do the same float operations.
+pub fn boosted(score: f64, recency: f64) -> f64 {
+    if score > 0.0 {
+        score * (1.0 + RECENCY_WEIGHT * recency)
+    } else {
+        score
+    }
+}
+
 /// Raises each hit's score by its recency among `ids` (all candidates, not only the hits) and
-/// re-sorts best first, ties by id descending. Non-positive scores are left as they are, so a
-/// boost never turns a dissimilar entry into a similar one.
+/// re-sorts best first, ties by id descending.
 pub fn prefer_recent(hits: &mut [Hit], ids: &[&str]) {
     if ids.len() < 2 {
         return;
@@ -21,12 +40,11 @@ pub fn prefer_recent(hits: &mut [Hit], ids: &[&str]) {
     let mut by_age: Vec<usize> = (0..ids.len()).collect();
     by_age.sort_by(|a, b| ids[*a].cmp(ids[*b]));
     let mut recency = vec![0f64; ids.len()];
-    let last = (ids.len() - 1) as f64;
     for (position, index) in by_age.into_iter().enumerate() {
-        recency[index] = position as f64 / last;
+        recency[index] = recency_of(position, ids.len());
     }
-    for hit in hits.iter_mut().filter(|h| h.score > 0.0) {
-        hit.score *= 1.0 + RECENCY_WEIGHT * recency[hit.index];
+    for hit in hits.iter_mut() {
+        hit.score = boosted(hit.score, recency[hit.index]);
     }
     hits.sort_by(|a, b| {
         b.score
