@@ -41,6 +41,12 @@
 //!    it; among equally long ones the leftmost; at the same place the same string, so the
 //!    pattern's secret, which is the lowest registration index producing that string.
 //! 5. **Count.** [`Redactor::redact_counting`] reports the number of spans replaced.
+//! 6. **Names.** A marker names its secret by the secret's id, unless that id holds an
+//!    occurrence of an active pattern (an id equal to a value, containing one, or containing
+//!    another secret's value): then by [`digest_name`] of the id, `sha256:` and 32 hex digits
+//!    (and, should that name hold an active pattern too, by the digest name of the name, at most
+//!    [`DIGEST_NAME_ROUNDS`] times, then the redactor fails closed). So no marker ever carries a
+//!    registered value, whatever id a caller chose.
 //!
 //! What this guarantees:
 //!
@@ -48,15 +54,12 @@
 //!   `[REDACTED:<registered id>]`: no piece contains an active pattern. Every piece lies in a
 //!   stretch of a segment that no occurrence covered, and an occurrence there would have been
 //!   one in the input.
-//! - **Idempotence** (`redact(redact(x)) == redact(x)`), provided no active pattern occurs
-//!   inside a registered secret id. The markers emitted are then well-formed, text left
-//!   unredacted keeps its markers and gains none (every emitted marker starts with `[`, which
-//!   ends any id before it), so the second pass sees the same segments minus the spans and
-//!   finds nothing. In the corner case where a value occurs in a secret id (a value equal to
-//!   another secret's id, say), the marker naming that id is not well-formed by rule 1 and a
-//!   second pass redacts the value inside it again. Each pass is one linear scan, so this always
-//!   terminates; there is just no fixed point for such a registry, and the value inside the
-//!   marker reveals nothing the id does not already show. Content re-redacted by a
+//! - **No value in a marker.** By rule 6, the output holds no active pattern anywhere, markers
+//!   included.
+//! - **Idempotence** (`redact(redact(x)) == redact(x)`). The markers emitted are well-formed
+//!   (rule 6: no name holds an active pattern), text left unredacted keeps its markers and gains
+//!   none (every emitted marker starts with `[`, which ends any id before it), so the second pass
+//!   sees the same segments minus the spans and finds nothing. Content re-redacted by a
 //!   consolidation or distillation pass keeps the markers of earlier passes (rule 2).
 //! - **Linear time.** The fast scan's own work is budgeted to a small multiple of the text;
 //!   input that would make it super-linear (values nested in one another over long runs, say)
@@ -106,6 +109,33 @@ pub const MAX_SECRET_ID_BYTES: usize = 128;
 /// billions of pattern bytes): failing closed keeps SR-1 without making every caller handle an
 /// error that cannot occur in practice.
 const UNAVAILABLE_MARKER: &str = "[REDACTED:redactor-unavailable]";
+
+/// How many times a digest name is derived again before the redactor fails closed: a digest
+/// name holding an active pattern needs a value that is a run of its hex digits, and a second
+/// one in a row has never happened.
+const DIGEST_NAME_ROUNDS: usize = 4;
+
+/// Prefix of a marker name derived from an id that holds a secret's value (rule 6).
+pub const DIGEST_NAME_PREFIX: &str = "sha256:";
+
+/// The name a marker carries instead of `id`: `sha256:` and the first 32 hex digits of the
+/// SHA-256 of the id. It reveals nothing of the id (so nothing of the value inside it), and the
+/// same id always gets the same name.
+pub fn digest_name(id: &str) -> String {
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::digest(id.as_bytes());
+    let mut name = String::with_capacity(DIGEST_NAME_PREFIX.len() + 32);
+    name.push_str(DIGEST_NAME_PREFIX);
+    for b in &digest[..16] {
+        name.push_str(&format!("{b:02x}"));
+    }
+    name
+}
+
+/// Whether `name` holds an occurrence of an active pattern of `engine`.
+fn carries_pattern(engine: &Engine, name: &str) -> bool {
+    engine.redact(name).map_or(true, |(_, spans)| spans > 0)
+}
 
 /// Ids appear inside markers, so their charset excludes `[`, `]` and whitespace to keep
 /// `[REDACTED:<id>]` unambiguous to parse back.
@@ -318,31 +348,65 @@ impl Redactor {
             };
         }
         set.dedupe();
-
-        let mut id_text = String::with_capacity(ids.iter().map(String::len).sum());
-        let mut id_ends = Vec::with_capacity(ids.len());
-        for id in ids {
-            id_text.push_str(id);
-            match u32::try_from(id_text.len()) {
-                Ok(end) => id_ends.push(end),
-                Err(_) => {
-                    return Self {
-                        engine: Compiled::FailClosed,
-                        secrets,
-                    }
-                }
-            }
-        }
-        let engine = Engine::new(
+        let shortest = set
+            .patterns
+            .iter()
+            .map(|p| p.len as usize)
+            .min()
+            .unwrap_or(0);
+        let (bytes, patterns) = (
             set.bytes.into_boxed_slice(),
             set.patterns.into_boxed_slice(),
-            id_text.into_boxed_str(),
-            id_ends.into_boxed_slice(),
         );
+        let Some(engine) = Self::engine(ids, bytes.clone(), patterns.clone()) else {
+            return Self {
+                engine: Compiled::FailClosed,
+                secrets,
+            };
+        };
+        // Marker names (rule 6): an id holding an active pattern is replaced by its digest name,
+        // and a digest name that holds one (never seen, but possible) by the digest of that.
+        let mut names: Vec<String> = ids.to_vec();
+        let mut engine = engine;
+        for _ in 0..DIGEST_NAME_ROUNDS {
+            let carriers: Vec<usize> = (0..names.len())
+                .filter(|&i| names[i].len() >= shortest && carries_pattern(&engine, &names[i]))
+                .collect();
+            if carriers.is_empty() {
+                return Self {
+                    engine: Compiled::Ready(Arc::new(engine)),
+                    secrets,
+                };
+            }
+            for i in carriers {
+                names[i] = digest_name(&names[i]);
+            }
+            match Self::engine(&names, bytes.clone(), patterns.clone()) {
+                Some(next) => engine = next,
+                None => break,
+            }
+        }
         Self {
-            engine: Compiled::Ready(Arc::new(engine)),
+            engine: Compiled::FailClosed,
             secrets,
         }
+    }
+
+    /// The engine for these patterns, naming secret `i` by `names[i]`; `None` if the names do
+    /// not fit its offsets.
+    fn engine(names: &[String], bytes: Box<[u8]>, patterns: Box<[Pattern]>) -> Option<Engine> {
+        let mut id_text = String::with_capacity(names.iter().map(String::len).sum());
+        let mut id_ends = Vec::with_capacity(names.len());
+        for id in names {
+            id_text.push_str(id);
+            id_ends.push(u32::try_from(id_text.len()).ok()?);
+        }
+        Some(Engine::new(
+            bytes,
+            patterns,
+            id_text.into_boxed_str(),
+            id_ends.into_boxed_slice(),
+        ))
     }
 
     /// Whether this redactor can never change any text (no value reaches the floor).

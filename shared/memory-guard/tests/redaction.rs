@@ -294,28 +294,58 @@ fn multibyte_secrets_in_multibyte_text() {
 }
 
 #[test]
-fn value_equal_to_a_secret_id_is_the_documented_corner() {
-    // A value that occurs inside a secret id makes that id's markers not well-formed (rule 1),
-    // so a second pass redacts the value inside them: the one case without idempotence.
+fn an_id_holding_a_value_is_named_by_its_digest() {
+    // Rule 6: a value inside a secret id would be carried by that id's markers, so such an id
+    // is named by its digest; the markers are then well-formed and a second pass changes
+    // nothing.
     let secrets = [
         ("db-password-prod", "hunter2hunter2"),
         ("x", "db-password-prod"),
     ];
     let r = redactor(&secrets);
+    let named = memory_guard::redaction::digest_name("db-password-prod");
+    assert!(
+        named.starts_with("sha256:") && named.len() == 7 + 32,
+        "{named}"
+    );
     let once = r.redact("login hunter2hunter2");
-    assert_eq!(once, "login [REDACTED:db-password-prod]");
-    let twice = r.redact(&once);
-    assert_eq!(twice, "login [REDACTED:[REDACTED:x]]");
-    // No value survives outside markers either way.
+    assert_eq!(once, format!("login [REDACTED:{named}]"));
+    assert_eq!(r.redact(&once), once, "idempotent");
     let owned: Vec<(String, String)> = secrets
         .iter()
         .map(|(i, v)| (i.to_string(), v.to_string()))
         .collect();
     assert_eq!(reference::survivor(&owned, &once), None);
-    assert_eq!(reference::survivor(&owned, &twice), None);
     assert!(reference::value_in_some_id(&owned));
-    // Outside a marker the same value is redacted as usual.
     assert_eq!(r.redact("user db-password-prod"), "user [REDACTED:x]");
+}
+
+#[test]
+fn a_secret_registered_under_itself_never_reaches_its_marker() {
+    let value = "sk_live_51Habc0123456789";
+    for id in [
+        value.to_owned(),            // the id is the value
+        format!("vault/{value}/v2"), // the id contains it
+        format!("{value}{value}"),   // twice
+    ] {
+        let r = redactor(&[(id.as_str(), value)]);
+        for text in [
+            format!("key {value} end"),
+            format!("[REDACTED:{id}]"),
+            format!("tag:{value}"),
+        ] {
+            let out = r.redact(&text);
+            assert!(!out.contains(value), "{id:?}: {out}");
+            assert!(
+                out.contains(&memory_guard::redaction::digest_name(&id)),
+                "{out}"
+            );
+            assert_eq!(r.redact(&out), out, "idempotent");
+        }
+    }
+    // An id contained in the value carries no value: it stays the marker's name.
+    let r = redactor(&[("sk_live", value)]);
+    assert_eq!(r.redact(value), "[REDACTED:sk_live]");
 }
 
 /// The old policy ("markers naming unregistered ids are ordinary text") is replaced by rule 2:

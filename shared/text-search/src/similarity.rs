@@ -14,21 +14,47 @@ pub const RRF_K: f64 = 60.0;
 
 /// Cosine similarity; `None` when the lengths differ or either vector has no direction, so a
 /// vector of another model (or a damaged one) is never compared.
+///
+/// The sums run in [`LANES`] independent accumulators, added together in a fixed order at the
+/// end: a single running sum makes every addition wait for the one before (a 384-dimension
+/// vector is a chain of 384 dependent additions), which bounded an exact scan of 100,000 vectors
+/// to about 47 ms; independent lanes let the processor overlap them. Deterministic all the same:
+/// the same inputs give the same bits.
 pub fn cosine(a: &[f32], b: &[f32]) -> Option<f64> {
     if a.len() != b.len() || a.is_empty() {
         return None;
     }
-    let (mut dot, mut na, mut nb) = (0f64, 0f64, 0f64);
-    for (x, y) in a.iter().zip(b) {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot += x * y;
-        na += x * x;
-        nb += y * y;
+    let (mut dot, mut na, mut nb) = ([0f64; LANES], [0f64; LANES], [0f64; LANES]);
+    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (a_rest, b_rest) = (a_chunks.remainder(), b_chunks.remainder());
+    for (xs, ys) in a_chunks.zip(b_chunks) {
+        for lane in 0..LANES {
+            let (x, y) = (f64::from(xs[lane]), f64::from(ys[lane]));
+            dot[lane] += x * y;
+            na[lane] += x * x;
+            nb[lane] += y * y;
+        }
     }
+    for (lane, (x, y)) in a_rest.iter().zip(b_rest).enumerate() {
+        let (x, y) = (f64::from(*x), f64::from(*y));
+        dot[lane] += x * y;
+        na[lane] += x * x;
+        nb[lane] += y * y;
+    }
+    let (dot, na, nb) = (total(&dot), total(&na), total(&nb));
     if na == 0.0 || nb == 0.0 || !dot.is_finite() {
         return None;
     }
     Some(dot / (na.sqrt() * nb.sqrt()))
+}
+
+/// Independent partial sums of [`cosine`].
+const LANES: usize = 8;
+
+/// The lanes added pairwise, always in the same order.
+fn total(lanes: &[f64; LANES]) -> f64 {
+    ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6]))
+        + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
 }
 
 fn best_first(hits: &mut Vec<Hit>, ids: &[&str], limit: usize) {

@@ -4,6 +4,7 @@
 //! target (which includes this file by path) compare the engine against it.
 #![allow(dead_code)]
 
+use sha2::{Digest, Sha256};
 use unicode_normalization::UnicodeNormalization;
 
 const PREFIX: &str = "[REDACTED:";
@@ -45,6 +46,29 @@ fn active_forms(values: &[&str]) -> Vec<(String, usize)> {
     forms
 }
 
+/// `sha256:` and the first 32 hex digits of the SHA-256 of `id`.
+fn digest_name(id: &str) -> String {
+    let digest = Sha256::digest(id.as_bytes());
+    let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// Rule 6: the name each secret's markers carry. An id holding an active form is replaced by
+/// its digest name, again while the name holds one (at most 4 times; `None`: fail closed).
+fn names(ids: &[&str], forms: &[(String, usize)]) -> Option<Vec<String>> {
+    let carries = |name: &str| forms.iter().any(|(f, _)| name.contains(f.as_str()));
+    let mut names: Vec<String> = ids.iter().map(|id| id.to_string()).collect();
+    for _ in 0..4 {
+        if !names.iter().any(|n| carries(n)) {
+            return Some(names);
+        }
+        for n in names.iter_mut().filter(|n| carries(n)) {
+            *n = digest_name(n);
+        }
+    }
+    (!names.iter().any(|n| carries(n))).then_some(names)
+}
+
 /// End of the well-formed marker starting at `p`, if one does: `[REDACTED:` + 1..=128 id
 /// bytes + `]`, the id containing no active form.
 fn marker_end(text: &str, p: usize, forms: &[(String, usize)]) -> Option<usize> {
@@ -70,6 +94,12 @@ pub fn redact(registered: &[(String, String)], text: &str) -> (String, usize) {
     let (ids, values) = registry(registered);
     let forms = active_forms(&values);
     let bytes = text.as_bytes();
+    let Some(names) = names(&ids, &forms) else {
+        return match text.is_empty() {
+            true => (String::new(), 0),
+            false => ("[REDACTED:redactor-unavailable]".to_string(), 1),
+        };
+    };
 
     // Markers, scanning left to right (they cannot overlap, so this is just every marker).
     let mut in_marker = vec![false; bytes.len()];
@@ -122,7 +152,7 @@ pub fn redact(registered: &[(String, String)], text: &str) -> (String, usize) {
                 .max_by_key(|o| key(o))
                 .expect("a covered byte lies in an occurrence");
             out.push_str(PREFIX);
-            out.push_str(ids[best.2]);
+            out.push_str(&names[best.2]);
             out.push(']');
             count += 1;
         }
@@ -136,7 +166,11 @@ pub fn redact(registered: &[(String, String)], text: &str) -> (String, usize) {
 pub fn survivor(registered: &[(String, String)], output: &str) -> Option<String> {
     let (ids, values) = registry(registered);
     let forms = active_forms(&values);
-    let emitted: Vec<String> = ids.iter().map(|id| format!("{PREFIX}{id}]")).collect();
+    let emitted: Vec<String> = names(&ids, &forms)
+        .unwrap_or_default()
+        .iter()
+        .map(|name| format!("{PREFIX}{name}]"))
+        .collect();
     let bytes = output.as_bytes();
     let mut pieces: Vec<&str> = Vec::new();
     let mut piece_start = 0;
@@ -165,8 +199,16 @@ pub fn survivor(registered: &[(String, String)], output: &str) -> Option<String>
     })
 }
 
-/// Whether an active form occurs inside a registered id: the one corner where redaction is
-/// not idempotent (see the module docs).
+/// An active form found anywhere in `output`, markers included (rule 6: none is).
+pub fn anywhere(registered: &[(String, String)], output: &str) -> Option<String> {
+    let (_, values) = registry(registered);
+    active_forms(&values)
+        .into_iter()
+        .map(|(f, _)| f)
+        .find(|f| output.contains(f.as_str()))
+}
+
+/// Whether an active form occurs inside a registered id (rule 6 then names it by its digest).
 pub fn value_in_some_id(registered: &[(String, String)]) -> bool {
     let (ids, values) = registry(registered);
     let forms = active_forms(&values);
