@@ -24,6 +24,7 @@ With requests serialised by the lock above, nothing else can change those items 
 from __future__ import annotations
 
 import copy
+import os
 import sys
 import threading
 import types
@@ -166,6 +167,17 @@ def _query_reading_what_it_can_match(self, hash_key, *args, **kwargs):
 
 Table.all_items = _items_the_query_can_match
 Table.query = _query_reading_what_it_can_match
+
+
+# moto's SIGTERM handler calls `sys.exit`, and the interpreter then waits for the request threads,
+# which SDK clients keep alive on pooled connections: the server ignored SIGTERM until `down`
+# killed it 10 s later. Nothing here needs an orderly exit (every table lives in this process),
+# so SIGTERM and SIGINT end it at once.
+def _exit_now(signum, frame):
+    os._exit(0)
+
+
+server.signal_handler = _exit_now
 
 if __name__ == "__main__":
     server.main(sys.argv[1:])
