@@ -326,46 +326,115 @@ pub fn invoke_error(e: WireError) -> Diagnostic {
     }
 }
 
-/// Crates that log whole payloads (the invocation event, SDK request and response bodies) at
-/// debug or trace. They stay at INFO whatever level is configured: raising the log level to
-/// debug an issue must never put entry content or a run's secrets into CloudWatch.
-const PAYLOAD_LOGGERS: [&str; 12] = [
-    "lambda_runtime",
-    "lambda_runtime_api_client",
-    "aws_smithy_runtime",
-    "aws_smithy_runtime_api",
-    "aws_smithy_http_client",
-    "aws_smithy_http",
-    "aws_config",
-    "aws_sdk_dynamodb",
-    "aws_sdk_s3",
-    "aws_sdk_eventbridge",
-    "aws_sdk_sqs",
-    "hyper",
+/// The code whose log level follows the configured one: this project's crates (their events
+/// carry ids and counts only, never content or secret values; the log scans of the end-to-end
+/// suites check it). Every other crate is held at [`DEPENDENCY_LEVEL`] whatever is configured:
+/// third-party crates log whole payloads at debug and trace (the invocation event, SDK request
+/// and response bodies, an MCP request's arguments), and turning the level up to debug an issue
+/// must never put entry content or a run's secrets into CloudWatch. An allowlist, so a new
+/// dependency is held down without anyone having to know that it logs payloads.
+const OWN_CRATES: [&str; 28] = [
+    "lambda_adapter",
+    "memory_api",
+    "memory_core",
+    "memory_aws",
+    "memory_guard",
+    "dream_service",
+    "consolidation_service",
+    "commitment_service",
+    "commitment_aws",
+    "mcp_server",
+    "memory_tool",
+    "intent_memory",
+    "oap_exchange",
+    "distill",
+    "consolidation",
+    "commitments",
+    "text_search",
+    "search_index",
+    "memory_read",
+    "memory_write",
+    "memory_forget",
+    "memory_dream",
+    "memory_consolidate",
+    "memory_commitments",
+    "memory_mcp",
+    "memory_intent",
+    "memory_intent_auth",
+    "memory_exchange",
 ];
 
-/// JSON logs through tracing. The level comes from `AWS_LAMBDA_LOG_LEVEL` (Lambda's advanced
-/// logging controls) or `RUST_LOG` as a plain level; per-crate directives from the environment
-/// are deliberately not read, so the payload loggers above cannot be turned up.
-pub fn init_logging() {
+/// The most any other crate may log. WARN keeps the runtime's and the SDKs' failure reports.
+const DEPENDENCY_LEVEL: lambda_runtime::tracing::subscriber::filter::LevelFilter =
+    lambda_runtime::tracing::subscriber::filter::LevelFilter::WARN;
+
+/// Crates whose warnings quote what a peer sent (the MCP library warns with a rejected
+/// request's method name and an error's text): errors only.
+const PEER_ECHOING: [&str; 1] = ["rmcp"];
+
+/// Longest log line written, in bytes: a line past it is cut (on a character boundary) and says
+/// how much was cut. A log line's size must not be the caller's to choose.
+pub const MAX_LOG_LINE_BYTES: usize = 8 * 1024;
+
+/// The filter for a configured `level`: this project's crates at it, everything else at
+/// [`DEPENDENCY_LEVEL`] or below, peer-echoing crates at errors only.
+fn log_filter(level: &str) -> lambda_runtime::tracing::subscriber::filter::EnvFilter {
     use lambda_runtime::tracing::subscriber::filter::{EnvFilter, LevelFilter};
-    let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
-        .or_else(|_| std::env::var("RUST_LOG"))
-        .ok()
-        .and_then(|l| l.parse::<LevelFilter>().ok())
-        .unwrap_or(LevelFilter::INFO);
+    let level = level.parse::<LevelFilter>().unwrap_or(LevelFilter::INFO);
+    let dependencies = level.min(DEPENDENCY_LEVEL);
     let mut filter = EnvFilter::builder()
-        .with_default_directive(level.into())
+        .with_default_directive(dependencies.into())
         .parse_lossy("");
-    for target in PAYLOAD_LOGGERS {
-        if let Ok(directive) = format!("{target}=info").parse() {
+    let own = OWN_CRATES.iter().map(|c| format!("{c}={level}"));
+    let echoing = PEER_ECHOING.iter().map(|c| format!("{c}=error"));
+    for directive in own.chain(echoing) {
+        if let Ok(directive) = directive.parse() {
             filter = filter.add_directive(directive);
         }
     }
+    filter
+}
+
+/// A writer that cuts each log line at [`MAX_LOG_LINE_BYTES`] (the formatter writes one event
+/// per `write_all`).
+pub struct BoundedLines<W>(pub W);
+
+impl<W: std::io::Write> std::io::Write for BoundedLines<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> std::io::Result<()> {
+        if buf.len() <= MAX_LOG_LINE_BYTES {
+            return self.0.write_all(buf);
+        }
+        let mut end = MAX_LOG_LINE_BYTES;
+        // Back to a character boundary (a continuation byte is 0b10xx_xxxx).
+        while end > 0 && buf[end] & 0xC0 == 0x80 {
+            end -= 1;
+        }
+        self.0.write_all(&buf[..end])?;
+        writeln!(self.0, " [log line cut: {} bytes]", buf.len() - end)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.0.flush()
+    }
+}
+
+/// JSON logs through tracing. The level comes from `AWS_LAMBDA_LOG_LEVEL` (Lambda's advanced
+/// logging controls) or `RUST_LOG` as a plain level; per-crate directives from the environment
+/// are deliberately not read, so the level of dependencies cannot be turned up ([`OWN_CRATES`]).
+pub fn init_logging() {
+    let level = std::env::var("AWS_LAMBDA_LOG_LEVEL")
+        .or_else(|_| std::env::var("RUST_LOG"))
+        .unwrap_or_default();
     let collector = lambda_runtime::tracing::subscriber::fmt()
         .with_target(false)
         .without_time()
-        .with_env_filter(filter);
+        .with_writer(|| BoundedLines(std::io::stdout()))
+        .with_env_filter(log_filter(&level));
     let json = std::env::var("AWS_LAMBDA_LOG_FORMAT").is_ok_and(|f| f.eq_ignore_ascii_case("json"));
     if json {
         collector.json().init();
@@ -377,6 +446,100 @@ pub fn init_logging() {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What reaches the log at `level` from events of these targets and levels.
+    fn logged(level: &str, events: &[(&str, lambda_runtime::tracing::Level)]) -> String {
+        use lambda_runtime::tracing::Level;
+        use std::sync::{Arc, Mutex};
+        #[derive(Clone, Default)]
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0
+                    .lock()
+                    .map_err(|_| std::io::Error::other("poisoned"))?
+                    .extend_from_slice(buf);
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Sink::default();
+        let writer = sink.clone();
+        let subscriber = lambda_runtime::tracing::subscriber::fmt()
+            .with_writer(move || BoundedLines(writer.clone()))
+            .with_env_filter(log_filter(level))
+            .finish();
+        tracing::subscriber::with_default(subscriber, || {
+            for (target, lvl) in events {
+                // `event!` needs constant targets: one arm per target used below.
+                macro_rules! at {
+                    ($t:literal) => {
+                        match *lvl {
+                            Level::ERROR => tracing::error!(target: $t, "{}", $t),
+                            Level::WARN => tracing::warn!(target: $t, "{}", $t),
+                            Level::INFO => tracing::info!(target: $t, "{}", $t),
+                            Level::DEBUG => tracing::debug!(target: $t, "{}", $t),
+                            Level::TRACE => tracing::trace!(target: $t, "{}", $t),
+                        }
+                    };
+                }
+                match *target {
+                    "memory_core::writer" => at!("memory_core::writer"),
+                    "aws_smithy_runtime::client" => at!("aws_smithy_runtime::client"),
+                    "rmcp::service" => at!("rmcp::service"),
+                    "some_new_dependency" => at!("some_new_dependency"),
+                    _ => unreachable!("a target the test does not know"),
+                }
+            }
+        });
+        let out = sink
+            .0
+            .lock()
+            .map(|b| String::from_utf8_lossy(&b).into_owned());
+        out.unwrap_or_default()
+    }
+
+    #[test]
+    fn only_our_crates_follow_the_level_and_peer_echoing_crates_log_errors_only() {
+        use lambda_runtime::tracing::Level;
+        let out = logged(
+            "debug",
+            &[
+                ("memory_core::writer", Level::DEBUG),
+                ("aws_smithy_runtime::client", Level::DEBUG),
+                ("some_new_dependency", Level::INFO),
+                ("some_new_dependency", Level::WARN),
+                ("rmcp::service", Level::WARN),
+                ("rmcp::service", Level::ERROR),
+            ],
+        );
+        let lines: Vec<&str> = out.lines().collect();
+        assert_eq!(lines.len(), 3, "{out}");
+        assert!(lines[0].contains("DEBUG") && lines[0].contains("memory_core::writer"));
+        assert!(lines[1].contains("WARN") && lines[1].contains("some_new_dependency"));
+        assert!(lines[2].contains("ERROR") && lines[2].contains("rmcp::service"));
+        // At the default level our own debug lines are off too.
+        assert!(logged("", &[("memory_core::writer", Level::DEBUG)]).is_empty());
+    }
+
+    #[test]
+    fn a_long_line_is_cut_on_a_character_boundary() {
+        use std::io::Write;
+        let mut out = BoundedLines(Vec::new());
+        let line = format!("{}\n", "é".repeat(MAX_LOG_LINE_BYTES));
+        out.write_all(line.as_bytes()).unwrap();
+        let written = String::from_utf8(out.0).expect("still UTF-8");
+        assert!(written.len() < MAX_LOG_LINE_BYTES + 64, "{}", written.len());
+        assert!(written.ends_with(&format!(
+            " [log line cut: {} bytes]\n",
+            line.len() - MAX_LOG_LINE_BYTES
+        )));
+        let mut short = BoundedLines(Vec::new());
+        short.write_all(b"short\n").unwrap();
+        assert_eq!(short.0, b"short\n");
+    }
     use serde_json::json;
 
     #[test]
