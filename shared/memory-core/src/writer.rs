@@ -480,6 +480,24 @@ impl MemoryWriter {
         }
         let now = self.ports.clock.now();
         let redactor = registry_from(&request.secrets)?.redactor();
+        // Attribution ids are stored and published as they are (`memory.written` carries them),
+        // so an id holding a registered secret is refused rather than stored or redacted into a
+        // marker that no longer fits the id grammar.
+        for (field, id) in [
+            ("runId", &request.run_id),
+            ("attribution.nodeId", &request.attribution.node_id),
+            ("attribution.agentId", &request.attribution.agent_id),
+        ] {
+            if id
+                .as_deref()
+                .is_some_and(|id| redactor.redact_counting(id).1 > 0)
+            {
+                return Err(CoreError::invalid(
+                    field,
+                    "holds a registered secret value; ids are stored and published as they are",
+                ));
+            }
+        }
         let mut redactions = 0;
         let mut validated = Vec::with_capacity(request.entries.len());
         for (index, input) in request.entries.iter().enumerate() {

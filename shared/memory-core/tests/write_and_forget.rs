@@ -76,6 +76,49 @@ async fn rejected_requests_store_nothing() {
 }
 
 #[tokio::test]
+async fn an_attribution_id_holding_a_secret_is_refused_and_nothing_is_stored() {
+    let w = world();
+    let secret = "sk_live_0123456789";
+    for (field, request) in [
+        ("runId", json!({"runId": secret})),
+        ("runId", json!({"runId": format!("run-{secret}-1")})),
+        (
+            "attribution.nodeId",
+            json!({"attribution": {"nodeId": secret}}),
+        ),
+        (
+            "attribution.agentId",
+            json!({"attribution": {"agentId": secret}}),
+        ),
+    ] {
+        let mut body = json!({
+            "tenantId": "tenant-a", "memoryRef": REF_A,
+            "entries": [{"content": "ok"}],
+            "secrets": [{"secretId": "stripe", "value": secret}]
+        });
+        for (k, v) in request.as_object().unwrap() {
+            body[k] = v.clone();
+        }
+        let err = w.put(body).await.expect_err("refused");
+        assert!(
+            matches!(&err, CoreError::Invalid { field: f, .. } if f == field),
+            "{field}: {err:?}"
+        );
+        assert!(!err.to_string().contains(secret));
+    }
+    assert!(w.ports.store.dump().is_empty());
+    assert!(w.ports.events.events().is_empty());
+    // An id that only resembles a secret below the length floor is kept as it is.
+    w.put(json!({
+        "tenantId": "tenant-a", "runId": "run-1234567", "memoryRef": REF_A,
+        "entries": [{"content": "ok"}],
+        "secrets": [{"secretId": "pin", "value": "1234567"}]
+    }))
+    .await
+    .expect("an id is refused only for a value that would be redacted");
+}
+
+#[tokio::test]
 async fn a_secret_marker_that_grows_past_the_bound_is_rejected() {
     let w = world();
     let secret = "s3cr3t-value";
