@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use consolidation::{Entry, MergeKind, Semantic, Settings, DEFAULT_MIN_COSINE};
 use sha2::{Digest, Sha256};
 
-use memory_core::background::start_pass;
+use memory_core::background::{
+    announce_once, claim_job, complete_job, release_job, start_pass, Job,
+};
 use memory_core::derivation::with_source_digests;
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::DomainEvent;
@@ -31,7 +33,7 @@ pub const MAX_MERGED_TAGS: usize = 64;
 /// overflow items.
 pub const MAX_REPLACED_WITH_HISTORY: usize = 48;
 
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ConsolidationReport {
     pub input_count: usize,
@@ -97,6 +99,53 @@ impl Consolidator {
             Tier::LongTerm,
         )
         .await?;
+        // Only queued work is a job: a ref that is not pending has nothing delivered twice, and a
+        // pass over it stays free of writes.
+        if !pass.state.pending {
+            return self
+                .run_job(&memory_ref, pass, redactor)
+                .await
+                .map(|(r, _)| r);
+        }
+        let job = match claim_job(
+            &self.ports,
+            &memory_ref,
+            PassKind::Consolidate,
+            pass.state.version,
+            pass.now,
+        )
+        .await?
+        {
+            Job::Mine(claim) => claim,
+            Job::Done(report) => {
+                return serde_json::from_str(&report).map_err(|_| {
+                    CoreError::Store(StoreError::Corrupt {
+                        key: "a recorded consolidation report".into(),
+                    })
+                });
+            }
+            Job::Running => return Err(CoreError::IdempotencyInFlight),
+        };
+        let outcome = self.run_job(&memory_ref, pass, redactor).await;
+        match &outcome {
+            Ok((report, true)) => match serde_json::to_string(report) {
+                Ok(recorded) => complete_job(&self.ports, job, recorded).await?,
+                Err(_) => release_job(&self.ports, &job).await,
+            },
+            _ => release_job(&self.ports, &job).await,
+        }
+        outcome.map(|(report, _)| report)
+    }
+
+    /// The pass itself, once this delivery holds the job; `true` with the report when the job
+    /// is done (nothing skipped, no forget fenced it), so later deliveries replay the report.
+    async fn run_job(
+        &self,
+        memory_ref: &memory_guard::MemoryRef,
+        pass: memory_core::background::PassStart,
+        redactor: &Redactor,
+    ) -> Result<(ConsolidationReport, bool), CoreError> {
+        let memory_ref = memory_ref.clone();
         let corpus: Vec<StoredEntry> = pass
             .entries
             .into_iter()
@@ -199,7 +248,18 @@ impl Consolidator {
                         .map(|e| history_copy(e, &merged.entry.id)),
                 );
             }
-            match self.ports.store.replace(&puts, &replaced).await {
+            let outcome = match self.ports.store.replace(&puts, &replaced).await {
+                // Another delivery of this pass (same snapshot, same plan, same merged id)
+                // applied this very merge first: it is done, and counted as done, so both
+                // deliveries describe the same outcome and announce it once.
+                Err(StoreError::Conflict { .. })
+                    if self.applied_by_peer(&merged, &replaced).await? =>
+                {
+                    Ok(())
+                }
+                other => other,
+            };
+            match outcome {
                 Ok(()) => {
                     report.merges_applied += 1;
                     applied.push(merge.merged.id.clone());
@@ -242,7 +302,7 @@ impl Consolidator {
                 "consolidation fenced by a concurrent forget"
             );
             report.merges_skipped += 1;
-            return Ok(report);
+            return Ok((report, false));
         }
         // Whether this pass took the ref out of the pending index: of two duplicate passes
         // (at-least-once delivery) only one does, and only it announces a pass without merges.
@@ -261,8 +321,19 @@ impl Consolidator {
                 pass.now,
                 &pass_identity(pass.state.version, &applied),
             );
-            if let Err(e) = self.ports.publisher.publish(&[event]).await {
-                tracing::error!(error = %e, "agent.memory.consolidated not published");
+            // Once per outcome, however many deliveries reached it (`announce_once`).
+            let counts = format!("{}/{}", report.input_count, report.output_count);
+            match announce_once(
+                &self.ports,
+                memory_ref.tenant(),
+                &counts,
+                &[event],
+                pass.now,
+            )
+            .await
+            {
+                Ok(()) | Err(CoreError::IdempotencyInFlight) => {}
+                Err(e) => tracing::error!(error = %e, "agent.memory.consolidated not published"),
             }
         }
         tracing::info!(
@@ -273,7 +344,28 @@ impl Consolidator {
             skipped = report.merges_skipped,
             "consolidation pass"
         );
-        Ok(report)
+        let done = report.merges_skipped == 0;
+        Ok((report, done))
+    }
+}
+
+impl Consolidator {
+    /// Whether the merge that just conflicted is already in place: its merged entry stored and
+    /// every entry it replaces gone (what a concurrent delivery of the same pass leaves).
+    async fn applied_by_peer(
+        &self,
+        merged: &StoredEntry,
+        replaced: &[StoredEntry],
+    ) -> Result<bool, CoreError> {
+        if self.ports.store.get(&merged.key()).await?.is_none() {
+            return Ok(false);
+        }
+        let keys: Vec<_> = replaced
+            .iter()
+            .filter(|e| e.entry.id != merged.entry.id)
+            .map(StoredEntry::key)
+            .collect();
+        Ok(self.ports.store.get_many(&keys).await?.is_empty())
     }
 }
 

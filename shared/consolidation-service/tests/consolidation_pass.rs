@@ -15,7 +15,9 @@ use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{CorePorts, EntryStore, IdBound, MarkerState, Page, PageQuery, PassKind};
 use memory_core::reader::MemoryReader;
 use memory_core::tag_filter::TagFilter;
-use memory_core::{MemoryRef, SecretRegistry, StoreError, TenantId, TenantScope, Tier, Timestamp};
+use memory_core::{
+    CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, TenantScope, Tier, Timestamp,
+};
 use memory_testkit::contract::{about, entry, memory_ref, T0};
 use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
 
@@ -676,4 +678,88 @@ async fn superseded_statements_stay_as_history_until_forget() {
 fn sha256_hex(text: &str) -> String {
     use sha2::Digest;
     memory_core::model::hex(&sha2::Sha256::digest(text.as_bytes()))
+}
+
+/// Two deliveries of one queued pass run at once (at-least-once delivery), interleaving at every
+/// store call, with the second starting a different number of steps later in each trial: the
+/// merges happen once, and one `agent.memory.consolidated` announces them with the counts of
+/// the final state.
+#[tokio::test]
+async fn two_deliveries_of_one_pass_announce_once_with_the_final_counts() {
+    for trial in 0..20 {
+        let store = Arc::new(InMemoryEntryStore::racing());
+        let r = memory_ref(&tenant("t1"), "agent-1");
+        let corpus = vec![
+            long(&r, 1, "Likes jazz", &[]),
+            long(&r, 2, "likes jazz", &[]),
+            long(&r, 3, "LIKES JAZZ", &[]),
+            long(&r, 4, "Prefers tea over coffee", &[]),
+            long(&r, 5, "prefers tea over coffee", &[]),
+            long(&r, 6, "Order 1234 shipped", &[]),
+            long(&r, 7, "Lives in Rome", &["fact:city"]),
+            long(&r, 8, "Lives in Paris", &["fact:city"]),
+        ];
+        store.put_entries(&corpus).await.expect("put");
+        store
+            .mark_pending(&r, PassKind::Consolidate, Timestamp::from_millis(T0))
+            .await;
+        let w = world_with(store.clone(), store.clone());
+        let (raw_ref, none) = (r.to_string(), no_redaction());
+        let run = || w.pass.run("t1", &raw_ref, &none);
+        let second = async {
+            for _ in 0..trial % 7 {
+                tokio::task::yield_now().await;
+            }
+            run().await
+        };
+        let (a, b) = tokio::join!(run(), second);
+        // One delivery runs the job; the other finds it running (and is redelivered later) or
+        // done (and answers with its report).
+        // A delivery that started after the job finished is a pass over the final state.
+        let done: Vec<&ConsolidationReport> = [&a, &b].into_iter().flatten().collect();
+        let job = **done
+            .iter()
+            .max_by_key(|r| r.merges_applied)
+            .expect("some delivery ran the job");
+        assert!(job.merges_applied > 0, "trial {trial}");
+        for r in &done {
+            assert!(
+                **r == job || (r.merges_applied == 0 && r.output_count == job.output_count),
+                "trial {trial}: {a:?} {b:?}"
+            );
+        }
+        for e in [&a, &b].into_iter().filter_map(|r| r.as_ref().err()) {
+            assert_eq!(e, &CoreError::IdempotencyInFlight, "trial {trial}");
+        }
+        let a = job;
+        // A redelivery after the job finished (the ref no longer pending) merges nothing more.
+        let writes = store.calls.get("replace");
+        let late = run().await.expect("a late delivery");
+        assert_eq!(late.merges_applied, 0, "trial {trial}");
+        assert_eq!(late.output_count, a.output_count, "trial {trial}");
+        assert_eq!(store.calls.get("replace"), writes, "trial {trial}");
+        let live = contents(&store, &r).len();
+        let events = w.events.events();
+        assert_eq!(events.len(), 1, "trial {trial}: {a:?} {b:?}");
+        assert_eq!(events[0].event_type, EventType::AgentMemoryConsolidated);
+        assert_eq!(
+            events[0].detail["inputCount"],
+            corpus.len(),
+            "trial {trial}"
+        );
+        assert_eq!(
+            events[0].detail["outputCount"], live,
+            "trial {trial}: {a:?} {b:?}"
+        );
+        assert!(live < corpus.len(), "something was merged");
+        // Each merge happened once: one merged entry per group, no duplicate of it.
+        let jazz = store
+            .dump()
+            .into_iter()
+            .filter(|e| {
+                !is_history(&e.entry.tags) && e.entry.content.eq_ignore_ascii_case("likes jazz")
+            })
+            .count();
+        assert_eq!(jazz, 1, "trial {trial}");
+    }
 }

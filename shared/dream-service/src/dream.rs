@@ -31,20 +31,15 @@ use crate::derived::{
 };
 use serde_json::json;
 
-use memory_core::background::{start_pass, PassStart};
+use memory_core::background::{announce_once, start_pass, PassStart};
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::{DomainEvent, EventType};
-use memory_core::idempotency::{
-    new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, DEFAULT_KEY_TTL_SECONDS,
-};
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, Tier};
 use memory_core::ports::{ArchiveStore, CorePorts, ObjectKey, ObjectKind, PassKind, PutOutcome};
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId};
 
 pub use memory_core::capabilities::MAX_TOKEN_BUDGET;
-/// How long a run that claimed a dream's announcement owns it before a retry may take over.
-const ANNOUNCE_LEASE_MILLIS: i64 = 30_000;
 /// `memory.compacted.sourceIds` is omitted past this many (RFC 0012 §B), `sourceCount` stays.
 const MAX_EVENT_SOURCE_IDS: usize = 100;
 
@@ -346,8 +341,7 @@ impl Dreamer {
         if index_updated {
             events.push(workspace_updated(&memory_ref, &archive.digest, now));
         }
-        self.announce_once(&tenant, &archive.digest, &events, now)
-            .await?;
+        announce_once(&self.ports, &tenant, &archive.digest, &events, now).await?;
 
         // 5. Only now does the watermark move.
         move_watermark().await?;
@@ -377,52 +371,6 @@ impl Dreamer {
             "dream"
         );
         Ok(report)
-    }
-
-    /// Publishes `events` unless a run of the same dream already did (or is doing it right now:
-    /// then `IdempotencyInFlight`, and the pass is retried after the other run's lease).
-    async fn announce_once(
-        &self,
-        tenant: &TenantId,
-        digest: &str,
-        events: &[DomainEvent],
-        now: Timestamp,
-    ) -> Result<(), CoreError> {
-        let Some(first) = events.first() else {
-            return Ok(());
-        };
-        let key = IdempotencyKey::internal(tenant, "announce", &first.event_id);
-        let claim = KeyClaim {
-            key: key.clone(),
-            payload: digest.to_owned(),
-            attempt: new_attempt(),
-            now,
-            lease_until: now.plus_millis(ANNOUNCE_LEASE_MILLIS),
-            expires_at: now.plus_millis(DEFAULT_KEY_TTL_SECONDS.saturating_mul(1000)),
-        };
-        match self.ports.store.claim_key(&claim).await? {
-            Claim::Acquired { .. } => {
-                if let Err(e) = self.ports.publisher.publish(events).await {
-                    // Give the claim back so the retry announces at once; if this fails too,
-                    // the retry waits for the lease.
-                    if let Err(release) = self.ports.store.release_key(&key, &claim.attempt).await {
-                        tracing::warn!(error = %release, "announcement claim kept until its lease");
-                    }
-                    return Err(e.into());
-                }
-                self.ports
-                    .store
-                    .complete_key(&Completion {
-                        key,
-                        attempt: claim.attempt,
-                        result: "published".into(),
-                    })
-                    .await?;
-                Ok(())
-            }
-            Claim::Held(record) if record.result.is_some() => Ok(()),
-            Claim::Held(_) => Err(CoreError::IdempotencyInFlight),
-        }
     }
 
     /// Best-effort removal of what a failed run created; a failure here is logged, and the

@@ -4,7 +4,11 @@
 //! through the queue instead of running in one long invocation.
 
 use crate::error::{CoreError, StoreError};
+use crate::events::DomainEvent;
 use crate::forget::Fence;
+use crate::idempotency::{
+    new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, DEFAULT_KEY_TTL_SECONDS,
+};
 use crate::listing::snapshot;
 use crate::model::{StoredEntry, Tier};
 use crate::ports::{
@@ -97,4 +101,129 @@ pub async fn fan_out(
     }
     tracing::info!(kind = kind.as_str(), queued = report.queued, "fan-out done");
     Ok(report)
+}
+
+/// How long an announcement's claim is presumed alive before another delivery may take it over.
+pub const ANNOUNCE_LEASE_MILLIS: i64 = 30_000;
+
+/// Publishes `events` unless a delivery of the same pass outcome already did (or is doing it
+/// right now: then `IdempotencyInFlight`, and the pass is retried after the other's lease).
+/// A pass's outcome is named by its first event's id, which each pass derives from what it did,
+/// never from the clock: duplicate deliveries that did the same thing announce it once.
+/// `payload` tells two outcomes under one name apart (a mismatch is announced again, never lost).
+pub async fn announce_once(
+    ports: &CorePorts,
+    tenant: &memory_guard::TenantId,
+    payload: &str,
+    events: &[DomainEvent],
+    now: Timestamp,
+) -> Result<(), CoreError> {
+    let Some(first) = events.first() else {
+        return Ok(());
+    };
+    let key = IdempotencyKey::internal(tenant, "announce", &first.event_id);
+    let claim = KeyClaim {
+        key: key.clone(),
+        payload: payload.to_owned(),
+        attempt: new_attempt(),
+        now,
+        lease_until: now.plus_millis(ANNOUNCE_LEASE_MILLIS),
+        expires_at: now.plus_millis(DEFAULT_KEY_TTL_SECONDS.saturating_mul(1000)),
+    };
+    match ports.store.claim_key(&claim).await? {
+        Claim::Acquired { .. } => {
+            if let Err(e) = ports.publisher.publish(events).await {
+                // Give the claim back so the retry announces at once; if this fails too, the
+                // retry waits for the lease.
+                if let Err(release) = ports.store.release_key(&key, &claim.attempt).await {
+                    tracing::warn!(error = %release, "announcement claim kept until its lease");
+                }
+                return Err(e.into());
+            }
+            ports
+                .store
+                .complete_key(&Completion {
+                    key,
+                    attempt: claim.attempt,
+                    result: "published".into(),
+                })
+                .await?;
+            Ok(())
+        }
+        Claim::Held(record) if record.result.is_some() => Ok(()),
+        Claim::Held(_) => Err(CoreError::IdempotencyInFlight),
+    }
+}
+
+/// How long a delivery that took a pass job owns it before another delivery may take over: a
+/// background pass never runs longer than its function's timeout (at most 15 minutes).
+pub const JOB_LEASE_MILLIS: i64 = 15 * 60 * 1000;
+
+/// What a delivery of a pass job may do (`claim_job`).
+pub enum Job {
+    /// This delivery runs the job; it records the outcome (`complete`) or gives it back.
+    Mine(KeyClaim),
+    /// A delivery finished this job: its recorded report.
+    Done(String),
+    /// Another delivery is running it right now.
+    Running,
+}
+
+/// Takes the job "pass `kind` over `memory_ref` at marker `version`": at-least-once delivery
+/// brings the same queued pass twice, and two deliveries running at once would split its work
+/// between them (each announcing its half). The marker version names the job: the writes it
+/// covers are the same for every delivery that reads it.
+pub async fn claim_job(
+    ports: &CorePorts,
+    memory_ref: &memory_guard::MemoryRef,
+    kind: PassKind,
+    version: Option<u64>,
+    now: Timestamp,
+) -> Result<Job, CoreError> {
+    let name = format!(
+        "{}#{}#{}",
+        kind.as_str(),
+        memory_ref,
+        version.map_or_else(|| "-".to_owned(), |v| v.to_string())
+    );
+    let claim = KeyClaim {
+        key: IdempotencyKey::internal(memory_ref.tenant(), "pass-job", &name),
+        payload: name,
+        attempt: new_attempt(),
+        now,
+        lease_until: now.plus_millis(JOB_LEASE_MILLIS),
+        expires_at: now.plus_millis(DEFAULT_KEY_TTL_SECONDS.saturating_mul(1000)),
+    };
+    Ok(match ports.store.claim_key(&claim).await? {
+        Claim::Acquired { .. } => Job::Mine(claim),
+        Claim::Held(record) => match record.result {
+            Some(report) => Job::Done(report),
+            None => Job::Running,
+        },
+    })
+}
+
+/// Records a job's outcome, so later deliveries of it answer with `report` and do nothing.
+pub async fn complete_job(
+    ports: &CorePorts,
+    claim: KeyClaim,
+    report: String,
+) -> Result<(), CoreError> {
+    ports
+        .store
+        .complete_key(&Completion {
+            key: claim.key,
+            attempt: claim.attempt,
+            result: report,
+        })
+        .await
+        .map_err(Into::into)
+}
+
+/// Gives a job back unfinished (a merge was skipped, a forget fenced the pass): the next
+/// delivery runs it again at once instead of waiting for the lease.
+pub async fn release_job(ports: &CorePorts, claim: &KeyClaim) {
+    if let Err(e) = ports.store.release_key(&claim.key, &claim.attempt).await {
+        tracing::warn!(error = %e, "pass job kept until its lease");
+    }
 }

@@ -145,6 +145,8 @@ pub struct InMemoryEntryStore {
     keys: Mutex<BTreeMap<IdempotencyKey, (KeyRecord, Timestamp)>>,
     tombstones: Mutex<BTreeMap<MemoryRef, BTreeMap<String, Timestamp>>>,
     pub calls: CallCounter,
+    /// Gives way to other tasks before each read and rewrite ([`InMemoryEntryStore::racing`]).
+    racing: bool,
 }
 
 /// Whether `completion` may be recorded: its attempt holds the key and has not finished.
@@ -168,6 +170,21 @@ fn record_completion(
 impl InMemoryEntryStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// A store whose calls yield to other tasks first, so concurrent passes in one test
+    /// interleave at every store call as they would against a real table.
+    pub fn racing() -> Self {
+        InMemoryEntryStore {
+            racing: true,
+            ..Self::default()
+        }
+    }
+
+    async fn interleave(&self) {
+        if self.racing {
+            tokio::task::yield_now().await;
+        }
     }
 
     /// Every stored entry, for tests that inspect the raw store (like a table scan).
@@ -240,6 +257,7 @@ impl EntryStore for InMemoryEntryStore {
     }
 
     async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {
+        self.interleave().await;
         self.calls.call("claim_key")?;
         let mut keys = lock(&self.keys);
         let fresh = (
@@ -394,6 +412,7 @@ impl EntryStore for InMemoryEntryStore {
     }
 
     async fn get(&self, key: &EntryKey) -> Result<Option<StoredEntry>, StoreError> {
+        self.interleave().await;
         self.calls.call("get")?;
         Ok(lock(&self.refs)
             .get(&key.memory_ref)
@@ -428,6 +447,7 @@ impl EntryStore for InMemoryEntryStore {
     }
 
     async fn get_many(&self, keys: &[EntryKey]) -> Result<Vec<StoredEntry>, StoreError> {
+        self.interleave().await;
         self.calls.call("get_many")?;
         self.calls.add("get_many_items", keys.len() as u64);
         let refs = lock(&self.refs);
@@ -475,6 +495,7 @@ impl EntryStore for InMemoryEntryStore {
     }
 
     async fn replace(&self, put: &[StoredEntry], delete: &[StoredEntry]) -> Result<(), StoreError> {
+        self.interleave().await;
         self.calls.call("replace")?;
         within(
             "replace",
