@@ -54,8 +54,9 @@
 //!   `[REDACTED:<registered id>]`: no piece contains an active pattern. Every piece lies in a
 //!   stretch of a segment that no occurrence covered, and an occurrence there would have been
 //!   one in the input.
-//! - **No value in a marker.** By rule 6, the output holds no active pattern anywhere, markers
-//!   included.
+//! - **No value in a marker's name.** By rule 6, no marker names its secret with text that
+//!   holds an active pattern. (The marker's fixed syntax is the same for every secret: a
+//!   "value" such as `[REDACTE` stands in every marker and tells nothing.)
 //! - **Idempotence** (`redact(redact(x)) == redact(x)`). The markers emitted are well-formed
 //!   (rule 6: no name holds an active pattern), text left unredacted keeps its markers and gains
 //!   none (every emitted marker starts with `[`, which ends any id before it), so the second pass

@@ -199,13 +199,33 @@ pub fn survivor(registered: &[(String, String)], output: &str) -> Option<String>
     })
 }
 
-/// An active form found anywhere in `output`, markers included (rule 6: none is).
-pub fn anywhere(registered: &[(String, String)], output: &str) -> Option<String> {
+/// An active form inside the name of a marker of `output` (rule 6: there is none). The marker's
+/// fixed syntax is not a name: a "value" like `[REDACTE` stands in every marker, whatever it
+/// names, and text outside markers is the survivor check's.
+pub fn value_in_a_marker_name(registered: &[(String, String)], output: &str) -> Option<String> {
     let (_, values) = registry(registered);
-    active_forms(&values)
-        .into_iter()
-        .map(|(f, _)| f)
-        .find(|f| output.contains(f.as_str()))
+    let forms = active_forms(&values);
+    let bytes = output.as_bytes();
+    let mut found = None;
+    let mut p = 0;
+    while let Some(at) = output[p..].find(PREFIX) {
+        let start = p + at + PREFIX.len();
+        let mut end = start;
+        while end < bytes.len() && is_id_byte(bytes[end]) {
+            end += 1;
+        }
+        if bytes.get(end) == Some(&b']') && end > start {
+            let name = &output[start..end];
+            found = found.or_else(|| {
+                forms
+                    .iter()
+                    .find(|(f, _)| name.contains(f.as_str()))
+                    .map(|(f, _)| f.clone())
+            });
+        }
+        p = start;
+    }
+    found
 }
 
 /// Whether an active form occurs inside a registered id (rule 6 then names it by its digest).
