@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import subprocess
 import time
 from collections import Counter
@@ -191,6 +192,8 @@ def test_sts_failure_is_retryable_and_never_falls_back_to_the_function_role(
         failed = invoker.fail("memory-write", {"op": "put", "tenantId": tenant, "memoryRef": ref,
                                                "entries": [{"content": "x"}], "secrets": []})
         assert failed.get("errorType") == code, failed
+        # A function error has no details: the delay ends the message in a fixed form.
+        assert re.search(r"\(retryAfterSeconds: \d+\)$", failed.get("errorMessage", "")), failed
         forget = invoker.fail("memory-forget", {"tenantId": tenant, "subject": "s"})
         assert forget.get("errorType") == code, forget
     finally:

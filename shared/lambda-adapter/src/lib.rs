@@ -315,16 +315,25 @@ pub fn pass_answer(outcome: PassOutcome) -> Answer {
 
 /// Direct-invoke failures become Lambda function errors whose `errorType` is the envelope
 /// code and `errorMessage` the safe message, so callers see a failed invoke, never a payload
-/// that could be mistaken for success.
+/// that could be mistaken for success. A function error holds those two fields only, so the
+/// delay an HTTP answer gives in `Retry-After` ends the message of a retryable error in a fixed
+/// form a caller can read: ` (retryAfterSeconds: <n>)` ([`RETRY_AFTER_SUFFIX`]).
 pub fn invoke_error(e: WireError) -> Diagnostic {
     if e.is_server_error() {
         memory_api::metrics::emit(&[("Failures", 1)]);
     }
+    let error_message = match e.retry_after {
+        Some(seconds) => format!("{}{RETRY_AFTER_SUFFIX}{seconds})", e.message),
+        None => e.message,
+    };
     Diagnostic {
         error_type: e.code.to_owned(),
-        error_message: e.message,
+        error_message,
     }
 }
+
+/// How a retryable direct-invoke error's message ends, before the seconds and `)`.
+pub const RETRY_AFTER_SUFFIX: &str = " (retryAfterSeconds: ";
 
 /// The code whose log level follows the configured one: this project's crates (their events
 /// carry ids and counts only, never content or secret values; the log scans of the end-to-end
@@ -522,6 +531,26 @@ mod tests {
         assert!(lines[2].contains("ERROR") && lines[2].contains("rmcp::service"));
         // At the default level our own debug lines are off too.
         assert!(logged("", &[("memory_core::writer", Level::DEBUG)]).is_empty());
+    }
+
+    #[test]
+    fn a_retryable_direct_invoke_error_ends_with_its_delay() {
+        let busy = WireError::from(memory_core::CoreError::Store(
+            memory_core::StoreError::Unavailable {
+                op: "put",
+                code: "ThrottlingException".into(),
+            },
+        ));
+        let seconds = busy.retry_after.expect("a retryable error has a delay");
+        let d = invoke_error(busy);
+        assert!(
+            d.error_message
+                .ends_with(&format!("{RETRY_AFTER_SUFFIX}{seconds})")),
+            "{}",
+            d.error_message
+        );
+        let bad = invoke_error(WireError::from(memory_core::CoreError::BadLimit));
+        assert!(!bad.error_message.contains("retryAfterSeconds"));
     }
 
     #[test]
