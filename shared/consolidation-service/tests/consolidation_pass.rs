@@ -347,6 +347,13 @@ impl EntryStore for Racing {
     async fn delete(&self, k: &EntryKey) -> Result<bool, StoreError> {
         self.inner.delete(k).await
     }
+    async fn set_embedding(
+        &self,
+        e: &StoredEntry,
+        v: &memory_core::model::Embedding,
+    ) -> Result<bool, StoreError> {
+        self.inner.set_embedding(e, v).await
+    }
     async fn find_by_subject(
         &self,
         t: &TenantId,

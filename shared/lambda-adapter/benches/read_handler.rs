@@ -60,6 +60,13 @@ impl EntryStore for PrebuiltPage {
     async fn delete(&self, _: &EntryKey) -> Result<bool, StoreError> {
         Ok(false)
     }
+    async fn set_embedding(
+        &self,
+        _: &StoredEntry,
+        _: &memory_core::model::Embedding,
+    ) -> Result<bool, StoreError> {
+        Ok(false)
+    }
     async fn find_by_subject(
         &self,
         _: &TenantId,

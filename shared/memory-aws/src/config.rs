@@ -28,6 +28,9 @@ pub struct Settings {
     pub bus: String,
     pub endpoint_override: bool,
     pub pass_queue_url: Option<String>,
+    /// `EMBED_QUEUE_URL`: where a writer queues the embed pass of a ref it left entries without
+    /// a vector in (memory-dream's pass queue; docs/search.md "Semantic search").
+    pub embed_queue_url: Option<String>,
     /// The Bedrock embedding model; `None` (unset or empty): no embeddings, text search only.
     pub embedding_model: Option<String>,
     /// Vector size asked of the model (Titan V2: 256, 512 or 1024; its default when unset).
@@ -83,6 +86,7 @@ impl Settings {
             bus: var("EVENT_BUS_NAME")?,
             endpoint_override: std::env::var("AWS_ENDPOINT_URL").is_ok_and(|v| !v.is_empty()),
             pass_queue_url: optional("PASS_QUEUE_URL"),
+            embed_queue_url: optional("EMBED_QUEUE_URL"),
             embedding_model: optional("EMBEDDING_MODEL_ID"),
             embedding_dimensions,
             abstractive_model: optional("ABSTRACTIVE_MODEL_ID"),
@@ -113,6 +117,9 @@ pub struct AwsPorts {
     /// The function's own pass queue (`PASS_QUEUE_URL`), for the scheduled passes.
     #[cfg(feature = "queue")]
     pub queue: Option<Arc<SqsPassQueue>>,
+    /// Where embed passes are queued (`EMBED_QUEUE_URL`), for writers.
+    #[cfg(feature = "queue")]
+    pub embed_queue: Option<Arc<SqsPassQueue>>,
     /// The embedder (Bedrock), when `EMBEDDING_MODEL_ID` is set.
     #[cfg(feature = "embeddings")]
     pub embedder: Option<Arc<dyn memory_core::ports::Embedder>>,
@@ -197,6 +204,11 @@ impl AwsPorts {
             #[cfg(feature = "queue")]
             queue: settings
                 .pass_queue_url
+                .clone()
+                .map(|url| Arc::new(SqsPassQueue::new(client!(aws_sdk_sqs), url))),
+            #[cfg(feature = "queue")]
+            embed_queue: settings
+                .embed_queue_url
                 .clone()
                 .map(|url| Arc::new(SqsPassQueue::new(client!(aws_sdk_sqs), url))),
             #[cfg(feature = "embeddings")]

@@ -1414,6 +1414,43 @@ impl EntryStore for DynamoEntryStore {
         Ok(old.is_some())
     }
 
+    async fn set_embedding(
+        &self,
+        read: &StoredEntry,
+        embedding: &Embedding,
+    ) -> Result<bool, StoreError> {
+        const OP: &str = "set_embedding";
+        if embedding.vector.is_empty() {
+            return Ok(false);
+        }
+        let client = self.clients.data(OP).await?;
+        let bytes = Blob::new(vector_bytes(&embedding.vector));
+        // `attribute_exists(sk)` keeps an UpdateItem from creating the item: a deleted or
+        // forgotten entry stays gone. `rev` pins the content the vector was computed from.
+        let result = crate::retry::send(OP, || {
+            client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(key_item(&read.key())))
+                .update_expression("SET #v = :v, #m = :m")
+                .condition_expression(
+                    "attribute_exists(sk) AND rev = :rev AND (attribute_not_exists(#m) OR #m <> :m)",
+                )
+                .expression_attribute_names("#v", EMBEDDING_ATTRIBUTE)
+                .expression_attribute_names("#m", "embeddingModel")
+                .expression_attribute_values(":v", AttributeValue::B(bytes.clone()))
+                .expression_attribute_values(":m", s(embedding.model.clone()))
+                .expression_attribute_values(":rev", s(read.revision()))
+                .send()
+        })
+        .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => Ok(false),
+            Err(e) => Err(backend(OP, &e)),
+        }
+    }
+
     async fn find_by_subject(
         &self,
         tenant: &TenantId,

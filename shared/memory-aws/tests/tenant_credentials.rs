@@ -139,6 +139,7 @@ async fn ports(proxy: &Proxy) -> AwsPorts {
         bus: required_env("EVENT_BUS_NAME"),
         endpoint_override: true,
         pass_queue_url: None,
+        embed_queue_url: None,
         embedding_model: None,
         embedding_dimensions: None,
         abstractive_model: None,

@@ -10,6 +10,7 @@ pub mod capabilities;
 pub mod cursor;
 pub mod deadline;
 pub mod derivation;
+pub mod embed_pass;
 pub mod error;
 pub mod events;
 pub mod forget;

@@ -35,12 +35,15 @@ pub fn within(op: &'static str, items: usize, max: usize) -> Result<(), StoreErr
 }
 
 /// The kinds of pass a ref can be waiting for. Writes of transactional entries make a ref wait
-/// for a dream; writes of long-term entries (including a dream's output) for consolidation.
+/// for a dream; writes of long-term entries (including a dream's output) for consolidation; a
+/// write that stored an entry without a vector of the configured embedding model, for an embed
+/// pass (docs/search.md "Semantic search").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PassKind {
     Dream,
     Consolidate,
+    Embed,
 }
 
 impl PassKind {
@@ -48,7 +51,15 @@ impl PassKind {
         match self {
             PassKind::Dream => "dream",
             PassKind::Consolidate => "consolidate",
+            PassKind::Embed => "embed",
         }
+    }
+
+    /// The kind a wire name (`as_str`) stands for.
+    pub fn parse(raw: &str) -> Option<PassKind> {
+        [PassKind::Dream, PassKind::Consolidate, PassKind::Embed]
+            .into_iter()
+            .find(|k| k.as_str() == raw)
     }
 
     /// The pass a new entry of `tier` makes pending.
@@ -224,6 +235,17 @@ pub trait EntryStore: Send + Sync {
 
     /// Deletes one entry; `true` when it existed.
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError>;
+
+    /// Stores `embedding` on the entry `read` (the embed pass's backfill), only if that entry
+    /// still exists with the revision read and carries no vector of `embedding.model` yet, so a
+    /// concurrent delete, forget or rewrite is never undone and an entry is never recreated.
+    /// `Ok(false)` when the condition failed (nothing changed), also when an earlier attempt of
+    /// this very call applied and its answer was lost.
+    async fn set_embedding(
+        &self,
+        read: &StoredEntry,
+        embedding: &Embedding,
+    ) -> Result<bool, StoreError>;
 
     /// Every entry of the tenant written with this subject, across all its refs.
     async fn find_by_subject(

@@ -135,6 +135,16 @@ pub struct SearchHit {
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct SearchResults {
     pub results: Vec<SearchHit>,
+    /// Semantic and hybrid searches only: how many of the live entries ranked have no vector
+    /// of the configured model yet (the embed pass has not reached them, or they were written
+    /// under another model), so semantic ranking could not see them. A host extension, additive
+    /// (docs/search.md "Semantic search"); absent from text searches and from a foreign ref's
+    /// empty answer.
+    #[serde(
+        rename = "x-wop-memory-unembedded",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub unembedded: Option<usize>,
 }
 
 impl MemoryReader {
@@ -198,17 +208,23 @@ impl MemoryReader {
             Some(embedder) => Some(embedder.embed(&options.query).await?),
             None => None,
         };
-        // Only vectors of the configured model are compared.
+        // Only vectors of the configured model are compared (an empty one is none).
         let vectors: Vec<Option<&[f32]>> = match &query_vector {
             Some(q) => live
                 .iter()
                 .map(|e| {
-                    let v = e.embedding.as_ref().filter(|v| v.model == q.model);
+                    let v = e
+                        .embedding
+                        .as_ref()
+                        .filter(|v| v.model == q.model && !v.vector.is_empty());
                     v.map(|v| v.vector.as_slice())
                 })
                 .collect(),
             None => Vec::new(),
         };
+        let unembedded = query_vector
+            .as_ref()
+            .map(|_| vectors.iter().filter(|v| v.is_none()).count());
         let ranking = match (&query_vector, options.mode) {
             (Some(q), SearchMode::Semantic) => Ranking::Semantic(&q.vector),
             (Some(q), SearchMode::Hybrid) => Ranking::Hybrid(&q.vector),
@@ -231,6 +247,7 @@ impl MemoryReader {
                     score: h.score,
                 })
                 .collect(),
+            unembedded,
         })
     }
 }

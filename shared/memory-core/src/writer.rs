@@ -26,7 +26,7 @@ use crate::idempotency::{
 use crate::model::{
     is_valid_entry_id, Attribution, EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier,
 };
-use crate::ports::{CorePorts, Embedder, IdSource, PassKind};
+use crate::ports::{CorePorts, Embedder, IdSource, PassKind, PassQueue, QueuedPass};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, SecretRegistry, TenantId, TenantScope};
 
@@ -126,6 +126,8 @@ pub struct MemoryWriter {
     ids: Arc<dyn IdSource>,
     key_ttl_seconds: i64,
     embedder: Option<Arc<dyn Embedder>>,
+    /// Where the embed pass of a ref this writer left entries without a vector is queued.
+    embed_queue: Option<Arc<dyn PassQueue>>,
 }
 
 /// Embedding calls one write makes at a time (a put holds up to 25 entries; Bedrock throttles
@@ -134,7 +136,7 @@ pub const EMBED_CONCURRENCY: usize = 8;
 
 /// The most time a write spends embedding, all calls together: what is not embedded by then is
 /// stored without a vector, so a slow or throttling model never takes the time the store write
-/// needs (memory-write has 15 s in all).
+/// needs (memory-write has 15 s in all); the embed pass (`embed_pass`) fills it in afterwards.
 pub const EMBED_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// A claimed key: what the completing write must carry.
@@ -338,6 +340,39 @@ impl MemoryWriter {
             ids,
             key_ttl_seconds: DEFAULT_KEY_TTL_SECONDS,
             embedder: None,
+            embed_queue: None,
+        }
+    }
+
+    /// Queues the embed pass of a ref a write left entries without a vector in, so the vectors
+    /// land within seconds; without a queue the scheduled sweep finds the marked ref.
+    pub fn with_embed_queue(mut self, queue: Option<Arc<dyn PassQueue>>) -> Self {
+        self.embed_queue = queue;
+        self
+    }
+
+    /// After a write stored `missing` entries of `memory_ref` without a vector: marks the ref
+    /// pending for an embed pass, then queues one. The entries are durable by now, so neither
+    /// step fails the write: a lost mark is the same window the other passes' marks have (a
+    /// replay marks again), a lost enqueue is what the sweep is for.
+    async fn embed_later(&self, memory_ref: &MemoryRef, missing: usize, since: Timestamp) {
+        if missing == 0 {
+            return;
+        }
+        self.ports
+            .store
+            .mark_pending(memory_ref, PassKind::Embed, since)
+            .await;
+        let Some(queue) = &self.embed_queue else {
+            return;
+        };
+        let pass = QueuedPass {
+            kind: PassKind::Embed,
+            tenant_id: memory_ref.tenant().to_string(),
+            memory_ref: memory_ref.to_string(),
+        };
+        if let Err(e) = queue.enqueue(&[pass]).await {
+            tracing::warn!(error = %e, missing, "embed pass not queued; the sweep will find the ref");
         }
     }
 
@@ -350,10 +385,11 @@ impl MemoryWriter {
     /// Embeds each entry's content (already SR-1-redacted), [`EMBED_CONCURRENCY`] calls at a
     /// time, within [`EMBED_BUDGET`]. An entry whose embedding fails or runs out of time is
     /// stored without a vector: the write is not lost to an outage of the model, text search
-    /// still finds the entry, and the log says how many (ids and counts only).
-    async fn embed(&self, entries: &mut [StoredEntry]) {
+    /// still finds the entry, the log says how many (ids and counts only), and the embed pass
+    /// gives it one later (`embed_later`). Returns how many are missing.
+    async fn embed(&self, entries: &mut [StoredEntry]) -> usize {
         let Some(embedder) = &self.embedder else {
-            return;
+            return 0;
         };
         let deadline = tokio::time::Instant::now() + EMBED_BUDGET;
         let mut failed = 0usize;
@@ -381,9 +417,10 @@ impl MemoryWriter {
                 failed,
                 missing,
                 entries = entries.len(),
-                "embeddings missing"
+                "embeddings missing, left to the embed pass"
             );
         }
+        missing
     }
 
     /// How long a key answers with its recorded result (default 24 h).
@@ -566,6 +603,14 @@ impl MemoryWriter {
                 if let Some(since) = out.written.iter().map(|w| w.created_at).min() {
                     self.mark_tiers_pending(&memory_ref, validated.iter().map(|e| e.tier), since)
                         .await;
+                    // Whether that attempt's vectors all landed is not recorded: the embed pass
+                    // finds out (and finds nothing to do when they did).
+                    if self.embedder.is_some() {
+                        self.ports
+                            .store
+                            .mark_pending(&memory_ref, PassKind::Embed, since)
+                            .await;
+                    }
                 }
                 return Ok(out);
             }
@@ -582,7 +627,7 @@ impl MemoryWriter {
             },
             |_| None,
         );
-        self.embed(&mut stored).await;
+        let missing = self.embed(&mut stored).await;
         let output = PutOutput {
             written: written_of(&stored),
             redactions,
@@ -619,6 +664,7 @@ impl MemoryWriter {
             }
         }
 
+        self.embed_later(&memory_ref, missing, created_at).await;
         self.announce_written(&memory_ref, &stored).await;
         tracing::info!(
             tenant = %tenant,
@@ -713,10 +759,11 @@ impl MemoryWriter {
             |_| self.ids.next_id(now),
             |index| replaces.get(index).and_then(|old| old.subject.clone()),
         );
-        self.embed(&mut stored).await;
+        let missing = self.embed(&mut stored).await;
         self.ports.store.replace(&stored, replaces).await?;
         self.mark_tiers_pending(&memory_ref, stored.iter().map(|e| e.tier), now)
             .await;
+        self.embed_later(&memory_ref, missing, now).await;
         self.announce_written(&memory_ref, &stored).await;
         tracing::info!(
             tenant = %tenant,

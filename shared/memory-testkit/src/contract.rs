@@ -640,8 +640,10 @@ pub async fn semantic_search_ranks_by_stored_vectors(store: Arc<dyn EntryStore>)
     let semantic = with
         .search(&scope, &raw, &options(SearchMode::Semantic))
         .await
-        .expect("semantic")
-        .results;
+        .expect("semantic");
+    // One entry of another model's vector and one without: the answer counts both.
+    assert_eq!(semantic.unembedded, Some(2));
+    let semantic = semantic.results;
     let semantic_ids = ids(&semantic);
     // Two of four words match against two of five: the shorter entry is closer.
     assert_eq!(semantic_ids[0], entries[0].entry.id, "{semantic_ids:?}");
@@ -683,6 +685,70 @@ pub async fn semantic_search_ranks_by_stored_vectors(store: Arc<dyn EntryStore>)
     assert!(foreign.expect("foreign").results.is_empty());
     // The query was embedded once per semantic/hybrid search (and never for a refused one).
     assert_eq!(embedder.calls.get("embed"), texts.len() as u64 + 3);
+}
+
+/// The embed pass's write (docs/search.md "Semantic search"): a vector lands only on the entry
+/// as it was read, never recreates a deleted one, never replaces a vector of the same model, and
+/// leaves the entry itself (revision, postings) as it was.
+pub async fn set_embedding_is_conditional(store: Arc<dyn EntryStore>) {
+    use memory_core::model::Embedding;
+    let (_, r) = fresh_ref("setvec");
+    let vector = |model: &str, x: f32| Embedding {
+        model: model.into(),
+        vector: vec![x, -0.0, 1.5e-7, 3.25],
+    };
+    let plain = entry(&r, 1, "no vector yet", &["a"]);
+    let other = {
+        let mut e = entry(&r, 2, "another model's vector", &[]);
+        e.embedding = Some(vector("model-old", 9.0));
+        e
+    };
+    let gone = entry(&r, 3, "deleted before its vector came", &[]);
+    store
+        .put_entries(&[plain.clone(), other.clone(), gone.clone()])
+        .await
+        .expect("put");
+    assert!(store
+        .set_embedding(&plain, &vector("model-a", 1.0))
+        .await
+        .expect("set"));
+    let got = store.get(&plain.key()).await.expect("get").expect("there");
+    assert_eq!(got.embedding, Some(vector("model-a", 1.0)));
+    assert_eq!(got.revision(), plain.revision(), "the entry is unchanged");
+    // A second write of the same model (a duplicate pass) changes nothing.
+    assert!(!store
+        .set_embedding(&plain, &vector("model-a", 2.0))
+        .await
+        .expect("again"));
+    let got = store.get(&plain.key()).await.expect("get").expect("there");
+    assert_eq!(got.embedding, Some(vector("model-a", 1.0)));
+    // Another model's vector is replaced by the configured one.
+    assert!(store
+        .set_embedding(&other, &vector("model-a", 3.0))
+        .await
+        .expect("re-embed"));
+    // A deleted entry is not recreated.
+    assert!(store.delete(&gone.key()).await.expect("delete"));
+    assert!(!store
+        .set_embedding(&gone, &vector("model-a", 4.0))
+        .await
+        .expect("gone"));
+    assert_eq!(store.get(&gone.key()).await.expect("get"), None);
+    // An entry read at another revision is not given that content's vector.
+    let mut stale = other.clone();
+    stale.entry.content = "what it said before".into();
+    assert!(!store
+        .set_embedding(&stale, &vector("model-b", 5.0))
+        .await
+        .expect("stale"));
+    let got = store.get(&other.key()).await.expect("get").expect("there");
+    assert_eq!(got.embedding, Some(vector("model-a", 3.0)));
+    // Tag lists still find the entry (its postings were left alone).
+    let ids = store
+        .tag_postings(&r, "a", None, 10)
+        .await
+        .expect("postings");
+    assert_eq!(ids, vec![plain.entry.id.clone()]);
 }
 
 pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
@@ -1368,7 +1434,7 @@ macro_rules! port_suite {
             tombstones_are_per_ref, provenance_has_no_item_size_ceiling,
             tag_lists_fill_pages_and_combine_filters, tag_lists_follow_every_delete_path,
             search_ranks_live_entries_of_the_callers_ref,
-            semantic_search_ranks_by_stored_vectors);
+            semantic_search_ranks_by_stored_vectors, set_embedding_is_conditional);
         $crate::port_suite!(@archive $archive; archive_put_if_absent_is_immutable,
             archive_compare_and_swap, archive_listing_is_tenant_scoped);
     };

@@ -110,6 +110,7 @@ impl CallCounter {
             "put_expecting",
             "publish",
             "enqueue",
+            "set_embedding",
         ]
         .iter()
         .map(|op| self.get(op))
@@ -464,6 +465,30 @@ impl EntryStore for InMemoryEntryStore {
             .get_mut(&key.memory_ref)
             .and_then(|m| m.remove(&key.id))
             .is_some())
+    }
+
+    async fn set_embedding(
+        &self,
+        read: &StoredEntry,
+        embedding: &Embedding,
+    ) -> Result<bool, StoreError> {
+        self.calls.call("set_embedding")?;
+        let mut refs = lock(&self.refs);
+        let Some(stored) = refs
+            .get_mut(&read.memory_ref)
+            .and_then(|m| m.get_mut(&read.entry.id))
+        else {
+            return Ok(false);
+        };
+        let has_model = stored
+            .embedding
+            .as_ref()
+            .is_some_and(|v| v.model == embedding.model);
+        if stored.revision() != read.revision() || has_model || embedding.vector.is_empty() {
+            return Ok(false);
+        }
+        stored.embedding = Some(embedding.clone());
+        Ok(true)
     }
 
     async fn find_by_subject(
