@@ -53,9 +53,10 @@ CONSOLIDATION = {"consolidation", "consolidation-service"}
 NOT_RUN = {
     "memory-read": DISTILLER | COMMITMENTS | CONSOLIDATION
     | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-eventbridge"},
-    "memory-write": DISTILLER | COMMITMENTS | CONSOLIDATION | {"aws-sdk-s3", "aws-sdk-sqs"},
-    # Only memory-read and memory-write embed (semantic search), and only memory-dream
-    # runs an abstractive model (abstractive dreams, Converse).
+    # memory-write queues the embed pass of entries it stored without a vector (SQS).
+    "memory-write": DISTILLER | COMMITMENTS | CONSOLIDATION | {"aws-sdk-s3"},
+    # Only memory-read, memory-write, memory-mcp and memory-dream (the embed pass) embed, and
+    # only memory-dream runs an abstractive model (abstractive dreams, Converse).
     # Forget's sweep of dream output reads the archive and index formats, never the distiller:
     # no tokenizer (dream-service and distill without their `dreams` / `distiller` features).
     "memory-forget": CONSOLIDATION | TOKENIZER | {"aws-sdk-sqs", "aws-sdk-bedrockruntime"},

@@ -55,7 +55,8 @@ ABSTRACTIVE_MODEL = ("arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-m
 # Off by default: the parameter defaults to "" and the condition is exactly "not empty".
 MODEL_SWITCHES = {
     "EmbeddingModelId": ("HasEmbeddingModel", EMBED_MODEL,
-                         {"MemoryReadFunction", "MemoryWriteFunction", "MemoryMcpFunction"}),
+                         {"MemoryReadFunction", "MemoryWriteFunction", "MemoryMcpFunction",
+                          "MemoryDreamFunction"}),
     "AbstractiveModelId": ("HasAbstractiveModel", ABSTRACTIVE_MODEL, {"MemoryDreamFunction"}),
 }
 
@@ -117,7 +118,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
         )
         | pairs(["events:PutEvents"], BUS)
         # Each new entry's (redacted) content is embedded when a model is configured.
-        | pairs(["bedrock:InvokeModel"], EMBED_MODEL),
+        | pairs(["bedrock:InvokeModel"], EMBED_MODEL)
+        # ... and what missed the write's budget is queued for memory-dream's embed pass.
+        | pairs(SQS_SEND, DREAM_JOBS + " if HasEmbeddingModel"),
+        "env": {"EMBED_QUEUE_URL": {"Fn::If": ["HasEmbeddingModel", {"Ref": "DreamJobsQueue"}, ""]}},
         "routes": set(),
     },
     "MemoryForgetFunction": {
@@ -207,6 +211,7 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "binary": "memory-dream",
         "memory": 512,
         "env": {"PASS_QUEUE_URL": {"Ref": "DreamJobsQueue"},
+                "EMBEDDING_MODEL_ID": {"Ref": "EmbeddingModelId"},
                 "ABSTRACTIVE_MODEL_ID": {"Ref": "AbstractiveModelId"},
                 "ABSTRACTIVE_TIMEOUT_MS": {"Ref": "AbstractiveTimeoutMs"}},
         "iam": pairs(["dynamodb:Query"], TABLE)
@@ -218,7 +223,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
         | pairs(SQS_SEND + SQS_CONSUME, DREAM_JOBS)
         | pairs(SQS_SEND, BACKGROUND_DLQ_ARN)
         # Abstractive dreams (Converse) on the configured model only, when one is configured.
-        | pairs(["bedrock:InvokeModel"], ABSTRACTIVE_MODEL),
+        | pairs(["bedrock:InvokeModel"], ABSTRACTIVE_MODEL)
+        # The embed pass, on the embedding model only, when one is configured.
+        | pairs(["bedrock:InvokeModel"], EMBED_MODEL),
         "routes": set(),
     },
     "MemoryConsolidateFunction": {
@@ -256,6 +263,13 @@ SCHEDULED: dict[str, dict[str, Any]] = {
         "input": {"action": "fan-out"},
         "window": {"Mode": "FLEXIBLE", "MaximumWindowInMinutes": 60},
         "timezone": "DreamTimeZone",
+    },
+    # memory-dream's second schedule: the embed sweep, only with an embedding model.
+    "MemoryDreamFunction/embed": {
+        "input": {"action": "fan-out", "pass": "embed"},
+        "window": {"Mode": "OFF"},
+        "expression": "rate(5 minutes)",
+        "condition": "HasEmbeddingModel",
     },
     "MemoryConsolidateFunction": {
         "input": {"action": "fan-out"},
@@ -780,7 +794,10 @@ def check_scheduler(resources: dict[str, Any], params: dict[str, Any], rep: Repo
     by_target: dict[str, list[str]] = {}
     for sname, sched in schedules.items():
         target = getatt((props_of(sched).get("Target") or {}).get("Arn"), "Arn")
-        by_target.setdefault(target or "?", []).append(sname)
+        # A function's second schedule is told apart by the pass its Input names.
+        kind = next((v.get("pass") for v in input_variants(
+            (props_of(sched).get("Target") or {}).get("Input")) if isinstance(v, dict)), None)
+        by_target.setdefault(f"{target}/{kind}" if kind else (target or "?"), []).append(sname)
     stray = sorted(k for k in by_target if k not in SCHEDULED)
     rep.check(not stray, "schedules target only the scheduled functions "
               f"({', '.join(sorted(SCHEDULED))})", f"also targeted: {stray} {by_target}")
@@ -820,6 +837,9 @@ def check_scheduler(resources: dict[str, Any], params: dict[str, Any], rep: Repo
                       f"got {sp.get('ScheduleExpression')!r}")
         rep.check(sp.get("State", "ENABLED") == "ENABLED", f"{sname}: State ENABLED",
                   f"got {sp.get('State')!r}")
+        rep.check(schedules[sname].get("Condition") == want.get("condition"),
+                  f"{sname}: Condition {want.get('condition')}",
+                  f"got {schedules[sname].get('Condition')!r}")
 
     role = resources.get(SCHEDULER_ROLE)
     if not rep.check(isinstance(role, dict) and role.get("Type") == "AWS::IAM::Role",
@@ -832,10 +852,11 @@ def check_scheduler(resources: dict[str, Any], params: dict[str, Any], rep: Repo
               f"{SCHEDULER_ROLE}: only scheduler.amazonaws.com may assume it", f"got {principals!r}")
     got, problems = role_pairs(role)
     rep.check(not problems, f"{SCHEDULER_ROLE}: inline statements only", "; ".join(problems))
-    want = {("lambda:InvokeFunction", "${" + fn + ".Arn}") for fn in SCHEDULED} | pairs(
+    functions = {fn.split("/")[0] for fn in SCHEDULED}
+    want = {("lambda:InvokeFunction", "${" + fn + ".Arn}") for fn in functions} | pairs(
         SQS_SEND, BACKGROUND_DLQ_ARN)
     rep.check(got == want,
-              f"{SCHEDULER_ROLE}: exactly lambda:InvokeFunction on the {len(SCHEDULED)} scheduled "
+              f"{SCHEDULER_ROLE}: exactly lambda:InvokeFunction on the {len(functions)} scheduled "
               f"functions + sqs:SendMessage on {BACKGROUND_DLQ}",
               f"missing {sorted(want - got)}, extra {sorted(got - want)}")
 

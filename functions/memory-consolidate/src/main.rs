@@ -22,5 +22,5 @@ async fn serve() -> Result<(), Error> {
     );
     let queue: Option<Arc<dyn PassQueue>> = ports.queue.clone().map(|q| q as Arc<dyn PassQueue>);
     let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
-    lambda_adapter::run_pass(pass, store, queue).await
+    lambda_adapter::run_pass(&[pass], store, queue).await
 }

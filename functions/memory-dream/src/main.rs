@@ -1,6 +1,8 @@
 //! `memory-dream`: RFC 0062 distillation. Nightly fan-out, queued per-ref runs (SQS), or a
-//! direct invoke for one ref with an optional `tokenBudget`.
+//! direct invoke for one ref with an optional `tokenBudget`. With an embedding model it also runs
+//! the embed pass (`embed.rs`): the same queue, its own sweep.
 
+mod embed;
 mod pass;
 
 use std::sync::Arc;
@@ -9,8 +11,11 @@ use std::time::Duration;
 use distill::DeterministicDistiller;
 use dream_service::abstractive::{Abstractive, DEFAULT_TIMEOUT};
 use dream_service::dream::Dreamer;
+use embed::EmbedRefPass;
 use lambda_runtime::Error;
+use memory_api::background_api::RefPass;
 use memory_aws::AwsPorts;
+use memory_core::embed_pass::EmbedPass;
 use memory_core::ports::PassQueue;
 use pass::DreamPass;
 
@@ -46,7 +51,19 @@ async fn serve() -> Result<(), Error> {
         .with_settle_millis(settle_seconds * 1000)
         .with_abstractive(abstractive),
     );
+    // The embed pass lives here rather than in a function of its own: it is one more pass over
+    // one ref (work marker, fence, fan-out, queue), this function already consumes the pass
+    // queue and links the Bedrock client, and a pass takes seconds (docs/search.md "Semantic
+    // search").
+    let embed = ports
+        .embedder
+        .clone()
+        .map(|embedder| EmbedRefPass(EmbedPass::new(ports.core(), embedder)));
+    let mut passes: Vec<&dyn RefPass> = vec![&pass];
+    if let Some(embed) = &embed {
+        passes.push(embed);
+    }
     let queue: Option<Arc<dyn PassQueue>> = ports.queue.clone().map(|q| q as Arc<dyn PassQueue>);
-    let (pass, store, queue) = (&pass, ports.entries.as_ref(), queue.as_deref());
-    lambda_adapter::run_pass(pass, store, queue).await
+    let (store, queue) = (ports.entries.as_ref(), queue.as_deref());
+    lambda_adapter::run_pass(&passes, store, queue).await
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use lambda_runtime::Error;
 use memory_api::write_api::WriteCommand;
 use memory_aws::AwsPorts;
-use memory_core::ports::UlidIds;
+use memory_core::ports::{PassQueue, UlidIds};
 use memory_core::writer::MemoryWriter;
 
 fn main() -> Result<(), Error> {
@@ -23,7 +23,10 @@ async fn serve() -> Result<(), Error> {
     )?;
     let writer = MemoryWriter::new(ports.core(), Arc::new(UlidIds::default()))
         .with_key_ttl_seconds(key_ttl_seconds)
-        .with_embedder(ports.embedder.clone());
+        .with_embedder(ports.embedder.clone())
+        // Entries left without a vector get their embed pass queued at once (docs/search.md
+        // "Semantic search").
+        .with_embed_queue(ports.embed_queue.clone().map(|q| q as Arc<dyn PassQueue>));
     let writer = &writer;
     lambda_adapter::run(WriteCommand::decode, |command| async move {
         let result = memory_api::write_api::handle(writer, command).await?;

@@ -23,7 +23,7 @@ use lambda_runtime::{layers::TracingLayer, service_fn, Diagnostic, LambdaEvent, 
 use memory_api::background_api::{self, PassCommand, PassMessage, PassOutcome, RefPass};
 use memory_api::read_api::{Query, ReadRequest};
 use memory_api::{decode, HttpResponse, WireError};
-use memory_core::ports::{EntryStore, PassQueue};
+use memory_core::ports::{EntryStore, PassKind, PassQueue};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -52,14 +52,14 @@ pub fn env_number<T: std::str::FromStr>(
 }
 
 /// Runs a scheduled pass's function (`background_api`): fan-out, batches of queued passes, direct
-/// invokes.
+/// invokes. The first of `passes` is the function's own kind, what a trigger naming none runs.
 pub async fn run_pass(
-    pass: &dyn RefPass,
+    passes: &[&dyn RefPass],
     store: &dyn EntryStore,
     queue: Option<&dyn PassQueue>,
 ) -> Result<(), lambda_runtime::Error> {
     run(pass_command, |command| async move {
-        let outcome = background_api::handle(pass, store, queue, command).await?;
+        let outcome = background_api::handle(passes, store, queue, command).await?;
         Ok(pass_answer(outcome))
     })
     .await
@@ -267,12 +267,24 @@ pub fn pass_command(payload: Value) -> Result<PassCommand, WireError> {
         return Err(WireError::validation("payload", PASS_EXPECTED));
     };
     if let Some(action) = fields.get("action") {
-        return match action.as_str() {
-            Some("fan-out") => Ok(PassCommand::FanOut),
-            _ => Err(WireError::validation(
+        if action.as_str() != Some("fan-out") {
+            return Err(WireError::validation(
                 "action",
                 "action: expected \"fan-out\"",
-            )),
+            ));
+        }
+        return match fields.get("pass") {
+            None => Ok(PassCommand::FanOut(None)),
+            Some(kind) => kind
+                .as_str()
+                .and_then(PassKind::parse)
+                .map(|kind| PassCommand::FanOut(Some(kind)))
+                .ok_or_else(|| {
+                    WireError::validation(
+                        "pass",
+                        "pass: expected \"dream\", \"consolidate\" or \"embed\"",
+                    )
+                }),
         };
     }
     if fields.contains_key("Records") {
@@ -569,6 +581,7 @@ mod tests {
         short.write_all(b"short\n").unwrap();
         assert_eq!(short.0, b"short\n");
     }
+    use memory_api::background_api::RunRef;
     use serde_json::json;
 
     #[test]
@@ -590,7 +603,21 @@ mod tests {
     fn a_pass_trigger_is_decoded_once_into_its_command() {
         assert!(matches!(
             pass_command(json!({"action": "fan-out"})),
-            Ok(PassCommand::FanOut)
+            Ok(PassCommand::FanOut(None))
+        ));
+        assert!(matches!(
+            pass_command(json!({"action": "fan-out", "pass": "embed"})),
+            Ok(PassCommand::FanOut(Some(PassKind::Embed)))
+        ));
+        let unknown = pass_command(json!({"action": "fan-out", "pass": "nap"})).err();
+        assert_eq!(unknown.and_then(|e| e.field), Some("pass".to_owned()));
+        let embed = pass_command(json!({"tenantId": "t1", "memoryRef": "r", "pass": "embed"}));
+        assert!(matches!(
+            embed,
+            Ok(PassCommand::Run(RunRef {
+                pass: Some(PassKind::Embed),
+                ..
+            }))
         ));
         let bad = pass_command(json!({"action": "sweep"})).err();
         assert_eq!(bad.and_then(|e| e.field), Some("action".to_owned()));

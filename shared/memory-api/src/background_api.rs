@@ -1,10 +1,14 @@
-//! The three ways a scheduled pass (dream, consolidation) is started, as one command the edge
-//! decodes once (`lambda_adapter::pass_command`):
-//! - [`PassCommand::FanOut`], the schedule's input `{"action": "fan-out"}`: queue one pass per
-//!   pending ref;
+//! The three ways a scheduled pass (dream, consolidation, embed) is started, as one command the
+//! edge decodes once (`lambda_adapter::pass_command`):
+//! - [`PassCommand::FanOut`], the schedule's input `{"action": "fan-out"}` (`"pass": "<kind>"`
+//!   picks a kind other than the function's own): queue one pass per pending ref;
 //! - [`PassCommand::Queued`], an SQS batch of those queued passes: run each, and answer the failed
 //!   ones so only they are retried (and reach the dead-letter queue eventually);
 //! - [`PassCommand::Run`], a direct invoke [`RunRef`]: run one ref now and return its result.
+//!
+//! A function may run more than one kind (memory-dream runs dreams and, with an embedding
+//! model, embed passes: docs/search.md "Semantic search"); the first it is wired with is its
+//! own, what a trigger that names no kind means.
 
 use async_trait::async_trait;
 use memory_core::acting_tenant::acting_for;
@@ -30,6 +34,10 @@ pub struct RunRef {
     /// The run's BYOK secrets; queued passes carry none and still keep existing markers whole.
     #[serde(default)]
     pub secrets: Vec<SecretInput>,
+    /// Which kind of pass to run (`"dream"`, `"consolidate"`, `"embed"`); absent: the
+    /// function's own.
+    #[serde(default)]
+    pub pass: Option<PassKind>,
 }
 
 impl RunRef {
@@ -38,6 +46,7 @@ impl RunRef {
         RunRef {
             tenant_id: queued.tenant_id.clone(),
             memory_ref: queued.memory_ref.clone(),
+            pass: Some(queued.kind),
             ..RunRef::default()
         }
     }
@@ -58,7 +67,8 @@ pub struct PassMessage {
 
 #[derive(Debug)]
 pub enum PassCommand {
-    FanOut,
+    /// The kind to fan out; `None`: the function's own.
+    FanOut(Option<PassKind>),
     Queued(Vec<PassMessage>),
     Run(RunRef),
 }
@@ -78,14 +88,35 @@ pub trait RefPass: Send + Sync {
     async fn run(&self, run: &RunRef) -> Result<Value, CoreError>;
 }
 
+/// The pass of `kind` among `passes` (`None`: the first, the function's own); a kind the
+/// function does not run is the caller's error on `field`.
+fn pick<'a>(
+    passes: &[&'a dyn RefPass],
+    kind: Option<PassKind>,
+    field: &'static str,
+) -> Result<&'a dyn RefPass, CoreError> {
+    let found = match kind {
+        None => passes.first(),
+        Some(kind) => passes.iter().find(|p| p.kind() == kind),
+    };
+    found.copied().ok_or_else(|| {
+        let served: Vec<&str> = passes.iter().map(|p| p.kind().as_str()).collect();
+        CoreError::invalid(
+            field,
+            format!("this function runs {} passes", served.join(" and ")),
+        )
+    })
+}
+
 pub async fn handle(
-    pass: &dyn RefPass,
+    passes: &[&dyn RefPass],
     store: &dyn EntryStore,
     queue: Option<&dyn PassQueue>,
     command: PassCommand,
 ) -> Result<PassOutcome, WireError> {
     match command {
-        PassCommand::FanOut => {
+        PassCommand::FanOut(kind) => {
+            let pass = pick(passes, kind, "pass")?;
             let queue = queue.ok_or_else(|| {
                 CoreError::invalid("action", "no pass queue configured (PASS_QUEUE_URL)")
             })?;
@@ -95,7 +126,10 @@ pub async fn handle(
         PassCommand::Queued(messages) => {
             let mut failed = Vec::new();
             for message in messages {
-                let Some(queued) = message.pass.filter(|q| q.kind == pass.kind()) else {
+                let runs = |q: &QueuedPass| pick(passes, Some(q.kind), "kind").ok();
+                let Some((queued, pass)) =
+                    message.pass.and_then(|q| runs(&q).map(|pass| (q, pass)))
+                else {
                     // A queued pass this function cannot read will never succeed: drop it loudly
                     // rather than retry it forever.
                     tracing::error!(message_id = %message.message_id, "unreadable queued pass dropped");
@@ -112,6 +146,7 @@ pub async fn handle(
             Ok(PassOutcome::FailedMessages(failed))
         }
         PassCommand::Run(run) => {
+            let pass = pick(passes, run.pass, "pass")?;
             let report = acting_for(Some(&run.tenant_id), pass.run(&run)).await?;
             Ok(PassOutcome::Report(report))
         }

@@ -155,8 +155,17 @@ impl ReadApi {
                     memory_ref = %ref_hash(memory_ref),
                     results = results.results.len(),
                     mode = ?options.mode,
+                    unembedded = results.unembedded,
                     "search"
                 );
+                // Semantic and hybrid only: entries the ranking could not compare, the figure
+                // an alarm on a stalled embed pass watches (docs/operating.md).
+                if let Some(unembedded) = results.unembedded {
+                    crate::metrics::emit(&[
+                        ("SemanticSearches", 1),
+                        ("SearchUnembedded", unembedded as u64),
+                    ]);
+                }
                 Ok(HttpResponse::ok(json!(results)))
             }
             Route::Get(id) => {
