@@ -22,6 +22,9 @@ AWS_ENDPOINT_URL_BEDROCK_RUNTIME=http://127.0.0.1:PORT):
 Model ids accepted: `amazon.titan-embed-text-v2*` and `sentence-transformers/all-MiniLM-L6-v2`.
 Errors use the AWS REST-JSON shape (`x-amzn-ErrorType` header, `{"message": ...}` body).
 Env EMBEDDER_FAIL_EVERY=N: every Nth invoke answers 503 ServiceUnavailableException (tests).
+Env EMBEDDER_THROTTLE_RATE=p (0..1): each invoke answers 429 ThrottlingException with
+probability p, drawn from a generator seeded by EMBEDDER_SEED (default 0), so a run repeats
+(tests of the embed backfill under Bedrock throttling).
 The server logs one line per request (model id, status, token count), never the input text.
 """
 
@@ -32,6 +35,7 @@ import hashlib
 import importlib.resources
 import json
 import os
+import random
 import re
 import sys
 import threading
@@ -327,6 +331,8 @@ def _invoke(model_id: str, body: bytes) -> tuple[dict, int]:
 class _Handler(standin_http.Handler):
     server_version = "bedrock-runtime-standin"
     fail_every = 0
+    throttle_rate = 0.0
+    throttle_draws: random.Random = random.Random(0)
     invocations = 0
     digests: str | None = None
     counter_lock = threading.Lock()
@@ -359,9 +365,14 @@ class _Handler(standin_http.Handler):
             with self.counter_lock:
                 type(self).invocations += 1
                 nth = type(self).invocations
+                throttled = self.throttle_rate > 0 and \
+                    self.throttle_draws.random() < self.throttle_rate
             if self.fail_every and nth % self.fail_every == 0:
                 raise ApiError(503, "ServiceUnavailableException",
                                "Injected fault (EMBEDDER_FAIL_EVERY).")
+            if throttled:
+                raise ApiError(429, "ThrottlingException",
+                               "Too many requests, please wait before trying again.")
             answer, tokens = _invoke(model_id, body)
             if self.digests is not None:
                 self._record_digest(body)
@@ -381,6 +392,8 @@ class _Handler(standin_http.Handler):
 def serve(port: int, port_file: str | None, digests: str | None = None) -> None:
     _load()  # before listening: the port file means "ready", and no first request waits
     _Handler.fail_every = int(os.environ.get("EMBEDDER_FAIL_EVERY") or 0)
+    _Handler.throttle_rate = float(os.environ.get("EMBEDDER_THROTTLE_RATE") or 0)
+    _Handler.throttle_draws = random.Random(int(os.environ.get("EMBEDDER_SEED") or 0))
     _Handler.digests = digests
     standin_http.listen(_Handler, port, port_file, "embedder")
 
