@@ -25,6 +25,8 @@ Env EMBEDDER_FAIL_EVERY=N: every Nth invoke answers 503 ServiceUnavailableExcept
 Env EMBEDDER_THROTTLE_RATE=p (0..1): each invoke answers 429 ThrottlingException with
 probability p, drawn from a generator seeded by EMBEDDER_SEED (default 0), so a run repeats
 (tests of the embed backfill under Bedrock throttling).
+Env EMBEDDER_DELAY_MS=n: each answered embedding waits n ms first, the latency of a loaded
+Bedrock endpoint (throttling answers stay immediate, as Bedrock's do).
 The server logs one line per request (model id, status, token count), never the input text.
 """
 
@@ -39,6 +41,7 @@ import random
 import re
 import sys
 import threading
+import time
 import unicodedata
 from pathlib import Path
 from urllib.parse import unquote
@@ -332,6 +335,7 @@ class _Handler(standin_http.Handler):
     server_version = "bedrock-runtime-standin"
     fail_every = 0
     throttle_rate = 0.0
+    delay_seconds = 0.0
     throttle_draws: random.Random = random.Random(0)
     invocations = 0
     digests: str | None = None
@@ -374,6 +378,8 @@ class _Handler(standin_http.Handler):
                 raise ApiError(429, "ThrottlingException",
                                "Too many requests, please wait before trying again.")
             answer, tokens = _invoke(model_id, body)
+            if self.delay_seconds:
+                time.sleep(self.delay_seconds)
             if self.digests is not None:
                 self._record_digest(body)
         except ApiError as err:
@@ -393,6 +399,7 @@ def serve(port: int, port_file: str | None, digests: str | None = None) -> None:
     _load()  # before listening: the port file means "ready", and no first request waits
     _Handler.fail_every = int(os.environ.get("EMBEDDER_FAIL_EVERY") or 0)
     _Handler.throttle_rate = float(os.environ.get("EMBEDDER_THROTTLE_RATE") or 0)
+    _Handler.delay_seconds = int(os.environ.get("EMBEDDER_DELAY_MS") or 0) / 1000
     _Handler.throttle_draws = random.Random(int(os.environ.get("EMBEDDER_SEED") or 0))
     _Handler.digests = digests
     standin_http.listen(_Handler, port, port_file, "embedder")

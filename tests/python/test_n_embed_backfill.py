@@ -31,6 +31,10 @@ from wopkit import (BASE, Api, Invoker, aws_client, memory_ref, new_id, new_tena
 
 MODEL = "amazon.titan-embed-text-v2:0"
 THROTTLE_RATE = 0.3
+# A loaded endpoint's latency: with it, a write's 3 s budget runs out before its 25 entries are
+# embedded (the adapter retries each throttled call, and the write embeds 8 at a time), as the
+# tester saw; without it the local model answers so fast that the retries always fit.
+DELAY_MS = 600
 # The deployed sweep runs every five minutes and the queued pass within seconds of the write;
 # locally everything must be embedded within this (measured: a few seconds).
 BOUND_SECONDS = 60
@@ -46,7 +50,8 @@ TOPICS = ["invoices and late payments", "the Berlin warehouse opening hours",
 @pytest.fixture(scope="module")
 def standin(tmp_path_factory) -> Standin:
     work = tmp_path_factory.mktemp("embedder-throttled")
-    env = {"EMBEDDER_THROTTLE_RATE": str(THROTTLE_RATE), "EMBEDDER_SEED": "11"}
+    env = {"EMBEDDER_THROTTLE_RATE": str(THROTTLE_RATE), "EMBEDDER_SEED": "11",
+           "EMBEDDER_DELAY_MS": str(DELAY_MS)}
     with Standin("embedder", work, env=env, start_timeout=60) as server:
         yield server
 
@@ -156,6 +161,7 @@ def test_every_entry_gets_its_vector_under_throttling(gateway_url: str, standin:
     missing_before = {ref: without_vector(v) for ref, v in items.items()}
     written_statuses = standin_statuses(standin)
     assert written_statuses.get("429", 0) > 0, written_statuses
+    assert all(missing_before.values()), f"the writes left entries without a vector: {missing_before}"
     # Before any pass ran: the answers count exactly what the table lacks.
     for ref in refs:
         for mode in ("semantic", "hybrid"):
@@ -195,7 +201,7 @@ def test_every_entry_gets_its_vector_under_throttling(gateway_url: str, standin:
                "queuedPasses": mapping.messages, "failedPasses": mapping.failed,
                "sweeps": sweeps, "modelCallsByStatus": statuses,
                "modelCallsByStatusDuringWrites": written_statuses,
-               "throttleRate": THROTTLE_RATE}
+               "throttleRate": THROTTLE_RATE, "latencyMs": DELAY_MS}
     out = _target_dir() / "embed-backfill-figures.json"
     out.write_text(json.dumps(figures, indent=2) + "\n")
     print(json.dumps(figures))

@@ -94,9 +94,16 @@ def query(params: dict[str, Any] | list[tuple[str, Any]]) -> str:
     return urlencode(params, quote_via=quote, safe="")
 
 def search(api: "Api", ref: str, q: str, *extra: tuple[str, Any]) -> list[dict[str, Any]]:
-    """GET .../search with the official client; the body must be exactly `{"results": [...]}`."""
+    """GET .../search with the official client; the body must be exactly `{"results": [...]}`,
+    plus, for a semantic or hybrid search of the caller's own ref, the host extension
+    `x-wop-memory-unembedded` (docs/search.md "Semantic search")."""
     body = api.request("GET", f"{BASE}/search?{query([('memoryRef', ref), ('q', q), *extra])}")
-    assert set(body) == {"results"}, body
+    semantic = any(k == "mode" and v in ("semantic", "hybrid") for k, v in extra)
+    extension = {"x-wop-memory-unembedded"} if semantic else set()
+    assert set(body) - extension == {"results"}, body
+    if "x-wop-memory-unembedded" in body:
+        assert isinstance(body["x-wop-memory-unembedded"], int) \
+            and body["x-wop-memory-unembedded"] >= 0, body
     return body["results"]
 
 

@@ -152,3 +152,74 @@ pub async fn handle(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_testkit::in_memory::{InMemoryEntryStore, RecordingQueue};
+
+    /// Answers its kind, so a test sees which pass a command reached.
+    struct Named(PassKind);
+
+    #[async_trait]
+    impl RefPass for Named {
+        fn kind(&self) -> PassKind {
+            self.0
+        }
+
+        async fn run(&self, _: &RunRef) -> Result<Value, CoreError> {
+            Ok(json!(self.0.as_str()))
+        }
+    }
+
+    fn run(pass: Option<PassKind>) -> PassCommand {
+        PassCommand::Run(RunRef {
+            tenant_id: "t1".into(),
+            memory_ref: "workspaces/t1/agents/a1/memories".into(),
+            pass,
+            ..RunRef::default()
+        })
+    }
+
+    fn report(outcome: Result<PassOutcome, WireError>) -> Option<Value> {
+        match outcome {
+            Ok(PassOutcome::Report(v)) => Some(v),
+            _ => None,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_command_reaches_the_pass_of_its_kind_and_the_first_by_default() {
+        let (dream, embed) = (Named(PassKind::Dream), Named(PassKind::Embed));
+        let passes: [&dyn RefPass; 2] = [&dream, &embed];
+        let store = InMemoryEntryStore::new();
+        let queue = RecordingQueue::new();
+        let handle = |c| handle(&passes, &store, Some(&queue), c);
+        assert_eq!(report(handle(run(None)).await), Some(json!("dream")));
+        assert_eq!(
+            report(handle(run(Some(PassKind::Embed))).await),
+            Some(json!("embed"))
+        );
+        let refused = handle(run(Some(PassKind::Consolidate))).await.err();
+        assert_eq!(refused.and_then(|e| e.field), Some("pass".to_owned()));
+        // A queued embed pass runs the embed pass; one of a kind not served is dropped.
+        let queued = |kind| PassMessage {
+            message_id: "m".into(),
+            pass: Some(QueuedPass {
+                kind,
+                tenant_id: "t1".into(),
+                memory_ref: "workspaces/t1/agents/a1/memories".into(),
+            }),
+        };
+        let batch =
+            PassCommand::Queued(vec![queued(PassKind::Embed), queued(PassKind::Consolidate)]);
+        assert!(matches!(
+            handle(batch).await,
+            Ok(PassOutcome::FailedMessages(failed)) if failed.is_empty()
+        ));
+        // The fan-out of a named kind reads that kind's pending refs.
+        store.calls.reset();
+        assert!(report(handle(PassCommand::FanOut(Some(PassKind::Embed))).await).is_some());
+        assert_eq!(store.calls.get("pending_refs"), 16);
+    }
+}
