@@ -16,9 +16,9 @@ Systems:
       The text-search crate, run through RANK_CORPUS_CMD (a shell-split command; default
       `cargo run --quiet --release --locked -p text-search --example rank_corpus`, run from the
       repository root). Protocol: one JSON document on its stdin,
-        {"limit", "stem": true, "now", "entries": [{"id", "content", "tags", "createdAt",
+        {"limit", "stem": true, "entries": [{"id", "content", "tags", "createdAt",
          "embedding"?}], "queries": [{"id", "q", "tags", "embedding"?}]}
-      (`now`, like createdAt, in milliseconds since the epoch: a minute after the newest entry)
+      (createdAt in milliseconds since the epoch)
       and one on its stdout, {"text": {query id: [entry ids]}, "semantic": …, "hybrid": …}
       (semantic and hybrid only when embeddings were sent, i.e. with --embed).
   bm25s (en stem) / bm25s (plain)
@@ -248,7 +248,6 @@ def run_ours(corpus: dict, embeddings: tuple | None = None, command: str | None 
     command = command or os.environ.get("RANK_CORPUS_CMD") or DEFAULT_CMD
     entries = [{"id": e["id"], "content": e["content"], "tags": e["tags"], "createdAt": millis(e["createdAt"])}
                for e in corpus["entries"]]
-    now = max(e["createdAt"] for e in entries) + 60_000
     queries = [{"id": q["id"], "q": q["q"], "tags": q["tags"]} for q in corpus["queries"]]
     if embeddings is not None:
         ev, qv = embeddings
@@ -256,7 +255,7 @@ def run_ours(corpus: dict, embeddings: tuple | None = None, command: str | None 
             item["embedding"] = [float(x) for x in vector]
         for item, vector in zip(queries, qv):
             item["embedding"] = [float(x) for x in vector]
-    payload = json.dumps({"limit": LIMIT, "stem": True, "now": now, "entries": entries, "queries": queries})
+    payload = json.dumps({"limit": LIMIT, "stem": True, "entries": entries, "queries": queries})
     argv = shlex.split(command)
     try:
         done = subprocess.run(argv, input=payload.encode(), capture_output=True, cwd=ROOT, check=False)

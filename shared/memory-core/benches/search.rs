@@ -206,11 +206,14 @@ fn main() {
         row(size, "search, warm function", &route);
 
         let analyzer = Analyzer::new(true);
-        let ids: Vec<String> = entries.iter().map(|e| e.entry.id.clone()).collect();
-        let documents: Vec<Document<'_>> = ids
+        let documents: Vec<Document<'_>> = entries
             .iter()
             .zip(&texts)
-            .map(|(id, text)| Document { id, text })
+            .map(|(e, text)| Document {
+                id: &e.entry.id,
+                text,
+                created_ms: e.entry.created_at.as_millis(),
+            })
             .collect();
         let ours = timed(&queries, |q| {
             black_box(rank(&analyzer, &documents, q, 10));

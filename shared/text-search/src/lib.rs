@@ -2,7 +2,8 @@
 //! analyzer turns text into terms, BM25 (Robertson/Sparck Jones weights with Lucene's non-negative
 //! IDF) scores each document against the query's terms. Pure and deterministic: the same documents
 //! and query give the same order and the same scores, bit for bit (documents are scored in input
-//! order, ties broken by id, newest first for time-ordered ids).
+//! order, ties broken by id, newest first for time-ordered ids). No clock is read: what time an
+//! entry was written comes in with it.
 
 pub mod analyzer;
 pub mod cache;
@@ -19,11 +20,14 @@ pub const K1: f64 = 1.2;
 /// BM25 document-length normalisation.
 pub const B: f64 = 0.75;
 
-/// One searchable document: an id (ties are broken by it) and its text.
+/// One searchable document: an id (ties are broken by it), its text, and when it was written
+/// (milliseconds since the Unix epoch: of two versions of one answer, the later ranks first,
+/// `recency`).
 #[derive(Clone, Copy, Debug)]
 pub struct Document<'a> {
     pub id: &'a str,
     pub text: &'a str,
+    pub created_ms: i64,
 }
 
 /// A ranked hit: the document's index in the input and its score (BM25, cosine or fused).
@@ -59,61 +63,122 @@ pub fn rank_cached(
     query: &str,
     limit: usize,
 ) -> Vec<Hit> {
-    let mut query_terms = analyzer.terms(query);
-    query_terms.sort();
-    query_terms.dedup();
-    if query_terms.is_empty() || documents.is_empty() || limit == 0 {
+    if limit == 0 {
         return Vec::new();
     }
-    // Per document: its length in terms and the frequency of each query term.
-    let mut lengths = Vec::with_capacity(documents.len());
-    let mut frequencies: Vec<Vec<u32>> = Vec::with_capacity(documents.len());
-    let mut document_frequency = vec![0u32; query_terms.len()];
-    for d in documents {
-        let analysed = cache.analysed(analyzer, d.text);
-        let tf: Vec<u32> = query_terms.iter().map(|t| analysed.frequency(t)).collect();
-        for (i, f) in tf.iter().enumerate() {
-            if *f > 0 {
-                document_frequency[i] += 1;
-            }
-        }
-        lengths.push(f64::from(analysed.length));
-        frequencies.push(tf);
-    }
-    let n = documents.len() as f64;
-    let average_length = (lengths.iter().sum::<f64>() / n).max(1.0);
-    let idf: Vec<f64> = document_frequency
-        .iter()
-        .map(|&df| {
-            let df = f64::from(df);
-            (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
-        })
-        .collect();
-    let mut hits: Vec<Hit> = frequencies
-        .iter()
-        .enumerate()
-        .filter(|(_, tf)| tf.iter().any(|&f| f > 0))
-        .map(|(index, tf)| {
-            let norm = K1 * (1.0 - B + B * lengths[index] / average_length);
-            let score = tf
-                .iter()
-                .zip(&idf)
-                .filter(|(f, _)| **f > 0)
-                .map(|(&f, idf)| {
-                    let f = f64::from(f);
-                    idf * f * (K1 + 1.0) / (f + norm)
-                })
-                .sum();
-            Hit { index, score }
-        })
-        .collect();
+    let mut hits = TextScores::new(analyzer, cache, documents, query).hits();
+    sort_best_first(&mut hits, documents);
+    hits.truncate(limit);
+    hits
+}
+
+/// Best first; equal scores by id, descending (newest first for time-ordered ids).
+pub(crate) fn sort_best_first(hits: &mut [Hit], documents: &[Document<'_>]) {
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
             .then_with(|| documents[b.index].id.cmp(documents[a.index].id))
     });
-    hits.truncate(limit);
-    hits
+}
+
+/// How each document matches a query's terms: its BM25 score, which of the query's terms it
+/// holds, and what share of the query's weight those are.
+pub(crate) struct TextScores {
+    /// The query's distinct terms (none when every word of it is a stop word).
+    pub terms: usize,
+    /// Per document: BM25, 0 when it holds no query term.
+    pub bm25: Vec<f64>,
+    /// Per document: the share of the query's IDF mass (the sum of its terms' IDF) that the
+    /// document holds, in [0, 1]. A query word no document holds counts against every document:
+    /// the text ranking then explains the query less well.
+    pub coverage: Vec<f64>,
+    /// Per document, `words` words: a bit set of the query terms it holds.
+    matched: Vec<u64>,
+    words: usize,
+}
+
+impl TextScores {
+    pub fn new(
+        analyzer: &Analyzer,
+        cache: &TermCache,
+        documents: &[Document<'_>],
+        query: &str,
+    ) -> Self {
+        let mut query_terms = analyzer.terms(query);
+        query_terms.sort();
+        query_terms.dedup();
+        let words = query_terms.len().div_ceil(64);
+        let mut scores = TextScores {
+            terms: query_terms.len(),
+            bm25: vec![0.0; documents.len()],
+            coverage: vec![0.0; documents.len()],
+            matched: vec![0; documents.len() * words],
+            words,
+        };
+        if query_terms.is_empty() || documents.is_empty() {
+            return scores;
+        }
+        // Per document: its length in terms and the frequency of each query term.
+        let mut lengths = Vec::with_capacity(documents.len());
+        let mut frequencies: Vec<Vec<u32>> = Vec::with_capacity(documents.len());
+        let mut document_frequency = vec![0u32; query_terms.len()];
+        for d in documents {
+            let analysed = cache.analysed(analyzer, d.text);
+            let tf: Vec<u32> = query_terms.iter().map(|t| analysed.frequency(t)).collect();
+            for (i, f) in tf.iter().enumerate() {
+                if *f > 0 {
+                    document_frequency[i] += 1;
+                }
+            }
+            lengths.push(f64::from(analysed.length));
+            frequencies.push(tf);
+        }
+        let n = documents.len() as f64;
+        let average_length = (lengths.iter().sum::<f64>() / n).max(1.0);
+        let idf: Vec<f64> = document_frequency
+            .iter()
+            .map(|&df| {
+                let df = f64::from(df);
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        let idf_total: f64 = idf.iter().sum();
+        for (index, tf) in frequencies.iter().enumerate() {
+            if tf.iter().all(|&f| f == 0) {
+                continue;
+            }
+            let norm = K1 * (1.0 - B + B * lengths[index] / average_length);
+            let (mut score, mut held) = (0.0, 0.0);
+            for (term, (&f, idf)) in tf.iter().zip(&idf).enumerate() {
+                if f == 0 {
+                    continue;
+                }
+                let f = f64::from(f);
+                score += idf * f * (K1 + 1.0) / (f + norm);
+                held += idf;
+                scores.matched[index * words + term / 64] |= 1u64 << (term % 64);
+            }
+            scores.bm25[index] = score;
+            scores.coverage[index] = held / idf_total;
+        }
+        scores
+    }
+
+    /// The documents holding a query term, in input order.
+    pub fn hits(&self) -> Vec<Hit> {
+        self.bm25
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s > 0.0)
+            .map(|(index, &score)| Hit { index, score })
+            .collect()
+    }
+
+    /// Whether two documents hold exactly the same query terms.
+    pub fn same_terms(&self, a: usize, b: usize) -> bool {
+        let w = self.words;
+        self.matched[a * w..(a + 1) * w] == self.matched[b * w..(b + 1) * w]
+    }
 }
 
 #[cfg(test)]
@@ -123,7 +188,11 @@ mod tests {
     fn docs<'a>(texts: &'a [(&'a str, &'a str)]) -> Vec<Document<'a>> {
         texts
             .iter()
-            .map(|&(id, text)| Document { id, text })
+            .map(|&(id, text)| Document {
+                id,
+                text,
+                created_ms: 0,
+            })
             .collect()
     }
 
