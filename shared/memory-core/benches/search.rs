@@ -5,7 +5,7 @@
 //! Rows:
 //! - `search, warm function`: `MemoryReader::search` over the in-memory store: the snapshot
 //!   read, entries' analyses from the reader's term cache (filled by the warm-up query, as a
-//!   warm Lambda container has it), BM25, the recency prior, the results cloned (what the route
+//!   warm Lambda container has it), BM25, newer versions first, the results cloned (what the route
 //!   does per query, without the store's network round trips).
 //! - `rank, cold`: `text_search::rank` over prepared documents, every entry analysed (a cold
 //!   container's first search).
