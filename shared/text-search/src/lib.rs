@@ -388,4 +388,76 @@ mod tests {
         let meetings = ids(&rank(&a, &d, "会议", 10), &d);
         assert_eq!(meetings.len(), 2);
     }
+
+    #[test]
+    fn scores_from_counts_over_the_hits_alone_rank_as_the_full_scan() {
+        let corpus = [
+            ("01A", "the office is in Paris"),
+            ("01B", "lunch at noon"),
+            ("01C", "the office moved to Berlin"),
+            ("01D", "Paris office closed; the Paris team moved"),
+        ];
+        let times = [4, 1, 2, 3];
+        let d: Vec<Document<'_>> = corpus
+            .iter()
+            .zip(times)
+            .map(|(&(id, text), created_ms)| Document {
+                id,
+                text,
+                created_ms,
+            })
+            .collect();
+        let a = Analyzer::new(true);
+        let cache = TermCache::with_budget(0);
+        let query = "office Paris";
+        let full = search(&a, &cache, &d, &[], query, Ranking::Text, 10);
+        // What the index counts: statistics of the whole set, frequencies of the hits only.
+        let terms = query_terms(&a, query);
+        let analysed: Vec<(Vec<String>, u32)> = d.iter().map(|d| a.analyse(d.text)).collect();
+        let tf = |terms_of: &[String]| -> Vec<u32> {
+            terms
+                .iter()
+                .map(|t| terms_of.iter().filter(|x| *x == t).count() as u32)
+                .collect()
+        };
+        let df: Vec<u32> = terms
+            .iter()
+            .map(|t| analysed.iter().filter(|(ts, _)| ts.contains(t)).count() as u32)
+            .collect();
+        let total: u64 = analysed.iter().map(|(_, l)| u64::from(*l)).sum();
+        let statistics = Bm25::new(d.len() as u64, total, &df);
+        let hits: Vec<usize> = (0..d.len())
+            .filter(|&i| tf(&analysed[i].0).iter().any(|&f| f > 0))
+            .collect();
+        let counts: Vec<(u32, Vec<u32>)> = hits
+            .iter()
+            .map(|&i| (analysed[i].1, tf(&analysed[i].0)))
+            .collect();
+        let scores = TextScores::from_counts(
+            &statistics,
+            hits.len(),
+            counts
+                .iter()
+                .enumerate()
+                .map(|(k, (l, tf))| (k, *l, tf.as_slice())),
+        );
+        let candidates: Vec<Candidate<'_>> = hits
+            .iter()
+            .map(|&i| Candidate {
+                id: d[i].id,
+                created_ms: d[i].created_ms,
+            })
+            .collect();
+        let sparse = search_scored(&candidates, &[], &scores, Ranking::Text, 10);
+        let ids = |hits: &[Hit], id: &dyn Fn(usize) -> &'static str| -> Vec<(&'static str, u64)> {
+            hits.iter()
+                .map(|h| (id(h.index), h.score.to_bits()))
+                .collect()
+        };
+        assert_eq!(
+            ids(&sparse, &|i| corpus[hits[i]].0),
+            ids(&full, &|i| corpus[i].0)
+        );
+        assert_eq!(full.len(), 3);
+    }
 }
