@@ -284,10 +284,10 @@ CAPS_DOC = {
         "list": {"maxLimit": 100},
         "x-wop-memory-search": {
             "route": "/v1/host/wop-memory/search", "ranking": "bm25", "k1": 1.2, "b": 0.75,
-            "analyzer": "uax29-words+casefold+accentfold+cjk-bigrams",
+            "analyzer": "uax29-words+casefold+accentfold+cjk-bigrams+english-stopwords+possessives+identifier-parts",
             "stemming": "english-snowball (default on; stem=false turns it off)", "maxLimit": 100,
             "modes": ["text"], "embeddingModel": None,
-            "fusion": {"method": "reciprocal-rank", "k": 60.0}, "recencyWeight": 0.2,
+            "fusion": {"method": "convex", "textWeight": 0.5}, "newerWithin": 0.7,
         },
         "x-wop-memory-openintent": {
             "spec": "openintent-rfc-0015", "basePath": "/api/v1",

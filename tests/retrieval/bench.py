@@ -5,7 +5,8 @@
                                               [--json out.json] [--contenders-only]
 
 The corpus (tests/retrieval/corpus.json, see its "about") holds memory entries and queries of
-eight kinds, each query labelled with the entries that answer it. Every system ranks, for each
+twelve kinds, each query labelled with the entries that answer it (a `common-only` query, made of
+function words only, is answered by nothing: its right result is an empty list). Every system ranks, for each
 query, the entries that carry ALL the query's tags (the tag filter is applied before ranking,
 so term statistics are those of the filtered set, as in the search route), and returns at most
 10 ids, best first.
@@ -15,8 +16,9 @@ Systems:
       The text-search crate, run through RANK_CORPUS_CMD (a shell-split command; default
       `cargo run --quiet --release --locked -p text-search --example rank_corpus`, run from the
       repository root). Protocol: one JSON document on its stdin,
-        {"limit", "stem": true, "entries": [{"id", "content", "tags", "embedding"?}],
-         "queries": [{"id", "q", "tags", "embedding"?}]}
+        {"limit", "stem": true, "entries": [{"id", "content", "tags", "createdAt",
+         "embedding"?}], "queries": [{"id", "q", "tags", "embedding"?}]}
+      (createdAt in milliseconds since the epoch)
       and one on its stdout, {"text": {query id: [entry ids]}, "semantic": …, "hybrid": …}
       (semantic and hybrid only when embeddings were sent, i.e. with --embed).
   bm25s (en stem) / bm25s (plain)
@@ -38,8 +40,13 @@ Metrics, per system, overall and per query kind (each the mean over queries):
   R@1     the top hit is the query's `best` if it names one, else any relevant entry.
   R@5     the fraction of the relevant entries in the top 5, out of min(|relevant|, 5).
   MRR@10  1 / rank of the `best` (or of the first relevant entry) within the top 10, else 0.
-  newer   (update queries) the fraction where `best`, the newest version of the fact, ranks
-          above every other relevant entry (and is in the top 10).
+  newer   (update and update-close queries) the fraction where `best`, the newest version of
+          the fact, ranks above every other relevant entry (and is in the top 10).
+  A common-only query scores 1 on every metric when nothing is returned, else 0.
+
+--shuffle SEED also runs our engine on the corpus with its write order scrambled: entries handed
+over in a random order under randomly reassigned ids (so neither the input order nor the ids
+follow time), createdAt kept; "newer first" must not depend on either.
 """
 
 from __future__ import annotations
@@ -64,7 +71,9 @@ DEFAULT_CORPUS = ROOT / "tests" / "retrieval" / "corpus.json"
 DEFAULT_CMD = "cargo run --quiet --release --locked -p text-search --example rank_corpus"
 EMBEDDER = ROOT / "infra" / "local" / "embedder.py"
 LIMIT = 10
-KINDS = ("paraphrase", "rare", "number", "name", "tag", "cjk", "accent", "update")
+KINDS = ("paraphrase", "rare", "number", "name", "tag", "cjk", "accent", "update", "identifier",
+         "possessive", "common-only", "update-close")
+UPDATE_KINDS = ("update", "update-close")
 ENTRY_ID = re.compile(r"^e\d{4}$")
 QUERY_ID = re.compile(r"^q\d{3}$")
 TAG = re.compile(r"^[a-z0-9-]+$")
@@ -156,7 +165,11 @@ def validate(corpus: dict) -> None:
         if kind == "tag" and not tags:
             problems.append(f"{where}: a tag query needs at least one tag")
         relevant = q.get("relevant")
-        if not isinstance(relevant, list) or not relevant:
+        if kind == "common-only":
+            if relevant != []:
+                problems.append(f"{where}: a common-only query is answered by nothing (relevant must be [])")
+            relevant = []
+        elif not isinstance(relevant, list) or not relevant:
             problems.append(f"{where}: relevant must be a non-empty list")
             relevant = []
         if len(set(map(str, relevant))) != len(relevant):
@@ -169,7 +182,7 @@ def validate(corpus: dict) -> None:
         best = q.get("best")
         if best is not None and best not in relevant:
             problems.append(f"{where}: best {best!r} is not in relevant")
-        if kind == "update":
+        if kind in UPDATE_KINDS:
             if best is None:
                 problems.append(f"{where}: an update query must name its best (the newest version)")
             elif len(relevant) < 2:
@@ -198,10 +211,43 @@ def indexed_text(entry: dict) -> str:
 Rankings = dict  # query id -> [entry id, ...] best first
 
 
+def millis(created: str) -> int:
+    """An ISO-8601 UTC time (createdAt) in milliseconds since the epoch."""
+    return round(_created(created).timestamp() * 1000)
+
+
+def shuffled(corpus: dict, seed: int, embeddings: tuple | None = None) -> tuple[dict, tuple | None]:
+    """The corpus as if written in another order: entries in a random order under randomly
+    reassigned ids (id order no longer follows createdAt), queries' labels renamed to match;
+    with the entries' embeddings in the same new order."""
+    import random
+
+    rng = random.Random(seed)
+    entries = [dict(e) for e in corpus["entries"]]
+    new_ids = [e["id"] for e in entries]
+    rng.shuffle(new_ids)
+    rename = {e["id"]: new for e, new in zip(entries, new_ids)}
+    for e in entries:
+        e["id"] = rename[e["id"]]
+    order = list(range(len(entries)))
+    rng.shuffle(order)
+    entries = [entries[i] for i in order]
+    if embeddings is not None:
+        embeddings = ([embeddings[0][i] for i in order], embeddings[1])
+    queries = []
+    for q in corpus["queries"]:
+        q = dict(q, relevant=[rename[r] for r in q["relevant"]])
+        if q.get("best"):
+            q["best"] = rename[q["best"]]
+        queries.append(q)
+    return {**corpus, "entries": entries, "queries": queries}, embeddings
+
+
 def run_ours(corpus: dict, embeddings: tuple | None = None, command: str | None = None) -> dict[str, Rankings]:
     """Our engine through RANK_CORPUS_CMD; returns {"text": …} (+ "semantic", "hybrid")."""
     command = command or os.environ.get("RANK_CORPUS_CMD") or DEFAULT_CMD
-    entries = [{"id": e["id"], "content": e["content"], "tags": e["tags"]} for e in corpus["entries"]]
+    entries = [{"id": e["id"], "content": e["content"], "tags": e["tags"], "createdAt": millis(e["createdAt"])}
+               for e in corpus["entries"]]
     queries = [{"id": q["id"], "q": q["q"], "tags": q["tags"]} for q in corpus["queries"]]
     if embeddings is not None:
         ev, qv = embeddings
@@ -305,6 +351,9 @@ def embed_corpus(corpus: dict) -> tuple:
 def score_query(query: dict, ranked: list[str]) -> dict:
     """R@1, R@5, reciprocal rank (@10) and, for update queries, newer-first, for one ranking."""
     ranked = list(ranked)[:LIMIT]
+    if query["kind"] == "common-only":
+        silent = float(not ranked)
+        return {"r1": silent, "r5": silent, "rr": silent}
     relevant = list(query["relevant"])
     best = query.get("best")
     hit1 = bool(ranked) and (ranked[0] == best if best else ranked[0] in relevant)
@@ -312,7 +361,7 @@ def score_query(query: dict, ranked: list[str]) -> dict:
     targets = [best] if best else relevant
     rank = next((i + 1 for i, r in enumerate(ranked) if r in targets), None)
     figures = {"r1": float(hit1), "r5": r5, "rr": 1.0 / rank if rank else 0.0}
-    if query["kind"] == "update":
+    if query["kind"] in UPDATE_KINDS:
         newer = best in ranked and all(
             o not in ranked or ranked.index(o) > ranked.index(best) for o in relevant if o != best
         )
@@ -377,6 +426,7 @@ def main(argv: list[str] | None = None) -> int:
         __doc__, DEFAULT_CORPUS, "write every figure (and each query's ranking) to OUT")
     parser.add_argument("--embed", action="store_true", help="also compare semantic/hybrid/cosine (needs infra/local/embedder.py)")
     parser.add_argument("--contenders-only", action="store_true", help="skip our engine (e.g. when it is not built)")
+    parser.add_argument("--shuffle", type=int, metavar="SEED", help="also rank the corpus written in a scrambled order")
     args = parser.parse_args(argv)
 
     try:
@@ -410,6 +460,10 @@ def main(argv: list[str] | None = None) -> int:
         systems["cosine (same embeddings)"] = run_cosine(corpus, embeddings)
 
     results = {name: summarize(corpus, rankings) for name, rankings in systems.items()}
+    if args.shuffle is not None and not args.contenders_only:
+        scrambled, scrambled_embeddings = shuffled(corpus, args.shuffle, embeddings)
+        for mode, rankings in run_ours(scrambled, scrambled_embeddings).items():
+            results[f"ours {mode} (shuffled)"] = summarize(scrambled, rankings)
     print(table(results))
     print("R@1: the best (else any relevant) entry ranked first. R@5: share of the relevant entries in the\n"
           "top 5 (of min(|relevant|, 5)). MRR: @10. newer first: update queries whose newest version\n"
@@ -418,7 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         document = {
             "corpus": str(args.corpus),
             "entries": len(corpus["entries"]),
-            "queries": counts,
+            "queries": {k: sum(q["kind"] == k for q in corpus["queries"]) for k in KINDS},
             "limit": LIMIT,
             "embed": bool(args.embed),
             "seconds": timings,

@@ -50,9 +50,11 @@ def test_corpus_is_valid_and_sized(corpus):
     assert len(entries) >= 280 and len(queries) >= 110
     by_id = {e["id"]: e for e in entries}
     for q in queries:
-        assert any(r in by_id for r in q["relevant"]), q["id"]
+        assert q["kind"] == "common-only" or any(r in by_id for r in q["relevant"]), q["id"]
     per_kind = {k: sum(q["kind"] == k for q in queries) for k in bench.KINDS}
-    assert min(per_kind.values()) >= 12, per_kind
+    # The first eight kinds have 15 queries each; the four added later at least 10.
+    assert min(per_kind[k] for k in bench.KINDS[:8]) >= 12, per_kind
+    assert min(per_kind[k] for k in bench.KINDS[8:]) >= 10, per_kind
     assert sum(has_cjk(e["content"]) for e in entries) >= 15
     assert sum(q["kind"] == "cjk" and has_cjk(q["q"]) for q in queries) >= 10
     # Some accent queries are in NFD (combining marks), against NFC entries.
@@ -67,11 +69,38 @@ def test_corpus_is_valid_and_sized(corpus):
 
 def test_update_queries_name_the_newest_version(corpus):
     by_id = {e["id"]: e for e in corpus["entries"]}
-    updates = [q for q in corpus["queries"] if q["kind"] == "update"]
+    updates = [q for q in corpus["queries"] if q["kind"] in bench.UPDATE_KINDS]
     assert updates
     for q in updates:
         assert len(q["relevant"]) >= 2
         assert q["best"] == max(q["relevant"], key=lambda r: by_id[r]["createdAt"]), q["id"]
+    # An update-close query's newest version was written a second after the one it changes.
+    for q in (q for q in updates if q["kind"] == "update-close"):
+        times = sorted(bench.millis(by_id[r]["createdAt"]) for r in q["relevant"])
+        assert times[-1] - times[-2] == 1000, q["id"]
+
+
+def test_the_held_out_set_is_valid_and_covers_every_kind():
+    held_out = bench.load_corpus(HERE / "heldout.json")
+    assert len(held_out["entries"]) >= 60 and len(held_out["queries"]) >= 40
+    assert {q["kind"] for q in held_out["queries"]} == set(bench.KINDS)
+    ours = {e["content"] for e in bench.load_corpus()["entries"]}
+    assert not ours & {e["content"] for e in held_out["entries"]}, "held-out entries are not the corpus's"
+
+
+def test_a_shuffled_corpus_keeps_times_and_labels_but_not_the_order(corpus):
+    scrambled, _ = bench.shuffled(corpus, 7)
+    by_content = {e["content"]: e for e in corpus["entries"]}
+    renamed = {}
+    for e in scrambled["entries"]:
+        original = by_content[e["content"]]
+        assert e["createdAt"] == original["createdAt"] and e["tags"] == original["tags"]
+        renamed[original["id"]] = e["id"]
+    assert [e["id"] for e in scrambled["entries"]] != sorted(e["id"] for e in scrambled["entries"])
+    assert list(renamed.items()) != [(k, k) for k in renamed]
+    for q, s in zip(corpus["queries"], scrambled["queries"]):
+        assert s["relevant"] == [renamed[r] for r in q["relevant"]]
+        assert s.get("best") == (renamed[q["best"]] if q.get("best") else None)
 
 
 def _broken(raw: dict, change) -> dict:
@@ -93,6 +122,8 @@ def _broken(raw: dict, change) -> dict:
         ),
         (lambda c: c["queries"][1].update(id=c["queries"][0]["id"]), "duplicate id"),
         (lambda c: c["queries"][0].update(kind="vibes"), "is not one of"),
+        (lambda c: next(q for q in c["queries"] if q["kind"] == "common-only").update(relevant=["e0001"]), "answered by nothing"),
+        (lambda c: next(q for q in c["queries"] if q["kind"] == "update-close").pop("best"), "must name its best"),
         (lambda c: c["entries"][5].update(createdAt=c["entries"][2]["createdAt"]), "must both increase"),
         (lambda c: c["entries"][0].update(tags=["Billing"]), "lowercase"),
         (lambda c: next(q for q in c["queries"] if q["kind"] == "tag").update(tags=["no-such-tag"]), "lacks the query's tags"),
@@ -121,6 +152,10 @@ def test_score_query_definitions():
     assert bench.score_query(u, ["old", "new"]) == {"r1": 0.0, "r5": 1.0, "rr": 0.5, "newer": 0.0}
     assert bench.score_query(u, ["new", "x", "old"]) == {"r1": 1.0, "r5": 1.0, "rr": 1.0, "newer": 1.0}
     assert bench.score_query(u, ["x"])["newer"] == 0.0
+    # A common-only query is right when nothing is returned.
+    c = {"kind": "common-only", "relevant": []}
+    assert bench.score_query(c, []) == {"r1": 1.0, "r5": 1.0, "rr": 1.0}
+    assert bench.score_query(c, ["a"]) == {"r1": 0.0, "r5": 0.0, "rr": 0.0}
 
 
 # ------------------------------------------------------------------------------ the bm25s contender

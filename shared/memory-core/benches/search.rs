@@ -5,7 +5,7 @@
 //! Rows:
 //! - `search, warm function`: `MemoryReader::search` over the in-memory store: the snapshot
 //!   read, entries' analyses from the reader's term cache (filled by the warm-up query, as a
-//!   warm Lambda container has it), BM25, the recency prior, the results cloned (what the route
+//!   warm Lambda container has it), BM25, newer versions first, the results cloned (what the route
 //!   does per query, without the store's network round trips).
 //! - `rank, cold`: `text_search::rank` over prepared documents, every entry analysed (a cold
 //!   container's first search).
@@ -206,11 +206,14 @@ fn main() {
         row(size, "search, warm function", &route);
 
         let analyzer = Analyzer::new(true);
-        let ids: Vec<String> = entries.iter().map(|e| e.entry.id.clone()).collect();
-        let documents: Vec<Document<'_>> = ids
+        let documents: Vec<Document<'_>> = entries
             .iter()
             .zip(&texts)
-            .map(|(id, text)| Document { id, text })
+            .map(|(e, text)| Document {
+                id: &e.entry.id,
+                text,
+                created_ms: e.entry.created_at.as_millis(),
+            })
             .collect();
         let ours = timed(&queries, |q| {
             black_box(rank(&analyzer, &documents, q, 10));

@@ -140,13 +140,13 @@ impl HostMemoryModel {
                     "ranking": "bm25",
                     "k1": text_search::K1,
                     "b": text_search::B,
-                    "analyzer": "uax29-words+casefold+accentfold+cjk-bigrams",
+                    "analyzer": "uax29-words+casefold+accentfold+cjk-bigrams+english-stopwords+possessives+identifier-parts",
                     "stemming": "english-snowball (default on; stem=false turns it off)",
                     "maxLimit": MAX_LIST_LIMIT,
                     "modes": ranked_modes,
                     "embeddingModel": self.embedding_model,
-                    "fusion": {"method": "reciprocal-rank", "k": text_search::similarity::RRF_K},
-                    "recencyWeight": text_search::recency::RECENCY_WEIGHT,
+                    "fusion": {"method": "convex", "textWeight": text_search::similarity::TEXT_WEIGHT},
+                    "newerWithin": text_search::recency::NEWER_WITHIN,
                 },
                 // Host extension: the OpenIntent RFC-0015 door onto the same memory
                 // (docs/openintent.md), as its spec asks extensions to be discoverable.

@@ -4,9 +4,9 @@
 //! live entries (strongly consistent, so a write is found by the next search, and a deleted,
 //! forgotten or expired entry never is) and ranks them with BM25 in process (`text_search`). With
 //! an embedder configured, `semantic` ranks by cosine similarity of the stored vectors to the
-//! query's, and `hybrid` fuses the BM25 and cosine rankings (reciprocal rank fusion). Text and
-//! semantic scores carry the recency prior (`text_search::recency`): of two entries that answer
-//! alike, the newer ranks first.
+//! query's, and `hybrid` combines the BM25 and cosine scores (`text_search::similarity::fuse`). In
+//! every mode, of two versions of one answer the one written later ranks first
+//! (`text_search::recency`, by each entry's createdAt: no clock is read while ranking).
 
 use serde::Serialize;
 
@@ -31,7 +31,7 @@ pub enum SearchMode {
     Text,
     /// Cosine similarity of embeddings (needs an embedder).
     Semantic,
-    /// Reciprocal rank fusion of `Text` and `Semantic` (needs an embedder).
+    /// `Text` and `Semantic` scores combined (needs an embedder).
     Hybrid,
 }
 
@@ -113,6 +113,7 @@ pub fn rank(
         .map(|(e, text)| Document {
             id: &e.entry.id,
             text,
+            created_ms: e.entry.created_at.as_millis(),
         })
         .collect();
     text_search::search(

@@ -19,7 +19,7 @@ pub use manifest::{segment_name, Manifest, SegmentRef};
 pub use query::{Candidates, Location, TagQuery, TailDoc, TextHit, View};
 pub use segment::{DocMeta, Encoded, IndexedDoc, Posting, Segment};
 
-use text_search::{rank_candidates, Analyzer, Hit, Ranking, TermCache};
+use text_search::{search_scored, Analyzer, Ranking, TermCache};
 
 /// Why segment bytes were refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -31,7 +31,8 @@ pub enum SegmentError {
 /// One search over a ref's index: the best `limit` live documents the tags admit for `query`,
 /// best first, as `text_search::search` ranks the same documents (same hits, same scores). A
 /// text query without tags reads only the postings of its terms ([`query::text_top`]); the
-/// other modes compare every live vector and go through [`Candidates`]. `model` is the
+/// other modes compare every live vector, and every candidate's text match decides fusion and
+/// which hits are versions of one answer, so they go through [`Candidates`]. `model` is the
 /// embedding model of the query's vector ("" for text).
 #[allow(clippy::too_many_arguments)]
 pub fn search<'a>(
@@ -47,26 +48,27 @@ pub fn search<'a>(
     if matches!(ranking, Ranking::Text) && tags.all.is_empty() && tags.any.is_empty() {
         return query::text_top(view, analyzer, cache, query, limit);
     }
+    let terms = text_search::query_terms(analyzer, query);
+    if terms.is_empty() || limit == 0 {
+        // A query of stop words only has no results in any mode: nothing to count.
+        return Vec::new();
+    }
     let mut candidates = Candidates::collect(view, tags, model);
-    let text_hits = match ranking {
-        Ranking::Semantic(_) => Vec::new(),
-        _ => candidates.bm25(view, analyzer, cache, query),
-    };
-    let hits: Vec<Hit> =
-        rank_candidates(&candidates.ids, &candidates.vectors, ranking, limit, || {
-            text_hits
-        });
-    hits.into_iter()
+    let text = candidates.text_scores(view, analyzer, cache, &terms);
+    search_scored(&candidates.docs, &candidates.vectors, &text, ranking, limit)
+        .into_iter()
         .map(|h| TextHit {
-            id: candidates.ids[h.index],
+            id: candidates.docs[h.index].id,
             score: h.score,
             location: candidates.locations[h.index],
-            created_at_ms: candidates.created_at_ms[h.index],
+            created_at_ms: candidates.docs[h.index].created_ms,
         })
         .collect()
 }
 
-/// What a segment is built from for one entry: its searchable text analysed without stemming.
+/// What a segment is built from for one entry: its searchable text analysed without stemming,
+/// with the length BM25 normalises by (identifier parts not counted, so it is not the number of
+/// terms).
 pub fn indexed_doc(
     id: &str,
     content: &str,
@@ -75,12 +77,15 @@ pub fn indexed_doc(
     expires_at_ms: Option<i64>,
     vector: Option<Vec<f32>>,
 ) -> IndexedDoc {
+    let (terms, length) =
+        Analyzer::new(false).analyse(&text_search::searchable_text(content, tags));
     IndexedDoc {
         id: id.to_owned(),
         created_at_ms,
         expires_at_ms,
         tags: tags.to_vec(),
-        terms: Analyzer::new(false).terms(&text_search::searchable_text(content, tags)),
+        terms,
+        length,
         vector,
     }
 }

@@ -57,6 +57,7 @@ pub fn merge(
                     expires_at_ms: meta.expires_at_ms,
                     tags,
                     terms,
+                    length: meta.length,
                     vector,
                 },
             );

@@ -2,13 +2,13 @@
 //! live (not expired at `now`, not masked because they were deleted, forgotten, superseded or
 //! written again since the segment was built) plus the tail (entries written since the
 //! watermark, read from the table). BM25 statistics are counted over exactly those documents,
-//! from postings, so the scores equal what the full scan of the same live entries computes, bit
-//! for bit (docs/search.md "The index").
+//! from postings, and handed to `text_search` ([`TextScores::from_counts`], then
+//! `text_search::search_scored`), so the scores and the order equal what the full scan of the
+//! same live entries computes, bit for bit (docs/search.md "The index").
 
 use std::collections::{HashMap, HashSet};
 
-use text_search::recency::{boosted, recency_of};
-use text_search::{Analyzer, Bm25, Hit, TermCache};
+use text_search::{search_scored, Analyzer, Bm25, Candidate, Ranking, TermCache, TextScores};
 
 use crate::segment::Segment;
 
@@ -61,8 +61,7 @@ pub enum Location {
 /// in the order given, documents by id, then the tail), with what ranking needs of each.
 #[derive(Debug, Default)]
 pub struct Candidates<'a> {
-    pub ids: Vec<&'a str>,
-    pub created_at_ms: Vec<i64>,
+    pub docs: Vec<Candidate<'a>>,
     pub vectors: Vec<Option<&'a [f32]>>,
     pub locations: Vec<Location>,
     lengths: Vec<u32>,
@@ -111,9 +110,11 @@ impl<'a> Candidates<'a> {
                 {
                     continue;
                 }
-                positions.insert(doc, out.ids.len() as u32);
-                out.ids.push(&meta.id);
-                out.created_at_ms.push(meta.created_at_ms);
+                positions.insert(doc, out.docs.len() as u32);
+                out.docs.push(Candidate {
+                    id: &meta.id,
+                    created_ms: meta.created_at_ms,
+                });
                 out.vectors
                     .push(same_model.then(|| segment.vector(doc)).flatten());
                 out.locations.push(Location::Segment { segment: si, doc });
@@ -125,8 +126,10 @@ impl<'a> Candidates<'a> {
             if !tags.admits(|t| d.tags.iter().any(|x| x == t)) {
                 continue;
             }
-            out.ids.push(d.id);
-            out.created_at_ms.push(d.created_at_ms);
+            out.docs.push(Candidate {
+                id: d.id,
+                created_ms: d.created_at_ms,
+            });
             out.vectors.push(d.vector);
             out.locations.push(Location::Tail(i));
             out.lengths.push(0);
@@ -135,40 +138,36 @@ impl<'a> Candidates<'a> {
     }
 
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.docs.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.docs.is_empty()
     }
 
-    /// BM25 hits of `query` among the candidates (indexes into [`Candidates::ids`]), best first,
-    /// ties by id descending: the hits `text_search::rank_cached` gives over the same documents.
-    pub fn bm25(
+    /// How each candidate matches `terms` (the query's, `text_search::query_terms`): the
+    /// scores the full scan's analysis of the same documents gives, counted from postings.
+    pub fn text_scores(
         &mut self,
         view: &View<'a>,
         analyzer: &Analyzer,
         cache: &TermCache,
-        query: &str,
-    ) -> Vec<Hit> {
-        let mut terms = analyzer.terms(query);
-        terms.sort();
-        terms.dedup();
-        if terms.is_empty() || self.is_empty() {
-            return Vec::new();
-        }
+        terms: &[String],
+    ) -> TextScores {
         let stemmed = analyzer.stems();
         let mut frequencies: HashMap<u32, Vec<u32>> = HashMap::new();
         let mut df = vec![0u32; terms.len()];
-        for (si, segment) in view.segments.iter().enumerate() {
-            let positions = &self.by_segment_doc[si];
-            for (ti, term) in terms.iter().enumerate() {
-                for p in segment.postings(term, stemmed) {
-                    if let Some(&at) = positions.get(&p.doc) {
-                        df[ti] += 1;
-                        frequencies
-                            .entry(at)
-                            .or_insert_with(|| vec![0; terms.len()])[ti] = p.tf;
+        if !terms.is_empty() {
+            for (si, segment) in view.segments.iter().enumerate() {
+                let positions = &self.by_segment_doc[si];
+                for (ti, term) in terms.iter().enumerate() {
+                    for p in segment.postings(term, stemmed) {
+                        if let Some(&at) = positions.get(&p.doc) {
+                            df[ti] += 1;
+                            frequencies
+                                .entry(at)
+                                .or_insert_with(|| vec![0; terms.len()])[ti] = p.tf;
+                        }
                     }
                 }
             }
@@ -190,20 +189,14 @@ impl<'a> Candidates<'a> {
             }
         }
         let total_length: u64 = self.lengths.iter().map(|&l| u64::from(l)).sum();
-        let bm25 = Bm25::new(self.len() as u64, total_length, &df);
-        let mut hits: Vec<Hit> = frequencies
-            .iter()
-            .map(|(&at, tf)| Hit {
-                index: at as usize,
-                score: bm25.score(self.lengths[at as usize], tf),
-            })
-            .collect();
-        hits.sort_by(|a, b| {
-            b.score
-                .total_cmp(&a.score)
-                .then_with(|| self.ids[b.index].cmp(self.ids[a.index]))
-        });
-        hits
+        let statistics = Bm25::new(self.len() as u64, total_length, &df);
+        TextScores::from_counts(
+            &statistics,
+            self.len(),
+            frequencies
+                .iter()
+                .map(|(&at, tf)| (at as usize, self.lengths[at as usize], tf.as_slice())),
+        )
     }
 }
 
@@ -257,17 +250,13 @@ impl Dead {
     fn contains(&self, p: u32) -> bool {
         self.bits[p as usize / 64] & (1 << (p % 64)) != 0
     }
-
-    /// Dead positions below `p`.
-    fn below(&self, p: u32) -> usize {
-        self.positions.partition_point(|&d| d < p)
-    }
 }
 
-/// The best `limit` text hits of `query` over `view` with no tag restriction, best first (ties by
-/// id descending), with the recency prior: what `search` gives for `Ranking::Text`, computed from
-/// the postings of the query's terms only. The statistics come from each segment's totals less
-/// what is dead, and a hit's age rank from binary searches, so no query walks every document.
+/// The best `limit` text hits of `query` over `view` with no tag restriction, best first: what
+/// `search` gives for `Ranking::Text`, computed from the postings of the query's terms only. The
+/// statistics come from each segment's totals less what is dead, and only the documents holding
+/// a query term are scored and ranked: a text ranking compares hits alone (newer versions first
+/// compares hits with hits, by their createdAt), so no query walks every document.
 pub fn text_top<'a>(
     view: &View<'a>,
     analyzer: &Analyzer,
@@ -275,9 +264,7 @@ pub fn text_top<'a>(
     query: &str,
     limit: usize,
 ) -> Vec<TextHit<'a>> {
-    let mut terms = analyzer.terms(query);
-    terms.sort();
-    terms.dedup();
+    let terms = text_search::query_terms(analyzer, query);
     if terms.is_empty() || limit == 0 {
         return Vec::new();
     }
@@ -298,7 +285,6 @@ pub fn text_top<'a>(
     }
     let stemmed = analyzer.stems();
     let mut df = vec![0u32; terms.len()];
-    // (location, frequencies, length)
     let mut found: HashMap<Location, Vec<u32>> = HashMap::new();
     for (si, (segment, dead)) in view.segments.iter().zip(&dead).enumerate() {
         for (ti, term) in terms.iter().enumerate() {
@@ -331,43 +317,36 @@ pub fn text_top<'a>(
             found.insert(Location::Tail(i), tf);
         }
     }
-    let bm25 = Bm25::new(n, total_length, &df);
-    let mut tail_sorted: Vec<&str> = view.tail.iter().map(|d| d.id).collect();
-    tail_sorted.sort_unstable();
-    // Age rank among all live documents: those below in every segment and in the tail.
-    let rank = |id: &str| -> usize {
-        let mut below = tail_sorted.partition_point(|t| *t < id);
-        for (segment, dead) in view.segments.iter().zip(&dead) {
-            let at = segment.docs().partition_point(|d| &*d.id < id) as u32;
-            below += at as usize - dead.below(at);
-        }
-        below
-    };
-    let mut hits: Vec<TextHit<'a>> = found
-        .into_iter()
-        .map(|(location, tf)| {
-            let (id, length, created_at_ms) = match location {
-                Location::Segment { segment, doc } => {
-                    let meta = &view.segments[segment].docs()[doc as usize];
-                    (&*meta.id, meta.length, meta.created_at_ms)
-                }
-                Location::Tail(i) => (view.tail[i].id, tail_lengths[i], view.tail[i].created_at_ms),
-            };
-            let score = boosted(bm25.score(length, &tf), recency_of(rank(id), n as usize));
-            TextHit {
-                id,
-                score,
-                location,
-                created_at_ms,
+    let statistics = Bm25::new(n, total_length, &df);
+    // The hits alone are the documents ranked; the statistics are the whole live set's.
+    let hits: Vec<(Location, Vec<u32>)> = found.into_iter().collect();
+    let mut documents = Vec::with_capacity(hits.len());
+    let mut lengths = Vec::with_capacity(hits.len());
+    for (location, _) in &hits {
+        let (id, length, created_ms) = match *location {
+            Location::Segment { segment, doc } => {
+                let meta = &view.segments[segment].docs()[doc as usize];
+                (&*meta.id, meta.length, meta.created_at_ms)
             }
-        })
-        .collect();
-    let order =
-        |a: &TextHit<'_>, b: &TextHit<'_>| b.score.total_cmp(&a.score).then_with(|| b.id.cmp(a.id));
-    if hits.len() > limit {
-        hits.select_nth_unstable_by(limit - 1, order);
-        hits.truncate(limit);
+            Location::Tail(i) => (view.tail[i].id, tail_lengths[i], view.tail[i].created_at_ms),
+        };
+        documents.push(Candidate { id, created_ms });
+        lengths.push(length);
     }
-    hits.sort_by(order);
-    hits
+    let scores = TextScores::from_counts(
+        &statistics,
+        hits.len(),
+        hits.iter()
+            .enumerate()
+            .map(|(i, (_, tf))| (i, lengths[i], tf.as_slice())),
+    );
+    search_scored(&documents, &[], &scores, Ranking::Text, limit)
+        .into_iter()
+        .map(|h| TextHit {
+            id: documents[h.index].id,
+            score: h.score,
+            location: hits[h.index].0,
+            created_at_ms: documents[h.index].created_ms,
+        })
+        .collect()
 }

@@ -1,16 +1,17 @@
 //! An immutable index segment: the analysis of a set of entries of one memoryRef, laid out so
 //! that a query touches only the postings of its own terms (docs/search.md "The index").
 //!
-//! A segment keeps the *unstemmed* terms of each entry's searchable text, with their postings
-//! (document, term frequency), each document's length in terms, its id, creation time and expiry,
-//! its tags, and its embedding when it has one. English stemming is a pure function of one term
-//! (`Analyzer::stem_term`), so the stemmed postings of a query term are the union of the postings
+//! A segment keeps the *unstemmed* terms of each entry's searchable text (stop words are not
+//! terms: the analyzer drops them before stemming, so neither analysis holds them), with their
+//! postings (document, term frequency), each document's BM25 length (its words, an identifier's
+//! parts not counted: they are terms, so the length is stored, not counted from the postings),
+//! its id, creation time and expiry, its tags, and its embedding when it has one. English
+//! stemming is a pure function of one term (`Analyzer::stem_term`), identifier parts included, so the stemmed postings of a query term are the union of the postings
 //! of the unstemmed terms that share its stem; the segment stores that grouping too, so one
 //! segment answers stemmed and unstemmed queries alike, with the same frequencies and lengths the
 //! full-scan analysis would count.
 //!
-//! Documents are kept sorted by id (ids are time-ordered), so "newer than" and "by id" are
-//! positions. The byte form ends with the SHA-256 of everything before it: a segment that does
+//! Documents are kept sorted by id, so finding one by id (a masked entry) is a binary search. The byte form ends with the SHA-256 of everything before it: a segment that does
 //! not verify is refused whole ([`SegmentError::Corrupt`]), and the caller falls back to the table.
 
 use std::collections::BTreeMap;
@@ -22,8 +23,10 @@ use text_search::Analyzer;
 use crate::codec::{Reader, Writer};
 use crate::SegmentError;
 
-/// First bytes of every segment: the format and its version.
-const MAGIC: &[u8; 8] = b"WOPSEG\x00\x01";
+/// First bytes of every segment: the format and its version. Version 2: terms of the analyzer
+/// that drops stop words and indexes identifier parts, lengths by BM25's rule; a version-1
+/// segment would rank otherwise, so it is refused like a corrupt one and rebuilt.
+const MAGIC: &[u8; 8] = b"WOPSEG\x00\x02";
 
 /// What a segment is built from: one live entry, analysed without stemming.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,8 +35,10 @@ pub struct IndexedDoc {
     pub created_at_ms: i64,
     pub expires_at_ms: Option<i64>,
     pub tags: Vec<String>,
-    /// `Analyzer::new(false).terms(searchable_text)`, in text order.
+    /// `Analyzer::new(false).analyse(searchable_text)`: the terms in text order (an identifier's
+    /// parts after it) and the BM25 length, which leaves the parts out.
     pub terms: Vec<String>,
+    pub length: u32,
     /// The embedding of the entry's content under the segment's model, when it has one.
     pub vector: Option<Vec<f32>>,
 }
@@ -44,7 +49,8 @@ pub struct DocMeta {
     pub id: Box<str>,
     pub created_at_ms: i64,
     pub expires_at_ms: Option<i64>,
-    /// Length of the searchable text in terms (the same with and without stemming).
+    /// BM25 length of the searchable text (the same with and without stemming; fewer than the
+    /// document's terms when it holds an identifier).
     pub length: u32,
 }
 
@@ -150,7 +156,7 @@ impl Segment {
                     list.push(position);
                 }
             }
-            let length = u32::try_from(doc.terms.len()).unwrap_or(u32::MAX);
+            let length = doc.length;
             total_length += u64::from(length);
             let vector = doc.vector.filter(|v| {
                 !v.is_empty() && !vector_model.is_empty() && {

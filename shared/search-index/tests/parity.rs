@@ -36,6 +36,20 @@ const WORDS: &[&str] = &[
     "über",
     "naïve",
     "E_CONN_RESET",
+    "E_CONN",
+    "reset",
+    "maxUploadSizeMb",
+    "uploads",
+    "payments.retry.max_attempts",
+    "attempts",
+    "James's",
+    "James’s",
+    "james",
+    "l'école",
+    "école",
+    "what",
+    "is",
+    "can't",
     "api",
     "APIs",
 ];
@@ -53,8 +67,9 @@ struct Entry {
     vector: Option<Vec<f32>>,
 }
 
-/// Word picks, tag picks, expiry offset from now, a small vector.
-type RawEntry = (Vec<usize>, Vec<usize>, Option<i64>, Option<Vec<i8>>);
+/// Word picks, tag picks, expiry offset from now, a small vector, when it was written (in
+/// seconds, few values: ties and times out of id order both occur).
+type RawEntry = (Vec<usize>, Vec<usize>, Option<i64>, Option<Vec<i8>>, i64);
 
 fn entry() -> impl Strategy<Value = RawEntry> {
     (
@@ -62,13 +77,14 @@ fn entry() -> impl Strategy<Value = RawEntry> {
         prop::collection::vec(0..TAGS.len(), 0..3),
         prop::option::of(-50_000i64..50_000),
         prop::option::of(prop::collection::vec(-5i8..6, 4)),
+        0i64..8,
     )
 }
 
 fn entries(raw: Vec<RawEntry>) -> Vec<Entry> {
     raw.into_iter()
         .enumerate()
-        .map(|(i, (words, tags, expiry, vector))| {
+        .map(|(i, (words, tags, expiry, vector, written))| {
             let mut tags: Vec<String> = tags.into_iter().map(|t| TAGS[t].to_owned()).collect();
             tags.sort();
             tags.dedup();
@@ -80,7 +96,7 @@ fn entries(raw: Vec<RawEntry>) -> Vec<Entry> {
                     .collect::<Vec<_>>()
                     .join(" "),
                 tags,
-                created_at_ms: 1_790_000_000_000 + i as i64 * 1000,
+                created_at_ms: 1_790_000_000_000 + written * 1000,
                 expires_at_ms: expiry.map(|e| NOW + e),
                 vector: vector.map(|v| v.into_iter().map(f32::from).collect()),
             }
@@ -102,7 +118,11 @@ fn full_scan(
     let docs: Vec<Document<'_>> = live
         .iter()
         .zip(&texts)
-        .map(|(e, t)| Document { id: &e.id, text: t })
+        .map(|(e, t)| Document {
+            id: &e.id,
+            text: t,
+            created_ms: e.created_at_ms,
+        })
         .collect();
     let vectors: Vec<Option<&[f32]>> = live.iter().map(|e| e.vector.as_deref()).collect();
     text_search::search(
@@ -290,8 +310,8 @@ proptest! {
 #[test]
 fn any_changed_byte_is_refused() {
     let all = entries(vec![
-        (vec![0, 4, 19], vec![0], None, Some(vec![1, 2, 3, 4])),
-        (vec![7, 8, 9], vec![1, 2], Some(1000), None),
+        (vec![0, 4, 19], vec![0], None, Some(vec![1, 2, 3, 4]), 0),
+        (vec![7, 8, 9], vec![1, 2], Some(1000), None, 1),
     ]);
     let encoded = Segment::build(
         all.iter().map(to_doc).collect(),
@@ -332,8 +352,8 @@ fn any_changed_byte_is_refused() {
 #[test]
 fn a_merge_without_a_forgotten_entry_holds_none_of_its_terms_or_vector() {
     let all = entries(vec![
-        (vec![19, 20], vec![0], None, Some(vec![5, 5, 5, 5])),
-        (vec![0, 3], vec![0], None, Some(vec![1, 0, 0, 0])),
+        (vec![19, 20], vec![0], None, Some(vec![5, 5, 5, 5]), 0),
+        (vec![0, 3], vec![0], None, Some(vec![1, 0, 0, 0]), 1),
     ]);
     let analyzer = Analyzer::new(true);
     let segment = Segment::build(all.iter().map(to_doc).collect(), MODEL, &analyzer);
@@ -359,4 +379,77 @@ fn a_merge_without_a_forgotten_entry_holds_none_of_its_terms_or_vector() {
             "{needle:?} left in the bytes"
         );
     }
+}
+
+fn one_segment_view(all: &[Entry]) -> Split {
+    split(all, &[], 0, &[], 0)
+}
+
+#[test]
+fn a_query_of_stop_words_finds_nothing_in_any_mode() {
+    let all = entries(vec![
+        (
+            vec![14, 15, 16, 0],
+            vec![0],
+            None,
+            Some(vec![1, 2, 3, 4]),
+            0,
+        ),
+        (vec![14, 39, 40], vec![0], None, Some(vec![1, 2, 3, 4]), 1),
+    ]);
+    let s = one_segment_view(&all);
+    let segments: Vec<&Segment> = s.segments.iter().collect();
+    let qv = [1.0f32, 2.0, 3.0, 4.0];
+    for stem in [false, true] {
+        let analyzer = Analyzer::new(stem);
+        for tags in [
+            TagQuery::default(),
+            TagQuery {
+                all: &all[0].tags,
+                any: &[],
+            },
+        ] {
+            for ranking in [Ranking::Text, Ranking::Semantic(&qv), Ranking::Hybrid(&qv)] {
+                let got = over_index(&s, &segments, &tags, &analyzer, "What is the", ranking);
+                assert!(got.is_empty(), "{ranking:?}: {got:?}");
+                let live: Vec<&Entry> = s.live.iter().collect();
+                let found = over_index(&s, &segments, &tags, &analyzer, "refund", ranking);
+                assert!(!found.is_empty());
+                assert_eq!(found, full_scan(&live, &analyzer, "refund", ranking));
+            }
+        }
+    }
+}
+
+#[test]
+fn the_newer_version_leads_by_created_at_not_by_id() {
+    // Same words, so the same query terms: two versions of one answer. The one with the lower
+    // id was written later, and both paths put it first.
+    let all = entries(vec![
+        (vec![9, 10, 11], vec![], None, None, 5),
+        (vec![9, 10, 11, 9], vec![], None, None, 2),
+        (vec![0], vec![], None, None, 1),
+    ]);
+    let s = one_segment_view(&all);
+    let segments: Vec<&Segment> = s.segments.iter().collect();
+    let analyzer = Analyzer::new(true);
+    let got = over_index(
+        &s,
+        &segments,
+        &TagQuery::default(),
+        &analyzer,
+        "office Berlin",
+        Ranking::Text,
+    );
+    let live: Vec<&Entry> = s.live.iter().collect();
+    assert_eq!(
+        got,
+        full_scan(&live, &analyzer, "office Berlin", Ranking::Text)
+    );
+    assert_eq!(got.len(), 2);
+    assert_eq!(got[0].0, all[0].id, "written later, ranked first");
+    assert_eq!(
+        got[0].1, got[1].1,
+        "and it takes the better version's score"
+    );
 }

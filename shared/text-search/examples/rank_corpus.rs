@@ -1,8 +1,10 @@
 //! Ranks a labelled corpus with this crate's engine for the retrieval benchmark
 //! (`tests/retrieval/bench.py`, docs/figures.md "Retrieval quality"): one JSON document on stdin
-//! (`{"limit", "stem", "entries": [{"id", "content", "tags", "embedding"?}],
+//! (`{"limit", "stem", "entries": [{"id", "content", "tags", "createdAt", "embedding"?}],
 //! "queries": [{"id", "q", "tags", "embedding"?}]}`), one on stdout (`{"text": {query id: [entry
 //! ids best first]}, "semantic": …, "hybrid": …}`; the last two only when embeddings came in).
+//! `createdAt` is the entry's time in milliseconds since the epoch (what `Document::created_ms`
+//! holds in the search route: the stored entry's createdAt).
 //! Each query sees the entries carrying all its tags, and an entry's searchable text is its
 //! content and its tags, ranked by `text_search::search`, the function the search route runs.
 
@@ -29,6 +31,8 @@ struct Item {
     #[serde(default)]
     tags: Vec<String>,
     embedding: Option<Vec<f32>>,
+    #[serde(rename = "createdAt", default)]
+    created_ms: i64,
 }
 
 fn yes() -> bool {
@@ -58,7 +62,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         let documents: Vec<Document<'_>> = candidates
             .iter()
             .zip(&texts)
-            .map(|(e, text)| Document { id: &e.id, text })
+            .map(|(e, text)| Document {
+                id: &e.id,
+                text,
+                created_ms: e.created_ms,
+            })
             .collect();
         let vectors: Vec<Option<&[f32]>> =
             candidates.iter().map(|e| e.embedding.as_deref()).collect();

@@ -1,7 +1,21 @@
 //! Text to index terms (docs/search.md "Ranked text search"): Unicode word segmentation (UAX #29),
-//! case folding, accent folding, overlapping character bigrams for Han, Hiragana, Katakana and
-//! Hangul runs, and optional English stemming (Snowball) for words of Latin letters.
+//! English possessives removed, English stop words dropped, identifiers indexed whole and by their
+//! parts, case folding, accent folding, overlapping character bigrams for Han, Hiragana, Katakana
+//! and Hangul runs, and optional English stemming (Snowball) for words of Latin letters.
 //!
+//! Stop words: a function word ("the", "what", "is") matches most entries and says nothing about
+//! which one answers, yet summed over a question it outweighs the one word that matters and puts
+//! every entry in the text ranking, which drowns what only semantic search found in a hybrid
+//! ranking. The list is data, Snowball's English stop list plus the modal verbs "can" and "will"
+//! (Lucene's and NLTK's English lists hold them), checked on the folded word before stemming.
+//!
+//! Identifiers: UAX #29 keeps `E_CONN_RESET`, `payments.retry.max_attempts` and `maxUploadSizeMb`
+//! as one word, so a part of one ("E_CONN", "max_attempts", "UploadSize") would match nothing.
+//! Such a word is indexed whole and, as code search analyzers do (Lucene's word delimiter filter
+//! with the original preserved), by its parts: split at `_`, `.`, `'` and at camelCase humps. The
+//! parts stand at the whole word's position, so they do not lengthen the document for BM25's
+//! length normalisation (Lucene's discounted overlaps). The same split of an elided French word
+//! ("l'école") makes "école" find it.
 //! CJK text has no spaces, and UAX #29 gives one segment per ideograph, so a word of two or three
 //! characters would otherwise match any text holding those characters anywhere. Bigrams of each
 //! run (a single character stays a unigram) are what Lucene's CJK analyzer indexes, and match a
@@ -15,6 +29,237 @@ use unicode_segmentation::UnicodeSegmentation;
 /// Longest text (in bytes) analysed per document: a bound on work per entry, far above the
 /// 64 KiB an entry can hold.
 const MAX_ANALYSED_BYTES: usize = 256 * 1024;
+
+/// English stop words, folded, apostrophes as `'`, sorted (Snowball's English stop list, plus
+/// "can" and "will").
+const STOP_WORDS: &[&str] = &[
+    "a",
+    "about",
+    "above",
+    "after",
+    "again",
+    "against",
+    "all",
+    "am",
+    "an",
+    "and",
+    "any",
+    "are",
+    "aren't",
+    "as",
+    "at",
+    "be",
+    "because",
+    "been",
+    "before",
+    "being",
+    "below",
+    "between",
+    "both",
+    "but",
+    "by",
+    "can",
+    "can't",
+    "cannot",
+    "could",
+    "couldn't",
+    "did",
+    "didn't",
+    "do",
+    "does",
+    "doesn't",
+    "doing",
+    "don't",
+    "down",
+    "during",
+    "each",
+    "few",
+    "for",
+    "from",
+    "further",
+    "had",
+    "hadn't",
+    "has",
+    "hasn't",
+    "have",
+    "haven't",
+    "having",
+    "he",
+    "he'd",
+    "he'll",
+    "he's",
+    "her",
+    "here",
+    "here's",
+    "hers",
+    "herself",
+    "him",
+    "himself",
+    "his",
+    "how",
+    "how's",
+    "i",
+    "i'd",
+    "i'll",
+    "i'm",
+    "i've",
+    "if",
+    "in",
+    "into",
+    "is",
+    "isn't",
+    "it",
+    "it's",
+    "its",
+    "itself",
+    "let's",
+    "me",
+    "more",
+    "most",
+    "mustn't",
+    "my",
+    "myself",
+    "no",
+    "nor",
+    "not",
+    "of",
+    "off",
+    "on",
+    "once",
+    "only",
+    "or",
+    "other",
+    "ought",
+    "our",
+    "ours",
+    "ourselves",
+    "out",
+    "over",
+    "own",
+    "same",
+    "shan't",
+    "she",
+    "she'd",
+    "she'll",
+    "she's",
+    "should",
+    "shouldn't",
+    "so",
+    "some",
+    "such",
+    "than",
+    "that",
+    "that's",
+    "the",
+    "their",
+    "theirs",
+    "them",
+    "themselves",
+    "then",
+    "there",
+    "there's",
+    "these",
+    "they",
+    "they'd",
+    "they'll",
+    "they're",
+    "they've",
+    "this",
+    "those",
+    "through",
+    "to",
+    "too",
+    "under",
+    "until",
+    "up",
+    "very",
+    "was",
+    "wasn't",
+    "we",
+    "we'd",
+    "we'll",
+    "we're",
+    "we've",
+    "were",
+    "weren't",
+    "what",
+    "what's",
+    "when",
+    "when's",
+    "where",
+    "where's",
+    "which",
+    "while",
+    "who",
+    "who's",
+    "whom",
+    "why",
+    "why's",
+    "will",
+    "with",
+    "won't",
+    "would",
+    "wouldn't",
+    "you",
+    "you'd",
+    "you'll",
+    "you're",
+    "you've",
+    "your",
+    "yours",
+    "yourself",
+    "yourselves",
+];
+
+fn is_apostrophe(c: char) -> bool {
+    matches!(c, '\'' | '\u{2019}' | '\u{02BC}')
+}
+
+/// Whether a folded word is a stop word.
+fn is_stop_word(folded: &str) -> bool {
+    let word: String = folded
+        .chars()
+        .map(|c| if is_apostrophe(c) { '\'' } else { c })
+        .collect();
+    STOP_WORDS.binary_search(&word.as_str()).is_ok()
+}
+
+/// The word without an English possessive ending: "James's" and "James’s" are "James" (as
+/// Lucene's English possessive filter does; "James'" is already "James", since UAX #29 leaves a
+/// trailing apostrophe out of the word).
+fn without_possessive(word: &str) -> &str {
+    let mut tail = word.char_indices().rev();
+    match (tail.next(), tail.next()) {
+        (Some((_, 's' | 'S')), Some((at, c))) if is_apostrophe(c) && at > 0 => &word[..at],
+        _ => word,
+    }
+}
+
+/// The parts of an identifier-like word: split at every character that is neither a letter nor
+/// a digit (`_`, `.`, `'`), then at camelCase humps ("maxUploadSize" -> max, Upload, Size;
+/// "HTTPServer" -> HTTP, Server). A word of one part gives one.
+fn parts(word: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    for piece in word.split(|c: char| !c.is_alphanumeric()) {
+        let chars: Vec<(usize, char)> = piece.char_indices().collect();
+        let mut start = 0;
+        for i in 1..chars.len() {
+            let (at, c) = chars[i];
+            let previous = chars[i - 1].1;
+            let next_lower = chars.get(i + 1).is_some_and(|(_, n)| n.is_lowercase());
+            let hump = c.is_uppercase()
+                && (previous.is_lowercase() || (previous.is_uppercase() && next_lower));
+            if hump {
+                out.push(&piece[start..at]);
+                start = at;
+            }
+        }
+        if start < piece.len() {
+            out.push(&piece[start..]);
+        }
+    }
+    out
+}
 
 /// How text becomes terms. The same analyzer must index documents and queries.
 pub struct Analyzer {
@@ -80,8 +325,15 @@ impl Analyzer {
         }
     }
 
-    /// The terms of `text`, in text order (repeats kept: term frequency counts them).
+    /// The terms of `text`, in text order (repeats kept: term frequency counts them), an
+    /// identifier's parts after it.
     pub fn terms(&self, text: &str) -> Vec<String> {
+        self.analyse(text).0
+    }
+
+    /// The terms of `text` ([`Analyzer::terms`]) and the document length BM25 normalises by:
+    /// the number of terms, an identifier's parts not counted.
+    pub fn analyse(&self, text: &str) -> (Vec<String>, u32) {
         let mut text = text;
         if text.len() > MAX_ANALYSED_BYTES {
             let mut end = MAX_ANALYSED_BYTES;
@@ -91,6 +343,7 @@ impl Analyzer {
             text = &text[..end];
         }
         let mut out = Vec::new();
+        let mut overlaps = 0usize;
         // A run of CJK characters standing together, as (start, end) byte offsets of `text`.
         let mut run: Option<(usize, usize)> = None;
         for (at, segment) in text.split_word_bound_indices() {
@@ -112,23 +365,46 @@ impl Analyzer {
             if !segment.chars().any(char::is_alphanumeric) {
                 continue;
             }
-            // A word mixing CJK and other letters: its CJK part as bigrams, the rest as a word.
-            let folded = fold(segment);
-            let word: String = folded.chars().filter(|c| c.is_alphanumeric()).collect();
-            if word.is_empty() {
+            let segment = without_possessive(segment);
+            if !self.push_word(segment, &mut out) {
                 continue;
             }
-            match &self.stemmer {
-                Some(stemmer) if is_stemmable(&word) => {
-                    out.push(stemmer.stem(&word).into_owned());
+            // Digits with separators are one number ("1,000", "3.14"), not an identifier.
+            if segment.chars().any(char::is_alphabetic) {
+                let parts = parts(segment);
+                if parts.len() > 1 {
+                    for part in parts {
+                        overlaps += usize::from(self.push_word(part, &mut out));
+                    }
                 }
-                _ => out.push(word),
             }
         }
         if let Some((start, end)) = run {
             self.push_cjk(&text[start..end], &mut out);
         }
-        out
+        let length = u32::try_from(out.len() - overlaps).unwrap_or(u32::MAX);
+        (out, length)
+    }
+
+    /// Pushes the term of one word (folded, letters and digits only, stemmed), unless it is
+    /// empty or a stop word; whether it pushed one.
+    fn push_word(&self, word: &str, out: &mut Vec<String>) -> bool {
+        let folded = fold(word);
+        if is_stop_word(&folded) {
+            return false;
+        }
+        // A word mixing CJK and other letters: its CJK part as bigrams, the rest as a word.
+        let word: String = folded.chars().filter(|c| c.is_alphanumeric()).collect();
+        if word.is_empty() {
+            return false;
+        }
+        match &self.stemmer {
+            Some(stemmer) if is_stemmable(&word) => {
+                out.push(stemmer.stem(&word).into_owned());
+            }
+            _ => out.push(word),
+        }
+        true
     }
 
     fn push_cjk(&self, run: &str, out: &mut Vec<String>) {
@@ -167,8 +443,7 @@ mod tests {
             ),
             [
                 "order",
-                "a",
-                "1042",
+                "1042", // "A" is the article's spelling: a stop word
                 "ships",
                 "2026",
                 "12",
@@ -176,13 +451,67 @@ mod tests {
                 "e",
                 "mail",
                 "bob",
-                "examplecom"
+                "examplecom",
+                "example",
+                "com"
             ]
         );
         // Digit groups stay one number.
         assert_eq!(terms(false, "1,000 units"), ["1000", "units"]);
-        assert_eq!(terms(false, "can't"), ["cant"]);
+        assert_eq!(terms(false, "3.14"), ["314"]);
+        assert_eq!(terms(false, "O'Brien"), ["obrien", "o", "brien"]);
         assert!(terms(false, "  ,.;!  ").is_empty());
+    }
+
+    #[test]
+    fn stop_words_are_dropped_and_a_question_keeps_its_content() {
+        assert_eq!(
+            terms(true, "What is the address of the Lisbon office?"),
+            ["address", "lisbon", "offic"]
+        );
+        assert!(terms(true, "what is it, and where are they").is_empty());
+        assert!(terms(false, "Can’t you? It's THEIRS.").is_empty());
+    }
+
+    #[test]
+    fn possessives_match_the_name() {
+        for text in ["James's", "James’s", "James'", "JAMES’S", "James"] {
+            assert_eq!(terms(true, text), ["jame"], "{text}");
+            assert_eq!(terms(false, text), ["james"], "{text}");
+        }
+        assert_eq!(terms(false, "Dana's phone"), ["dana", "phone"]);
+        assert_eq!(terms(false, "'s"), ["s"]);
+    }
+
+    #[test]
+    fn identifiers_are_indexed_whole_and_by_their_parts() {
+        assert_eq!(
+            terms(false, "E_CONN_RESET"),
+            ["econnreset", "e", "conn", "reset"]
+        );
+        assert_eq!(
+            terms(false, "payments.retry.max_attempts"),
+            [
+                "paymentsretrymaxattempts",
+                "payments",
+                "retry",
+                "max",
+                "attempts"
+            ]
+        );
+        assert_eq!(
+            terms(false, "maxUploadSizeMb"),
+            ["maxuploadsizemb", "max", "upload", "size", "mb"]
+        );
+        assert_eq!(terms(false, "HTTPServer"), ["httpserver", "http", "server"]);
+        assert_eq!(terms(false, "is_active"), ["isactive", "active"]);
+        assert_eq!(terms(false, "l'école"), ["lecole", "l", "ecole"]);
+        assert_eq!(
+            terms(false, "iPhone v1.2"),
+            ["iphone", "phone", "v12", "v1", "2"]
+        );
+        // The parts do not lengthen the document.
+        assert_eq!(Analyzer::new(false).analyse("E_CONN_RESET twice").1, 2);
     }
 
     #[test]

@@ -19,8 +19,8 @@ pub struct Analysed {
 }
 
 impl Analysed {
-    pub fn new(terms: Vec<String>) -> Self {
-        let length = u32::try_from(terms.len()).unwrap_or(u32::MAX);
+    /// `length`: what BM25 normalises by ([`Analyzer::analyse`]).
+    pub fn new(terms: Vec<String>, length: u32) -> Self {
         let mut counts: HashMap<String, u32> = HashMap::new();
         for t in terms {
             *counts.entry(t).or_default() += 1;
@@ -80,7 +80,10 @@ impl TermCache {
 
     /// The analysis of `text`, from the cache or made (and kept) now.
     pub fn analysed(&self, analyzer: &Analyzer, text: &str) -> Arc<Analysed> {
-        let made = || Arc::new(Analysed::new(analyzer.terms(text)));
+        let made = || {
+            let (terms, length) = analyzer.analyse(text);
+            Arc::new(Analysed::new(terms, length))
+        };
         if self.budget_bytes == 0 {
             return made(); // a cache that keeps nothing (plain `rank`) takes no lock
         }

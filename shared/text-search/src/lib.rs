@@ -2,7 +2,8 @@
 //! analyzer turns text into terms, BM25 (Robertson/Sparck Jones weights with Lucene's non-negative
 //! IDF) scores each document against the query's terms. Pure and deterministic: the same documents
 //! and query give the same order and the same scores, bit for bit (documents are scored in input
-//! order, ties broken by id, newest first for time-ordered ids).
+//! order, ties broken by id, newest first for time-ordered ids). No clock is read: what time an
+//! entry was written comes in with it.
 
 pub mod analyzer;
 pub mod cache;
@@ -12,18 +13,21 @@ pub mod similarity;
 
 pub use analyzer::Analyzer;
 pub use cache::TermCache;
-pub use search::{rank_candidates, search, searchable_text, Ranking};
+pub use search::{search, search_scored, searchable_text, Ranking};
 
 /// BM25 term-frequency saturation.
 pub const K1: f64 = 1.2;
 /// BM25 document-length normalisation.
 pub const B: f64 = 0.75;
 
-/// One searchable document: an id (ties are broken by it) and its text.
+/// One searchable document: an id (ties are broken by it), its text, and when it was written
+/// (milliseconds since the Unix epoch: of two versions of one answer, the later ranks first,
+/// `recency`).
 #[derive(Clone, Copy, Debug)]
 pub struct Document<'a> {
     pub id: &'a str,
     pub text: &'a str,
+    pub created_ms: i64,
 }
 
 /// A ranked hit: the document's index in the input and its score (BM25, cosine or fused).
@@ -31,48 +35,6 @@ pub struct Document<'a> {
 pub struct Hit {
     pub index: usize,
     pub score: f64,
-}
-
-/// BM25 over one candidate set: its size, its total length in terms and, per query term, how
-/// many candidates hold it. Shared by the full scan below and by the persisted index
-/// (`search-index`), which counts the same statistics from postings: with equal inputs the scores
-/// are equal bit for bit (lengths are whole numbers, so their sum is exact in any order).
-#[derive(Clone, Debug)]
-pub struct Bm25 {
-    average_length: f64,
-    idf: Vec<f64>,
-}
-
-impl Bm25 {
-    pub fn new(documents: u64, total_length: u64, document_frequency: &[u32]) -> Self {
-        let n = documents as f64;
-        let average_length = (total_length as f64 / n).max(1.0);
-        let idf = document_frequency
-            .iter()
-            .map(|&df| {
-                let df = f64::from(df);
-                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
-            })
-            .collect();
-        Bm25 {
-            average_length,
-            idf,
-        }
-    }
-
-    /// The score of a document of `length` terms holding the query terms `tf` times each
-    /// (parallel to the document frequencies given to [`Bm25::new`]).
-    pub fn score(&self, length: u32, tf: &[u32]) -> f64 {
-        let norm = K1 * (1.0 - B + B * f64::from(length) / self.average_length);
-        tf.iter()
-            .zip(&self.idf)
-            .filter(|(f, _)| **f > 0)
-            .map(|(&f, idf)| {
-                let f = f64::from(f);
-                idf * f * (K1 + 1.0) / (f + norm)
-            })
-            .sum()
-    }
 }
 
 /// The best `limit` documents for `query`, best first; documents sharing no term with the query
@@ -101,45 +63,220 @@ pub fn rank_cached(
     query: &str,
     limit: usize,
 ) -> Vec<Hit> {
-    let mut query_terms = analyzer.terms(query);
-    query_terms.sort();
-    query_terms.dedup();
-    if query_terms.is_empty() || documents.is_empty() || limit == 0 {
+    if limit == 0 {
         return Vec::new();
     }
-    // Per document: its length in terms and the frequency of each query term.
-    let mut lengths = Vec::with_capacity(documents.len());
-    let mut frequencies: Vec<Vec<u32>> = Vec::with_capacity(documents.len());
-    let mut document_frequency = vec![0u32; query_terms.len()];
-    for d in documents {
-        let analysed = cache.analysed(analyzer, d.text);
-        let tf: Vec<u32> = query_terms.iter().map(|t| analysed.frequency(t)).collect();
-        for (i, f) in tf.iter().enumerate() {
-            if *f > 0 {
-                document_frequency[i] += 1;
-            }
-        }
-        lengths.push(analysed.length);
-        frequencies.push(tf);
+    let mut hits = TextScores::new(analyzer, cache, documents, query).hits();
+    sort_best_first(&mut hits, documents);
+    hits.truncate(limit);
+    hits
+}
+
+/// What ordering needs of a ranked document: its id (equal scores order by it) and when it was
+/// written (newer versions first, `recency`). Implemented by [`Document`] for the full scan and
+/// by [`Candidate`] for callers that never hold the text (the persisted index).
+pub trait Dated {
+    fn id(&self) -> &str;
+    fn created_ms(&self) -> i64;
+}
+
+impl Dated for Document<'_> {
+    fn id(&self) -> &str {
+        self.id
     }
-    let total_length: u64 = lengths.iter().map(|&l| u64::from(l)).sum();
-    let bm25 = Bm25::new(documents.len() as u64, total_length, &document_frequency);
-    let mut hits: Vec<Hit> = frequencies
-        .iter()
-        .enumerate()
-        .filter(|(_, tf)| tf.iter().any(|&f| f > 0))
-        .map(|(index, tf)| Hit {
-            index,
-            score: bm25.score(lengths[index], tf),
-        })
-        .collect();
+
+    fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
+}
+
+/// A document known by its id and time alone: the persisted index has its statistics from
+/// postings and never the text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Candidate<'a> {
+    pub id: &'a str,
+    pub created_ms: i64,
+}
+
+impl Dated for Candidate<'_> {
+    fn id(&self) -> &str {
+        self.id
+    }
+
+    fn created_ms(&self) -> i64 {
+        self.created_ms
+    }
+}
+
+/// Best first; equal scores by id, descending (newest first for time-ordered ids).
+pub(crate) fn sort_best_first<D: Dated>(hits: &mut [Hit], documents: &[D]) {
     hits.sort_by(|a, b| {
         b.score
             .total_cmp(&a.score)
-            .then_with(|| documents[b.index].id.cmp(documents[a.index].id))
+            .then_with(|| documents[b.index].id().cmp(documents[a.index].id()))
     });
-    hits.truncate(limit);
-    hits
+}
+
+/// A query's distinct terms, sorted: the order of every per-term array below (and of the
+/// matched-term bit sets), so whoever counts statistics for [`TextScores::from_counts`] must
+/// count them in this order.
+pub fn query_terms(analyzer: &Analyzer, query: &str) -> Vec<String> {
+    let mut terms = analyzer.terms(query);
+    terms.sort();
+    terms.dedup();
+    terms
+}
+
+/// BM25's collection statistics for one query over one candidate set: the set's size, its total
+/// length (each document's BM25 length, [`Analyzer::analyse`]) and, per query term, how many
+/// documents hold it. The full scan counts them by analysing every document; the persisted index
+/// (`search-index`) from segment totals and postings. Lengths are whole numbers, so their sum is
+/// exact in any order and equal inputs give equal scores bit for bit.
+#[derive(Clone, Debug)]
+pub struct Bm25 {
+    average_length: f64,
+    idf: Vec<f64>,
+    idf_total: f64,
+}
+
+impl Bm25 {
+    pub fn new(documents: u64, total_length: u64, document_frequency: &[u32]) -> Self {
+        let n = documents as f64;
+        let average_length = (total_length as f64 / n).max(1.0);
+        let idf: Vec<f64> = document_frequency
+            .iter()
+            .map(|&df| {
+                let df = f64::from(df);
+                (1.0 + (n - df + 0.5) / (df + 0.5)).ln()
+            })
+            .collect();
+        let idf_total = idf.iter().sum();
+        Bm25 {
+            average_length,
+            idf,
+            idf_total,
+        }
+    }
+
+    /// The number of query terms.
+    pub fn terms(&self) -> usize {
+        self.idf.len()
+    }
+}
+
+/// How each document matches a query's terms: its BM25 score, which of the query's terms it
+/// holds, and what share of the query's weight those are.
+pub struct TextScores {
+    /// The query's distinct terms (none when every word of it is a stop word).
+    pub terms: usize,
+    /// Per document: BM25, 0 when it holds no query term.
+    pub bm25: Vec<f64>,
+    /// Per document: the share of the query's IDF mass (the sum of its terms' IDF) that the
+    /// document holds, in [0, 1]. A query word no document holds counts against every document:
+    /// the text ranking then explains the query less well.
+    pub coverage: Vec<f64>,
+    /// Per document, `words` words: a bit set of the query terms it holds.
+    matched: Vec<u64>,
+    words: usize,
+}
+
+impl TextScores {
+    pub fn new(
+        analyzer: &Analyzer,
+        cache: &TermCache,
+        documents: &[Document<'_>],
+        query: &str,
+    ) -> Self {
+        let query_terms = query_terms(analyzer, query);
+        if query_terms.is_empty() || documents.is_empty() {
+            return TextScores::empty(query_terms.len(), documents.len());
+        }
+        // Per document: its length and the frequency of each query term.
+        let mut lengths = Vec::with_capacity(documents.len());
+        let mut frequencies: Vec<Vec<u32>> = Vec::with_capacity(documents.len());
+        let mut document_frequency = vec![0u32; query_terms.len()];
+        for d in documents {
+            let analysed = cache.analysed(analyzer, d.text);
+            let tf: Vec<u32> = query_terms.iter().map(|t| analysed.frequency(t)).collect();
+            for (i, f) in tf.iter().enumerate() {
+                if *f > 0 {
+                    document_frequency[i] += 1;
+                }
+            }
+            lengths.push(analysed.length);
+            frequencies.push(tf);
+        }
+        let total_length = lengths.iter().map(|&l| u64::from(l)).sum();
+        let statistics = Bm25::new(documents.len() as u64, total_length, &document_frequency);
+        TextScores::from_counts(
+            &statistics,
+            documents.len(),
+            frequencies
+                .iter()
+                .enumerate()
+                .map(|(index, tf)| (index, lengths[index], tf.as_slice())),
+        )
+    }
+
+    fn empty(terms: usize, documents: usize) -> Self {
+        let words = terms.div_ceil(64);
+        TextScores {
+            terms,
+            bm25: vec![0.0; documents],
+            coverage: vec![0.0; documents],
+            matched: vec![0; documents * words],
+            words,
+        }
+    }
+
+    /// The scores of `documents` documents from statistics counted elsewhere: `counts` gives,
+    /// for the documents holding a query term (any others may be left out), their index, BM25
+    /// length and frequency of each query term (in [`query_terms`] order). The documents need
+    /// not be the whole candidate set `statistics` was counted over: a text ranking reads hits
+    /// only, so the index scores just the documents its postings name.
+    pub fn from_counts<'t>(
+        statistics: &Bm25,
+        documents: usize,
+        counts: impl IntoIterator<Item = (usize, u32, &'t [u32])>,
+    ) -> Self {
+        let mut scores = TextScores::empty(statistics.terms(), documents);
+        let words = scores.words;
+        for (index, length, tf) in counts {
+            if tf.iter().all(|&f| f == 0) {
+                continue;
+            }
+            let norm = K1 * (1.0 - B + B * f64::from(length) / statistics.average_length);
+            let (mut score, mut held) = (0.0, 0.0);
+            for (term, (&f, idf)) in tf.iter().zip(&statistics.idf).enumerate() {
+                if f == 0 {
+                    continue;
+                }
+                let f = f64::from(f);
+                score += idf * f * (K1 + 1.0) / (f + norm);
+                held += idf;
+                scores.matched[index * words + term / 64] |= 1u64 << (term % 64);
+            }
+            scores.bm25[index] = score;
+            scores.coverage[index] = held / statistics.idf_total;
+        }
+        scores
+    }
+
+    /// The documents holding a query term, in input order.
+    pub fn hits(&self) -> Vec<Hit> {
+        self.bm25
+            .iter()
+            .enumerate()
+            .filter(|(_, s)| **s > 0.0)
+            .map(|(index, &score)| Hit { index, score })
+            .collect()
+    }
+
+    /// Whether two documents hold exactly the same query terms.
+    pub fn same_terms(&self, a: usize, b: usize) -> bool {
+        let w = self.words;
+        self.matched[a * w..(a + 1) * w] == self.matched[b * w..(b + 1) * w]
+    }
 }
 
 #[cfg(test)]
@@ -149,7 +286,11 @@ mod tests {
     fn docs<'a>(texts: &'a [(&'a str, &'a str)]) -> Vec<Document<'a>> {
         texts
             .iter()
-            .map(|&(id, text)| Document { id, text })
+            .map(|&(id, text)| Document {
+                id,
+                text,
+                created_ms: 0,
+            })
             .collect()
     }
 
@@ -246,5 +387,77 @@ mod tests {
         assert_eq!(ids(&rank(&a, &d, "东京", 10), &d), ["3"]);
         let meetings = ids(&rank(&a, &d, "会议", 10), &d);
         assert_eq!(meetings.len(), 2);
+    }
+
+    #[test]
+    fn scores_from_counts_over_the_hits_alone_rank_as_the_full_scan() {
+        let corpus = [
+            ("01A", "the office is in Paris"),
+            ("01B", "lunch at noon"),
+            ("01C", "the office moved to Berlin"),
+            ("01D", "Paris office closed; the Paris team moved"),
+        ];
+        let times = [4, 1, 2, 3];
+        let d: Vec<Document<'_>> = corpus
+            .iter()
+            .zip(times)
+            .map(|(&(id, text), created_ms)| Document {
+                id,
+                text,
+                created_ms,
+            })
+            .collect();
+        let a = Analyzer::new(true);
+        let cache = TermCache::with_budget(0);
+        let query = "office Paris";
+        let full = search(&a, &cache, &d, &[], query, Ranking::Text, 10);
+        // What the index counts: statistics of the whole set, frequencies of the hits only.
+        let terms = query_terms(&a, query);
+        let analysed: Vec<(Vec<String>, u32)> = d.iter().map(|d| a.analyse(d.text)).collect();
+        let tf = |terms_of: &[String]| -> Vec<u32> {
+            terms
+                .iter()
+                .map(|t| terms_of.iter().filter(|x| *x == t).count() as u32)
+                .collect()
+        };
+        let df: Vec<u32> = terms
+            .iter()
+            .map(|t| analysed.iter().filter(|(ts, _)| ts.contains(t)).count() as u32)
+            .collect();
+        let total: u64 = analysed.iter().map(|(_, l)| u64::from(*l)).sum();
+        let statistics = Bm25::new(d.len() as u64, total, &df);
+        let hits: Vec<usize> = (0..d.len())
+            .filter(|&i| tf(&analysed[i].0).iter().any(|&f| f > 0))
+            .collect();
+        let counts: Vec<(u32, Vec<u32>)> = hits
+            .iter()
+            .map(|&i| (analysed[i].1, tf(&analysed[i].0)))
+            .collect();
+        let scores = TextScores::from_counts(
+            &statistics,
+            hits.len(),
+            counts
+                .iter()
+                .enumerate()
+                .map(|(k, (l, tf))| (k, *l, tf.as_slice())),
+        );
+        let candidates: Vec<Candidate<'_>> = hits
+            .iter()
+            .map(|&i| Candidate {
+                id: d[i].id,
+                created_ms: d[i].created_ms,
+            })
+            .collect();
+        let sparse = search_scored(&candidates, &[], &scores, Ranking::Text, 10);
+        let ids = |hits: &[Hit], id: &dyn Fn(usize) -> &'static str| -> Vec<(&'static str, u64)> {
+            hits.iter()
+                .map(|h| (id(h.index), h.score.to_bits()))
+                .collect()
+        };
+        assert_eq!(
+            ids(&sparse, &|i| corpus[hits[i]].0),
+            ids(&full, &|i| corpus[i].0)
+        );
+        assert_eq!(full.len(), 3);
     }
 }

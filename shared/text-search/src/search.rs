@@ -1,11 +1,13 @@
 //! One search over one candidate set, in any mode (docs/search.md "Ranked text search" and
 //! "Semantic search"): what the search route runs and what the retrieval benchmark measures, so the
-//! two cannot drift. Text ranks by BM25, semantic by cosine (both times the recency prior), hybrid
-//! fuses the two rankings by reciprocal rank.
+//! two cannot drift. Text ranks by BM25, semantic by cosine, hybrid by a convex combination of the
+//! two (`similarity::fuse`); in every mode a newer version of an answer then goes first
+//! (`recency`). A query whose every word is a stop word has no results in any mode: it names
+//! nothing to look for, and its embedding would only find whatever is nearest to "what is it".
 
-use crate::recency::prefer_recent;
-use crate::similarity::{fuse, nearest};
-use crate::{rank_cached, Analyzer, Document, Hit, TermCache};
+use crate::recency::{prefer_newer, SAME_ANSWER_COVERAGE};
+use crate::similarity::{cosines, fuse, nearest};
+use crate::{sort_best_first, Analyzer, Dated, Document, Hit, TermCache, TextScores};
 
 /// How to rank, with the query's vector where one is needed.
 #[derive(Clone, Copy, Debug)]
@@ -37,38 +39,41 @@ pub fn search(
     ranking: Ranking<'_>,
     limit: usize,
 ) -> Vec<Hit> {
-    let ids: Vec<&str> = documents.iter().map(|d| d.id).collect();
-    rank_candidates(&ids, vectors, ranking, limit, || {
-        rank_cached(analyzer, cache, documents, query, documents.len())
-    })
+    // Every mode analyses the query and the documents: which query terms an entry holds is
+    // what tells two versions of one answer apart from two answers.
+    let text = TextScores::new(analyzer, cache, documents, query);
+    search_scored(documents, vectors, &text, ranking, limit)
 }
 
-/// The ranking of [`search`] over candidates whose BM25 hits come from elsewhere: `text_hits`
-/// gives every BM25 hit among `ids` (best first), as [`rank_cached`] would. The persisted index
-/// counts them from postings and ranks through here, so the prior and the fusion cannot drift
-/// from the full scan's.
-pub fn rank_candidates(
-    ids: &[&str],
+/// The ranking of [`search`] from text scores computed elsewhere: the persisted index
+/// (`search-index`) counts them from postings ([`TextScores::from_counts`]) and ranks through
+/// here, so fusion, newer-first and tie-breaks exist once. `text` scores `documents` (parallel
+/// to them); for [`Ranking::Text`] they may be the documents holding a query term alone, since
+/// only hits are compared, and `vectors` may then be empty.
+pub fn search_scored<D: Dated>(
+    documents: &[D],
     vectors: &[Option<&[f32]>],
+    text: &TextScores,
     ranking: Ranking<'_>,
     limit: usize,
-    text_hits: impl FnOnce() -> Vec<Hit>,
 ) -> Vec<Hit> {
-    let by_text = || {
-        let mut hits = text_hits();
-        prefer_recent(&mut hits, ids);
-        hits
+    debug_assert_eq!(text.bm25.len(), documents.len());
+    if text.terms == 0 || limit == 0 {
+        return Vec::new();
+    }
+    let hits = match ranking {
+        Ranking::Text => {
+            let mut hits = text.hits();
+            sort_best_first(&mut hits, documents);
+            hits
+        }
+        Ranking::Semantic(q) => {
+            let ids: Vec<&str> = documents.iter().map(Dated::id).collect();
+            nearest(&ids, vectors, q, ids.len())
+        }
+        Ranking::Hybrid(q) => fuse(documents, &text.bm25, &text.coverage, &cosines(vectors, q)),
     };
-    let by_vector = |query: &[f32]| {
-        let mut hits = nearest(ids, vectors, query, ids.len());
-        prefer_recent(&mut hits, ids);
-        hits
-    };
-    let mut hits = match ranking {
-        Ranking::Text => by_text(),
-        Ranking::Semantic(q) => by_vector(q),
-        Ranking::Hybrid(q) => fuse(ids, &[&by_text(), &by_vector(q)], limit),
-    };
-    hits.truncate(limit);
-    hits
+    let same_answer =
+        |a: usize, b: usize| text.coverage[a] >= SAME_ANSWER_COVERAGE && text.same_terms(a, b);
+    prefer_newer(hits, documents, same_answer, limit)
 }

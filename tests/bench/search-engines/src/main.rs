@@ -11,7 +11,8 @@
 //!
 //! For each it prints p50 / p95 query time, build time, bytes a cold query fetches, and how far
 //! the top 10 agree with the full scan: the index must agree exactly (asserted: same ids, same
-//! scores); tantivy is compared on BM25 alone (it has no recency prior), as overlap of the top 10.
+//! scores); tantivy is compared on BM25 alone (it has no newer-first rule or fusion), as overlap
+//! of the top 10.
 
 use std::collections::HashSet;
 use std::time::{Duration, Instant};
@@ -243,7 +244,7 @@ fn run(n: usize, sizes: &Sizes) {
     let documents: Vec<Document<'_>> = entries
         .iter()
         .zip(&texts)
-        .map(|(e, t)| Document { id: &e.id, text: t })
+        .map(|(e, t)| Document { id: &e.id, text: t, created_ms: e.created_at_ms })
         .collect();
     let vectors: Vec<Option<&[f32]>> = entries.iter().map(|e| e.vector.as_deref()).collect();
     let scan_queries = if n >= 1_000_000 {
@@ -398,7 +399,7 @@ mod tantivy_engine {
             let ids = top10(&searcher, q);
             warm.push(t.elapsed());
             if i < 8 && documents.len() <= 100_000 {
-                // BM25 alone (no recency prior) over the same terms, from the full scan.
+                // BM25 alone (no newer-first rule) over the same terms, from the full scan.
                 let want: HashSet<&str> = text_search::rank(stem, documents, q, 10)
                     .iter()
                     .map(|h| documents[h.index].id)
