@@ -31,6 +31,12 @@
 //! fit the entry's transaction beside 25 entries) and removed after it, so every live entry has its
 //! postings; one left behind by a crash proposes an id that the read then finds missing.
 //!
+//! Change records (the search index's tail, docs/search.md "The index"): sk `C#{ULID}` in the
+//! ref's partition, `ids` the entry ids a mutation touched, nothing else. Puts, rewrites,
+//! keyed deletes and vector backfills write theirs in the mutation's own transaction; a plain
+//! delete writes its right after the item is gone (a crash in between leaves the deleted entry's
+//! segment copy unmasked, which a query still never answers: hits are read back from the table).
+//!
 //! Tombstones (forget's fence, `memory_core::forget`): sk `T#{entryId}` in the entry's
 //! partition, TTL'd. Idempotency records: pk `{tenantId}#K#{keyDigest}`, sk `K` (never a valid
 //! ref partition, still under the tenant's leading key), TTL'd after the key's window.
@@ -58,7 +64,7 @@ use memory_core::model::{
     Attribution, Embedding, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier,
 };
 use memory_core::ports::{
-    pending_shard, within, EntryStore, IdBound, MarkerState, Page, PageQuery, PassKind,
+    pending_shard, within, Change, EntryStore, IdBound, MarkerState, Page, PageQuery, PassKind,
     MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::tag_filter::tag_key;
@@ -74,6 +80,7 @@ const ENTRY_PREFIX: &str = "E#";
 const TOMBSTONE_PREFIX: &str = "T#";
 const PROVENANCE_PREFIX: &str = "P#";
 const POSTING_PREFIX: &str = "G#";
+const CHANGE_PREFIX: &str = "C#";
 /// Provenance ids kept on the entry item itself.
 pub const INLINE_PROVENANCE: usize = 100;
 /// Provenance ids per overflow item: 8,000 ULIDs are about 220 KB, well under 400 KB.
@@ -123,6 +130,34 @@ fn key_item(key: &EntryKey) -> Item {
         ("pk".to_owned(), s(partition_key(&key.memory_ref))),
         ("sk".to_owned(), s(entry_sort_key(&key.id))),
     ])
+}
+
+/// A change record touching `ids` of `r`, under a fresh ULID (unique across writers, ordered by
+/// time).
+fn change_item<'a>(r: &MemoryRef, ids: impl IntoIterator<Item = &'a str>) -> Item {
+    HashMap::from([
+        ("pk".to_owned(), s(partition_key(r))),
+        (
+            "sk".to_owned(),
+            s(format!("{CHANGE_PREFIX}{}", ulid::Ulid::new())),
+        ),
+        (
+            "ids".to_owned(),
+            AttributeValue::L(ids.into_iter().map(s).collect()),
+        ),
+    ])
+}
+
+/// One change record per ref among `keys`.
+fn change_items<'a>(keys: impl IntoIterator<Item = (&'a MemoryRef, &'a str)>) -> Vec<Item> {
+    let mut by_ref: BTreeMap<&MemoryRef, Vec<&str>> = BTreeMap::new();
+    for (r, id) in keys {
+        by_ref.entry(r).or_default().push(id);
+    }
+    by_ref
+        .into_iter()
+        .map(|(r, ids)| change_item(r, ids))
+        .collect()
 }
 
 /// An entry's attributes as the table stores them (docs/architecture.md "Storage layout (one
@@ -911,6 +946,34 @@ impl DynamoEntryStore {
         &self.table
     }
 
+    /// Deletes one entry with its overflow items and postings; `true` when it existed. The
+    /// caller records the change.
+    async fn delete_entry(&self, key: &EntryKey) -> Result<bool, StoreError> {
+        let client = self.clients.data("delete").await?;
+        let old = delete_returning_old(&client, &self.table, key_item(key), "delete").await?;
+        let old = old.as_ref();
+        if old.is_some_and(|a| get_n(a, "provenanceChunks").unwrap_or(0) > 0) {
+            self.delete_overflow(key).await?;
+        }
+        if let Some(e) = old.and_then(|a| decode(a).ok()) {
+            self.remove_postings("delete", &[e]).await;
+        }
+        Ok(old.is_some())
+    }
+
+    /// The change records of deletes already applied (one per ref).
+    async fn record_changes<'a>(
+        &self,
+        op: &'static str,
+        keys: impl IntoIterator<Item = &'a EntryKey>,
+    ) -> Result<(), StoreError> {
+        let client = self.clients.data(op).await?;
+        for item in change_items(keys.into_iter().map(|k| (&k.memory_ref, k.id.as_str()))) {
+            put_plain(&client, &self.table, item, op).await?;
+        }
+        Ok(())
+    }
+
     /// Whether every entry is stored exactly as given (same revision digest).
     async fn all_present(&self, entries: &[StoredEntry]) -> Result<bool, StoreError> {
         for e in entries {
@@ -939,13 +1002,17 @@ impl EntryStore for DynamoEntryStore {
         for e in entries {
             items.extend(self.put_if_absent(OP, e)?);
         }
+        let changes = change_items(entries.iter().map(|e| (&e.memory_ref, e.entry.id.as_str())));
         within(
             OP,
-            items.len() + usize::from(completion.is_some()),
+            items.len() + usize::from(completion.is_some()) + changes.len(),
             MAX_ITEMS_PER_TRANSACTION,
         )?;
         if let Some(c) = completion {
             items.push(self.complete_item(OP, c)?);
+        }
+        for change in changes {
+            items.push(self.unconditional_put(OP, change)?);
         }
         self.put_postings(OP, entries).await?;
         match self.transact(OP, items).await {
@@ -970,10 +1037,12 @@ impl EntryStore for DynamoEntryStore {
         }
         let mut marks: BTreeMap<(MemoryRef, PassKind), Timestamp> = BTreeMap::new();
         for e in entries {
-            let since = marks
-                .entry((e.memory_ref.clone(), PassKind::for_tier(e.tier)))
-                .or_insert(e.entry.created_at);
-            *since = (*since).min(e.entry.created_at);
+            for kind in [PassKind::for_tier(e.tier), PassKind::Index] {
+                let since = marks
+                    .entry((e.memory_ref.clone(), kind))
+                    .or_insert(e.entry.created_at);
+                *since = (*since).min(e.entry.created_at);
+            }
         }
         for ((r, kind), since) in &marks {
             self.mark_pending(r, *kind, *since).await;
@@ -1177,6 +1246,7 @@ impl EntryStore for DynamoEntryStore {
                 Vec::new(),
             )?,
             self.complete_item(OP, completion)?,
+            self.unconditional_put(OP, change_item(&key.memory_ref, [key.id.as_str()]))?,
         ];
         match self.transact(OP, items).await {
             Ok(()) => {
@@ -1402,16 +1472,11 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
-        let client = self.clients.data("delete").await?;
-        let old = delete_returning_old(&client, &self.table, key_item(key), "delete").await?;
-        let old = old.as_ref();
-        if old.is_some_and(|a| get_n(a, "provenanceChunks").unwrap_or(0) > 0) {
-            self.delete_overflow(key).await?;
+        let existed = self.delete_entry(key).await?;
+        if existed {
+            self.record_changes("delete", [key]).await?;
         }
-        if let Some(e) = old.and_then(|a| decode(a).ok()) {
-            self.remove_postings("delete", &[e]).await;
-        }
-        Ok(old.is_some())
+        Ok(existed)
     }
 
     async fn set_embedding(
@@ -1423,31 +1488,32 @@ impl EntryStore for DynamoEntryStore {
         if embedding.vector.is_empty() {
             return Ok(false);
         }
-        let client = self.clients.data(OP).await?;
         let bytes = Blob::new(vector_bytes(&embedding.vector));
-        // `attribute_exists(sk)` keeps an UpdateItem from creating the item: a deleted or
-        // forgotten entry stays gone. `rev` pins the content the vector was computed from.
-        let result = crate::retry::send(OP, || {
-            client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(key_item(&read.key())))
-                .update_expression("SET #v = :v, #m = :m")
-                .condition_expression(
-                    "attribute_exists(sk) AND rev = :rev AND (attribute_not_exists(#m) OR #m <> :m)",
-                )
-                .expression_attribute_names("#v", EMBEDDING_ATTRIBUTE)
-                .expression_attribute_names("#m", "embeddingModel")
-                .expression_attribute_values(":v", AttributeValue::B(bytes.clone()))
-                .expression_attribute_values(":m", s(embedding.model.clone()))
-                .expression_attribute_values(":rev", s(read.revision()))
-                .send()
-        })
-        .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => Ok(false),
-            Err(e) => Err(backend(OP, &e)),
+        // `attribute_exists(sk)` keeps the update from creating the item: a deleted or
+        // forgotten entry stays gone. `rev` pins the content the vector was computed from. The
+        // change record goes in the same transaction, so the index refolds the entry with its
+        // vector.
+        let set = Update::builder()
+            .table_name(&self.table)
+            .set_key(Some(key_item(&read.key())))
+            .update_expression("SET #v = :v, #m = :m")
+            .condition_expression(
+                "attribute_exists(sk) AND rev = :rev AND (attribute_not_exists(#m) OR #m <> :m)",
+            )
+            .expression_attribute_names("#v", EMBEDDING_ATTRIBUTE)
+            .expression_attribute_names("#m", "embeddingModel")
+            .expression_attribute_values(":v", AttributeValue::B(bytes))
+            .expression_attribute_values(":m", s(embedding.model.clone()))
+            .expression_attribute_values(":rev", s(read.revision()))
+            .build()
+            .map_err(|_| build_error(OP))?;
+        let set = TransactWriteItem::builder().update(set).build();
+        let change =
+            self.unconditional_put(OP, change_item(&read.memory_ref, [read.entry.id.as_str()]))?;
+        match self.transact(OP, vec![set, change]).await {
+            Ok(()) => Ok(true),
+            Err(TxError::Conditions(_)) => Ok(false),
+            Err(e) => Err(e.into_store(OP)),
         }
     }
 
@@ -1484,6 +1550,15 @@ impl EntryStore for DynamoEntryStore {
         }
         if items.is_empty() {
             return Ok(());
+        }
+        let changes = change_items(
+            put.iter()
+                .chain(delete)
+                .map(|e| (&e.memory_ref, e.entry.id.as_str())),
+        );
+        within(OP, items.len() + changes.len(), MAX_ITEMS_PER_TRANSACTION)?;
+        for change in changes {
+            items.push(self.unconditional_put(OP, change)?);
         }
         self.put_postings(OP, put).await?;
         self.transact(OP, items)
@@ -1607,13 +1682,67 @@ impl EntryStore for DynamoEntryStore {
     async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError> {
         // One DeleteItem each: BatchWriteItem cannot say which items existed, and forget must
         // report honest counts. Forget is rare, so round trips matter less than the answer.
-        let mut deleted = 0;
+        let mut deleted = Vec::new();
         for key in keys {
-            if self.delete(key).await? {
-                deleted += 1;
+            if self.delete_entry(key).await? {
+                deleted.push(key);
             }
         }
-        Ok(deleted)
+        self.record_changes("delete_many", deleted.iter().copied())
+            .await?;
+        Ok(deleted.len())
+    }
+
+    async fn changes(&self, memory_ref: &MemoryRef) -> Result<Vec<Change>, StoreError> {
+        const OP: &str = "changes";
+        let client = self.clients.data(OP).await?;
+        let request = client
+            .query()
+            .table_name(&self.table)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(partition_key(memory_ref)))
+            .expression_attribute_values(":prefix", s(CHANGE_PREFIX));
+        let (items, _) = query_all(request, OP).await?;
+        items
+            .iter()
+            .map(|item| {
+                let seq = get_s(item, "sk").and_then(|sk| sk.strip_prefix(CHANGE_PREFIX));
+                let ids = match item.get("ids") {
+                    Some(AttributeValue::L(list)) => list
+                        .iter()
+                        .map(|v| v.as_s().ok().cloned())
+                        .collect::<Option<Vec<String>>>(),
+                    _ => None,
+                };
+                match (seq, ids) {
+                    (Some(seq), Some(ids)) => Ok(Change {
+                        seq: seq.to_owned(),
+                        ids,
+                    }),
+                    _ => Err(StoreError::Corrupt {
+                        key: format!("{}/{CHANGE_PREFIX}", partition_key(memory_ref)),
+                    }),
+                }
+            })
+            .collect()
+    }
+
+    async fn drop_changes(
+        &self,
+        memory_ref: &MemoryRef,
+        seqs: &[String],
+    ) -> Result<(), StoreError> {
+        const OP: &str = "drop_changes";
+        let client = self.clients.data(OP).await?;
+        for seq in seqs {
+            let k = HashMap::from([
+                ("pk".to_owned(), s(partition_key(memory_ref))),
+                ("sk".to_owned(), s(format!("{CHANGE_PREFIX}{seq}"))),
+            ]);
+            delete_plain(&client, &self.table, k, OP).await?;
+        }
+        Ok(())
     }
 }
 

@@ -20,6 +20,7 @@ pub mod listing;
 pub mod model;
 pub mod ports;
 pub mod reader;
+pub mod ref_index;
 pub mod search;
 pub mod tag_filter;
 pub mod time;

@@ -37,13 +37,15 @@ pub fn within(op: &'static str, items: usize, max: usize) -> Result<(), StoreErr
 /// The kinds of pass a ref can be waiting for. Writes of transactional entries make a ref wait
 /// for a dream; writes of long-term entries (including a dream's output) for consolidation; a
 /// write that stored an entry without a vector of the configured embedding model, for an embed
-/// pass (docs/search.md "Semantic search").
+/// pass (docs/search.md "Semantic search"); every write, for an index pass (docs/search.md "The
+/// index").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum PassKind {
     Dream,
     Consolidate,
     Embed,
+    Index,
 }
 
 impl PassKind {
@@ -52,14 +54,20 @@ impl PassKind {
             PassKind::Dream => "dream",
             PassKind::Consolidate => "consolidate",
             PassKind::Embed => "embed",
+            PassKind::Index => "index",
         }
     }
 
     /// The kind a wire name (`as_str`) stands for.
     pub fn parse(raw: &str) -> Option<PassKind> {
-        [PassKind::Dream, PassKind::Consolidate, PassKind::Embed]
-            .into_iter()
-            .find(|k| k.as_str() == raw)
+        [
+            PassKind::Dream,
+            PassKind::Consolidate,
+            PassKind::Embed,
+            PassKind::Index,
+        ]
+        .into_iter()
+        .find(|k| k.as_str() == raw)
     }
 
     /// The pass a new entry of `tier` makes pending.
@@ -146,6 +154,22 @@ pub struct Page {
     /// Where the next page starts; `None` when the ref has nothing older.
     pub next_after: Option<String>,
 }
+
+/// A content-free record of one entry mutation (docs/search.md "The index"): the ids a put,
+/// delete, rewrite or vector backfill touched, written in the mutation's own request. The search
+/// index's tail is the set of these not yet folded into segments: a query re-reads each id from
+/// the table and masks its segment copies, so what a pass has not indexed yet is found, and a
+/// delete is masked at once.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Change {
+    /// Orders the ref's changes (a ULID of the write); the name the pass deletes it by.
+    pub seq: String,
+    pub ids: Vec<String>,
+}
+
+/// What `changes` answers for a store that keeps no change records: the index then never
+/// serves, and searches read the table.
+pub const NO_CHANGE_LOG: &str = "NoChangeLog";
 
 #[async_trait]
 pub trait EntryStore: Send + Sync {
@@ -293,6 +317,27 @@ pub trait EntryStore: Send + Sync {
 
     /// The refs of one shard with a pending pass of `kind`, oldest pending first.
     async fn pending_refs(&self, kind: PassKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError>;
+
+    /// The ref's change records (every put, delete, rewrite and vector backfill writes one in
+    /// its own request), oldest first, read-your-writes consistent. A store without them
+    /// answers `Backend` with code [`NO_CHANGE_LOG`].
+    async fn changes(&self, memory_ref: &MemoryRef) -> Result<Vec<Change>, StoreError> {
+        let _ = memory_ref;
+        Err(StoreError::Backend {
+            op: "changes",
+            code: NO_CHANGE_LOG.to_owned(),
+        })
+    }
+
+    /// Deletes the named change records once the index holds what they recorded.
+    async fn drop_changes(
+        &self,
+        memory_ref: &MemoryRef,
+        seqs: &[String],
+    ) -> Result<(), StoreError> {
+        let _ = (memory_ref, seqs);
+        Ok(())
+    }
 }
 
 /// One pass over one ref, as queued between the fan-out and the function that runs it.

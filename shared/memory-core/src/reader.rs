@@ -10,7 +10,8 @@ use crate::cursor;
 use crate::error::CoreError;
 use crate::listing::{ListOptions, ListPage};
 use crate::model::{is_valid_entry_id, EntryKey, MemoryEntry};
-use crate::ports::{Clock, Embedder, EntryStore, PageQuery};
+use crate::ports::{ArchiveStore, Clock, Embedder, EntryStore, PageQuery};
+use crate::ref_index::IndexReader;
 use crate::tag_filter::tagged_page;
 use memory_guard::TenantScope;
 use text_search::TermCache;
@@ -22,6 +23,8 @@ pub struct MemoryReader {
     embedder: Option<Arc<dyn Embedder>>,
     /// Entries' analyses kept across searches of a warm function (`text_search::cache`).
     terms: Arc<TermCache>,
+    /// The refs' search indexes, when the function can read them (docs/search.md "The index").
+    index: Option<Arc<IndexReader>>,
 }
 
 impl MemoryReader {
@@ -31,7 +34,18 @@ impl MemoryReader {
             clock,
             embedder: None,
             terms: Arc::default(),
+            index: None,
         }
+    }
+
+    /// Searches read each ref's index from `archive` where one exists.
+    pub fn with_index(mut self, archive: Option<Arc<dyn ArchiveStore>>) -> Self {
+        self.index = archive.map(|a| Arc::new(IndexReader::new(a)));
+        self
+    }
+
+    pub(crate) fn index(&self) -> Option<&IndexReader> {
+        self.index.as_deref()
     }
 
     pub(crate) fn term_cache(&self) -> &TermCache {

@@ -14,6 +14,7 @@ use crate::error::CoreError;
 use crate::listing::{snapshot, MAX_LIST_LIMIT};
 use crate::model::{MemoryEntry, StoredEntry};
 use crate::reader::MemoryReader;
+use crate::ref_index::{IndexQuery, SearchPath, Unserved};
 use crate::tag_filter::{tagged_page, TagFilter};
 use memory_guard::TenantScope;
 use text_search::{searchable_text, Analyzer, Document, Hit, Ranking, TermCache};
@@ -146,6 +147,9 @@ pub struct SearchResults {
         skip_serializing_if = "Option::is_none"
     )]
     pub unembedded: Option<usize>,
+    /// How the answer was found, for the read function's metrics; not on the wire.
+    #[serde(skip)]
+    pub path: crate::ref_index::SearchPath,
 }
 
 impl MemoryReader {
@@ -173,6 +177,46 @@ impl MemoryReader {
         };
         let now = self.clock().now();
         let store = self.store();
+        let limit = options
+            .limit
+            .unwrap_or(DEFAULT_SEARCH_LIMIT)
+            .clamp(1, MAX_LIST_LIMIT) as usize;
+        let query_vector = match embedder {
+            Some(embedder) => Some(embedder.embed(&options.query).await?),
+            None => None,
+        };
+        let ranking = match (&query_vector, options.mode) {
+            (Some(q), SearchMode::Semantic) => Ranking::Semantic(&q.vector),
+            (Some(q), SearchMode::Hybrid) => Ranking::Hybrid(&q.vector),
+            _ => Ranking::Text,
+        };
+        let mut path = SearchPath::Scan;
+        if let Some(index) = self.index() {
+            let query = IndexQuery {
+                query: &options.query,
+                tags: &options.tags,
+                stem: options.stem,
+                ranking,
+                model: query_vector.as_ref().map_or("", |q| q.model.as_str()),
+                limit,
+                now,
+            };
+            match index
+                .search(store, &memory_ref, &query, self.term_cache())
+                .await
+            {
+                Ok(results) => return Ok(results),
+                Err(Unserved::NoIndex) => {}
+                Err(Unserved::Failed(reason)) => {
+                    tracing::warn!(
+                        tenant = %memory_ref.tenant(),
+                        reason,
+                        "search index unavailable, ranking the table"
+                    );
+                    path = SearchPath::Fallback;
+                }
+            }
+        }
         // Both reads keep only live entries of this ref carrying the tags, and history copies
         // only when the filter asks for them, as a listing does (the tag postings' read applies
         // `TagFilter::admits` itself).
@@ -201,14 +245,6 @@ impl MemoryReader {
                 }
             }
         };
-        let limit = options
-            .limit
-            .unwrap_or(DEFAULT_SEARCH_LIMIT)
-            .clamp(1, MAX_LIST_LIMIT) as usize;
-        let query_vector = match embedder {
-            Some(embedder) => Some(embedder.embed(&options.query).await?),
-            None => None,
-        };
         // Only vectors of the configured model are compared (an empty one is none).
         let vectors: Vec<Option<&[f32]>> = match &query_vector {
             Some(q) => live
@@ -226,11 +262,6 @@ impl MemoryReader {
         let unembedded = query_vector
             .as_ref()
             .map(|_| vectors.iter().filter(|v| v.is_none()).count());
-        let ranking = match (&query_vector, options.mode) {
-            (Some(q), SearchMode::Semantic) => Ranking::Semantic(&q.vector),
-            (Some(q), SearchMode::Hybrid) => Ranking::Hybrid(&q.vector),
-            _ => Ranking::Text,
-        };
         let hits = rank(
             self.term_cache(),
             &live,
@@ -249,6 +280,7 @@ impl MemoryReader {
                 })
                 .collect(),
             unembedded,
+            path,
         })
     }
 }

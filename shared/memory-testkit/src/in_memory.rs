@@ -15,9 +15,9 @@ use memory_core::events::{DomainEvent, EventType};
 use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim, KeyRecord};
 use memory_core::model::{hex, Embedding, EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{
-    pending_shard, within, AbstractiveModel, AbstractiveRequest, ArchiveStore, Clock, Embedder,
-    EntryStore, EventPublisher, Expect, IdBound, IdSource, MarkerState, ObjectKey, ObjectKind,
-    Page, PageQuery, PassKind, PassQueue, PutOutcome, QueuedPass, StoredObject,
+    pending_shard, within, AbstractiveModel, AbstractiveRequest, ArchiveStore, Change, Clock,
+    Embedder, EntryStore, EventPublisher, Expect, IdBound, IdSource, MarkerState, ObjectKey,
+    ObjectKind, Page, PageQuery, PassKind, PassQueue, PutOutcome, QueuedPass, StoredObject,
     MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::time::Timestamp;
@@ -145,6 +145,9 @@ pub struct InMemoryEntryStore {
     markers: Mutex<BTreeMap<(MemoryRef, PassKind), MarkerItem>>,
     keys: Mutex<BTreeMap<IdempotencyKey, (KeyRecord, Timestamp)>>,
     tombstones: Mutex<BTreeMap<MemoryRef, BTreeMap<String, Timestamp>>>,
+    /// The change records (`EntryStore::changes`) by ref, by sequence.
+    changes: Mutex<BTreeMap<MemoryRef, BTreeMap<String, Vec<String>>>>,
+    change_seq: std::sync::atomic::AtomicU64,
     pub calls: CallCounter,
     /// Gives way to other tasks before each read and rewrite ([`InMemoryEntryStore::racing`]).
     racing: bool,
@@ -200,6 +203,25 @@ impl InMemoryEntryStore {
         }
     }
 
+    /// Records one change per ref touched, as the DynamoDB adapter does in the mutation's own
+    /// transaction (called with the entries' lock held, so no query sees one without the other).
+    fn record_changes<'a>(&self, keys: impl IntoIterator<Item = (&'a MemoryRef, &'a str)>) {
+        let mut by_ref: BTreeMap<&MemoryRef, Vec<String>> = BTreeMap::new();
+        for (r, id) in keys {
+            by_ref.entry(r).or_default().push(id.to_owned());
+        }
+        let mut changes = lock(&self.changes);
+        for (r, ids) in by_ref {
+            let seq = self
+                .change_seq
+                .fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            changes
+                .entry(r.clone())
+                .or_default()
+                .insert(format!("{seq:020}"), ids);
+        }
+    }
+
     pub fn dump(&self) -> Vec<StoredEntry> {
         lock(&self.refs)
             .values()
@@ -233,6 +255,7 @@ impl EntryStore for InMemoryEntryStore {
                 .or_default()
                 .insert(e.entry.id.clone(), e.clone());
         }
+        self.record_changes(entries.iter().map(|e| (&e.memory_ref, e.entry.id.as_str())));
         if let Some(c) = completion {
             record_completion(&mut keys, c);
         }
@@ -243,7 +266,9 @@ impl EntryStore for InMemoryEntryStore {
         // After the write, like the DynamoDB adapter.
         let marks: std::collections::BTreeSet<(MemoryRef, PassKind)> = entries
             .iter()
-            .map(|e| (e.memory_ref.clone(), PassKind::for_tier(e.tier)))
+            .flat_map(|e| {
+                [PassKind::for_tier(e.tier), PassKind::Index].map(|k| (e.memory_ref.clone(), k))
+            })
             .collect();
         if let Some(since) = entries.iter().map(|e| e.entry.created_at).min() {
             for (r, kind) in marks {
@@ -354,6 +379,7 @@ impl EntryStore for InMemoryEntryStore {
         if let Some(m) = refs.get_mut(&key.memory_ref) {
             m.remove(&key.id);
         }
+        self.record_changes([(&key.memory_ref, key.id.as_str())]);
         record_completion(&mut keys, completion);
         Ok(true)
     }
@@ -461,10 +487,15 @@ impl EntryStore for InMemoryEntryStore {
 
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
         self.calls.call("delete")?;
-        Ok(lock(&self.refs)
+        let mut refs = lock(&self.refs);
+        let existed = refs
             .get_mut(&key.memory_ref)
             .and_then(|m| m.remove(&key.id))
-            .is_some())
+            .is_some();
+        if existed {
+            self.record_changes([(&key.memory_ref, key.id.as_str())]);
+        }
+        Ok(existed)
     }
 
     async fn set_embedding(
@@ -488,6 +519,7 @@ impl EntryStore for InMemoryEntryStore {
             return Ok(false);
         }
         stored.embedding = Some(embedding.clone());
+        self.record_changes([(&read.memory_ref, read.entry.id.as_str())]);
         Ok(true)
     }
 
@@ -509,14 +541,16 @@ impl EntryStore for InMemoryEntryStore {
     async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError> {
         self.calls.call("delete_many")?;
         let mut refs = lock(&self.refs);
-        Ok(keys
+        let gone: Vec<&EntryKey> = keys
             .iter()
             .filter(|k| {
                 refs.get_mut(&k.memory_ref)
                     .and_then(|m| m.remove(&k.id))
                     .is_some()
             })
-            .count())
+            .collect();
+        self.record_changes(gone.iter().map(|k| (&k.memory_ref, k.id.as_str())));
+        Ok(gone.len())
     }
 
     async fn replace(&self, put: &[StoredEntry], delete: &[StoredEntry]) -> Result<(), StoreError> {
@@ -548,6 +582,11 @@ impl EntryStore for InMemoryEntryStore {
                 .or_default()
                 .insert(e.entry.id.clone(), e.clone());
         }
+        self.record_changes(
+            put.iter()
+                .chain(delete)
+                .map(|e| (&e.memory_ref, e.entry.id.as_str())),
+        );
         Ok(())
     }
 
@@ -620,6 +659,35 @@ impl EntryStore for InMemoryEntryStore {
             .collect();
         pending.sort();
         Ok(pending.into_iter().map(|(_, r)| r).collect())
+    }
+
+    async fn changes(&self, memory_ref: &MemoryRef) -> Result<Vec<Change>, StoreError> {
+        self.calls.call("changes")?;
+        Ok(lock(&self.changes)
+            .get(memory_ref)
+            .map(|m| {
+                m.iter()
+                    .map(|(seq, ids)| Change {
+                        seq: seq.clone(),
+                        ids: ids.clone(),
+                    })
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    async fn drop_changes(
+        &self,
+        memory_ref: &MemoryRef,
+        seqs: &[String],
+    ) -> Result<(), StoreError> {
+        self.calls.call("drop_changes")?;
+        if let Some(m) = lock(&self.changes).get_mut(memory_ref) {
+            for seq in seqs {
+                m.remove(seq);
+            }
+        }
+        Ok(())
     }
 }
 

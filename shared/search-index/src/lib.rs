@@ -15,7 +15,7 @@ pub mod merge;
 pub mod query;
 pub mod segment;
 
-pub use manifest::{segment_name, Manifest, SegmentRef};
+pub use manifest::{segment_name, Manifest, Retired, SegmentRef};
 pub use query::{Candidates, Location, TagQuery, TailDoc, TextHit, View};
 pub use segment::{DocMeta, Encoded, IndexedDoc, Posting, Segment};
 
@@ -45,17 +45,39 @@ pub fn search<'a>(
     model: &str,
     limit: usize,
 ) -> Vec<TextHit<'a>> {
+    search_counting(view, tags, analyzer, cache, query, ranking, model, limit).0
+}
+
+/// [`search`], and how many of the documents a semantic or hybrid query ranked have no vector
+/// of `model` (0 for a text query, which compares none): what the answer reports as not yet
+/// embedded, counted over the same live documents the full scan would rank.
+#[allow(clippy::too_many_arguments)]
+pub fn search_counting<'a>(
+    view: &View<'a>,
+    tags: &TagQuery<'_>,
+    analyzer: &Analyzer,
+    cache: &TermCache,
+    query: &str,
+    ranking: Ranking<'_>,
+    model: &str,
+    limit: usize,
+) -> (Vec<TextHit<'a>>, usize) {
     if matches!(ranking, Ranking::Text) && tags.all.is_empty() && tags.any.is_empty() {
-        return query::text_top(view, analyzer, cache, query, limit);
-    }
-    let terms = text_search::query_terms(analyzer, query);
-    if terms.is_empty() || limit == 0 {
-        // A query of stop words only has no results in any mode: nothing to count.
-        return Vec::new();
+        return (query::text_top(view, analyzer, cache, query, limit), 0);
     }
     let mut candidates = Candidates::collect(view, tags, model);
+    let unembedded = if matches!(ranking, Ranking::Text) {
+        0
+    } else {
+        candidates.vectors.iter().filter(|v| v.is_none()).count()
+    };
+    let terms = text_search::query_terms(analyzer, query);
+    if terms.is_empty() || limit == 0 {
+        // A query of stop words only has no results in any mode.
+        return (Vec::new(), unembedded);
+    }
     let text = candidates.text_scores(view, analyzer, cache, &terms);
-    search_scored(&candidates.docs, &candidates.vectors, &text, ranking, limit)
+    let hits = search_scored(&candidates.docs, &candidates.vectors, &text, ranking, limit)
         .into_iter()
         .map(|h| TextHit {
             id: candidates.docs[h.index].id,
@@ -63,7 +85,8 @@ pub fn search<'a>(
             location: candidates.locations[h.index],
             created_at_ms: candidates.docs[h.index].created_ms,
         })
-        .collect()
+        .collect();
+    (hits, unembedded)
 }
 
 /// What a segment is built from for one entry: its searchable text analysed without stemming,

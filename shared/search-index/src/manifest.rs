@@ -3,9 +3,10 @@
 //! set and written only if the manifest it read is still the current one (its `generation`), so
 //! two passes can never both install a segment set: the loser rebuilds from what won.
 //!
-//! `covers` is what the segments hold: every entry written before it and still live when the
-//! pass read the ref. A query reads the tail (entries written at or after `covers`) from the
-//! table, so what a pass has not indexed yet is found all the same.
+//! What the segments do not hold yet is the tail: the table keeps a content-free change record
+//! for every entry mutation, which the pass deletes only after the manifest holding its result is
+//! installed, so a query that reads the changes first and the manifest second always finds every
+//! entry either in a segment or in the tail.
 
 use serde::{Deserialize, Serialize};
 
@@ -18,11 +19,24 @@ pub struct Manifest {
     pub format: u32,
     /// Bumped by every change; the condition of the next write.
     pub generation: u64,
-    /// Epoch milliseconds of the write time the segments cover up to (exclusive).
-    pub covers_ms: i64,
+    /// Epoch milliseconds of the pass that wrote this manifest.
+    pub built_ms: i64,
     /// The embedding model of the segments' vectors ("" when they hold none).
     pub vector_model: String,
+    /// Oldest first: a later segment's copy of an id supersedes an earlier one's.
     pub segments: Vec<SegmentRef>,
+    /// Segments taken out of the set by a merge, kept for a grace period so a query that read
+    /// the previous manifest can still fetch them, then deleted by a later pass.
+    #[serde(default)]
+    pub retired: Vec<Retired>,
+}
+
+/// A segment no manifest names any more.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Retired {
+    pub name: String,
+    pub at_ms: i64,
 }
 
 /// One live segment.
@@ -35,6 +49,12 @@ pub struct SegmentRef {
     pub bytes: u64,
     /// Hex SHA-256 of the segment's bytes: a fetched segment is checked against it.
     pub sha256: String,
+    /// Whether a vector block goes with it (object `<name>.vec`).
+    #[serde(default)]
+    pub vectors: bool,
+    /// Ids whose copy here no longer stands: deleted since, or held again by a later segment.
+    #[serde(default)]
+    pub dead: Vec<String>,
 }
 
 impl Manifest {
@@ -43,14 +63,19 @@ impl Manifest {
         Manifest {
             format: FORMAT,
             generation: 0,
-            covers_ms: i64::MIN,
+            built_ms: 0,
             vector_model: String::new(),
             segments: Vec::new(),
+            retired: Vec::new(),
         }
     }
 
+    /// Live documents: the segments' documents less their dead ones.
     pub fn docs(&self) -> u64 {
-        self.segments.iter().map(|s| u64::from(s.docs)).sum()
+        self.segments
+            .iter()
+            .map(|s| u64::from(s.docs).saturating_sub(s.dead.len() as u64))
+            .sum()
     }
 }
 

@@ -10,18 +10,19 @@ use text_search::Analyzer;
 
 use crate::segment::{DocMeta, IndexedDoc, Segment};
 
-/// The documents of `segments` that `keep` admits, as segment input again (term counts as
+/// The documents of `segments` that `keep` admits (given the segment's position and the
+/// document), as segment input again (term counts as
 /// repeats: only counts and lengths matter to ranking), plus `extra` (the tail being folded in).
 /// A later segment's copy of an id wins over an earlier one's, and `extra` over both.
 pub fn merge(
     segments: &[&Segment],
-    keep: impl Fn(&DocMeta) -> bool,
+    keep: impl Fn(usize, &DocMeta) -> bool,
     extra: Vec<IndexedDoc>,
     vector_model: &str,
     analyzer: &Analyzer,
 ) -> Segment {
     let mut docs: BTreeMap<String, IndexedDoc> = BTreeMap::new();
-    for segment in segments {
+    for (si, segment) in segments.iter().enumerate() {
         let mut terms: Vec<Vec<String>> = vec![Vec::new(); segment.docs().len()];
         for (term, postings) in segment.all_postings() {
             for p in postings {
@@ -42,7 +43,7 @@ pub fn merge(
             .zip(terms.into_iter().zip(tags))
             .enumerate()
         {
-            if !keep(meta) {
+            if !keep(si, meta) {
                 docs.remove(&*meta.id);
                 continue;
             }

@@ -46,6 +46,10 @@ pub struct View<'a> {
     pub segments: &'a [&'a Segment],
     /// Ids whose segment copy no longer stands. Every tail id masks its segment copy too.
     pub masked: &'a HashSet<&'a str>,
+    /// Per segment (parallel to `segments`, or empty for none): ids whose copy in that segment
+    /// was superseded by a later segment's or deleted since it was built. Unlike `masked`, a
+    /// later segment's copy of the same id stays live.
+    pub dead: &'a [HashSet<&'a str>],
     pub tail: &'a [TailDoc<'a>],
     pub now_ms: i64,
 }
@@ -105,6 +109,7 @@ impl<'a> Candidates<'a> {
                 let meta = &segment.docs()[doc as usize];
                 if !meta.is_live_at(view.now_ms)
                     || view.masked.contains(&*meta.id)
+                    || view.dead_in(si).is_some_and(|d| d.contains(&*meta.id))
                     || tail_ids.contains(&*meta.id)
                     || !tags.admits(|t| segment.has_tag(doc, t))
                 {
@@ -217,12 +222,19 @@ struct Dead {
     length: u64,
 }
 
+impl View<'_> {
+    fn dead_in(&self, segment: usize) -> Option<&HashSet<&str>> {
+        self.dead.get(segment)
+    }
+}
+
 impl Dead {
-    fn of(segment: &Segment, view: &View<'_>, tail_ids: &HashSet<&str>) -> Dead {
+    fn of(si: usize, segment: &Segment, view: &View<'_>, tail_ids: &HashSet<&str>) -> Dead {
         let mut positions: Vec<u32> = view
             .masked
             .iter()
             .chain(tail_ids.iter())
+            .chain(view.dead_in(si).into_iter().flatten())
             .filter_map(|id| segment.position(id))
             .chain(
                 segment
@@ -272,7 +284,8 @@ pub fn text_top<'a>(
     let dead: Vec<Dead> = view
         .segments
         .iter()
-        .map(|s| Dead::of(s, view, &tail_ids))
+        .enumerate()
+        .map(|(si, s)| Dead::of(si, s, view, &tail_ids))
         .collect();
     let mut n = view.tail.len() as u64;
     let mut total_length = 0u64;

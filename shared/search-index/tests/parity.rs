@@ -237,6 +237,7 @@ fn over_index(
     let view = View {
         segments,
         masked: &masked,
+        dead: &[],
         tail: &tail,
         now_ms: NOW,
     };
@@ -301,7 +302,7 @@ proptest! {
             let decoded_refs: Vec<&Segment> = decoded.iter().collect();
             prop_assert_eq!(over_index(&s, &decoded_refs, &tags, &analyzer, &query, ranking), want.clone());
             let masked: HashSet<&str> = s.masked.iter().map(String::as_str).collect();
-            let merged = merge(&segments, |d| !masked.contains(&*d.id), Vec::new(), MODEL, &Analyzer::new(true));
+            let merged = merge(&segments, |_, d| !masked.contains(&*d.id), Vec::new(), MODEL, &Analyzer::new(true));
             prop_assert_eq!(over_index(&s, &[&merged], &tags, &analyzer, &query, ranking), want);
         }
     }
@@ -360,7 +361,7 @@ fn a_merge_without_a_forgotten_entry_holds_none_of_its_terms_or_vector() {
     let forgotten = all[0].id.clone();
     let rewritten = merge(
         &[&segment],
-        |d| *d.id != *forgotten,
+        |_, d| *d.id != *forgotten,
         Vec::new(),
         MODEL,
         &analyzer,

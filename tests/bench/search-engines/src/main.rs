@@ -223,6 +223,7 @@ fn run(n: usize, sizes: &Sizes) {
     let view = View {
         segments: &seg_refs,
         masked: &masked,
+        dead: &[],
         tail: &tail,
         now_ms: NOW,
     };

@@ -1,0 +1,381 @@
+//! The search index wired to the store (docs/search.md "The index"), over the in-memory ports:
+//! a search through the index answers what the full scan of the same table answers (same ids,
+//! same scores, bit for bit) in every mode, after writes, deletes, expiries, vector backfills,
+//! folds and merges; duplicate passes install one manifest; forget leaves no object holding a
+//! forgotten entry's terms or id; a missing segment falls back to the scan and says so.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{world, World};
+use memory_core::forget::Forgetter;
+use memory_core::ports::{ArchiveStore, EntryStore, PassKind};
+use memory_core::reader::MemoryReader;
+use memory_core::ref_index::{IndexForgetHook, IndexPass, SearchPath};
+use memory_core::search::{SearchMode, SearchOptions, SearchResults};
+use memory_core::tag_filter::TagFilter;
+use memory_core::writer::MemoryWriter;
+use memory_core::{TenantId, TenantScope, Timestamp};
+use memory_testkit::in_memory::{InMemoryArchiveStore, SequentialIds, WordHashEmbedder};
+use serde_json::{json, Value};
+
+const TENANT: &str = "tenant-x";
+const REF: &str = "workspaces/tenant-x/agents/agent-1/memories";
+
+const WORDS: &[&str] = &[
+    "invoice",
+    "payment",
+    "allergy",
+    "peanuts",
+    "moved",
+    "Berlin",
+    "grandmother",
+    "birthday",
+    "E_CONN_RESET",
+    "deploy",
+    "rollback",
+    "Zurich",
+    "coffee",
+    "meeting",
+    "Tuesday",
+    "budget",
+    "東京",
+    "café",
+    "renewal",
+    "contract",
+];
+
+fn scope() -> TenantScope {
+    TenantScope::new(TenantId::parse(TENANT).expect("tenant"))
+}
+
+/// Deterministic varied entries: 3-9 words each, some tagged, some expiring.
+fn entries(n: usize, seed: usize) -> Vec<Value> {
+    (0..n)
+        .map(|i| {
+            let k = i * 7 + seed * 13;
+            let words: Vec<&str> = (0..3 + k % 7)
+                .map(|j| WORDS[(k + j * 5) % WORDS.len()])
+                .collect();
+            let mut e = json!({"content": words.join(" ")});
+            if k % 3 == 0 {
+                e["tags"] = json!(["kind:fact", format!("topic:{}", k % 4)]);
+            }
+            if k % 11 == 0 {
+                e["expiresAt"] = json!("2027-01-15T08:00:10Z");
+            }
+            if k % 17 == 0 {
+                e["subject"] = json!("alice");
+            }
+            e
+        })
+        .collect()
+}
+
+struct Setup {
+    w: World,
+    archive: Arc<InMemoryArchiveStore>,
+    embedder: Arc<WordHashEmbedder>,
+    ids: Arc<SequentialIds>,
+}
+
+impl Setup {
+    fn new() -> Self {
+        Setup {
+            w: world(),
+            archive: Arc::new(InMemoryArchiveStore::new()),
+            embedder: Arc::new(WordHashEmbedder::default()),
+            ids: Arc::new(SequentialIds::default()),
+        }
+    }
+
+    async fn put(&self, values: Vec<Value>, embed: bool) -> Vec<String> {
+        let writer = MemoryWriter::new(self.w.ports.core(), self.ids.clone())
+            .with_embedder(embed.then(|| self.embedder.clone() as _));
+        let mut ids = Vec::new();
+        for chunk in values.chunks(25) {
+            let out = writer
+                .put(&common::request(
+                    json!({"tenantId": TENANT, "memoryRef": REF, "entries": chunk}),
+                ))
+                .await
+                .expect("put");
+            ids.extend(out.written.into_iter().map(|w| w.id));
+        }
+        ids
+    }
+
+    fn pass(&self) -> IndexPass {
+        IndexPass::new(
+            self.w.ports.core(),
+            self.archive.clone(),
+            Some(self.embedder_model()),
+        )
+    }
+
+    fn embedder_model(&self) -> String {
+        use memory_core::ports::Embedder;
+        self.embedder.model().to_owned()
+    }
+
+    fn reader(&self, indexed: bool) -> MemoryReader {
+        MemoryReader::new(self.w.ports.store.clone(), self.w.ports.clock.clone())
+            .with_embedder(Some(self.embedder.clone()))
+            .with_index(indexed.then(|| self.archive.clone() as Arc<dyn ArchiveStore>))
+    }
+
+    async fn search(
+        &self,
+        indexed: bool,
+        q: &str,
+        tags: &TagFilter,
+        mode: SearchMode,
+    ) -> SearchResults {
+        let options = SearchOptions::new(q, tags.clone(), Some(8), true)
+            .expect("options")
+            .with_mode(mode);
+        self.reader(indexed)
+            .search(&scope(), REF, &options)
+            .await
+            .expect("search")
+    }
+
+    /// Every query, mode and filter: the index answers, and answers what the scan answers.
+    async fn assert_parity(&self, stage: &str) {
+        let filters = [
+            TagFilter::default(),
+            TagFilter::new(vec!["kind:fact".into()], vec![]).expect("filter"),
+            TagFilter::new(vec![], vec!["topic:1".into(), "topic:2".into()]).expect("filter"),
+        ];
+        let queries = [
+            "invoice payment",
+            "allergy peanuts",
+            "E_CONN",
+            "東京 café",
+            "the and of",
+            "Berlin grandmother birthday",
+        ];
+        for mode in [SearchMode::Text, SearchMode::Semantic, SearchMode::Hybrid] {
+            for tags in &filters {
+                for q in queries {
+                    let scan = self.search(false, q, tags, mode).await;
+                    let index = self.search(true, q, tags, mode).await;
+                    assert_eq!(
+                        index.path,
+                        SearchPath::Index,
+                        "{stage}: {q} {mode:?} served by the index"
+                    );
+                    let ids = |r: &SearchResults| {
+                        r.results
+                            .iter()
+                            .map(|h| (h.entry.id.clone(), h.score.to_bits()))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(ids(&index), ids(&scan), "{stage}: {q} {mode:?} {tags:?}");
+                    assert_eq!(index.unembedded, scan.unembedded, "{stage}: {q} {mode:?}");
+                }
+            }
+        }
+    }
+
+    fn objects_text(&self) -> String {
+        self.archive
+            .dump()
+            .into_iter()
+            .map(|(k, body)| format!("{}\n{}", k.as_str(), String::from_utf8_lossy(&body)))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+fn memory_ref() -> memory_core::MemoryRef {
+    scope().admit(REF).expect("ref")
+}
+
+#[tokio::test]
+async fn a_ref_without_an_index_is_scanned_and_the_first_pass_builds_one() {
+    let s = Setup::new();
+    s.put(entries(30, 1), true).await;
+    let before = s
+        .search(true, "invoice", &TagFilter::default(), SearchMode::Text)
+        .await;
+    assert_eq!(before.path, SearchPath::Scan);
+    let report = s.pass().run(TENANT, REF).await.expect("pass");
+    assert_eq!(report.status, "built");
+    assert_eq!(report.segments, 1);
+    // Every change it folded is gone; the ref left the pending index.
+    assert!(s
+        .w
+        .ports
+        .store
+        .changes(&memory_ref())
+        .await
+        .expect("changes")
+        .is_empty());
+    let marker =
+        s.w.ports
+            .store
+            .marker_state(&memory_ref(), PassKind::Index)
+            .await
+            .expect("marker");
+    assert!(!marker.pending);
+    s.assert_parity("built").await;
+}
+
+#[tokio::test]
+async fn writes_deletes_expiries_and_backfills_after_the_pass_are_seen_at_once() {
+    let s = Setup::new();
+    let first = s.put(entries(40, 2), true).await;
+    s.pass().run(TENANT, REF).await.expect("pass");
+    // The tail: new entries (some without vectors), deletes, an expiry passing.
+    let late = s.put(entries(12, 3), false).await;
+    for id in first.iter().step_by(6).chain(late.iter().take(2)) {
+        let key = memory_core::EntryKey {
+            memory_ref: memory_ref(),
+            id: id.clone(),
+        };
+        assert!(s.w.ports.store.delete(&key).await.expect("delete"));
+    }
+    s.assert_parity("tail").await;
+    s.w.ports
+        .clock
+        .set(Timestamp::parse_rfc3339("2027-01-15T08:00:11Z").expect("time"));
+    s.assert_parity("expired").await;
+    // Vectors backfilled after the pass: the index masks the old copies and ranks the new.
+    let pass = memory_core::embed_pass::EmbedPass::new(s.w.ports.core(), s.embedder.clone());
+    pass.run(TENANT, REF).await.expect("embed pass");
+    s.assert_parity("backfilled").await;
+    // Folding the tail and merging change nothing a search sees.
+    let mut statuses = Vec::new();
+    for round in 0..6 {
+        let mut batch = entries(5, 10 + round);
+        for e in &mut batch {
+            if let Some(o) = e.as_object_mut() {
+                o.remove("expiresAt");
+            }
+        }
+        s.put(batch, round % 2 == 0).await;
+        let report = s.pass().run(TENANT, REF).await.expect("pass");
+        assert!(
+            matches!(report.status, "folded" | "merged"),
+            "{}",
+            report.status
+        );
+        assert!(report.segments <= memory_core::ref_index::MAX_SEGMENTS);
+        statuses.push(report.status);
+        s.assert_parity(&format!("round {round}")).await;
+    }
+    assert!(
+        statuses.contains(&"folded") && statuses.contains(&"merged"),
+        "{statuses:?}"
+    );
+}
+
+#[tokio::test]
+async fn duplicate_passes_install_one_manifest_and_lose_nothing() {
+    let s = Setup::new();
+    s.put(entries(30, 4), true).await;
+    s.pass().run(TENANT, REF).await.expect("pass");
+    for round in 0..5 {
+        s.put(entries(6, 20 + round), true).await;
+        let (pa, pb) = (s.pass(), s.pass());
+        let (a, b) = tokio::join!(pa.run(TENANT, REF), pb.run(TENANT, REF));
+        let statuses = [a.expect("a").status, b.expect("b").status];
+        // At most one installs a new segment set; the other finds nothing or loses the swap.
+        assert!(
+            statuses
+                .iter()
+                .filter(|s| matches!(**s, "folded" | "merged"))
+                .count()
+                <= 1,
+            "{statuses:?}"
+        );
+        s.assert_parity(&format!("duplicate round {round}")).await;
+    }
+    // Nothing orphaned: every segment object is named by the manifest or retired.
+    let text = s.objects_text();
+    let manifest_count = text.matches("manifest.json").count();
+    assert_eq!(manifest_count, 1);
+}
+
+#[tokio::test]
+async fn forget_leaves_no_segment_or_manifest_holding_the_subject() {
+    let s = Setup::new();
+    s.put(entries(20, 5), true).await;
+    let secret_ids = s
+        .put(
+            vec![
+                json!({"content": "zanzibarite allergy to quokkas", "subject": "carol"}),
+                json!({"content": "carol moved to zanzibarite street", "subject": "carol", "tags": ["kind:fact"]}),
+            ],
+            true,
+        )
+        .await;
+    s.pass().run(TENANT, REF).await.expect("pass");
+    // An update folded later leaves the first copy retired in an older segment too.
+    s.put(entries(5, 6), true).await;
+    s.pass().run(TENANT, REF).await.expect("pass");
+    assert!(s.objects_text().contains("zanzibarite"));
+    let forgetter = Forgetter::new(s.w.ports.core()).with_hook(Arc::new(IndexForgetHook::new(
+        s.archive.clone(),
+        s.w.ports.clock.clone(),
+    )));
+    forgetter.forget(TENANT, "carol").await.expect("forget");
+    let text = s.objects_text();
+    assert!(
+        !text.contains("zanzibarite"),
+        "a term of the forgotten subject survived"
+    );
+    assert!(!text.contains("quokka"));
+    for id in &secret_ids {
+        assert!(
+            !text.contains(id.as_str()),
+            "a forgotten id survived in an object"
+        );
+    }
+    let found = s
+        .search(
+            true,
+            "zanzibarite quokkas",
+            &TagFilter::default(),
+            SearchMode::Text,
+        )
+        .await;
+    assert!(found.results.is_empty());
+    s.assert_parity("after forget").await;
+}
+
+#[tokio::test]
+async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
+    let s = Setup::new();
+    s.put(entries(25, 7), true).await;
+    s.pass().run(TENANT, REF).await.expect("pass");
+    let segment = s
+        .archive
+        .dump()
+        .into_iter()
+        .map(|(k, _)| k)
+        .find(|k| !k.as_str().ends_with("manifest.json") && !k.as_str().ends_with(".vec"))
+        .expect("a segment object");
+    s.archive.delete(&segment).await.expect("delete");
+    let scan = s
+        .search(
+            false,
+            "invoice payment",
+            &TagFilter::default(),
+            SearchMode::Hybrid,
+        )
+        .await;
+    let fallback = s
+        .search(
+            true,
+            "invoice payment",
+            &TagFilter::default(),
+            SearchMode::Hybrid,
+        )
+        .await;
+    assert_eq!(fallback.path, SearchPath::Fallback);
+    assert_eq!(fallback.results, scan.results);
+    assert_eq!(fallback.unembedded, scan.unembedded);
+}
