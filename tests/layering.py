@@ -51,8 +51,9 @@ COMMITMENTS = {"commitments", "commitment-service", "commitment-aws", "chrono-tz
 CONSOLIDATION = {"consolidation", "consolidation-service"}
 # What each function must not link, because it never runs it.
 NOT_RUN = {
+    # memory-read reads the search indexes' objects (S3) but writes nothing anywhere.
     "memory-read": DISTILLER | COMMITMENTS | CONSOLIDATION
-    | {"aws-sdk-s3", "aws-sdk-sqs", "aws-sdk-eventbridge"},
+    | {"aws-sdk-sqs", "aws-sdk-eventbridge"},
     # memory-write queues the embed pass of entries it stored without a vector (SQS).
     "memory-write": DISTILLER | COMMITMENTS | CONSOLIDATION | {"aws-sdk-s3"},
     # Only memory-read, memory-write, memory-mcp and memory-dream (the embed pass) embed, and

@@ -98,6 +98,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "memory": 256,
         # BatchGetItem: a tag-filtered page fetches the entries its tag postings name.
         "iam": pairs(["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"], TABLE)
+        # Search reads the refs' index objects (and lists, so an absent manifest is a 404).
+        | pairs(["s3:ListBucket"], BUCKET)
+        | pairs(["s3:GetObject"], OBJECTS)
         # Semantic / hybrid search embed the query.
         | pairs(["bedrock:InvokeModel"], EMBED_MODEL),
         "routes": {
@@ -217,8 +220,12 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "iam": pairs(["dynamodb:Query"], TABLE)
         | pairs(["dynamodb:Query"], DIRTY_INDEX)
         | pairs(PASS_ITEM_ACTIONS, TABLE)
-        | pairs(["s3:ListBucket"], BUCKET)
-        | pairs(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging"], OBJECTS)
+        # The index pass reads the entries its change records name.
+        | pairs(["dynamodb:BatchGetItem"], TABLE)
+        | pairs(["s3:ListBucket", "s3:ListBucketVersions"], BUCKET)
+        # ... and deletes retired segments and old manifest versions with every version.
+        | pairs(["s3:GetObject", "s3:PutObject", "s3:PutObjectTagging", "s3:DeleteObject",
+                 "s3:DeleteObjectVersion"], OBJECTS)
         | pairs(["events:PutEvents"], BUS)
         | pairs(SQS_SEND + SQS_CONSUME, DREAM_JOBS)
         | pairs(SQS_SEND, BACKGROUND_DLQ_ARN)
@@ -270,6 +277,12 @@ SCHEDULED: dict[str, dict[str, Any]] = {
         "window": {"Mode": "OFF"},
         "expression": "rate(5 minutes)",
         "condition": "HasEmbeddingModel",
+    },
+    # memory-dream's third schedule: the search index sweep.
+    "MemoryDreamFunction/index": {
+        "input": {"action": "fan-out", "pass": "index"},
+        "window": {"Mode": "OFF"},
+        "expression": "rate(5 minutes)",
     },
     "MemoryConsolidateFunction": {
         "input": {"action": "fan-out"},
@@ -608,11 +621,14 @@ def check_function(
 
     actions = {a for a, _ in got}
     if name == "MemoryReadFunction":
-        # Reads of the table, and (only with a model configured) embedding the search query.
+        # Reads of the table and of the search indexes' objects, and (only with a model
+        # configured) embedding the search query.
+        reads = {("s3:GetObject", OBJECTS), ("s3:ListBucket", BUCKET),
+                 ("bedrock:InvokeModel", EMBED_MODEL)}
         bad = sorted(a for a, r in got if WRITE_LIKE.search(a.split(":", 1)[-1]) or
-                     not (a.startswith("dynamodb:") or (a, r) == ("bedrock:InvokeModel", EMBED_MODEL)))
-        rep.check(not bad, f"{name}: no write, delete or action beyond DynamoDB reads and the "
-                  "configured embedding model", f"found {bad}")
+                     not (a.startswith("dynamodb:") or (a, r) in reads))
+        rep.check(not bad, f"{name}: no write, delete or action beyond DynamoDB reads, index "
+                  "object reads and the configured embedding model", f"found {bad}")
         idx = sorted(r for _, r in got if "/index/" in r)
         rep.check(not idx, f"{name}: no index access (base-table reads only)", f"found {idx}")
     if name == KEY_AUTHORIZER_FUNCTION:

@@ -1,8 +1,10 @@
 //! `memory-dream`: RFC 0062 distillation. Nightly fan-out, queued per-ref runs (SQS), or a
 //! direct invoke for one ref with an optional `tokenBudget`. With an embedding model it also runs
-//! the embed pass (`embed.rs`): the same queue, its own sweep.
+//! the embed pass (`embed.rs`), and always the search index pass (`index.rs`): the same queue,
+//! a sweep of their own.
 
 mod embed;
+mod index;
 mod pass;
 
 use std::sync::Arc;
@@ -12,11 +14,13 @@ use distill::DeterministicDistiller;
 use dream_service::abstractive::{Abstractive, DEFAULT_TIMEOUT};
 use dream_service::dream::Dreamer;
 use embed::EmbedRefPass;
+use index::IndexRefPass;
 use lambda_runtime::Error;
 use memory_api::background_api::RefPass;
 use memory_aws::AwsPorts;
 use memory_core::embed_pass::EmbedPass;
-use memory_core::ports::PassQueue;
+use memory_core::ports::{ArchiveStore, PassQueue};
+use memory_core::ref_index::IndexPass;
 use pass::DreamPass;
 
 fn main() -> Result<(), Error> {
@@ -59,10 +63,19 @@ async fn serve() -> Result<(), Error> {
         .embedder
         .clone()
         .map(|embedder| EmbedRefPass(EmbedPass::new(ports.core(), embedder)));
+    // The index pass too: one more pass over one ref, and this function already writes to the
+    // archive bucket (docs/search.md "The index").
+    let archive: Arc<dyn ArchiveStore> = ports.archives.clone();
+    let index = IndexRefPass(IndexPass::new(
+        ports.core(),
+        archive,
+        ports.embedding_model.clone(),
+    ));
     let mut passes: Vec<&dyn RefPass> = vec![&pass];
     if let Some(embed) = &embed {
         passes.push(embed);
     }
+    passes.push(&index);
     let queue: Option<Arc<dyn PassQueue>> = ports.queue.clone().map(|q| q as Arc<dyn PassQueue>);
     let (store, queue) = (ports.entries.as_ref(), queue.as_deref());
     lambda_adapter::run_pass(&passes, store, queue).await

@@ -1,6 +1,6 @@
 //! The forgetter with every hook that reaches derived data: dream output (archives, index
-//! lines), commitments, the OpenIntent door's entries, versions and archives, and the exchange
-//! door's exported bundles. Wired once
+//! lines), commitments, the OpenIntent door's entries, versions and archives, the exchange
+//! door's exported bundles, and the refs' search index segments. Wired once
 //! here, for this function and for memory-mcp's `memory_forget` tool, so the two doors that
 //! forget can never reach different data.
 
@@ -15,6 +15,7 @@ use memory_aws::keyed::DynamoKeyedStore;
 use memory_aws::AwsPorts;
 use memory_core::forget::Forgetter;
 use memory_core::ports::SystemClock;
+use memory_core::ref_index::IndexForgetHook;
 use oap_exchange::forget::BundleForgetHook;
 
 pub fn forgetter(ports: &AwsPorts) -> Forgetter {
@@ -42,6 +43,10 @@ pub fn forgetter(ports: &AwsPorts) -> Forgetter {
                     .with_tenant_sessions(ports.tenant_sessions.clone()),
             ),
             archives: ports.archives.clone(),
-            clock,
+            clock: clock.clone(),
         }))
+        .with_hook(Arc::new(IndexForgetHook::new(
+            ports.archives.clone(),
+            clock,
+        )))
 }

@@ -1,5 +1,5 @@
 //! `memory-read`: the read API behind API Gateway (list, get, search, capabilities). Its one trigger
-//! is an API Gateway HTTP API request.
+//! is an API Gateway HTTP API request. Search reads each ref's index from the archive bucket.
 
 use std::sync::Arc;
 
@@ -7,7 +7,7 @@ use lambda_runtime::Error;
 use memory_api::read_api::ReadApi;
 use memory_aws::AwsPorts;
 use memory_core::capabilities::HOST_MODEL;
-use memory_core::ports::SystemClock;
+use memory_core::ports::{ArchiveStore, SystemClock};
 use memory_core::reader::MemoryReader;
 
 fn main() -> Result<(), Error> {
@@ -18,8 +18,12 @@ async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
     let embedder = ports.embedder.clone();
     let model = embedder.as_ref().map(|e| e.model().to_owned());
+    // Searches read a ref's index (docs/search.md "The index") from the archive bucket.
+    let archive: Arc<dyn ArchiveStore> = ports.archives.clone();
     let api = ReadApi::new(
-        MemoryReader::new(ports.entries, Arc::new(SystemClock)).with_embedder(embedder),
+        MemoryReader::new(ports.entries, Arc::new(SystemClock))
+            .with_embedder(embedder)
+            .with_index(Some(archive)),
         HOST_MODEL.with_embedding_model(model),
     );
     let claim = lambda_adapter::tenant_claim_name();

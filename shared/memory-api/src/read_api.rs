@@ -7,6 +7,7 @@ use memory_core::acting_tenant::acting_for;
 use memory_core::capabilities::HostMemoryModel;
 use memory_core::listing::{parse_limit, ListOptions};
 use memory_core::reader::MemoryReader;
+use memory_core::ref_index::SearchPath;
 use memory_core::search::{SearchMode, SearchOptions};
 use memory_core::tag_filter::TagFilter;
 use memory_core::CoreError;
@@ -156,8 +157,16 @@ impl ReadApi {
                     results = results.results.len(),
                     mode = ?options.mode,
                     unembedded = results.unembedded,
+                    path = ?results.path,
                     "search"
                 );
+                // Which way the search went (docs/search.md "The index"): a fallback means an
+                // index that could not be read or verified, the figure an alarm watches.
+                crate::metrics::emit(&[match results.path {
+                    SearchPath::Index => ("SearchIndexServed", 1),
+                    SearchPath::Scan => ("SearchScans", 1),
+                    SearchPath::Fallback => ("SearchIndexFallbacks", 1),
+                }]);
                 // Semantic and hybrid only: entries the ranking could not compare, the figure
                 // an alarm on a stalled embed pass watches (docs/operating.md).
                 if let Some(unembedded) = results.unembedded {

@@ -1044,9 +1044,13 @@ impl EntryStore for DynamoEntryStore {
                 *since = (*since).min(e.entry.created_at);
             }
         }
-        for ((r, kind), since) in &marks {
-            self.mark_pending(r, *kind, *since).await;
-        }
+        // Side by side: the tier's pass and the index pass are two marker items.
+        futures_util::future::join_all(
+            marks
+                .iter()
+                .map(|((r, kind), since)| self.mark_pending(r, *kind, *since)),
+        )
+        .await;
         Ok(())
     }
 

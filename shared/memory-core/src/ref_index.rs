@@ -444,7 +444,15 @@ impl IndexPass {
         // The manifest before the fence: a forget that rewrote the index after this read makes
         // the install below lose its compare-and-swap; one before it left its tombstones, which
         // the fence read next keeps out.
-        let current = read_manifest(archive, &memory_ref).await?;
+        // A manifest that does not decode is replaced by a rebuild (under its own ETag).
+        let (current, corrupt_etag) = match read_manifest(archive, &memory_ref).await {
+            Ok(m) => (m, None),
+            Err(StoreError::Corrupt { .. }) => {
+                let key = object_key(&memory_ref, MANIFEST_NAME)?;
+                (None, archive.get(&key).await?.map(|o| o.etag))
+            }
+            Err(e) => return Err(e.into()),
+        };
         let changes: Vec<Change> = match store.changes(&memory_ref).await {
             Ok(c) => c,
             Err(StoreError::Backend { code, .. }) if code == NO_CHANGE_LOG => Vec::new(),
@@ -452,7 +460,7 @@ impl IndexPass {
         };
         let fence = Fence::read(store, &memory_ref).await?;
         let changed: BTreeSet<String> = changes.iter().flat_map(|c| c.ids.clone()).collect();
-        let rebuild = match &current {
+        let mut rebuild = match &current {
             None => true,
             Some((m, _)) => m.vector_model != self.model,
         };
@@ -467,6 +475,22 @@ impl IndexPass {
             self.finish(&memory_ref, state.pending, state.version)
                 .await?;
             return Ok(report);
+        }
+        // The older segments' ids (text parts only), so a folded id is marked dead only where a
+        // copy of it lives; a segment that is gone or does not verify makes this run a rebuild.
+        let mut held: Vec<Segment> = Vec::new();
+        if let (false, Some((m, _))) = (rebuild, &current) {
+            for s in &m.segments {
+                match fetch_segment(archive, &memory_ref, s, false).await {
+                    Ok((segment, _)) => held.push(segment),
+                    Err(StoreError::Corrupt { .. }) => {
+                        tracing::warn!(tenant = %memory_ref.tenant(), "search segment unreadable, rebuilding the index");
+                        rebuild = true;
+                        break;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
         }
         let fresh: Vec<StoredEntry> = if rebuild {
             snapshot(store, &memory_ref, now).await?
@@ -484,7 +508,11 @@ impl IndexPass {
                 let old = m.segments.clone();
                 (m, Expect::ETag(etag), old)
             }
-            None => (Manifest::empty(), Expect::Absent, Vec::new()),
+            None => (
+                Manifest::empty(),
+                corrupt_etag.map_or(Expect::Absent, Expect::ETag),
+                Vec::new(),
+            ),
         };
         let mut uploads: Vec<String> = Vec::new();
         if rebuild {
@@ -503,9 +531,14 @@ impl IndexPass {
             }
             report.status = "built";
         } else {
-            for s in &mut manifest.segments {
+            for (s, segment) in manifest.segments.iter_mut().zip(&held) {
                 let mut dead: BTreeSet<String> = std::mem::take(&mut s.dead).into_iter().collect();
-                dead.extend(changed.iter().cloned());
+                dead.extend(
+                    changed
+                        .iter()
+                        .filter(|id| segment.position(id).is_some())
+                        .cloned(),
+                );
                 s.dead = dead.into_iter().collect();
             }
             if !docs.is_empty() {

@@ -378,4 +378,9 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
     assert_eq!(fallback.path, SearchPath::Fallback);
     assert_eq!(fallback.results, scan.results);
     assert_eq!(fallback.unembedded, scan.unembedded);
+    // The next pass with something to fold finds the segment gone and rebuilds from the table.
+    s.put(entries(3, 8), true).await;
+    let report = s.pass().run(TENANT, REF).await.expect("pass");
+    assert_eq!(report.status, "built");
+    s.assert_parity("rebuilt").await;
 }

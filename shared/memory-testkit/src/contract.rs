@@ -753,6 +753,81 @@ pub async fn set_embedding_is_conditional(store: Arc<dyn EntryStore>) {
     assert_eq!(ids, vec![plain.entry.id.clone()]);
 }
 
+/// The search index's tail (docs/search.md "The index"): every mutation leaves a content-free
+/// change record naming the ids it touched, in the same write; a write that did not happen
+/// leaves none; the records of one ref are not another's; dropped records are gone.
+pub async fn every_mutation_leaves_a_change_record(store: Arc<dyn EntryStore>) {
+    use memory_core::model::Embedding;
+    use std::collections::BTreeSet;
+    let (t, r) = fresh_ref("chg");
+    let other = memory_ref(&t, "agent-2");
+    let touched = |changes: &[memory_core::ports::Change]| -> Vec<BTreeSet<String>> {
+        changes
+            .iter()
+            .map(|c| c.ids.iter().cloned().collect())
+            .collect()
+    };
+    let ids =
+        |v: &[&StoredEntry]| -> BTreeSet<String> { v.iter().map(|e| e.entry.id.clone()).collect() };
+    let a = entry(&r, 1, "first", &["x"]);
+    let b = entry(&r, 2, "second", &[]);
+    let c = entry(&r, 3, "third", &[]);
+    store
+        .put_entries(&[a.clone(), b.clone(), c.clone()])
+        .await
+        .expect("put");
+    store
+        .put_entries(&[entry(&other, 9, "elsewhere", &[])])
+        .await
+        .expect("put other");
+    let after_put = store.changes(&r).await.expect("changes");
+    assert_eq!(touched(&after_put), vec![ids(&[&a, &b, &c])]);
+    // A put that fails its condition writes nothing, its change record included.
+    let mut taken = a.clone();
+    taken.entry.content = "another text under a taken id".into();
+    assert!(store.put_entries(&[taken]).await.is_err());
+    assert_eq!(store.changes(&r).await.expect("changes").len(), 1);
+    assert!(store.delete(&b.key()).await.expect("delete"));
+    assert!(!store.delete(&b.key()).await.expect("delete again"));
+    let vector = Embedding {
+        model: "model-a".into(),
+        vector: vec![1.0, 0.5],
+    };
+    assert!(store.set_embedding(&c, &vector).await.expect("vector"));
+    let merged = entry(&r, 4, "first and third", &[]);
+    store
+        .replace(std::slice::from_ref(&merged), std::slice::from_ref(&a))
+        .await
+        .expect("replace");
+    // A replace that loses its condition leaves no record.
+    assert!(store
+        .replace(&[entry(&r, 5, "never", &[])], std::slice::from_ref(&a))
+        .await
+        .is_err());
+    assert_eq!(store.delete_many(&[c.key()]).await.expect("delete many"), 1);
+    let all = store.changes(&r).await.expect("changes");
+    assert_eq!(
+        touched(&all),
+        vec![
+            ids(&[&a, &b, &c]),
+            ids(&[&b]),
+            ids(&[&c]),
+            ids(&[&merged, &a]),
+            ids(&[&c]),
+        ],
+        "one record per mutation, oldest first"
+    );
+    let seqs: BTreeSet<&String> = all.iter().map(|c| &c.seq).collect();
+    assert_eq!(seqs.len(), all.len(), "sequence names are unique");
+    // The other ref's records are its own.
+    assert_eq!(store.changes(&other).await.expect("other").len(), 1);
+    // Dropping some leaves the rest.
+    let dropped: Vec<String> = all[..2].iter().map(|c| c.seq.clone()).collect();
+    store.drop_changes(&r, &dropped).await.expect("drop");
+    let left = store.changes(&r).await.expect("changes");
+    assert_eq!(left, all[2..].to_vec());
+}
+
 pub async fn cursor_is_bound_to_tenant_and_ref(store: Arc<dyn EntryStore>) {
     let (t, r) = fresh_ref("cur");
     let r2 = memory_ref(&t, "agent-2");
@@ -1436,7 +1511,8 @@ macro_rules! port_suite {
             tombstones_are_per_ref, provenance_has_no_item_size_ceiling,
             tag_lists_fill_pages_and_combine_filters, tag_lists_follow_every_delete_path,
             search_ranks_live_entries_of_the_callers_ref,
-            semantic_search_ranks_by_stored_vectors, set_embedding_is_conditional);
+            semantic_search_ranks_by_stored_vectors, set_embedding_is_conditional,
+            every_mutation_leaves_a_change_record);
         $crate::port_suite!(@archive $archive; archive_put_if_absent_is_immutable,
             archive_compare_and_swap, archive_listing_is_tenant_scoped);
     };
