@@ -64,3 +64,45 @@ def test_search_never_shows_expired_forgotten_or_foreign_entries(api: Api, invok
         err = api.error("GET", f"{BASE}/search?{query(params)}", status=400,
                         code="validation_error")
         assert (err.envelope.details or {}).get("field") == field, err.raw_text
+
+
+def test_search_through_the_index_answers_what_the_scan_answered(api: Api, invoker: Invoker,
+                                                                  tenant: str):
+    """docs/search.md "The index": memory-dream's index pass builds a ref's segments; searches
+    then read them (and the change records since) and answer exactly what the full scan of the
+    same entries answered, a write is found and a delete is gone at once, and a forget leaves
+    the index without the forgotten entry."""
+    ref = memory_ref(tenant, f"indexed-{new_id()}")
+    word = f"wombat{new_id()[-6:].lower()}"
+    subject = sensitive(f"subject-{new_id()}")
+    texts = [f"{word} invoice {i} for order {1000 + i}" if i % 3 else f"payment reminder {i}"
+             for i in range(24)]
+    written = invoker.put(tenant, ref, [{"content": sensitive(t), "tags": ["billing"] if i % 2
+                                         else []} for i, t in enumerate(texts)])
+    [private] = invoker.put(tenant, ref, [{"content": f"{word} private note", "subject": subject}])
+    queries = [(word,), ("invoice order",), ("payment reminder",), (word, ("tag", "billing")),
+               ("invoice", ("limit", "3"))]
+
+    def answers() -> list[list[tuple[str, float]]]:
+        return [[(h["entry"]["id"], h["score"]) for h in search(api, ref, q[0], *q[1:])]
+                for q in queries]
+
+    scanned = answers()
+    assert all(scanned), "positive control: every query finds something"
+    run = {"tenantId": tenant, "memoryRef": ref, "pass": "index"}
+    built = invoker.ok("memory-dream", run)
+    assert (built["status"], built["segments"], built["documents"]) == ("built", 1, 25), built
+    assert answers() == scanned, "the index ranks as the scan did"
+    # Read-your-writes and deletes through the index's tail, before any pass folds them.
+    [late] = invoker.put(tenant, ref, [{"content": f"{word} late invoice"}])
+    assert late in ids(search(api, ref, f"{word} late"))
+    assert invoker.ok("memory-write", {"op": "delete", "tenantId": tenant, "memoryRef": ref,
+                                       "id": written[1]}) == {"deleted": True}
+    assert written[1] not in ids(search(api, ref, word, ("limit", "50")))
+    folded = invoker.ok("memory-dream", run)
+    assert folded["status"] in ("folded", "merged") and folded["changes"] == 2, folded
+    assert invoker.ok("memory-dream", run)["status"] == "unchanged", "a duplicate finds nothing"
+    after = ids(search(api, ref, word, ("limit", "50")))
+    assert late in after and written[1] not in after and private in after
+    api.forget(subject)
+    assert private not in ids(search(api, ref, word, ("limit", "50")))

@@ -19,6 +19,8 @@ def test_zz_no_5xx_and_no_sensitive_data_in_function_logs(gateway):
         assert f"===== {function} =====" in logs, f"no log section for {function}"
     if any(path.endswith("memory-write/invocations") for _, path, _ in access):
         assert "entries written" in logs, "memory-write's log lines were not captured"
+    # The search index served searches (test_f_search builds one): memory-read's EMF metric.
+    assert "SearchIndexServed" in logs, "no search was answered by a ref's index"
 
     server_errors = [a for a in access if a[2] >= 500]
     assert not server_errors, f"5xx answers during the suite: {server_errors}"
