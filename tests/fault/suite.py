@@ -58,6 +58,7 @@ import urllib.request
 from collections import Counter, defaultdict
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
@@ -70,6 +71,8 @@ for _p in (str(HERE), str(ROOT / "tests" / "python")):
         sys.path.insert(0, _p)
 
 import boto3  # noqa: E402
+
+import segments  # noqa: E402
 import botocore.exceptions  # noqa: E402
 from botocore.config import Config  # noqa: E402
 
@@ -970,6 +973,10 @@ class Run:
                 "content": f"The team agreed on {rng.choice(THINGS)} for {rng.choice(TOPICS)}, "
                            f"reference {m}.", "tags": ["team"]}))
         rng.shuffle(items)
+        # Most trials index the ref between the writes and the race, so the forget has segments
+        # to rewrite, and half race an index pass rather than a dream against the forget.
+        index_first = rng.random() < 0.7
+        race_index = rng.random() < 0.5
         cut = rng.randint(1, len(items))
         for part in (items[:cut], items[cut:]):
             if not part:
@@ -982,13 +989,20 @@ class Run:
         offset = rng.uniform(-0.3, 0.3)
         dream_gw = rng.randrange(2)
         barrier = threading.Barrier(2)
+        if index_first:
+            self.rec.op("index")
+            self.call("memory-dream", {"tenantId": t, "memoryRef": ref, "pass": "index"},
+                      where=f"{where} index")
 
         def dream() -> None:
             barrier.wait()
             time.sleep(max(0.0, offset))
-            self.rec.op("dream")
-            out = self.call("memory-dream", {"tenantId": t, "memoryRef": ref},
-                            where=f"{where} dream", gw=dream_gw)
+            self.rec.op("index" if race_index else "dream")
+            run = {"tenantId": t, "memoryRef": ref}
+            if race_index:
+                run["pass"] = "index"
+            out = self.call("memory-dream", run,
+                            where=f"{where} {'index' if race_index else 'dream'}", gw=dream_gw)
             if out.ok and isinstance(out.payload, dict):
                 # How the race went: "fenced" = the forget began during the dream.
                 self.rec.note(f"race_dream_{out.payload.get('status')}")
@@ -1424,8 +1438,24 @@ class Run:
                 self.rec.violation(STORED_FORBIDDEN[kind], f"{kind} marker {m} stored",
                                    f"table item pk={item.get('pk', {}).get('S')} "
                                    f"sk={item.get('sk', {}).get('S')}")
+        forgotten_ids = {a.id for a in self.acked if a.fate == "forgotten"}
         for key, vid, latest, body in state.objects:
             text = body.decode("utf-8", errors="replace")
+            if "/search/" in key:
+                # A search index object (docs/search.md "The index"): a segment's words and ids
+                # are stored by the prefix they share with the one before, so read it first.
+                if "/search/seg-" in key and not key.endswith(".vec"):
+                    try:
+                        held = segments.read(body)
+                    except segments.Unreadable as e:
+                        self.rec.violation("forget_complete", f"search segment unreadable ({e})",
+                                           f"s3 object {key} version {vid}")
+                        continue
+                    text = "\n".join(held["ids"] + held["terms"] + held["tags"])
+                for entry_id in sorted(i for i in forgotten_ids if i in text):
+                    self.rec.violation("forget_complete", f"forgotten entry id {entry_id} kept",
+                                       f"s3 object {key} version {vid}"
+                                       f"{' (current)' if latest else ' (noncurrent)'}")
             for m in sorted({m for m in MARKER_RE.findall(text) if m in forbidden}):
                 kind = self.reg.kinds[m]
                 self.rec.violation(STORED_FORBIDDEN[kind], f"{kind} marker {m} stored",
@@ -1682,6 +1712,11 @@ class Run:
             s3.put_object(Bucket=bucket, Key=f"{c_refs[0].split('/')[1]}/agents/agent-c/"
                           "workspace/selftest.txt", Body=f"left over {m}".encode())
             expected.add("forget_complete")
+            # A search segment keeping the marker as a term stored by its shared prefix, so
+            # only reading the segment finds it (docs/search.md "The index").
+            s3.put_object(Bucket=bucket, Key=f"{c_refs[0].split('/')[1]}/agents/agent-c/"
+                          "search/seg-selftest",
+                          Body=segments.encode(["01SELFTEST"], sorted([m[:6] + "0" * 8, m]), []))
         if by_kind["secret"]:
             put_text(partition(c_refs[0] if c_refs else present_a[0].ref), "E#SELFTESTSECRET",
                      f"token sk-fault-{by_kind['secret'][0]}")

@@ -114,3 +114,8 @@ def test_checker_catches_corruption() -> None:
     extra = sorted(k for k, v in result["violationCounts"].items() if v and k not in expected)
     assert not missed and not extra, (f"checker missed {missed}, reported unplanted {extra}:\n"
                                       f"{violations_text([result])}")
+
+
+def test_segment_reader_reads_what_the_index_writes() -> None:
+    """The no-trace check reads search segments (tests/fault/segments.py): its own round trip."""
+    suite.segments.self_test()

@@ -68,8 +68,9 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
     );
     assert_eq!(
         table_before.len(),
-        14 + 14 + 1,
-        "positive control: 14 entries, their 14 tag postings (one tag each) and the work marker"
+        14 + 14 + 2 + 1,
+        "positive control: 14 entries, their 14 tag postings (one tag each), the work markers \
+         of the dream and of the search index, and the put's change record"
     );
     // (A budget below the floor, the fixed overhead of a summary, is a request error; a budget
     // that cannot hold the top-ranked fact with its sources is `token_budget_exceeded`, tested
