@@ -244,3 +244,23 @@ def test_no_token_is_the_rest_401_and_no_session_is_kept(mcp_url: str):
     answer = got.json()
     assert answer["id"] == 2 and answer["result"]["structuredContent"] == {
         "entries": [], "nextCursor": None}, answer
+
+
+def test_the_transports_refusals_are_plain_text_as_the_openapi_says(mcp_url: str):
+    """406 (an Accept without JSON or SSE) and 415 (a body that is not JSON) are the MCP
+    transport's own answers, plain text; the recorded exchanges go through the OpenAPI check."""
+    tenant = new_tenant()
+    init = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"}}}
+    auth = {"Authorization": f"Bearer {mint_jwt({'tenant_id': tenant})}"}
+    got = raw_request(mcp_url, "POST", f"{BASE}/mcp", body=json.dumps(init).encode(),
+                      headers=dict(auth, **{"Content-Type": "application/json",
+                                            "Accept": "text/html"}))
+    assert got.status == 406, got.text
+    assert got.headers["content-type"].startswith("text/plain"), got.headers
+    got = raw_request(mcp_url, "POST", f"{BASE}/mcp", body=json.dumps(init).encode(),
+                      headers=dict(auth, **{"Content-Type": "text/plain",
+                                            "Accept": "application/json, text/event-stream"}))
+    assert got.status == 415, got.text
+    assert got.headers["content-type"].startswith("text/plain"), got.headers

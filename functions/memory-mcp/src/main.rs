@@ -40,9 +40,8 @@ async fn serve() -> Result<(), Error> {
     );
     let mcp = McpDoor::new(Services {
         reader: MemoryReader::new(ports.entries.clone(), clock).with_embedder(ports.embedder),
-        writer,
+        writer: writer.with_configured_secrets(secrets),
         forgetter,
-        secrets,
     });
     let claim = lambda_adapter::tenant_claim_name();
     let (tool, mcp, claim) = (&tool, &mcp, claim.as_str());

@@ -182,11 +182,19 @@ impl McpDoor {
             Ok(collected) => collected.to_bytes(),
             Err(never) => match never {},
         };
-        let headers = parts
+        let mut headers: Vec<(String, String)> = parts
             .headers
             .iter()
             .filter_map(|(k, v)| Some((k.as_str().to_owned(), v.to_str().ok()?.to_owned())))
             .collect();
+        // The transport's own refusals (406, 415, ...) are a reason in plain text without a
+        // media type; say which, as the OpenAPI does, so a client need not guess.
+        if !bytes.is_empty() && !headers.iter().any(|(k, _)| k == "content-type") {
+            headers.push((
+                "content-type".to_owned(),
+                "text/plain; charset=utf-8".to_owned(),
+            ));
+        }
         McpResponse {
             status: parts.status.as_u16(),
             headers,

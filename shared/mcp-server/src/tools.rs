@@ -26,11 +26,11 @@ use serde_json::{json, Value};
 /// The services the tools call, wired by the function exactly as the REST functions wire them.
 pub struct Services {
     pub reader: MemoryReader,
+    /// Redacts the server's configured SR-1 secrets from every write beside those a
+    /// `memory_write` call brings (`MemoryWriter::with_configured_secrets`), which alone count
+    /// against the call's maximum.
     pub writer: MemoryWriter,
     pub forgetter: Forgetter,
-    /// SR-1 secrets of the server's configuration, redacted from every write beside those a
-    /// `memory_write` call brings.
-    pub secrets: Vec<SecretInput>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -257,8 +257,7 @@ impl Services {
             }
             "memory_write" => {
                 let a: WriteArgs = decode::typed(arguments, "arguments")?;
-                // The caller's first, so an error names the caller's index (`secrets[0]`).
-                let mut secrets: Vec<SecretInput> = decode::typed(
+                let secrets: Vec<SecretInput> = decode::typed(
                     Value::Array(
                         a.secrets
                             .into_iter()
@@ -267,7 +266,6 @@ impl Services {
                     ),
                     "arguments.secrets",
                 )?;
-                secrets.extend(self.secrets.iter().cloned());
                 let entries = decode::typed(
                     Value::Array(
                         a.entries

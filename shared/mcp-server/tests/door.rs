@@ -15,7 +15,6 @@ fn door() -> McpDoor {
         reader: MemoryReader::new(ports.store.clone(), ports.clock.clone()),
         writer: ports.writer(),
         forgetter: Forgetter::new(ports.core()),
-        secrets: Vec::new(),
     })
 }
 
@@ -140,5 +139,63 @@ async fn stateless_json_answers_scoped_to_the_verified_tenant() {
     assert_eq!(
         body["result"]["structuredContent"]["details"]["field"],
         "memoryRef"
+    );
+}
+
+/// The door's configured secrets are redacted from every write, and do not count against the
+/// caller's documented maximum: a call may bring all 10,000 of its own beside them.
+#[tokio::test]
+async fn configured_secrets_do_not_count_against_the_callers_maximum() {
+    let ports = TestPorts::at(1_800_000_000_000);
+    let configured: Vec<memory_core::writer::SecretInput> = serde_json::from_value(json!([
+        {"secretId": "deploy", "value": "configured-9f8e7d6c"}
+    ]))
+    .expect("secret");
+    let door = McpDoor::new(Services {
+        reader: MemoryReader::new(ports.store.clone(), ports.clock.clone()),
+        writer: ports.writer().with_configured_secrets(configured),
+        forgetter: Forgetter::new(ports.core()),
+    });
+    let max = memory_core::writer::MAX_SECRETS_PER_REQUEST;
+    let own: Vec<Value> = (0..max)
+        .map(|i| json!({"secretId": format!("s{i}"), "value": format!("caller-secret-{i:05}")}))
+        .collect();
+    let write = call(
+        1,
+        "memory_write",
+        json!({"memoryRef": REF, "secrets": own,
+               "entries": [{"content": "configured-9f8e7d6c and caller-secret-00042"}]}),
+    );
+    let (_, body, _) = post(&door, Some("acme"), write).await;
+    let id = body["result"]["structuredContent"]["written"][0]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(!id.is_empty(), "the maximum is the caller's own: {body}");
+    let (_, body, _) = post(
+        &door,
+        Some("acme"),
+        call(2, "memory_get", json!({"memoryRef": REF, "id": id})),
+    )
+    .await;
+    assert_eq!(
+        body["result"]["structuredContent"]["content"],
+        "[REDACTED:deploy] and [REDACTED:s42]"
+    );
+    // One more of the caller's own is refused, naming the caller's field.
+    let mut over: Vec<Value> = (0..=max)
+        .map(|i| json!({"secretId": format!("s{i}"), "value": format!("caller-secret-{i:05}")}))
+        .collect();
+    over.truncate(max + 1);
+    let write = call(
+        3,
+        "memory_write",
+        json!({"memoryRef": REF, "secrets": over, "entries": [{"content": "x"}]}),
+    );
+    let (_, body, _) = post(&door, Some("acme"), write).await;
+    assert_eq!(body["result"]["isError"], true, "{body}");
+    assert_eq!(
+        body["result"]["structuredContent"]["error"],
+        "validation_error"
     );
 }

@@ -128,6 +128,9 @@ pub struct MemoryWriter {
     embedder: Option<Arc<dyn Embedder>>,
     /// Where the embed pass of a ref this writer left entries without a vector is queued.
     embed_queue: Option<Arc<dyn PassQueue>>,
+    /// SR-1 secrets of the deployment (a door's configuration), redacted from every put beside
+    /// the request's own and not counted against the request's maximum.
+    configured: Arc<[SecretInput]>,
 }
 
 /// Embedding calls one write makes at a time (a put holds up to 25 entries; Bedrock throttles
@@ -208,6 +211,15 @@ fn check_opt_id(field: &'static str, v: &Option<String>) -> Result<(), CoreError
 
 /// The registry of one run's BYOK-resolved secrets; rejected ids fail the whole request.
 pub fn registry_from(secrets: &[SecretInput]) -> Result<SecretRegistry, CoreError> {
+    registry_with(secrets, &[])
+}
+
+/// [`registry_from`] of the request's secrets, plus the deployment's `configured` ones (checked
+/// when the function started), which do not count against the request's maximum.
+pub fn registry_with(
+    secrets: &[SecretInput],
+    configured: &[SecretInput],
+) -> Result<SecretRegistry, CoreError> {
     if secrets.len() > MAX_SECRETS_PER_REQUEST {
         return Err(CoreError::invalid(
             "secrets",
@@ -228,6 +240,11 @@ pub fn registry_from(secrets: &[SecretInput]) -> Result<SecretRegistry, CoreErro
                     "must be 1-128 of [A-Za-z0-9._:/@-]",
                 ),
             })?;
+    }
+    for s in configured {
+        registry
+            .register(s.secret_id.clone(), s.value.expose_secret())
+            .map_err(|_| CoreError::invalid("configured secrets", "refused by SR-1"))?;
     }
     Ok(registry)
 }
@@ -341,11 +358,19 @@ impl MemoryWriter {
             key_ttl_seconds: DEFAULT_KEY_TTL_SECONDS,
             embedder: None,
             embed_queue: None,
+            configured: Arc::from(Vec::new()),
         }
     }
 
     /// Queues the embed pass of a ref a write left entries without a vector in, so the vectors
     /// land within seconds; without a queue the scheduled sweep finds the marked ref.
+    /// Redacts `secrets` (the door's configured ones) from every put too, whatever the request
+    /// brings: a caller may still send its documented maximum of its own.
+    pub fn with_configured_secrets(mut self, secrets: Vec<SecretInput>) -> Self {
+        self.configured = Arc::from(secrets);
+        self
+    }
+
     pub fn with_embed_queue(mut self, queue: Option<Arc<dyn PassQueue>>) -> Self {
         self.embed_queue = queue;
         self
@@ -516,7 +541,7 @@ impl MemoryWriter {
             ));
         }
         let now = self.ports.clock.now();
-        let redactor = registry_from(&request.secrets)?.redactor();
+        let redactor = registry_with(&request.secrets, &self.configured)?.redactor();
         // Attribution ids are stored and published as they are (`memory.written` carries them),
         // so an id holding a registered secret is refused rather than stored or redacted into a
         // marker that no longer fits the id grammar.
