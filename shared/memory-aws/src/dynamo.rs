@@ -31,7 +31,7 @@
 //! fit the entry's transaction beside 25 entries) and removed after it, so every live entry has its
 //! postings; one left behind by a crash proposes an id that the read then finds missing.
 //!
-//! Change records (the search index's tail, docs/search.md "The index"): sk `M#{ULID}` (mutation) in the
+//! Change records (the search index's tail, docs/search.md "The index"): sk `U#{ULID}` (update) in the
 //! ref's partition, `ids` the entry ids a mutation touched, nothing else. Puts, rewrites,
 //! keyed deletes and vector backfills write theirs in the mutation's own transaction; a plain
 //! delete writes its right after the item is gone (a crash in between leaves the deleted entry's
@@ -80,7 +80,7 @@ const ENTRY_PREFIX: &str = "E#";
 const TOMBSTONE_PREFIX: &str = "T#";
 const PROVENANCE_PREFIX: &str = "P#";
 const POSTING_PREFIX: &str = "G#";
-const CHANGE_PREFIX: &str = "M#";
+const CHANGE_PREFIX: &str = "U#";
 /// Provenance ids kept on the entry item itself.
 pub const INLINE_PROVENANCE: usize = 100;
 /// Provenance ids per overflow item: 8,000 ULIDs are about 220 KB, well under 400 KB.

@@ -59,13 +59,13 @@ fn entries(n: usize, seed: usize) -> Vec<Value> {
                 .map(|j| WORDS[(k + j * 5) % WORDS.len()])
                 .collect();
             let mut e = json!({"content": words.join(" ")});
-            if k % 3 == 0 {
+            if k.is_multiple_of(3) {
                 e["tags"] = json!(["kind:fact", format!("topic:{}", k % 4)]);
             }
-            if k % 11 == 0 {
+            if k.is_multiple_of(11) {
                 e["expiresAt"] = json!("2027-01-15T08:00:10Z");
             }
-            if k % 17 == 0 {
+            if k.is_multiple_of(17) {
                 e["subject"] = json!("alice");
             }
             e
