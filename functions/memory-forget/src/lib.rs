@@ -1,6 +1,7 @@
 //! The forgetter with every hook that reaches derived data: dream output (archives, index
 //! lines), commitments, the OpenIntent door's entries, versions and archives, and the exchange
-//! door's exported bundles. Wired once
+//! door's exported bundles, and the Claude memory tool's files a subject contributed to
+//! (through their path keys). Wired once
 //! here, for this function and for memory-mcp's `memory_forget` tool, so the two doors that
 //! forget can never reach different data.
 
@@ -15,6 +16,7 @@ use memory_aws::keyed::DynamoKeyedStore;
 use memory_aws::AwsPorts;
 use memory_core::forget::Forgetter;
 use memory_core::ports::SystemClock;
+use memory_tool::PathForgetHook;
 use oap_exchange::forget::BundleForgetHook;
 
 pub fn forgetter(ports: &AwsPorts) -> Forgetter {
@@ -43,5 +45,8 @@ pub fn forgetter(ports: &AwsPorts) -> Forgetter {
             ),
             archives: ports.archives.clone(),
             clock,
+        }))
+        .with_hook(Arc::new(PathForgetHook {
+            paths: ports.entries.clone(),
         }))
 }

@@ -128,6 +128,9 @@ pub struct MemoryWriter {
     embedder: Option<Arc<dyn Embedder>>,
     /// Where the embed pass of a ref this writer left entries without a vector is queued.
     embed_queue: Option<Arc<dyn PassQueue>>,
+    /// Whether an entry may have empty content (files of the Claude memory tool may be empty,
+    /// as on a filesystem); other doors keep refusing empty entries.
+    empty_content: bool,
 }
 
 /// Embedding calls one write makes at a time (a put holds up to 25 entries; Bedrock throttles
@@ -238,9 +241,14 @@ fn entry_field(index: usize, name: &str) -> String {
 }
 
 /// Validates one entry against the documented bounds, with nothing of its text in the error.
-fn validate_entry(index: usize, input: &EntryInput, now: Timestamp) -> Result<NewEntry, CoreError> {
+fn validate_entry(
+    index: usize,
+    input: &EntryInput,
+    now: Timestamp,
+    empty_content: bool,
+) -> Result<NewEntry, CoreError> {
     let field = |name: &str| entry_field(index, name);
-    if input.content.is_empty() {
+    if input.content.is_empty() && !empty_content {
         return Err(CoreError::invalid(field("content"), "must not be empty"));
     }
     if input.content.len() > MAX_CONTENT_BYTES {
@@ -341,7 +349,14 @@ impl MemoryWriter {
             key_ttl_seconds: DEFAULT_KEY_TTL_SECONDS,
             embedder: None,
             embed_queue: None,
+            empty_content: false,
         }
+    }
+
+    /// A writer that stores entries with empty content too (the memory tool's empty files).
+    pub fn allowing_empty_content(mut self) -> Self {
+        self.empty_content = true;
+        self
     }
 
     /// Queues the embed pass of a ref a write left entries without a vector in, so the vectors
@@ -538,7 +553,7 @@ impl MemoryWriter {
         let mut redactions = 0;
         let mut validated = Vec::with_capacity(request.entries.len());
         for (index, input) in request.entries.iter().enumerate() {
-            let mut entry = validate_entry(index, input, now)?;
+            let mut entry = validate_entry(index, input, now, self.empty_content)?;
             redactions += redact_entry(index, &mut entry, &redactor)?;
             validated.push(entry);
         }
@@ -734,6 +749,27 @@ impl MemoryWriter {
         request: &PutRequest,
         replaces: &[StoredEntry],
     ) -> Result<PutOutput, CoreError> {
+        let store = self.ports.store.clone();
+        self.put_replacing_with(request, replaces, |stored| async move {
+            store.replace(&stored, replaces).await
+        })
+        .await
+    }
+
+    /// [`Self::put_replacing`] whose store write is `write`, given the entries as they will be
+    /// stored (validated, redacted, with their ids and subjects): for a caller that must add
+    /// conditions of its own to the same all-or-nothing write (the memory tool's path keys). A
+    /// `write` that fails leaves the writer having announced and marked nothing.
+    pub async fn put_replacing_with<F, Fut>(
+        &self,
+        request: &PutRequest,
+        replaces: &[StoredEntry],
+        write: F,
+    ) -> Result<PutOutput, CoreError>
+    where
+        F: FnOnce(Vec<StoredEntry>) -> Fut,
+        Fut: std::future::Future<Output = Result<(), StoreError>>,
+    {
         if request.idempotency_key.is_some() {
             return Err(CoreError::invalid(
                 "idempotencyKey",
@@ -760,7 +796,7 @@ impl MemoryWriter {
             |index| replaces.get(index).and_then(|old| old.subject.clone()),
         );
         let missing = self.embed(&mut stored).await;
-        self.ports.store.replace(&stored, replaces).await?;
+        write(stored.clone()).await?;
         self.mark_tiers_pending(&memory_ref, stored.iter().map(|e| e.tier), now)
             .await;
         self.embed_later(&memory_ref, missing, now).await;
