@@ -343,8 +343,11 @@ def test_forget_after_edits_by_several_subjects_leaves_no_word_of_the_forgotten(
     is_error, _ = result(tools["bob"], {"command": "view", "path": "/memories/d/s.md"})
     assert is_error
     # The path is free again, and a later forget of an editor finds nothing more to erase.
-    tools["bob"].call({"command": "create", "path": "/memories/d/s.md", "file_text": "fresh"})
+    WopMemoryTool(base_url, tenant, ref).call(
+        {"command": "create", "path": "/memories/d/s.md", "file_text": "fresh"})
     assert Api(base_url, tenant).forget(names["bob"])["deletedEntries"] == 0
+    assert sorted(e["content"] for e in stored(base_url, tenant, ref)) == sorted(
+        ["fresh", words["dave"]])
 
 
 def test_forget_removes_a_file_written_with_a_subject(world):

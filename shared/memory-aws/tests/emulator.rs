@@ -42,10 +42,7 @@ async fn archive() -> Arc<dyn ArchiveStore> {
 
 memory_testkit::port_suite!(store: store(), archive: archive());
 
-async fn path_stores() -> (
-    Arc<dyn EntryStore>,
-    Arc<dyn memory_core::paths::PathStore>,
-) {
+async fn path_stores() -> (Arc<dyn EntryStore>, Arc<dyn memory_core::paths::PathStore>) {
     let store = Arc::new(dynamo(None).await);
     (store.clone(), store)
 }

@@ -73,8 +73,11 @@ pub struct LinkedPath {
 #[async_trait]
 pub trait PathStore: Send + Sync {
     /// The record at `key` in `memory_ref`, read-your-writes consistent.
-    async fn path(&self, memory_ref: &MemoryRef, key: &str)
-        -> Result<Option<PathRecord>, StoreError>;
+    async fn path(
+        &self,
+        memory_ref: &MemoryRef,
+        key: &str,
+    ) -> Result<Option<PathRecord>, StoreError>;
 
     /// Applies `change` whole or not at all: `StoreError::Conflict` when any entry or path
     /// condition fails (nothing changed). At most `MAX_ITEMS_PER_TRANSACTION` items

@@ -20,7 +20,12 @@ fn record(path: &str, e: &StoredEntry, subjects: &[&SubjectKey]) -> PathRecord {
     }
 }
 
-fn claim(key: &str, expect: Option<&StoredEntry>, read: &[&SubjectKey], then: Option<PathRecord>) -> PathWrite {
+fn claim(
+    key: &str,
+    expect: Option<&StoredEntry>,
+    read: &[&SubjectKey],
+    then: Option<PathRecord>,
+) -> PathWrite {
     PathWrite {
         key: key.to_owned(),
         expect: expect.map(|e| e.entry.id.clone()),
@@ -30,7 +35,10 @@ fn claim(key: &str, expect: Option<&StoredEntry>, read: &[&SubjectKey], then: Op
 }
 
 fn conflict(result: Result<(), StoreError>) {
-    assert!(matches!(result, Err(StoreError::Conflict { .. })), "{result:?}");
+    assert!(
+        matches!(result, Err(StoreError::Conflict { .. })),
+        "{result:?}"
+    );
 }
 
 /// Two claims of one free key: the first lands with its entry, the second changes nothing.
@@ -40,22 +48,43 @@ pub async fn a_path_key_is_claimed_once(entries: Arc<dyn EntryStore>, paths: Arc
     let key = "/memories/notes.md";
     let first = PathChange {
         put: vec![a.clone()],
-        paths: vec![claim(key, None, &[], Some(record("/memories/Notes.md", &a, &[])))],
+        paths: vec![claim(
+            key,
+            None,
+            &[],
+            Some(record("/memories/Notes.md", &a, &[])),
+        )],
         ..PathChange::default()
     };
     paths.change_paths(&r, &first).await.expect("claim");
     let second = PathChange {
         put: vec![b.clone()],
-        paths: vec![claim(key, None, &[], Some(record("/memories/notes.md", &b, &[])))],
+        paths: vec![claim(
+            key,
+            None,
+            &[],
+            Some(record("/memories/notes.md", &b, &[])),
+        )],
         ..PathChange::default()
     };
     conflict(paths.change_paths(&r, &second).await);
-    assert_eq!(entries.get(&b.key()).await.expect("get"), None, "the loser's entry is not stored");
+    assert_eq!(
+        entries.get(&b.key()).await.expect("get"),
+        None,
+        "the loser's entry is not stored"
+    );
     assert_eq!(entries.get(&a.key()).await.expect("get"), Some(a.clone()));
     let held = paths.path(&r, key).await.expect("path").expect("record");
-    assert_eq!((held.path.as_str(), held.entry_id.as_str()), ("/memories/Notes.md", a.entry.id.as_str()));
+    assert_eq!(
+        (held.path.as_str(), held.entry_id.as_str()),
+        ("/memories/Notes.md", a.entry.id.as_str())
+    );
     let (_, other) = fresh_ref("paths-claim");
-    assert_eq!(paths.path(&other, key).await.expect("path"), None, "keys are per ref");
+    assert_eq!(
+        paths.path(&other, key).await.expect("path"),
+        None,
+        "keys are per ref"
+    );
 }
 
 /// A move lands only on the record and revisions read; a stale one changes neither entries nor
@@ -65,14 +94,21 @@ pub async fn path_changes_are_conditional_and_atomic(
     paths: Arc<dyn PathStore>,
 ) {
     let (_, r) = fresh_ref("paths-move");
-    let (a, b, c) = (entry(&r, 1, "v1", &[]), entry(&r, 2, "v2", &[]), entry(&r, 3, "v3", &[]));
+    let (a, b, c) = (
+        entry(&r, 1, "v1", &[]),
+        entry(&r, 2, "v2", &[]),
+        entry(&r, 3, "v3", &[]),
+    );
     let (from, to) = ("/memories/a.md", "/memories/b.md");
     paths
-        .change_paths(&r, &PathChange {
-            put: vec![a.clone()],
-            paths: vec![claim(from, None, &[], Some(record(from, &a, &[])))],
-            ..PathChange::default()
-        })
+        .change_paths(
+            &r,
+            &PathChange {
+                put: vec![a.clone()],
+                paths: vec![claim(from, None, &[], Some(record(from, &a, &[])))],
+                ..PathChange::default()
+            },
+        )
         .await
         .expect("claim");
     // Stale: the destination is expected held by an entry that never held it.
@@ -94,7 +130,10 @@ pub async fn path_changes_are_conditional_and_atomic(
     let stale_entry = PathChange {
         put: vec![b.clone()],
         delete: vec![a_as_read],
-        paths: vec![claim(from, Some(&a), &[], None), claim(to, None, &[], Some(record(to, &b, &[])))],
+        paths: vec![
+            claim(from, Some(&a), &[], None),
+            claim(to, None, &[], Some(record(to, &b, &[]))),
+        ],
     };
     conflict(paths.change_paths(&r, &stale_entry).await);
     assert_eq!(paths.path(&r, to).await.expect("path"), None);
@@ -102,27 +141,39 @@ pub async fn path_changes_are_conditional_and_atomic(
     let moved = PathChange {
         put: vec![b.clone()],
         delete: vec![a.clone()],
-        paths: vec![claim(from, Some(&a), &[], None), claim(to, None, &[], Some(record(to, &b, &[])))],
+        paths: vec![
+            claim(from, Some(&a), &[], None),
+            claim(to, None, &[], Some(record(to, &b, &[]))),
+        ],
     };
     paths.change_paths(&r, &moved).await.expect("move");
     assert_eq!(paths.path(&r, from).await.expect("path"), None);
-    assert_eq!(paths.path(&r, to).await.expect("path").map(|p| p.entry_id), Some(b.entry.id.clone()));
+    assert_eq!(
+        paths.path(&r, to).await.expect("path").map(|p| p.entry_id),
+        Some(b.entry.id.clone())
+    );
     assert_eq!(entries.get(&a.key()).await.expect("get"), None);
     // Released, the key takes a new claim.
     paths
-        .change_paths(&r, &PathChange {
-            delete: vec![b.clone()],
-            paths: vec![claim(to, Some(&b), &[], None)],
-            ..PathChange::default()
-        })
+        .change_paths(
+            &r,
+            &PathChange {
+                delete: vec![b.clone()],
+                paths: vec![claim(to, Some(&b), &[], None)],
+                ..PathChange::default()
+            },
+        )
         .await
         .expect("release");
     paths
-        .change_paths(&r, &PathChange {
-            put: vec![c.clone()],
-            paths: vec![claim(to, None, &[], Some(record(to, &c, &[])))],
-            ..PathChange::default()
-        })
+        .change_paths(
+            &r,
+            &PathChange {
+                put: vec![c.clone()],
+                paths: vec![claim(to, None, &[], Some(record(to, &c, &[])))],
+                ..PathChange::default()
+            },
+        )
         .await
         .expect("claim again");
 }
@@ -134,29 +185,46 @@ pub async fn subject_links_follow_the_record(
     paths: Arc<dyn PathStore>,
 ) {
     let (tenant, r) = fresh_ref("paths-subjects");
-    let (alice, bob) = (SubjectKey::derive(&tenant, "alice"), SubjectKey::derive(&tenant, "bob"));
+    let (alice, bob) = (
+        SubjectKey::derive(&tenant, "alice"),
+        SubjectKey::derive(&tenant, "bob"),
+    );
     let (a, b) = (entry(&r, 1, "by alice", &[]), entry(&r, 2, "and bob", &[]));
     let key = "/memories/c.md";
     paths
-        .change_paths(&r, &PathChange {
-            put: vec![a.clone()],
-            paths: vec![claim(key, None, &[], Some(record(key, &a, &[&alice])))],
-            ..PathChange::default()
-        })
+        .change_paths(
+            &r,
+            &PathChange {
+                put: vec![a.clone()],
+                paths: vec![claim(key, None, &[], Some(record(key, &a, &[&alice])))],
+                ..PathChange::default()
+            },
+        )
         .await
         .expect("create");
     paths
-        .change_paths(&r, &PathChange {
-            put: vec![b.clone()],
-            delete: vec![a.clone()],
-            paths: vec![claim(key, Some(&a), &[&alice], Some(record(key, &b, &[&alice, &bob])))],
-        })
+        .change_paths(
+            &r,
+            &PathChange {
+                put: vec![b.clone()],
+                delete: vec![a.clone()],
+                paths: vec![claim(
+                    key,
+                    Some(&a),
+                    &[&alice],
+                    Some(record(key, &b, &[&alice, &bob])),
+                )],
+            },
+        )
         .await
         .expect("edit");
     for s in [&alice, &bob] {
         let found = paths.paths_of_subject(&tenant, s).await.expect("links");
         assert_eq!(found.len(), 1, "{found:?}");
-        assert_eq!((found[0].memory_ref.clone(), found[0].key.as_str()), (r.clone(), key));
+        assert_eq!(
+            (found[0].memory_ref.clone(), found[0].key.as_str()),
+            (r.clone(), key)
+        );
         assert_eq!(found[0].record.entry_id, b.entry.id);
         let want: BTreeSet<SubjectKey> = [alice.clone(), bob.clone()].into();
         assert_eq!(found[0].record.subjects, want);
@@ -168,15 +236,22 @@ pub async fn subject_links_follow_the_record(
         .expect("links")
         .is_empty());
     paths
-        .change_paths(&r, &PathChange {
-            delete: vec![b.clone()],
-            paths: vec![claim(key, Some(&b), &[&alice, &bob], None)],
-            ..PathChange::default()
-        })
+        .change_paths(
+            &r,
+            &PathChange {
+                delete: vec![b.clone()],
+                paths: vec![claim(key, Some(&b), &[&alice, &bob], None)],
+                ..PathChange::default()
+            },
+        )
         .await
         .expect("release");
     for s in [&alice, &bob] {
-        assert!(paths.paths_of_subject(&tenant, s).await.expect("links").is_empty());
+        assert!(paths
+            .paths_of_subject(&tenant, s)
+            .await
+            .expect("links")
+            .is_empty());
     }
 }
 

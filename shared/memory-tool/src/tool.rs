@@ -106,7 +106,7 @@ enum Slot {
     /// No file: `Some` is a record left pointing at an entry that is gone (deleted by id or by
     /// forget), which the next write at the path takes over.
     Free(Option<PathRecord>),
-    File(File),
+    File(Box<File>),
     /// Another path, differing only in case, holds the key.
     Alias(String),
 }
@@ -196,7 +196,12 @@ impl MemoryTool {
         }
     }
 
-    async fn dispatch(&self, call: &Call<'_>, r: Option<&MemoryRef>, command: &Command) -> Step<String> {
+    async fn dispatch(
+        &self,
+        call: &Call<'_>,
+        r: Option<&MemoryRef>,
+        command: &Command,
+    ) -> Step<String> {
         match command {
             Command::View { path, view_range } => {
                 self.view(call, r, path, view_range.as_deref()).await
@@ -302,10 +307,17 @@ impl MemoryTool {
     /// What holds `path`: its path record and the entry it names (one key read, one entry
     /// read), or, without a record, a file from before path keys.
     async fn lookup(&self, r: &MemoryRef, path: &MemPath) -> Result<Slot, CoreError> {
-        if let Some(record) = self.paths.path(r, &path.key()).await? {
+        let mut record = self.paths.path(r, &path.key()).await?;
+        // The record and its entry are two reads: a rewrite landing between them replaces the
+        // entry the record named. A missing entry is a free path only if the record still names
+        // it when read again; otherwise read the newer record.
+        for _ in 0..ATTEMPTS {
+            let Some(held) = record else {
+                break;
+            };
             let key = EntryKey {
                 memory_ref: r.clone(),
-                id: record.entry_id.clone(),
+                id: held.entry_id.clone(),
             };
             let now = self.clock.now();
             let entry = self
@@ -313,29 +325,44 @@ impl MemoryTool {
                 .get(&key)
                 .await?
                 .filter(|e| &e.memory_ref == r && e.entry.is_live_at(now));
-            return Ok(match entry {
-                None => Slot::Free(Some(record)),
-                Some(entry) if record.path == path.as_str() => Slot::File(File {
-                    path: path.clone(),
-                    record: Some(record),
-                    entry,
-                }),
-                Some(_) => Slot::Alias(record.path),
-            });
+            match entry {
+                Some(entry) if held.path == path.as_str() => {
+                    return Ok(Slot::File(Box::new(File {
+                        path: path.clone(),
+                        record: Some(held),
+                        entry,
+                    })))
+                }
+                Some(_) => return Ok(Slot::Alias(held.path)),
+                None => {
+                    let again = self.paths.path(r, &path.key()).await?;
+                    if again.as_ref() == Some(&held) {
+                        return Ok(Slot::Free(Some(held)));
+                    }
+                    record = again;
+                }
+            }
+        }
+        if record.is_some() {
+            // Still moving after every try: report the path as busy, as a lost edit is.
+            tracing::info!("memory tool path record kept changing while read");
+            return Err(CoreError::Store(StoreError::Conflict {
+                op: "memory_tool_lookup",
+            }));
         }
         Ok(match self.tagged(r, path).await?.into_iter().next() {
-            Some(entry) => Slot::File(File {
+            Some(entry) => Slot::File(Box::new(File {
                 path: path.clone(),
                 record: None,
                 entry,
-            }),
+            })),
             None => Slot::Free(None),
         })
     }
 
     async fn file(&self, r: &MemoryRef, path: &MemPath) -> Result<Option<File>, CoreError> {
         Ok(match self.lookup(r, path).await? {
-            Slot::File(f) => Some(f),
+            Slot::File(f) => Some(*f),
             _ => None,
         })
     }
@@ -844,8 +871,7 @@ impl MemoryTool {
             if let Some(f) = self.file(r, &old).await? {
                 sources.push(f);
             } else {
-                let below: Vec<&Listed> =
-                    files.iter().filter(|f| f.path.is_below(&old)).collect();
+                let below: Vec<&Listed> = files.iter().filter(|f| f.path.is_below(&old)).collect();
                 if below.len() > MAX_RENAME_FILES {
                     return Err(Self::too_many(old_raw, below.len()));
                 }
@@ -886,7 +912,15 @@ impl MemoryTool {
                 };
                 match writes.get_mut(&target.key()) {
                     // A change of case only: the same key moves from the old name to the new.
-                    Some(slot) => *slot = (PathWrite { then: Some(record), ..slot.0.clone() }, Some(i)),
+                    Some(slot) => {
+                        *slot = (
+                            PathWrite {
+                                then: Some(record),
+                                ..slot.0.clone()
+                            },
+                            Some(i),
+                        )
+                    }
                     None => {
                         let taken_over = match self.lookup(r, &target).await? {
                             Slot::File(_) => return Err(dest_exists()),
@@ -909,7 +943,11 @@ impl MemoryTool {
                         );
                     }
                 }
-                entries.push(Self::entry_input(call, &target, s.entry.entry.content.clone()));
+                entries.push(Self::entry_input(
+                    call,
+                    &target,
+                    s.entry.entry.content.clone(),
+                ));
             }
             let plan: Vec<Planned> = writes.into_values().collect();
             let items = sources.len() * 2 + plan.iter().map(|(w, _)| w.items()).sum::<usize>();
@@ -965,7 +1003,10 @@ fn occurrence_lines(content: &str, needle: &str) -> Vec<usize> {
             break;
         };
         let pos = start + found;
-        line += content[counted..pos].bytes().filter(|b| *b == b'\n').count();
+        line += content[counted..pos]
+            .bytes()
+            .filter(|b| *b == b'\n')
+            .count();
         counted = pos;
         lines.push(line);
         start = pos + content[pos..].chars().next().map_or(1, char::len_utf8);

@@ -5,8 +5,8 @@ use std::sync::Arc;
 
 use memory_core::forget::Forgetter;
 use memory_core::writer::SecretInput;
-use memory_core::{CoreError, TenantId, TenantScope};
 use memory_core::Timestamp;
+use memory_core::{CoreError, TenantId, TenantScope};
 use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher, TestPorts};
 use memory_testkit::paths::InMemoryPathStore;
 use memory_tool::{Call, Command, MemoryTool, PathForgetHook, ToolResult};
@@ -230,29 +230,72 @@ async fn forget_reaches_files_and_their_later_versions() {
 async fn forget_erases_every_file_a_subject_contributed_to() {
     let w = world();
     // alice writes, bob and carol edit, dave renames; a file of erin's alone stays.
-    w.as_subject("alice", json!({"command": "create", "path": "/memories/shared.md", "file_text": "alice-word\n"})).await;
+    w.as_subject(
+        "alice",
+        json!({"command": "create", "path": "/memories/shared.md", "file_text": "alice-word\n"}),
+    )
+    .await;
     w.as_subject("bob", json!({"command": "str_replace", "path": "/memories/shared.md", "old_str": "alice-word", "new_str": "alice-word bob-word"})).await;
     w.as_subject("carol", json!({"command": "insert", "path": "/memories/shared.md", "insert_line": 1, "insert_text": "carol-word"})).await;
     w.as_subject("dave", json!({"command": "rename", "old_path": "/memories/shared.md", "new_path": "/memories/dir/moved.md"})).await;
-    w.as_subject("erin", json!({"command": "create", "path": "/memories/erin.md", "file_text": "erin-word"})).await;
-    w.as_subject("alice", json!({"command": "create", "path": "/memories/dir/other.md", "file_text": "alice-only"})).await;
-    w.as_subject("bob", json!({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/d2"})).await;
-    assert!(w.ports.store.dump().iter().any(|e| e.entry.content.contains("alice-word")));
-    let counts = w.forgetter().forget("acme", "alice").await.unwrap_or_else(|e| panic!("{e}"));
+    w.as_subject(
+        "erin",
+        json!({"command": "create", "path": "/memories/erin.md", "file_text": "erin-word"}),
+    )
+    .await;
+    w.as_subject(
+        "alice",
+        json!({"command": "create", "path": "/memories/dir/other.md", "file_text": "alice-only"}),
+    )
+    .await;
+    w.as_subject(
+        "bob",
+        json!({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/d2"}),
+    )
+    .await;
+    assert!(w
+        .ports
+        .store
+        .dump()
+        .iter()
+        .any(|e| e.entry.content.contains("alice-word")));
+    let counts = w
+        .forgetter()
+        .forget("acme", "alice")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(counts.deleted_entries, 2, "{counts:?}");
     let left = w.ports.store.dump();
-    assert!(left.iter().all(|e| !e.entry.content.contains("alice")), "alice's words remain");
+    assert!(
+        left.iter().all(|e| !e.entry.content.contains("alice")),
+        "alice's words remain"
+    );
     assert_eq!(left.len(), 1);
     assert_eq!(left[0].entry.content, "erin-word");
     // No path key of a forgotten file is left, and its path is free again.
-    let keys: Vec<String> = w.paths.dump().await.into_iter().map(|(_, k, _)| k).collect();
+    let keys: Vec<String> = w
+        .paths
+        .dump()
+        .await
+        .into_iter()
+        .map(|(_, k, _)| k)
+        .collect();
     assert_eq!(keys, ["/memories/erin.md"]);
-    w.ok(json!({"command": "create", "path": "/memories/d2/moved.md", "file_text": "new"})).await;
+    w.ok(json!({"command": "create", "path": "/memories/d2/moved.md", "file_text": "new"}))
+        .await;
     // Forgetting again finds nothing more.
-    let again = w.forgetter().forget("acme", "alice").await.unwrap_or_else(|e| panic!("{e}"));
+    let again = w
+        .forgetter()
+        .forget("acme", "alice")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(again.deleted_entries, 0);
     // A subject that only edited reaches the file too.
-    let counts = w.forgetter().forget("acme", "erin").await.unwrap_or_else(|e| panic!("{e}"));
+    let counts = w
+        .forgetter()
+        .forget("acme", "erin")
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(counts.deleted_entries, 1);
 }
 
@@ -270,8 +313,16 @@ async fn empty_files_secret_paths_and_aliasing_names() {
         (json!({"command": "create", "path": "/memories/dir/b.md", "file_text": "b"}), Err("Cannot use /memories/dir/b.md: /memories/Dir exists, and the two differ only in case (one file on a case-insensitive filesystem). Use /memories/Dir, or another name.")),
     ])
     .await;
-    for bad in ["/memories/CON", "/memories/nul.txt", "/memories/a/com1.md", "/memories/dot.", "/memories/LPT3"] {
-        let e = w.err(json!({"command": "create", "path": bad, "file_text": "x"})).await;
+    for bad in [
+        "/memories/CON",
+        "/memories/nul.txt",
+        "/memories/a/com1.md",
+        "/memories/dot.",
+        "/memories/LPT3",
+    ] {
+        let e = w
+            .err(json!({"command": "create", "path": bad, "file_text": "x"}))
+            .await;
         assert!(e.contains("Windows"), "{bad}: {e}");
     }
     let before = w.ports.store.dump().len();
@@ -281,7 +332,10 @@ async fn empty_files_secret_paths_and_aliasing_names() {
         json!({"command": "rename", "old_path": "/memories/x.md", "new_path": format!("/memories/{SECRET}")}),
     ] {
         let e = w.err(call).await;
-        assert!(e.contains("configured secret") && !e.contains(SECRET), "{e}");
+        assert!(
+            e.contains("configured secret") && !e.contains(SECRET),
+            "{e}"
+        );
     }
     assert_eq!(w.ports.store.dump().len(), before);
 }
@@ -295,41 +349,63 @@ async fn a_directory_rename_is_all_or_nothing() {
     // The store fails the one write: nothing moved.
     w.ports.store.calls.fail_on("change_paths", 1);
     let failed = w
-        .run_on(REF, None, json!({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/new"}))
+        .run_on(
+            REF,
+            None,
+            json!({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/new"}),
+        )
         .await;
     assert!(failed.is_err(), "{failed:?}");
     let view = w.ok(json!({"command": "view", "path": "/memories"})).await;
-    assert!(view.contains("/memories/dir/") && !view.contains("/memories/new"), "{view}");
-    w.ok(json!({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/new"})).await;
+    assert!(
+        view.contains("/memories/dir/") && !view.contains("/memories/new"),
+        "{view}"
+    );
+    w.ok(json!({"command": "rename", "old_path": "/memories/dir", "new_path": "/memories/new"}))
+        .await;
     for i in 0..10 {
-        w.ok(json!({"command": "view", "path": format!("/memories/new/f{i}.md")})).await;
+        w.ok(json!({"command": "view", "path": format!("/memories/new/f{i}.md")}))
+            .await;
     }
     // Above the bound: refused, nothing moved.
     for i in 0..memory_tool::tool::MAX_RENAME_FILES {
         w.ok(json!({"command": "create", "path": format!("/memories/big/f{i}.md"), "file_text": "x"})).await;
     }
-    w.ok(json!({"command": "rename", "old_path": "/memories/big", "new_path": "/memories/big2"})).await;
-    w.ok(json!({"command": "create", "path": "/memories/big2/one-more.md", "file_text": "x"})).await;
+    w.ok(json!({"command": "rename", "old_path": "/memories/big", "new_path": "/memories/big2"}))
+        .await;
+    w.ok(json!({"command": "create", "path": "/memories/big2/one-more.md", "file_text": "x"}))
+        .await;
     let e = w.err(json!({"command": "rename", "old_path": "/memories/big2", "new_path": "/memories/big3"})).await;
     assert!(e.contains("at most 24 files"), "{e}");
-    w.ok(json!({"command": "view", "path": "/memories/big2/one-more.md"})).await;
+    w.ok(json!({"command": "view", "path": "/memories/big2/one-more.md"}))
+        .await;
 }
 
 #[tokio::test]
 async fn the_largest_file_is_cheap_for_every_command() {
     let w = world();
     let text = "\n".repeat(65_520);
-    w.ok(json!({"command": "create", "path": "/memories/big.md", "file_text": text})).await;
+    w.ok(json!({"command": "create", "path": "/memories/big.md", "file_text": text}))
+        .await;
     let started = std::time::Instant::now();
     let e = w.err(json!({"command": "str_replace", "path": "/memories/big.md", "old_str": "\n", "new_str": "x"})).await;
-    assert!(e.ends_with("65519, 65520. Please ensure it is unique"), "{}", &e[e.len() - 80..]);
+    assert!(
+        e.ends_with("65519, 65520. Please ensure it is unique"),
+        "{}",
+        &e[e.len() - 80..]
+    );
     let huge = "y".repeat(1 << 20);
     let e = w.err(json!({"command": "str_replace", "path": "/memories/missing.md", "old_str": huge, "new_str": "x"})).await;
     assert!(e.contains("longer than the largest file"), "{e}");
     w.ok(json!({"command": "insert", "path": "/memories/big.md", "insert_line": 30_000, "insert_text": "mid"})).await;
     w.ok(json!({"command": "str_replace", "path": "/memories/big.md", "old_str": "mid", "new_str": "middle"})).await;
-    w.ok(json!({"command": "view", "path": "/memories/big.md"})).await;
-    assert!(started.elapsed() < std::time::Duration::from_secs(2), "{:?}", started.elapsed());
+    w.ok(json!({"command": "view", "path": "/memories/big.md"}))
+        .await;
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(2),
+        "{:?}",
+        started.elapsed()
+    );
 }
 
 /// Two callers race create, rename and delete on one path, 50 rounds: one path is one file
@@ -361,7 +437,9 @@ async fn racing_creates_renames_and_deletes_keep_one_file_per_path() {
                 memory_ref: REF,
                 subject: None,
             };
-            tool.execute(&call, &command).await.unwrap_or_else(|e| panic!("{e}"))
+            tool.execute(&call, &command)
+                .await
+                .unwrap_or_else(|e| panic!("{e}"))
         }
     };
     for round in 0..50 {
@@ -374,12 +452,16 @@ async fn racing_creates_renames_and_deletes_keep_one_file_per_path() {
             json!({"command": "create", "path": target, "file_text": "created"}),
             json!({"command": "create", "path": target, "file_text": "created too"}),
         ];
-        let outcomes: Vec<ToolResult> = futures_join(calls.iter().cloned().map(&run).collect()).await;
+        let outcomes: Vec<ToolResult> =
+            futures_join(calls.iter().cloned().map(&run).collect()).await;
         let won: Vec<usize> = (0..4).filter(|i| !outcomes[*i].is_error).collect();
         assert_eq!(won.len(), 1, "round {round}: {outcomes:?}");
         let want = ["from a", "from b", "created", "created too"][won[0]];
         let view = run(json!({"command": "view", "path": target})).await;
-        assert!(view.content.ends_with(&format!("\t{want}")), "round {round}: {view:?}");
+        assert!(
+            view.content.ends_with(&format!("\t{want}")),
+            "round {round}: {view:?}"
+        );
         let at: Vec<_> = ports
             .store
             .dump()
@@ -393,8 +475,16 @@ async fn racing_creates_renames_and_deletes_keep_one_file_per_path() {
             run(json!({"command": "delete", "path": target})),
         ])
         .await;
-        assert_eq!(deletes.iter().filter(|d| !d.is_error).count(), 1, "{deletes:?}");
-        assert!(run(json!({"command": "view", "path": target})).await.is_error);
+        assert_eq!(
+            deletes.iter().filter(|d| !d.is_error).count(),
+            1,
+            "{deletes:?}"
+        );
+        assert!(
+            run(json!({"command": "view", "path": target}))
+                .await
+                .is_error
+        );
     }
 }
 

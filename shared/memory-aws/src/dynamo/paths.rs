@@ -43,7 +43,10 @@ fn link_key(r: &MemoryRef, key: &str, subject: &SubjectKey) -> Item {
         ("pk".to_owned(), s(partition_key(r))),
         (
             "sk".to_owned(),
-            s(format!("{PATH_PREFIX}{key}{LINK_INFIX}{}", subject.as_str())),
+            s(format!(
+                "{PATH_PREFIX}{key}{LINK_INFIX}{}",
+                subject.as_str()
+            )),
         ),
     ])
 }
@@ -134,11 +137,14 @@ impl DynamoEntryStore {
         }
         for added in after.iter().filter(|k| !w.read_subjects.contains(k)) {
             let mut link = link_key(r, &w.key, added);
-            link.insert(
-                "subjectKey".to_owned(),
-                s(subject_attr(r.tenant(), added)),
-            );
-            items.push(transact_item(op, &self.table, Write::Put(link), None, Vec::new())?);
+            link.insert("subjectKey".to_owned(), s(subject_attr(r.tenant(), added)));
+            items.push(transact_item(
+                op,
+                &self.table,
+                Write::Put(link),
+                None,
+                Vec::new(),
+            )?);
         }
         Ok(items)
     }
