@@ -1,6 +1,7 @@
 //! The forgetter with every hook that reaches derived data: dream output (archives, index
 //! lines), commitments, the OpenIntent door's entries, versions and archives, the exchange
-//! door's exported bundles, and the refs' search index segments. Wired once
+//! door's exported bundles, the Claude memory tool's files a subject contributed to (through
+//! their path keys), and the refs' search index segments. Wired once
 //! here, for this function and for memory-mcp's `memory_forget` tool, so the two doors that
 //! forget can never reach different data.
 
@@ -16,6 +17,7 @@ use memory_aws::AwsPorts;
 use memory_core::forget::Forgetter;
 use memory_core::ports::SystemClock;
 use memory_core::ref_index::IndexForgetHook;
+use memory_tool::PathForgetHook;
 use oap_exchange::forget::BundleForgetHook;
 
 pub fn forgetter(ports: &AwsPorts) -> Forgetter {
@@ -44,6 +46,9 @@ pub fn forgetter(ports: &AwsPorts) -> Forgetter {
             ),
             archives: ports.archives.clone(),
             clock: clock.clone(),
+        }))
+        .with_hook(Arc::new(PathForgetHook {
+            paths: ports.entries.clone(),
         }))
         .with_hook(Arc::new(IndexForgetHook::new(
             ports.archives.clone(),

@@ -35,6 +35,7 @@ async fn serve() -> Result<(), Error> {
     let tool = MemoryTool::new(
         writer.clone(),
         ports.entries.clone(),
+        ports.entries.clone(),
         clock.clone(),
         secrets.clone(),
     );

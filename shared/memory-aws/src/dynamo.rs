@@ -74,6 +74,9 @@ use memory_guard::{AgentId, MemoryRef, TenantId};
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
 
+/// Path keys of the Claude memory tool (`PathStore`), on this table and its item codec.
+mod paths;
+
 pub const SUBJECT_INDEX: &str = "bySubject";
 pub const DIRTY_INDEX: &str = "byDirtyRef";
 const ENTRY_PREFIX: &str = "E#";

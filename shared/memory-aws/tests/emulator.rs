@@ -42,6 +42,13 @@ async fn archive() -> Arc<dyn ArchiveStore> {
 
 memory_testkit::port_suite!(store: store(), archive: archive());
 
+async fn path_stores() -> (Arc<dyn EntryStore>, Arc<dyn memory_core::paths::PathStore>) {
+    let store = Arc::new(dynamo(None).await);
+    (store.clone(), store)
+}
+
+memory_testkit::paths_suite!(path_stores());
+
 #[tokio::test]
 async fn round_trips_are_at_the_floor() {
     let counter = RequestCounter::default();

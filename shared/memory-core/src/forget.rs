@@ -121,6 +121,30 @@ pub trait ForgetHook: Send + Sync {
         subject: &SubjectKey,
         forgotten: &[EntryKey],
     ) -> Result<ForgetCounts, CoreError>;
+
+    /// Entries the subject contributed to that the subject index does not name (an entry keeps
+    /// one subject, but a file another subject edited later still holds the first one's
+    /// words). Asked before anything is tombstoned, so these entries are forgotten exactly as the
+    /// subject's own: fenced, their derived data swept by every hook, then deleted.
+    async fn contributed(
+        &self,
+        _tenant: &TenantId,
+        _subject: &SubjectKey,
+    ) -> Result<Vec<EntryKey>, CoreError> {
+        Ok(Vec::new())
+    }
+
+    /// Called after the entries are deleted, to remove what only pointed at them (the memory
+    /// tool's path keys). Last, so a forget that fails before it still finds every entry again
+    /// through what this would remove. Must be idempotent.
+    async fn after_delete(
+        &self,
+        _tenant: &TenantId,
+        _subject: &SubjectKey,
+        _forgotten: &[EntryKey],
+    ) -> Result<(), CoreError> {
+        Ok(())
+    }
 }
 
 #[derive(Clone)]
@@ -151,11 +175,17 @@ impl Forgetter {
             ));
         }
         let key = SubjectKey::derive(&tenant, subject);
-        let entries: Vec<EntryKey> = self
+        let mut found: BTreeSet<EntryKey> = self
             .ports
             .store
             .find_by_subject(&tenant, &key)
             .await?
+            .into_iter()
+            .collect();
+        for hook in &self.hooks {
+            found.extend(hook.contributed(&tenant, &key).await?);
+        }
+        let entries: Vec<EntryKey> = found
             .into_iter()
             .filter(|k| k.memory_ref.tenant() == &tenant)
             .collect();
@@ -186,6 +216,9 @@ impl Forgetter {
             counts += hook.forget(&tenant, &key, &lineage).await?;
         }
         counts.deleted_entries += self.ports.store.delete_many(&entries).await?;
+        for hook in &self.hooks {
+            hook.after_delete(&tenant, &key, &entries).await?;
+        }
         let event = DomainEvent::memory_forgotten(&tenant, &key, &counts, self.ports.clock.now());
         if let Err(e) = self.ports.publisher.publish(&[event]).await {
             tracing::error!(error = %e, "memory.forgotten not published");

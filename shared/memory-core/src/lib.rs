@@ -18,6 +18,7 @@ pub mod history;
 pub mod idempotency;
 pub mod listing;
 pub mod model;
+pub mod paths;
 pub mod ports;
 pub mod reader;
 pub mod ref_index;

@@ -131,6 +131,9 @@ pub struct MemoryWriter {
     /// SR-1 secrets of the deployment (a door's configuration), redacted from every put beside
     /// the request's own and not counted against the request's maximum.
     configured: Arc<[SecretInput]>,
+    /// Whether an entry may have empty content (files of the Claude memory tool may be empty,
+    /// as on a filesystem); other doors keep refusing empty entries.
+    empty_content: bool,
 }
 
 /// Embedding calls one write makes at a time (a put holds up to 25 entries; Bedrock throttles
@@ -255,9 +258,14 @@ fn entry_field(index: usize, name: &str) -> String {
 }
 
 /// Validates one entry against the documented bounds, with nothing of its text in the error.
-fn validate_entry(index: usize, input: &EntryInput, now: Timestamp) -> Result<NewEntry, CoreError> {
+fn validate_entry(
+    index: usize,
+    input: &EntryInput,
+    now: Timestamp,
+    empty_content: bool,
+) -> Result<NewEntry, CoreError> {
     let field = |name: &str| entry_field(index, name);
-    if input.content.is_empty() {
+    if input.content.is_empty() && !empty_content {
         return Err(CoreError::invalid(field("content"), "must not be empty"));
     }
     if input.content.len() > MAX_CONTENT_BYTES {
@@ -359,11 +367,16 @@ impl MemoryWriter {
             embedder: None,
             embed_queue: None,
             configured: Arc::from(Vec::new()),
+            empty_content: false,
         }
     }
 
-    /// Queues the embed pass of a ref a write left entries without a vector in, so the vectors
-    /// land within seconds; without a queue the scheduled sweep finds the marked ref.
+    /// A writer that stores entries with empty content too (the memory tool's empty files).
+    pub fn allowing_empty_content(mut self) -> Self {
+        self.empty_content = true;
+        self
+    }
+
     /// Redacts `secrets` (the door's configured ones) from every put too, whatever the request
     /// brings: a caller may still send its documented maximum of its own.
     pub fn with_configured_secrets(mut self, secrets: Vec<SecretInput>) -> Self {
@@ -371,6 +384,8 @@ impl MemoryWriter {
         self
     }
 
+    /// Queues the embed pass of a ref a write left entries without a vector in, so the vectors
+    /// land within seconds; without a queue the scheduled sweep finds the marked ref.
     pub fn with_embed_queue(mut self, queue: Option<Arc<dyn PassQueue>>) -> Self {
         self.embed_queue = queue;
         self
@@ -563,7 +578,7 @@ impl MemoryWriter {
         let mut redactions = 0;
         let mut validated = Vec::with_capacity(request.entries.len());
         for (index, input) in request.entries.iter().enumerate() {
-            let mut entry = validate_entry(index, input, now)?;
+            let mut entry = validate_entry(index, input, now, self.empty_content)?;
             redactions += redact_entry(index, &mut entry, &redactor)?;
             validated.push(entry);
         }
@@ -759,6 +774,27 @@ impl MemoryWriter {
         request: &PutRequest,
         replaces: &[StoredEntry],
     ) -> Result<PutOutput, CoreError> {
+        let store = self.ports.store.clone();
+        self.put_replacing_with(request, replaces, |stored| async move {
+            store.replace(&stored, replaces).await
+        })
+        .await
+    }
+
+    /// [`Self::put_replacing`] whose store write is `write`, given the entries as they will be
+    /// stored (validated, redacted, with their ids and subjects): for a caller that must add
+    /// conditions of its own to the same all-or-nothing write (the memory tool's path keys). A
+    /// `write` that fails leaves the writer having announced and marked nothing.
+    pub async fn put_replacing_with<F, Fut>(
+        &self,
+        request: &PutRequest,
+        replaces: &[StoredEntry],
+        write: F,
+    ) -> Result<PutOutput, CoreError>
+    where
+        F: FnOnce(Vec<StoredEntry>) -> Fut,
+        Fut: std::future::Future<Output = Result<(), StoreError>>,
+    {
         if request.idempotency_key.is_some() {
             return Err(CoreError::invalid(
                 "idempotencyKey",
@@ -785,7 +821,7 @@ impl MemoryWriter {
             |index| replaces.get(index).and_then(|old| old.subject.clone()),
         );
         let missing = self.embed(&mut stored).await;
-        self.ports.store.replace(&stored, replaces).await?;
+        write(stored.clone()).await?;
         self.mark_tiers_pending(&memory_ref, stored.iter().map(|e| e.tier), now)
             .await;
         self.embed_later(&memory_ref, missing, now).await;

@@ -9,3 +9,5 @@ pub mod in_memory;
 pub mod intercept;
 pub mod keyed;
 pub mod keyed_contract;
+pub mod paths;
+pub mod paths_contract;

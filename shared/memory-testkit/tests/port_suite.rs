@@ -20,3 +20,13 @@ async fn commitments() -> Arc<dyn commitment_service::CommitmentStore> {
 }
 
 memory_testkit::commitment_suite!(commitments());
+
+async fn path_stores() -> (Arc<dyn EntryStore>, Arc<dyn memory_core::paths::PathStore>) {
+    let entries = Arc::new(InMemoryEntryStore::new());
+    let paths = Arc::new(memory_testkit::paths::InMemoryPathStore::new(
+        entries.clone(),
+    ));
+    (entries, paths)
+}
+
+memory_testkit::paths_suite!(path_stores());

@@ -5,9 +5,11 @@
 //! racing edits (docs/api.md "The Claude memory tool").
 
 pub mod command;
+pub mod forget;
 pub mod http;
 pub mod path;
 pub mod tool;
 
 pub use command::Command;
+pub use forget::PathForgetHook;
 pub use tool::{Call, MemoryTool, ToolResult};

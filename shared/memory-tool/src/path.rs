@@ -3,7 +3,10 @@
 //! reach outside it. There is no filesystem behind the paths, but an application may mirror them
 //! into one, so the grammar is stricter than "resolves inside the root": `.` and `..` segments,
 //! empty segments, percent signs (encoded variants such as `%2e%2e`), backslashes, control and
-//! non-ASCII characters are refused outright rather than interpreted.
+//! non-ASCII characters are refused outright rather than interpreted. Names a Windows or
+//! case-insensitive mirror would alias or refuse are refused too: device names (`CON`, `NUL.txt`,
+//! `com1`), names ending in a dot, and (through the path key, [`MemPath::key`]) a path whose
+//! case-folded form is another existing path's.
 
 /// The root every path lies under.
 pub const ROOT: &str = "/memories";
@@ -51,12 +54,30 @@ impl MemPath {
                      A-Z a-z 0-9 . _ - (no empty names, percent signs, backslashes or spaces)"
                 ));
             }
+            if segment.ends_with('.') || is_device_name(segment) {
+                return Err(format!(
+                    "Path {raw} is not allowed: {segment} cannot be a file or directory name on \
+                     Windows (device names such as CON, NUL or COM1, with or without an \
+                     extension, and names ending in a dot are refused)"
+                ));
+            }
         }
         Ok(MemPath(format!("{ROOT}/{rest}")))
     }
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The path key: the path case-folded (paths are ASCII), so `X.md` and `x.md` claim one
+    /// store item and cannot both exist, as on a case-insensitive mirror.
+    pub fn key(&self) -> String {
+        self.0.to_ascii_lowercase()
+    }
+
+    /// Whether two paths name the same thing on a case-insensitive mirror but differ here.
+    pub fn aliases(&self, other: &MemPath) -> bool {
+        self.0 != other.0 && self.0.eq_ignore_ascii_case(&other.0)
     }
 
     pub fn is_root(&self) -> bool {
@@ -99,6 +120,16 @@ impl MemPath {
     }
 }
 
+/// Windows device names, which name a device in every directory whatever the extension.
+fn is_device_name(segment: &str) -> bool {
+    let stem = segment.split('.').next().unwrap_or(segment);
+    let upper = stem.to_ascii_uppercase();
+    matches!(upper.as_str(), "CON" | "PRN" | "AUX" | "NUL")
+        || (upper.len() == 4
+            && (upper.starts_with("COM") || upper.starts_with("LPT"))
+            && upper.as_bytes()[3].is_ascii_digit())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -112,6 +143,10 @@ mod tests {
             "/memories/a/b/c.txt",
             "/memories/dir/",
             "/memories/.hidden",
+            "/memories/console.md",
+            "/memories/com10",
+            "/memories/nul_x",
+            "/memories/a.b.c",
         ] {
             assert!(MemPath::parse(ok).is_ok(), "{ok}");
         }
@@ -132,6 +167,15 @@ mod tests {
             "memories/x",
             "",
             "../memories/x",
+            "/memories/CON",
+            "/memories/con.md",
+            "/memories/NUL.txt",
+            "/memories/a/Com1",
+            "/memories/lpt9.log/x",
+            "/memories/aux",
+            "/memories/notes.",
+            "/memories/dir./x",
+            "/memories/a...",
         ] {
             assert!(MemPath::parse(bad).is_err(), "{bad:?}");
         }

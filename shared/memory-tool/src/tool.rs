@@ -7,16 +7,20 @@
 //! CTI-1: a malformed or foreign memoryRef has no files (views are empty, other commands find
 //! nothing), and a write to it is refused as the write contract refuses it. SR-1: every write
 //! is a [`MemoryWriter`] call with the configured secrets, so what a later `view` shows is the
-//! redacted text. Edits (`str_replace`, `insert`, `rename`) are conditional rewrites
-//! ([`MemoryWriter::put_replacing`]): they land only if the file is still the revision they read,
-//! and re-read and re-apply otherwise, so two racing edits never lose one another.
+//! redacted text. Every write is conditional ([`MemoryWriter::put_replacing_with`] with the
+//! path keys of [`PathStore`]): a file's path is one store item naming its entry, so a create
+//! lands only on a free path, an edit only on the revision it read, a rename (of one file or a
+//! whole directory) only if every source is unchanged and every destination free, all in one
+//! all-or-nothing write; a call that loses re-reads and re-applies, so two racing edits never
+//! lose one another and no two files ever share a path.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
 use memory_core::listing::{ListOptions, MAX_LIST_LIMIT};
-use memory_core::model::{EntryKey, StoredEntry};
-use memory_core::ports::{Clock, EntryStore};
+use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
+use memory_core::paths::{PathChange, PathRecord, PathStore, PathWrite};
+use memory_core::ports::{Clock, EntryStore, MAX_ITEMS_PER_TRANSACTION};
 use memory_core::reader::MemoryReader;
 use memory_core::tag_filter::TagFilter;
 use memory_core::writer::{
@@ -39,8 +43,11 @@ pub const MAX_FILE_BYTES: usize = MAX_CONTENT_BYTES;
 const LINE_NUMBER_WIDTH: usize = 6;
 /// Tries of an edit that keeps losing its conditional write to other edits of the same file.
 const ATTEMPTS: usize = 5;
-/// Entries read per lookup of one path (one file, or a few while a create race settles).
+/// Entries read per lookup of one path by its tag (files from before path keys).
 const LOOKUP_LIMIT: u32 = 16;
+/// Files one rename moves: it is one transaction (four store items a file, more for files of
+/// several data subjects), and DynamoDB's holds at most 100.
+pub const MAX_RENAME_FILES: usize = 24;
 
 /// What the model is given back: the text of a `tool_result`, and whether it is an error.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
@@ -89,22 +96,69 @@ pub struct MemoryTool {
     writer: MemoryWriter,
     reader: MemoryReader,
     store: Arc<dyn EntryStore>,
+    paths: Arc<dyn PathStore>,
     clock: Arc<dyn Clock>,
     secrets: Vec<SecretInput>,
 }
 
+/// What a path key holds, as one lookup found it.
+enum Slot {
+    /// No file: `Some` is a record left pointing at an entry that is gone (deleted by id or by
+    /// forget), which the next write at the path takes over.
+    Free(Option<PathRecord>),
+    File(Box<File>),
+    /// Another path, differing only in case, holds the key.
+    Alias(String),
+}
+
+/// A file: its entry and the path record naming it (`None` for a file written before path
+/// keys existed, found by its path tag; its first rewrite claims the key).
+struct File {
+    path: MemPath,
+    record: Option<PathRecord>,
+    entry: StoredEntry,
+}
+
+impl File {
+    /// The condition a rewrite of this file puts on its path key.
+    fn expect(&self) -> Option<String> {
+        self.record.as_ref().map(|r| r.entry_id.clone())
+    }
+
+    /// The subjects whose links exist now.
+    fn linked(&self) -> BTreeSet<SubjectKey> {
+        self.record
+            .as_ref()
+            .map(|r| r.subjects.clone())
+            .unwrap_or_default()
+    }
+
+    /// Every subject whose words are in the file (a file from before path keys names one).
+    fn contributors(&self) -> BTreeSet<SubjectKey> {
+        let mut all = self.linked();
+        all.extend(self.entry.subject.clone());
+        all
+    }
+}
+
+/// A path write whose new record names an entry of the write: `.1` is its index there.
+type Planned = (PathWrite, Option<usize>);
+
 impl MemoryTool {
-    /// `secrets` are the server's configured SR-1 secrets, applied to every write.
+    /// `secrets` are the server's configured SR-1 secrets, applied to every write; `paths`
+    /// holds the path keys that make one path one file.
     pub fn new(
         writer: MemoryWriter,
         store: Arc<dyn EntryStore>,
+        paths: Arc<dyn PathStore>,
         clock: Arc<dyn Clock>,
         secrets: Vec<SecretInput>,
     ) -> Self {
         MemoryTool {
-            writer,
+            writer: writer.allowing_empty_content(),
             reader: MemoryReader::new(store.clone(), clock.clone()),
             store,
+            paths,
             clock,
             secrets,
         }
@@ -119,25 +173,9 @@ impl MemoryTool {
     ) -> Result<ToolResult, CoreError> {
         let memory_ref = call.scope.admit(call.memory_ref);
         let r = memory_ref.as_ref();
-        let outcome = match command {
-            Command::View { path, view_range } => {
-                self.view(call, r, path, view_range.as_deref()).await
-            }
-            Command::Create { path, file_text } => self.create(call, r, path, file_text).await,
-            Command::StrReplace {
-                path,
-                old_str,
-                new_str,
-            } => self.str_replace(call, r, path, old_str, new_str).await,
-            Command::Insert {
-                path,
-                insert_line,
-                insert_text,
-            } => self.insert(call, r, path, *insert_line, insert_text).await,
-            Command::Delete { path } => self.delete(call, r, path).await,
-            Command::Rename { old_path, new_path } => {
-                self.rename(call, r, old_path, new_path).await
-            }
+        let outcome = match self.refused(command) {
+            Some(message) => Err(Fail::Tool(message)),
+            None => self.dispatch(call, r, command).await,
         };
         match outcome {
             Ok(content) => Ok(ToolResult {
@@ -158,15 +196,84 @@ impl MemoryTool {
         }
     }
 
-    /// The live entries at `path`, oldest id first. More than one exists only while two
-    /// creates of the same path race (`create` settles it); the oldest is the file.
+    async fn dispatch(
+        &self,
+        call: &Call<'_>,
+        r: Option<&MemoryRef>,
+        command: &Command,
+    ) -> Step<String> {
+        match command {
+            Command::View { path, view_range } => {
+                self.view(call, r, path, view_range.as_deref()).await
+            }
+            Command::Create { path, file_text } => self.create(call, r, path, file_text).await,
+            Command::StrReplace {
+                path,
+                old_str,
+                new_str,
+            } => self.str_replace(call, r, path, old_str, new_str).await,
+            Command::Insert {
+                path,
+                insert_line,
+                insert_text,
+            } => self.insert(call, r, path, *insert_line, insert_text).await,
+            Command::Delete { path } => self.delete(call, r, path).await,
+            Command::Rename { old_path, new_path } => {
+                self.rename(call, r, old_path, new_path).await
+            }
+        }
+    }
+
+    /// What is refused before any work: a path naming a configured secret (it would be
+    /// stored redacted, under another name than the one asked for; the answer does not repeat
+    /// it), and texts no file can hold (bounded here, before any search or store call).
+    fn refused(&self, command: &Command) -> Option<String> {
+        let paths: Vec<&str> = match command {
+            Command::View { path, .. }
+            | Command::Create { path, .. }
+            | Command::StrReplace { path, .. }
+            | Command::Insert { path, .. }
+            | Command::Delete { path } => vec![path],
+            Command::Rename { old_path, new_path } => vec![old_path, new_path],
+        };
+        let redactor = match registry_from(&self.secrets) {
+            Ok(registry) => registry.redactor(),
+            Err(e) => return Some(format!("Error: {e}")),
+        };
+        if paths.iter().any(|p| redactor.redact_counting(p).1 > 0) {
+            return Some(
+                "Error: the path contains a configured secret value, so no file can have it \
+                 (the path is not repeated here); choose a path without it."
+                    .to_owned(),
+            );
+        }
+        let too_long = |what: &str| {
+            Some(format!(
+                "Error: {what} is longer than the largest file ({MAX_FILE_BYTES} bytes); nothing was changed."
+            ))
+        };
+        match command {
+            Command::StrReplace { old_str, .. } if old_str.len() > MAX_FILE_BYTES => {
+                too_long("old_str")
+            }
+            Command::StrReplace { new_str, .. } if new_str.len() > MAX_FILE_BYTES => {
+                too_long("new_str")
+            }
+            Command::Insert { insert_text, .. } if insert_text.len() > MAX_FILE_BYTES => {
+                too_long("insert_text")
+            }
+            _ => None,
+        }
+    }
+
+    /// The live entries tagged with `path`, oldest id first: how a file written before path
+    /// keys existed is found (a file with a path record is found through it).
     ///
     /// A rewrite puts the new entry's posting before its transaction and removes the old one's
     /// after, so a path with a live file always has a posting; but the postings and the entries
-    /// are two reads, and a rewrite can land between them (the posting read names the old entry,
-    /// which is gone when it is fetched). Postings that name only vanished entries are therefore
-    /// read again; no postings at all means no file.
-    async fn at(&self, r: &MemoryRef, path: &MemPath) -> Result<Vec<StoredEntry>, CoreError> {
+    /// are two reads, and a rewrite can land between them. Postings that name only vanished
+    /// entries are therefore read again; no postings at all means no file.
+    async fn tagged(&self, r: &MemoryRef, path: &MemPath) -> Result<Vec<StoredEntry>, CoreError> {
         let tag = path.tag();
         for _ in 0..ATTEMPTS {
             let ids = self.store.tag_postings(r, &tag, None, LOOKUP_LIMIT).await?;
@@ -197,8 +304,67 @@ impl MemoryTool {
         Ok(Vec::new())
     }
 
-    async fn file(&self, r: &MemoryRef, path: &MemPath) -> Result<Option<StoredEntry>, CoreError> {
-        Ok(self.at(r, path).await?.into_iter().next())
+    /// What holds `path`: its path record and the entry it names (one key read, one entry
+    /// read), or, without a record, a file from before path keys.
+    async fn lookup(&self, r: &MemoryRef, path: &MemPath) -> Result<Slot, CoreError> {
+        let mut record = self.paths.path(r, &path.key()).await?;
+        // The record and its entry are two reads: a rewrite landing between them replaces the
+        // entry the record named. A missing entry is a free path only if the record still names
+        // it when read again; otherwise read the newer record.
+        for _ in 0..ATTEMPTS {
+            let Some(held) = record else {
+                break;
+            };
+            let key = EntryKey {
+                memory_ref: r.clone(),
+                id: held.entry_id.clone(),
+            };
+            let now = self.clock.now();
+            let entry = self
+                .store
+                .get(&key)
+                .await?
+                .filter(|e| &e.memory_ref == r && e.entry.is_live_at(now));
+            match entry {
+                Some(entry) if held.path == path.as_str() => {
+                    return Ok(Slot::File(Box::new(File {
+                        path: path.clone(),
+                        record: Some(held),
+                        entry,
+                    })))
+                }
+                Some(_) => return Ok(Slot::Alias(held.path)),
+                None => {
+                    let again = self.paths.path(r, &path.key()).await?;
+                    if again.as_ref() == Some(&held) {
+                        return Ok(Slot::Free(Some(held)));
+                    }
+                    record = again;
+                }
+            }
+        }
+        if record.is_some() {
+            // Still moving after every try: report the path as busy, as a lost edit is.
+            tracing::info!("memory tool path record kept changing while read");
+            return Err(CoreError::Store(StoreError::Conflict {
+                op: "memory_tool_lookup",
+            }));
+        }
+        Ok(match self.tagged(r, path).await?.into_iter().next() {
+            Some(entry) => Slot::File(Box::new(File {
+                path: path.clone(),
+                record: None,
+                entry,
+            })),
+            None => Slot::Free(None),
+        })
+    }
+
+    async fn file(&self, r: &MemoryRef, path: &MemPath) -> Result<Option<File>, CoreError> {
+        Ok(match self.lookup(r, path).await? {
+            Slot::File(f) => Some(*f),
+            _ => None,
+        })
     }
 
     /// Every file of the ref (at most [`MAX_FILES`]), by path; `[]` for a ref that is not the
@@ -249,22 +415,68 @@ impl MemoryTool {
             .into_owned())
     }
 
-    fn request(&self, call: &Call<'_>, path: &MemPath, content: String) -> PutRequest {
+    fn entry_input(call: &Call<'_>, path: &MemPath, content: String) -> EntryInput {
+        EntryInput {
+            content,
+            tags: vec![FILE_TAG.to_owned(), path.tag()],
+            expires_at: None,
+            subject: call.subject.map(str::to_owned),
+            tier: None,
+        }
+    }
+
+    fn request(&self, call: &Call<'_>, entries: Vec<EntryInput>) -> PutRequest {
         PutRequest {
             tenant_id: call.scope.tenant().as_str().to_owned(),
             run_id: None,
             memory_ref: call.memory_ref.to_owned(),
-            entries: vec![EntryInput {
-                content,
-                tags: vec![FILE_TAG.to_owned(), path.tag()],
-                expires_at: None,
-                subject: call.subject.map(str::to_owned),
-                tier: None,
-            }],
+            entries,
             secrets: self.secrets.clone(),
             attribution: Default::default(),
             idempotency_key: None,
         }
+    }
+
+    /// The subject of this call, as the store keys it.
+    fn writer_subject(call: &Call<'_>) -> Option<SubjectKey> {
+        call.subject
+            .map(|s| SubjectKey::derive(call.scope.tenant(), s))
+    }
+
+    /// Writes `entries` in place of `replaces` and applies `plan` to the path keys, in one
+    /// all-or-nothing store write through the SR-1 writer. `Conflict` when another call
+    /// changed a file or a path key since it was read; then nothing changed.
+    async fn write(
+        &self,
+        call: &Call<'_>,
+        r: &MemoryRef,
+        entries: Vec<EntryInput>,
+        replaces: &[StoredEntry],
+        plan: Vec<Planned>,
+    ) -> Result<(), CoreError> {
+        let request = self.request(call, entries);
+        let paths = self.paths.clone();
+        self.writer
+            .put_replacing_with(&request, replaces, |stored| async move {
+                let mut writes = Vec::with_capacity(plan.len());
+                for (mut write, index) in plan {
+                    if let (Some(record), Some(i)) = (write.then.as_mut(), index) {
+                        let Some(e) = stored.get(i) else {
+                            return Err(StoreError::Conflict { op: "memory_tool" });
+                        };
+                        record.entry_id = e.entry.id.clone();
+                    }
+                    writes.push(write);
+                }
+                let change = PathChange {
+                    put: stored,
+                    delete: replaces.to_vec(),
+                    paths: writes,
+                };
+                paths.change_paths(r, &change).await
+            })
+            .await
+            .map(drop)
     }
 
     fn check_size(raw: &str, text: &str) -> Step<()> {
@@ -285,6 +497,34 @@ impl MemoryTool {
         Fail::Tool(format!(
             "The path {raw} does not exist. Please provide a valid path."
         ))
+    }
+
+    fn alias(raw: &str, other: &str) -> Fail {
+        Fail::Tool(format!(
+            "Cannot use {raw}: {other} exists, and the two differ only in case (one file on a \
+             case-insensitive filesystem). Use {other}, or another name."
+        ))
+    }
+
+    /// A path (or a directory of it) that differs only in case from an existing file's path or
+    /// directory: refused, since a case-insensitive mirror would merge them. The path key makes
+    /// the file-to-file case race-free; directories are checked against the listing.
+    fn case_alias(path: &MemPath, files: &[Listed], except: Option<&MemPath>) -> Option<String> {
+        let mut mine = path.ancestors();
+        mine.push(path.clone());
+        for f in files {
+            if except.is_some_and(|e| f.path == *e || f.path.is_below(e)) {
+                continue;
+            }
+            let mut theirs = f.path.ancestors();
+            theirs.push(f.path.clone());
+            for a in &mine {
+                if let Some(t) = theirs.iter().find(|t| t.aliases(a)) {
+                    return Some(t.as_str().to_owned());
+                }
+            }
+        }
+        None
     }
 
     /// The answer for an edit of a path that holds no file: a directory, or nothing.
@@ -321,15 +561,29 @@ impl MemoryTool {
             let Some(file) = self.file(r, &path).await? else {
                 return Err(self.not_a_file(call, raw, &path).await);
             };
-            let new_text = apply(&file.entry.content)?;
+            let new_text = apply(&file.entry.entry.content)?;
             Self::check_size(raw, &new_text)?;
-            let request = self.request(call, &path, new_text.clone());
+            let mut subjects = file.contributors();
+            subjects.extend(Self::writer_subject(call));
+            let plan = vec![(
+                PathWrite {
+                    key: path.key(),
+                    expect: file.expect(),
+                    read_subjects: file.linked(),
+                    then: Some(PathRecord {
+                        path: path.as_str().to_owned(),
+                        entry_id: String::new(),
+                        subjects,
+                    }),
+                },
+                Some(0),
+            )];
+            let entries = vec![Self::entry_input(call, &path, new_text.clone())];
             match self
-                .writer
-                .put_replacing(&request, std::slice::from_ref(&file))
+                .write(call, r, entries, std::slice::from_ref(&file.entry), plan)
                 .await
             {
-                Ok(_) => return Ok((file.entry.content, new_text)),
+                Ok(()) => return Ok((file.entry.entry.content, new_text)),
                 Err(CoreError::Store(StoreError::Conflict { .. })) => {
                     tracing::info!("memory tool edit lost a race; reading the file again");
                     continue;
@@ -352,7 +606,7 @@ impl MemoryTool {
         let path = MemPath::parse(raw)?;
         if let (Some(r), false) = (r, path.is_root()) {
             if let Some(file) = self.file(r, &path).await? {
-                return view_file(raw, &file.entry.content, range);
+                return view_file(raw, &file.entry.entry.content, range);
             }
         }
         let files = self.files(call).await?;
@@ -396,29 +650,44 @@ impl MemoryTool {
                 a.as_str()
             )));
         }
+        if let Some(other) = Self::case_alias(&path, &files, None) {
+            return Err(Self::alias(raw, &other));
+        }
         if files.len() >= MAX_FILES {
             return Err(Fail::Tool(format!(
                 "Cannot create {raw}: /memories holds the maximum of {MAX_FILES} files; delete or merge some first"
             )));
         }
-        let written = self
-            .writer
-            .put(&self.request(call, &path, text.to_owned()))
-            .await?;
-        let mine = written.written.first().map(|w| w.id.clone());
-        // No store key names a path, so the put could not be conditional on it: a create that
-        // raced another for the same path finds the other here and withdraws (both may
-        // withdraw; a create that answered success is never undone).
-        let at = self.at(r, &path).await?;
-        if at.iter().any(|e| Some(&e.entry.id) != mine.as_ref()) {
-            if let Some(id) = &mine {
-                self.writer
-                    .delete(call.scope.tenant().as_str(), call.memory_ref, id, None)
-                    .await?;
+        for _ in 0..ATTEMPTS {
+            let taken_over = match self.lookup(r, &path).await? {
+                Slot::File(_) => return Err(exists()),
+                Slot::Alias(other) => return Err(Self::alias(raw, &other)),
+                Slot::Free(record) => record,
+            };
+            let plan = vec![(
+                PathWrite {
+                    key: path.key(),
+                    expect: taken_over.as_ref().map(|t| t.entry_id.clone()),
+                    read_subjects: taken_over.map(|t| t.subjects).unwrap_or_default(),
+                    then: Some(PathRecord {
+                        path: path.as_str().to_owned(),
+                        entry_id: String::new(),
+                        subjects: Self::writer_subject(call).into_iter().collect(),
+                    }),
+                },
+                Some(0),
+            )];
+            let entries = vec![Self::entry_input(call, &path, text.to_owned())];
+            match self.write(call, r, entries, &[], plan).await {
+                Ok(()) => return Ok(format!("File created successfully at: {raw}")),
+                // Another call claimed the path key first: look again (it is a file now).
+                Err(CoreError::Store(StoreError::Conflict { .. })) => continue,
+                Err(e) => return Err(e.into()),
             }
-            return Err(exists());
         }
-        Ok(format!("File created successfully at: {raw}"))
+        Err(Fail::Core(CoreError::Store(StoreError::Conflict {
+            op: "memory_tool_create",
+        })))
     }
 
     async fn str_replace(
@@ -429,16 +698,22 @@ impl MemoryTool {
         old: &str,
         new: &str,
     ) -> Step<String> {
+        let quoted = self.stored_form(old)?;
         let (before, _) = self
             .edit(call, r, raw, |content| {
+                if old.len() > content.len() {
+                    return Err(Fail::Tool(format!(
+                        "No replacement was performed, old_str `{quoted}` did not appear verbatim in {raw}."
+                    )));
+                }
                 let lines = occurrence_lines(content, old);
                 match lines.len() {
                     0 => Err(Fail::Tool(format!(
-                        "No replacement was performed, old_str `{old}` did not appear verbatim in {raw}."
+                        "No replacement was performed, old_str `{quoted}` did not appear verbatim in {raw}."
                     ))),
                     1 => Ok(content.replacen(old, new, 1)),
                     _ => Err(Fail::Tool(format!(
-                        "No replacement was performed. Multiple occurrences of old_str `{old}` in lines: {}. Please ensure it is unique",
+                        "No replacement was performed. Multiple occurrences of old_str `{quoted}` in lines: {}. Please ensure it is unique",
                         lines.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")
                     ))),
                 }
@@ -488,6 +763,39 @@ impl MemoryTool {
         Ok(format!("The file {raw} has been edited."))
     }
 
+    /// Removes the file at `path` (and, for a file from before path keys, any duplicate a
+    /// create race left), one conditional write per file. `Ok(false)` when nothing was there.
+    async fn remove(&self, r: &MemoryRef, path: &MemPath) -> Result<bool, CoreError> {
+        let mut removed = false;
+        for _ in 0..ATTEMPTS * 2 {
+            let (entries, record) = match self.lookup(r, path).await? {
+                Slot::File(f) => (vec![f.entry], f.record),
+                // A record of an entry deleted elsewhere: released, so no name is left behind.
+                Slot::Free(Some(record)) => (Vec::new(), Some(record)),
+                Slot::Free(None) | Slot::Alias(_) => return Ok(removed),
+            };
+            let change = PathChange {
+                put: Vec::new(),
+                delete: entries.clone(),
+                paths: match &record {
+                    Some(record) => vec![PathWrite {
+                        key: path.key(),
+                        expect: Some(record.entry_id.clone()),
+                        read_subjects: record.subjects.clone(),
+                        then: None,
+                    }],
+                    None => Vec::new(),
+                },
+            };
+            match self.paths.change_paths(r, &change).await {
+                Ok(()) => removed |= !entries.is_empty(),
+                Err(StoreError::Conflict { .. }) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+        Ok(removed)
+    }
+
     async fn delete(&self, call: &Call<'_>, r: Option<&MemoryRef>, raw: &str) -> Step<String> {
         let path = MemPath::parse(raw)?;
         if path.is_root() {
@@ -499,38 +807,21 @@ impl MemoryTool {
         let Some(r) = r else {
             return Err(gone());
         };
-        let mut targets = vec![path.clone()];
-        if self.at(r, &path).await?.is_empty() {
-            targets = self
-                .files(call)
-                .await?
-                .into_iter()
-                .filter(|f| f.path.is_below(&path))
-                .map(|f| f.path)
-                .collect();
-            if targets.is_empty() {
-                return Err(gone());
-            }
+        if self.remove(r, &path).await? {
+            return Ok(format!("Successfully deleted {raw}"));
         }
-        for target in &targets {
-            // An edit that lands between the read and the delete writes a new entry: read
-            // again until the path holds nothing.
-            for _ in 0..ATTEMPTS {
-                let at = self.at(r, target).await?;
-                if at.is_empty() {
-                    break;
-                }
-                for e in at {
-                    self.writer
-                        .delete(
-                            call.scope.tenant().as_str(),
-                            call.memory_ref,
-                            &e.entry.id,
-                            None,
-                        )
-                        .await?;
-                }
-            }
+        let below: Vec<MemPath> = self
+            .files(call)
+            .await?
+            .into_iter()
+            .filter(|f| f.path.is_below(&path))
+            .map(|f| f.path)
+            .collect();
+        if below.is_empty() {
+            return Err(gone());
+        }
+        for target in &below {
+            self.remove(r, target).await?;
         }
         Ok(format!("Successfully deleted {raw}"))
     }
@@ -552,64 +843,144 @@ impl MemoryTool {
         let Some(r) = r else {
             return Err(Fail::Tool(format!("The path {old_raw} does not exist")));
         };
-        let files = self.files(call).await?;
-        if new.is_root() || files.iter().any(|f| f.path == new || f.path.is_below(&new)) {
-            return Err(Fail::Tool(format!(
-                "The destination {new_raw} already exists"
-            )));
-        }
-        if new == old || new.is_below(&old) {
-            return Err(Fail::Tool(format!(
-                "Cannot rename {old_raw} to {new_raw}: a directory cannot move into itself"
-            )));
-        }
-        if let Some(a) = new
-            .ancestors()
-            .into_iter()
-            .find(|a| files.iter().any(|f| &f.path == a))
-        {
-            return Err(Fail::Tool(format!(
-                "Cannot rename to {new_raw}: {} is a file",
-                a.as_str()
-            )));
-        }
-        let sources: Vec<MemPath> = if files.iter().any(|f| f.path == old) {
-            vec![old.clone()]
-        } else {
-            files
-                .iter()
-                .filter(|f| f.path.is_below(&old))
-                .map(|f| f.path.clone())
-                .collect()
-        };
-        if sources.is_empty() {
-            return Err(Fail::Tool(format!("The path {old_raw} does not exist")));
-        }
-        for source in &sources {
-            let target = source.moved(&old, &new)?;
-            for attempt in 0..=ATTEMPTS {
-                if attempt == ATTEMPTS {
-                    return Err(Fail::Core(CoreError::Store(StoreError::Conflict {
-                        op: "memory_tool_rename",
-                    })));
+        let dest_exists = || Fail::Tool(format!("The destination {new_raw} already exists"));
+        for _ in 0..ATTEMPTS {
+            let files = self.files(call).await?;
+            if new.is_root() || files.iter().any(|f| f.path == new || f.path.is_below(&new)) {
+                return Err(dest_exists());
+            }
+            if new == old || new.is_below(&old) {
+                return Err(Fail::Tool(format!(
+                    "Cannot rename {old_raw} to {new_raw}: a directory cannot move into itself"
+                )));
+            }
+            if let Some(a) = new
+                .ancestors()
+                .into_iter()
+                .find(|a| files.iter().any(|f| &f.path == a))
+            {
+                return Err(Fail::Tool(format!(
+                    "Cannot rename to {new_raw}: {} is a file",
+                    a.as_str()
+                )));
+            }
+            if let Some(other) = Self::case_alias(&new, &files, Some(&old)) {
+                return Err(Self::alias(new_raw, &other));
+            }
+            let mut sources: Vec<File> = Vec::new();
+            if let Some(f) = self.file(r, &old).await? {
+                sources.push(f);
+            } else {
+                let below: Vec<&Listed> = files.iter().filter(|f| f.path.is_below(&old)).collect();
+                if below.len() > MAX_RENAME_FILES {
+                    return Err(Self::too_many(old_raw, below.len()));
                 }
-                // Deleted meanwhile: nothing left to move.
-                let Some(file) = self.file(r, source).await? else {
-                    break;
-                };
-                let request = self.request(call, &target, file.entry.content.clone());
-                match self
-                    .writer
-                    .put_replacing(&request, std::slice::from_ref(&file))
-                    .await
-                {
-                    Ok(_) => break,
-                    Err(CoreError::Store(StoreError::Conflict { .. })) => continue,
-                    Err(e) => return Err(e.into()),
+                for listed in below {
+                    sources.extend(self.file(r, &listed.path).await?);
                 }
             }
+            if sources.is_empty() {
+                return Err(Fail::Tool(format!("The path {old_raw} does not exist")));
+            }
+            if sources.len() > MAX_RENAME_FILES {
+                return Err(Self::too_many(old_raw, sources.len()));
+            }
+            let mut writes: BTreeMap<String, Planned> = BTreeMap::new();
+            for s in &sources {
+                writes.insert(
+                    s.path.key(),
+                    (
+                        PathWrite {
+                            key: s.path.key(),
+                            expect: s.expect(),
+                            read_subjects: s.linked(),
+                            then: None,
+                        },
+                        None,
+                    ),
+                );
+            }
+            let mut entries = Vec::with_capacity(sources.len());
+            for (i, s) in sources.iter().enumerate() {
+                let target = s.path.moved(&old, &new)?;
+                let mut subjects = s.contributors();
+                subjects.extend(Self::writer_subject(call));
+                let record = PathRecord {
+                    path: target.as_str().to_owned(),
+                    entry_id: String::new(),
+                    subjects,
+                };
+                match writes.get_mut(&target.key()) {
+                    // A change of case only: the same key moves from the old name to the new.
+                    Some(slot) => {
+                        *slot = (
+                            PathWrite {
+                                then: Some(record),
+                                ..slot.0.clone()
+                            },
+                            Some(i),
+                        )
+                    }
+                    None => {
+                        let taken_over = match self.lookup(r, &target).await? {
+                            Slot::File(_) => return Err(dest_exists()),
+                            Slot::Alias(other) => return Err(Self::alias(new_raw, &other)),
+                            Slot::Free(record) => record,
+                        };
+                        writes.insert(
+                            target.key(),
+                            (
+                                PathWrite {
+                                    key: target.key(),
+                                    expect: taken_over.as_ref().map(|t| t.entry_id.clone()),
+                                    read_subjects: taken_over
+                                        .map(|t| t.subjects)
+                                        .unwrap_or_default(),
+                                    then: Some(record),
+                                },
+                                Some(i),
+                            ),
+                        );
+                    }
+                }
+                entries.push(Self::entry_input(
+                    call,
+                    &target,
+                    s.entry.entry.content.clone(),
+                ));
+            }
+            let plan: Vec<Planned> = writes.into_values().collect();
+            let items = sources.len() * 2 + plan.iter().map(|(w, _)| w.items()).sum::<usize>();
+            if items > MAX_ITEMS_PER_TRANSACTION {
+                return Err(Fail::Tool(format!(
+                    "Cannot rename {old_raw}: moving its {} files at once needs {items} store \
+                     writes (files written under several data subjects need more), and a \
+                     rename is all-or-nothing within {MAX_ITEMS_PER_TRANSACTION}; rename its \
+                     subdirectories one at a time.",
+                    sources.len()
+                )));
+            }
+            let replaces: Vec<StoredEntry> = sources.into_iter().map(|s| s.entry).collect();
+            match self.write(call, r, entries, &replaces, plan).await {
+                Ok(()) => return Ok(format!("Successfully renamed {old_raw} to {new_raw}")),
+                Err(CoreError::Store(StoreError::Conflict { .. })) => {
+                    tracing::info!("memory tool rename lost a race; reading the files again");
+                    continue;
+                }
+                Err(e) => return Err(e.into()),
+            }
         }
-        Ok(format!("Successfully renamed {old_raw} to {new_raw}"))
+        Err(Fail::Core(CoreError::Store(StoreError::Conflict {
+            op: "memory_tool_rename",
+        })))
+    }
+
+    fn too_many(raw: &str, files: usize) -> Fail {
+        Fail::Tool(format!(
+            "Cannot rename {raw}: it holds {files} files, and a rename moves at most \
+             {MAX_RENAME_FILES} files in one all-or-nothing step; rename its subdirectories \
+             one at a time."
+        ))
     }
 }
 
@@ -619,15 +990,25 @@ fn numbered(n: usize, line: &str) -> String {
 
 /// The 1-based lines of every occurrence of `needle`, overlapping ones included (as the
 /// reference backend reports them).
+///
+/// Linear in the file: lines are counted from the previous occurrence on, never from the start
+/// (counting from the start made `"\n"` in a file of 65,535 lines quadratic: seconds, not
+/// milliseconds).
 fn occurrence_lines(content: &str, needle: &str) -> Vec<usize> {
     let mut lines = Vec::new();
     let mut start = 0;
+    let (mut line, mut counted) = (1, 0);
     while start <= content.len() {
-        let Some(found) = content[start..].find(needle) else {
+        let Some(found) = content.get(start..).and_then(|rest| rest.find(needle)) else {
             break;
         };
         let pos = start + found;
-        lines.push(content[..pos].matches('\n').count() + 1);
+        line += content[counted..pos]
+            .bytes()
+            .filter(|b| *b == b'\n')
+            .count();
+        counted = pos;
+        lines.push(line);
         start = pos + content[pos..].chars().next().map_or(1, char::len_utf8);
     }
     lines
