@@ -573,11 +573,14 @@ pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Beh
         .await
         .unwrap_or_else(|err| panic!("{err:?}"));
     assert_eq!(again, out, "a rerun changes nothing");
-    let counter = intent_memory::model::CounterKey::working("t-1");
-    let home = intent_memory::Home::Agent(a.agent.clone());
+    let counter = intent_memory::model::CounterAt {
+        tenant: a.tenant.clone(),
+        home: intent_memory::Home::Agent(a.agent.clone()),
+        counter: intent_memory::model::CounterKey::working("t-1"),
+    };
     let left_behind = w
         .store
-        .count(&a.tenant, &home, &counter)
+        .count(&counter)
         .await
         .unwrap_or_else(|err| panic!("{err:?}"));
     assert_eq!(
