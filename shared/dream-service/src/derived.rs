@@ -11,8 +11,8 @@ use distill::DistillError;
 
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::ForgetCounts;
-use memory_core::forget::ForgetHook;
-use memory_core::model::{EntryKey, SubjectKey};
+use memory_core::forget::{ForgetHook, ForgetScope};
+use memory_core::model::EntryKey;
 use memory_core::ports::{ArchiveStore, Clock, EntryStore, Expect, ObjectKey, ObjectKind};
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
@@ -164,12 +164,8 @@ pub struct DerivedForgetHook {
 
 #[async_trait::async_trait]
 impl ForgetHook for DerivedForgetHook {
-    async fn forget(
-        &self,
-        tenant: &TenantId,
-        _subject: &SubjectKey,
-        forgotten: &[EntryKey],
-    ) -> Result<ForgetCounts, CoreError> {
+    async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
+        let (tenant, forgotten) = (scope.tenant, scope.forgotten);
         let mut counts = ForgetCounts::default();
         let refs: BTreeSet<MemoryRef> = forgotten
             .iter()

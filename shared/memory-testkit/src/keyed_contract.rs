@@ -601,7 +601,11 @@ pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Beh
     let subject = SubjectKey::derive(&a.tenant, "customer-42");
     let counts = w
         .forget_hook()
-        .forget(&a.tenant, &subject, &[])
+        .forget(memory_core::forget::ForgetScope {
+            tenant: &a.tenant,
+            subject: &subject,
+            forgotten: &[],
+        })
         .await
         .unwrap_or_else(|err| panic!("{err:?}"));
     assert_eq!((counts.deleted_entries, counts.deleted_archives), (1, 1));
@@ -616,7 +620,11 @@ pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Beh
     );
     let twice = w
         .forget_hook()
-        .forget(&a.tenant, &subject, &[])
+        .forget(memory_core::forget::ForgetScope {
+            tenant: &a.tenant,
+            subject: &subject,
+            forgotten: &[],
+        })
         .await
         .unwrap_or_else(|err| panic!("{err:?}"));
     assert_eq!((twice.deleted_entries, twice.deleted_archives), (0, 0));

@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use memory_core::forget::ForgetScope;
 use memory_core::model::{Attribution, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{EntryStore, IdSource};
 use memory_core::{MemoryRef, TenantId, Timestamp};
@@ -834,17 +835,25 @@ async fn forget_deletes_the_bundles_that_held_the_subject_and_the_log_says_which
     let ada = SubjectKey::derive(&w.tenant, "ada");
     let nobody = SubjectKey::derive(&w.tenant, "nobody");
     assert_eq!(
-        hook.forget(&w.tenant, &nobody, &[])
-            .await
-            .unwrap()
-            .deleted_archives,
+        hook.forget(ForgetScope {
+            tenant: &w.tenant,
+            subject: &nobody,
+            forgotten: &[]
+        })
+        .await
+        .unwrap()
+        .deleted_archives,
         0
     );
     assert_eq!(
-        hook.forget(&w.tenant, &ada, &[])
-            .await
-            .unwrap()
-            .deleted_archives,
+        hook.forget(ForgetScope {
+            tenant: &w.tenant,
+            subject: &ada,
+            forgotten: &[]
+        })
+        .await
+        .unwrap()
+        .deleted_archives,
         1
     );
     assert!(
@@ -855,10 +864,14 @@ async fn forget_deletes_the_bundles_that_held_the_subject_and_the_log_says_which
     );
     // Again (a retried forget): nothing more to delete, no second notice.
     assert_eq!(
-        hook.forget(&w.tenant, &ada, &[])
-            .await
-            .unwrap()
-            .deleted_archives,
+        hook.forget(ForgetScope {
+            tenant: &w.tenant,
+            subject: &ada,
+            forgotten: &[]
+        })
+        .await
+        .unwrap()
+        .deleted_archives,
         0
     );
     let log = w.log().await;
