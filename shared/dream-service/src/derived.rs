@@ -13,7 +13,9 @@ use memory_core::error::{CoreError, StoreError};
 use memory_core::events::ForgetCounts;
 use memory_core::forget::{ForgetHook, ForgetScope};
 use memory_core::model::EntryKey;
-use memory_core::ports::{ArchiveStore, Clock, EntryStore, Expect, ObjectKey, ObjectKind};
+use memory_core::ports::{
+    ArchiveStore, Clock, EntryStore, Expect, ObjectKey, ObjectKind, ObjectPut,
+};
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 
@@ -46,10 +48,11 @@ pub(crate) async fn swap_index(
         };
         match archives
             .put_expecting(
-                key,
-                distill::index::to_json_bytes(&index),
-                ObjectKind::Index,
-                "application/json",
+                ObjectPut::json(
+                    key,
+                    ObjectKind::Index,
+                    distill::index::to_json_bytes(&index),
+                ),
                 expect,
             )
             .await
@@ -139,10 +142,12 @@ pub(crate) async fn write_markdown(
     };
     match archives
         .put_expecting(
-            &md_key,
-            body,
-            ObjectKind::Index,
-            "text/markdown; charset=utf-8",
+            ObjectPut {
+                key: &md_key,
+                body,
+                kind: ObjectKind::Index,
+                content_type: "text/markdown; charset=utf-8",
+            },
             expect,
         )
         .await
