@@ -20,9 +20,9 @@ use crate::store::{CommitmentKey, CommitmentStore, Outbox, StoredCommitment, DUE
 use memory_core::acting_tenant::acting_for;
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::ForgetCounts;
-use memory_core::forget::{Fence, ForgetHook};
+use memory_core::forget::{Fence, ForgetHook, ForgetScope};
 use memory_core::listing::snapshot;
-use memory_core::model::{is_valid_entry_id, EntryKey, SubjectKey};
+use memory_core::model::{is_valid_entry_id, EntryKey};
 use memory_core::ports::CorePorts;
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
@@ -440,12 +440,8 @@ pub struct CommitmentForgetHook(pub Arc<dyn CommitmentStore>);
 
 #[async_trait::async_trait]
 impl ForgetHook for CommitmentForgetHook {
-    async fn forget(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-        forgotten: &[EntryKey],
-    ) -> Result<ForgetCounts, CoreError> {
+    async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
+        let (tenant, subject, forgotten) = (scope.tenant, scope.subject, scope.forgotten);
         let mut counts = ForgetCounts::default();
         for key in self.0.find_by_subject(tenant, subject).await? {
             if key.memory_ref.tenant() == tenant && self.0.delete(&key).await? {

@@ -11,9 +11,11 @@ use distill::DistillError;
 
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::ForgetCounts;
-use memory_core::forget::ForgetHook;
-use memory_core::model::{EntryKey, SubjectKey};
-use memory_core::ports::{ArchiveStore, Clock, EntryStore, Expect, ObjectKey, ObjectKind};
+use memory_core::forget::{ForgetHook, ForgetScope};
+use memory_core::model::EntryKey;
+use memory_core::ports::{
+    ArchiveStore, Clock, EntryStore, Expect, ObjectKey, ObjectKind, ObjectPut,
+};
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 
@@ -46,10 +48,11 @@ pub(crate) async fn swap_index(
         };
         match archives
             .put_expecting(
-                key,
-                distill::index::to_json_bytes(&index),
-                ObjectKind::Index,
-                "application/json",
+                ObjectPut::json(
+                    key,
+                    ObjectKind::Index,
+                    distill::index::to_json_bytes(&index),
+                ),
                 expect,
             )
             .await
@@ -139,10 +142,12 @@ pub(crate) async fn write_markdown(
     };
     match archives
         .put_expecting(
-            &md_key,
-            body,
-            ObjectKind::Index,
-            "text/markdown; charset=utf-8",
+            ObjectPut {
+                key: &md_key,
+                body,
+                kind: ObjectKind::Index,
+                content_type: "text/markdown; charset=utf-8",
+            },
             expect,
         )
         .await
@@ -164,12 +169,8 @@ pub struct DerivedForgetHook {
 
 #[async_trait::async_trait]
 impl ForgetHook for DerivedForgetHook {
-    async fn forget(
-        &self,
-        tenant: &TenantId,
-        _subject: &SubjectKey,
-        forgotten: &[EntryKey],
-    ) -> Result<ForgetCounts, CoreError> {
+    async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
+        let (tenant, forgotten) = (scope.tenant, scope.forgotten);
         let mut counts = ForgetCounts::default();
         let refs: BTreeSet<MemoryRef> = forgotten
             .iter()

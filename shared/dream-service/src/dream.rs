@@ -35,7 +35,9 @@ use memory_core::background::{announce_once, start_pass, PassStart};
 use memory_core::error::{CoreError, StoreError};
 use memory_core::events::{DomainEvent, EventType};
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, Tier};
-use memory_core::ports::{ArchiveStore, CorePorts, ObjectKey, ObjectKind, PassKind, PutOutcome};
+use memory_core::ports::{
+    ArchiveStore, CorePorts, ObjectKey, ObjectKind, ObjectPut, PassKind, PutOutcome,
+};
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, TenantId};
 
@@ -231,7 +233,7 @@ impl Dreamer {
         // byte-stable: a run that finds another run's archive there keeps that one's summary.
         let archive_created = self
             .archives
-            .put_if_absent(&archive_key, bytes, ObjectKind::Archive, "application/json")
+            .put_if_absent(ObjectPut::json(&archive_key, ObjectKind::Archive, bytes))
             .await?
             == PutOutcome::Created;
         let Built {

@@ -10,7 +10,9 @@ use dream_service::dream::{Dreamer, MAX_TOKEN_BUDGET};
 use dream_service::DerivedForgetHook;
 use memory_core::events::EventType;
 use memory_core::forget::Forgetter;
-use memory_core::ports::{ArchiveStore, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind};
+use memory_core::ports::{
+    ArchiveStore, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind, ObjectPut,
+};
 use memory_core::{CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, Tier, Timestamp};
 use memory_testkit::contract::{about, entry, memory_ref, T0};
 use memory_testkit::in_memory::{
@@ -589,10 +591,7 @@ impl BeforeArchiveCall for RacingIndex {
             other.updated_at_ms = T0;
             self.inner
                 .put_expecting(
-                    k,
-                    distill::index::to_json_bytes(&other),
-                    ObjectKind::Index,
-                    "application/json",
+                    ObjectPut::json(k, ObjectKind::Index, distill::index::to_json_bytes(&other)),
                     Expect::Absent,
                 )
                 .await?;

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use memory_core::model::SubjectKey;
-use memory_core::ports::{ArchiveStore, Expect, ObjectKind};
+use memory_core::ports::{ArchiveStore, Expect, ObjectKind, ObjectPut};
 use memory_core::time::Timestamp;
 use memory_core::StoreError;
 use serde_json::{json, Value};
@@ -110,13 +110,7 @@ pub async fn write(
         None => Expect::Absent,
     };
     archives
-        .put_expecting(
-            &object,
-            body,
-            ObjectKind::Archive,
-            "application/json",
-            expect,
-        )
+        .put_expecting(ObjectPut::json(&object, ObjectKind::Archive, body), expect)
         .await?;
     archives.delete_old_versions(&object).await?;
     Ok(object.as_str().to_owned())

@@ -14,11 +14,10 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use memory_core::events::ForgetCounts;
-use memory_core::forget::{ForgetHook, TOMBSTONE_TTL_SECONDS};
-use memory_core::model::{EntryKey, SubjectKey};
+use memory_core::forget::{ForgetHook, ForgetScope, TOMBSTONE_TTL_SECONDS};
+use memory_core::model::SubjectKey;
 use memory_core::ports::{ArchiveStore, Clock};
 use memory_core::{CoreError, StoreError};
-use memory_guard::TenantId;
 
 use crate::archive;
 use crate::model::Location;
@@ -35,12 +34,8 @@ pub struct KeyedForgetHook {
 
 #[async_trait]
 impl ForgetHook for KeyedForgetHook {
-    async fn forget(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-        _forgotten: &[EntryKey],
-    ) -> Result<ForgetCounts, CoreError> {
+    async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
+        let (tenant, subject) = (scope.tenant, scope.subject);
         let mut counts = ForgetCounts::default();
         for hit in self.store.subject_hits(tenant, subject).await? {
             match hit {

@@ -291,6 +291,15 @@ impl StoredIntent {
         CounterKey::of(&self.entry)
     }
 
+    /// [`StoredIntent::counter`] with the partition it counts in.
+    pub fn counter_at(&self) -> Option<CounterAt> {
+        Some(CounterAt {
+            tenant: self.tenant.clone(),
+            home: self.home(),
+            counter: self.counter()?,
+        })
+    }
+
     /// Whether the entry takes part in LRU eviction: unpinned episodic entries only.
     pub fn evictable(&self) -> bool {
         self.entry.memory_type == MemoryType::Episodic && !self.entry.pinned
@@ -347,6 +356,15 @@ impl CounterKey {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+}
+
+/// A capacity counter's address in the store: a counter counts within one partition, so the
+/// partition's tenant and home always go with its key.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CounterAt {
+    pub tenant: TenantId,
+    pub home: Home,
+    pub counter: CounterKey,
 }
 
 /// A task id as it appears in keys: a digest, so any string the caller chose is a safe key.

@@ -15,12 +15,14 @@ use serde_json::{json, Map, Value};
 use crate::archive;
 use crate::error::IntentError;
 use crate::model::{
-    task_digest, Caller, CounterKey, Home, IntentEntry, Location, MemoryType, StoredIntent,
-    VersionRecord,
+    task_digest, Caller, CounterAt, CounterKey, Home, IntentEntry, Location, MemoryType,
+    StoredIntent, VersionRecord,
 };
 use crate::redact::{holds_secret, redact_value};
 use crate::request::{duration_millis, CreateRequest, ListQuery, PatchRequest, MAX_VALUE_BYTES};
-use crate::store::{ArchiveKey, Capacity, InsertOutcome, IntentStore};
+use crate::store::{
+    ArchiveKey, Capacity, CountRepair, InsertOutcome, IntentStore, IntentUpdate, NewIntent,
+};
 
 /// How many times a step that lost a race is tried again before the caller is told to retry.
 const ATTEMPTS: usize = 8;
@@ -237,7 +239,16 @@ impl IntentMemory {
         let mut capacity = counted();
         let mut repaired = false;
         for _ in 0..ATTEMPTS {
-            match self.ports.store.insert(&stored, &first, &capacity).await? {
+            match self
+                .ports
+                .store
+                .insert(NewIntent {
+                    entry: &stored,
+                    first: &first,
+                    capacity: &capacity,
+                })
+                .await?
+            {
                 InsertOutcome::Inserted => {
                     let mut events = Vec::with_capacity(2);
                     if let Capacity::Evict { victim, .. } = &capacity {
@@ -266,12 +277,7 @@ impl IntentMemory {
                             })
                         }
                         // The entry is gone but its claim stayed (the backend's TTL): release it.
-                        None => {
-                            self.ports
-                                .store
-                                .release_claim(&caller.tenant, &home, &stored.claim(), &existing_id)
-                                .await?
-                        }
+                        None => self.ports.store.release_claim(&at, &stored.claim()).await?,
                     }
                     capacity = counted();
                 }
@@ -280,14 +286,9 @@ impl IntentMemory {
                     self.repair_count(&stored, now).await?;
                 }
                 InsertOutcome::AtCapacity => {
-                    let counter = stored.counter().ok_or_else(|| retry_later("insert"))?;
+                    let counter = stored.counter_at().ok_or_else(|| retry_later("insert"))?;
                     let full = || async {
-                        let current = self
-                            .ports
-                            .store
-                            .count(&caller.tenant, &home, &counter)
-                            .await?
-                            .n;
+                        let current = self.ports.store.count(&counter).await?.n;
                         Ok::<_, IntentError>(IntentError::CapacityExceeded {
                             memory_type: stored.entry.memory_type,
                             current: current.max(max),
@@ -297,12 +298,7 @@ impl IntentMemory {
                     if stored.entry.memory_type != MemoryType::Episodic {
                         return Err(full().await?);
                     }
-                    let Some(at) = self
-                        .ports
-                        .store
-                        .eviction_candidate(&caller.tenant, &caller.agent)
-                        .await?
-                    else {
+                    let Some(at) = self.ports.store.eviction_candidate(caller).await? else {
                         // Only pinned entries left: pinned entries are never evicted.
                         return Err(full().await?);
                     };
@@ -316,7 +312,7 @@ impl IntentMemory {
                             })
                         }
                         Some(victim) => Capacity::Evict {
-                            counter,
+                            counter: counter.counter.clone(),
                             max,
                             victim: Box::new(victim),
                         },
@@ -333,7 +329,7 @@ impl IntentMemory {
     /// (§9.3), and a counter left higher than the entries that exist (entries the backend's TTL
     /// deleted behind the counter's back) is set back to the count, by compare-and-set.
     async fn repair_count(&self, new: &StoredIntent, now: Timestamp) -> Result<(), IntentError> {
-        let Some(counter) = new.counter() else {
+        let Some(at) = new.counter_at() else {
             return Ok(());
         };
         let store = self.ports.store.as_ref();
@@ -341,7 +337,7 @@ impl IntentMemory {
         let entries = store.list(&new.tenant, &home).await?;
         for e in entries
             .iter()
-            .filter(|e| e.counter().as_ref() == Some(&counter))
+            .filter(|e| e.counter().as_ref() == Some(&at.counter))
         {
             if e.entry.is_expired(now) {
                 store.remove(e).await?;
@@ -349,18 +345,14 @@ impl IntentMemory {
         }
         // Read the counter, then count what exists: any insert or removal in between moves the
         // revision and the repair does not apply.
-        let seen = store.count(&new.tenant, &home, &counter).await?;
+        let seen = store.count(&at).await?;
         let live = store
             .list(&new.tenant, &home)
             .await?
             .iter()
-            .filter(|e| e.counter().as_ref() == Some(&counter))
+            .filter(|e| e.counter().as_ref() == Some(&at.counter))
             .count() as u64;
-        if seen.n > live
-            && store
-                .set_count(&new.tenant, &home, &counter, seen, live)
-                .await?
-        {
+        if seen.n > live && store.set_count(&CountRepair { at, seen, to: live }).await? {
             tracing::warn!(tenant = %new.tenant, counted = seen.n, live, "capacity counter repaired");
         }
         Ok(())
@@ -417,7 +409,12 @@ impl IntentMemory {
             if self
                 .ports
                 .store
-                .update(&previous, &next, &record, drop_version)
+                .update(IntentUpdate {
+                    previous: &previous,
+                    next: &next,
+                    record: &record,
+                    drop_version,
+                })
                 .await?
             {
                 self.publish(vec![Self::changed(
@@ -620,9 +617,12 @@ impl IntentMemory {
             if again.is_empty() {
                 // The task's working counter is back at zero: it goes, so finished tasks leave
                 // no item behind.
-                let counter = CounterKey::working(task_id);
-                let home = Home::Agent(agent.clone());
-                store.drop_counter_if_zero(tenant, &home, &counter).await?;
+                let at = CounterAt {
+                    tenant: tenant.clone(),
+                    home: Home::Agent(agent.clone()),
+                    counter: CounterKey::working(task_id),
+                };
+                store.drop_counter_if_zero(&at).await?;
                 let count = archive::read(archives, &key)
                     .await?
                     .map_or(0, |d| d.entries.len());

@@ -10,7 +10,9 @@ use memory_core::time::Timestamp;
 use memory_core::StoreError;
 use memory_guard::{AgentId, TenantId};
 
-use crate::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
+use crate::model::{
+    Caller, ClaimKey, CounterAt, CounterKey, Home, Location, StoredIntent, VersionRecord,
+};
 
 /// A capacity counter: the count, and a revision every change of it bumps.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -33,6 +35,33 @@ pub enum Capacity {
         max: u64,
         victim: Box<StoredIntent>,
     },
+}
+
+/// A new entry as [`IntentStore::insert`] writes it: the entry, its first version record, and
+/// how it counts against its memory type's capacity.
+#[derive(Clone, Copy, Debug)]
+pub struct NewIntent<'a> {
+    pub entry: &'a StoredIntent,
+    pub first: &'a VersionRecord,
+    pub capacity: &'a Capacity,
+}
+
+/// One update as [`IntentStore::update`] writes it: `previous` (as read) replaced by `next`,
+/// with the version record `record`, dropping the version record `drop_version` (retention).
+#[derive(Clone, Copy, Debug)]
+pub struct IntentUpdate<'a> {
+    pub previous: &'a StoredIntent,
+    pub next: &'a StoredIntent,
+    pub record: &'a VersionRecord,
+    pub drop_version: Option<u64>,
+}
+
+/// A repair of a capacity counter: set it `to`, only if it is still as `seen`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CountRepair {
+    pub at: CounterAt,
+    pub seen: CounterState,
+    pub to: u64,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -86,12 +115,7 @@ impl ArchiveKey {
 pub trait IntentStore: Send + Sync {
     /// Writes a new entry with its claim, its first version record and (for episodic,
     /// unpinned) its place in the eviction order, counted as `capacity` says; all or nothing.
-    async fn insert(
-        &self,
-        entry: &StoredIntent,
-        first: &VersionRecord,
-        capacity: &Capacity,
-    ) -> Result<InsertOutcome, StoreError>;
+    async fn insert(&self, new: NewIntent<'_>) -> Result<InsertOutcome, StoreError>;
 
     /// The entry at `at`, strongly consistent (read-your-writes).
     async fn get(&self, at: &Location) -> Result<Option<StoredIntent>, StoreError>;
@@ -102,13 +126,7 @@ pub trait IntentStore: Send + Sync {
     /// Replaces `previous` by `next` (version + 1) and adds `record`, only if the stored entry
     /// is still at `previous`'s version; drops the version record `drop_version` (retention).
     /// `Ok(false)`: the version moved (someone else updated or deleted it first).
-    async fn update(
-        &self,
-        previous: &StoredIntent,
-        next: &StoredIntent,
-        record: &VersionRecord,
-        drop_version: Option<u64>,
-    ) -> Result<bool, StoreError>;
+    async fn update(&self, update: IntentUpdate<'_>) -> Result<bool, StoreError>;
 
     /// Records an access for LRU (§2.2), only if the entry is still at `entry`'s version and
     /// access time; losing that race is fine (someone else touched it).
@@ -119,56 +137,29 @@ pub trait IntentStore: Send + Sync {
     /// `Ok(false)`: it changed or was gone.
     async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError>;
 
-    /// Releases a uniqueness claim still held by `id` whose entry is gone (the backend's TTL
-    /// deleted an expired entry and left its claim).
-    async fn release_claim(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        claim: &ClaimKey,
-        id: &str,
-    ) -> Result<(), StoreError>;
+    /// Releases a uniqueness claim of `holder`'s partition still held by `holder`'s id, whose
+    /// entry is gone (the backend's TTL deleted an expired entry and left its claim).
+    async fn release_claim(&self, holder: &Location, claim: &ClaimKey) -> Result<(), StoreError>;
 
-    /// Sets a capacity counter to `to`, only if it has not moved since `seen` was read (its
-    /// revision, which every insert and removal bumps: a delete and an insert in between bring
-    /// the count back to the same value, never the revision). Repairs a count that entries
-    /// deleted by the backend's TTL left too high. `Ok(false)`: it moved.
-    async fn set_count(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        counter: &CounterKey,
-        seen: CounterState,
-        to: u64,
-    ) -> Result<bool, StoreError>;
+    /// Sets a capacity counter to `repair.to`, only if it has not moved since `repair.seen` was
+    /// read (its revision, which every insert and removal bumps: a delete and an insert in
+    /// between bring the count back to the same value, never the revision). Repairs a count
+    /// that entries deleted by the backend's TTL left too high. `Ok(false)`: it moved.
+    async fn set_count(&self, repair: &CountRepair) -> Result<bool, StoreError>;
 
     /// Deletes a capacity counter that stands at zero (a finished task's), and nothing else:
     /// a create that counts after it starts a fresh counter.
-    async fn drop_counter_if_zero(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        counter: &CounterKey,
-    ) -> Result<(), StoreError>;
+    async fn drop_counter_if_zero(&self, at: &CounterAt) -> Result<(), StoreError>;
 
     /// The version records of one entry, oldest first.
     async fn versions(&self, at: &Location) -> Result<Vec<VersionRecord>, StoreError>;
 
     /// The next eviction victim of an agent's episodic memory: lowest priority first, then
     /// least recently accessed; pinned entries are never candidates.
-    async fn eviction_candidate(
-        &self,
-        tenant: &TenantId,
-        agent: &AgentId,
-    ) -> Result<Option<Location>, StoreError>;
+    async fn eviction_candidate(&self, agent: &Caller) -> Result<Option<Location>, StoreError>;
 
     /// A capacity counter as it stands (for the error a full memory type answers, and repairs).
-    async fn count(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        counter: &CounterKey,
-    ) -> Result<CounterState, StoreError>;
+    async fn count(&self, at: &CounterAt) -> Result<CounterState, StoreError>;
 
     /// Indexes a task archive under each subject whose entries it holds (the archive itself
     /// is an object of the `ArchiveStore`). Items are only ever added here: an item of a subject

@@ -27,9 +27,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 use memory_core::SubjectKey;
 use memory_core::{StoreError, TenantId, Timestamp};
-use oap_exchange::receipt::{Receipt, Tip};
+use oap_exchange::receipt::Tip;
 use oap_exchange::{
-    BundleHolding, ExchangeStore, ExpiryEntry, ForgetNotice, GrantChange, GrantRecord,
+    BundleHolding, ExchangeStore, ExpiryEntry, ForgetNotice, GrantChange, GrantRecord, LogAppend,
+    ReceiptPage,
 };
 use serde_json::Value;
 
@@ -229,14 +230,9 @@ impl ExchangeStore for DynamoExchangeStore {
         })
     }
 
-    async fn append(
-        &self,
-        tenant: &TenantId,
-        at: &Tip,
-        receipt: &Receipt,
-        change: Option<&GrantChange>,
-    ) -> Result<(), StoreError> {
+    async fn append(&self, tenant: &TenantId, append: LogAppend<'_>) -> Result<(), StoreError> {
         const OP: &str = "receipt append";
+        let (at, receipt, change) = (append.at, append.receipt, append.change);
         let next = receipt.next_tip();
         let mut tip = Update::builder()
             .table_name(&self.table)
@@ -456,8 +452,7 @@ impl ExchangeStore for DynamoExchangeStore {
     async fn receipts(
         &self,
         tenant: &TenantId,
-        from: u64,
-        limit: u32,
+        page: ReceiptPage,
     ) -> Result<Vec<Value>, StoreError> {
         const OP: &str = "receipt list";
         let client = self.clients.data(OP).await?;
@@ -467,9 +462,9 @@ impl ExchangeStore for DynamoExchangeStore {
             .consistent_read(true)
             .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
             .expression_attribute_values(":pk", s(pk(tenant)))
-            .expression_attribute_values(":a", s(receipt_sk(from)))
+            .expression_attribute_values(":a", s(receipt_sk(page.from)))
             .expression_attribute_values(":b", s(receipt_sk(u64::MAX)))
-            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
+            .limit(i32::try_from(page.limit).unwrap_or(i32::MAX));
         let out = crate::retry::send(OP, || request.clone().send())
             .await
             .map_err(|e| backend(OP, &e))?;

@@ -23,9 +23,12 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem};
 use aws_sdk_dynamodb::Client;
 use intent_memory::api_key::{KeyRecord, KeyRegistry};
-use intent_memory::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
+use intent_memory::model::{
+    Caller, ClaimKey, CounterAt, CounterKey, Home, Location, StoredIntent, VersionRecord,
+};
 use intent_memory::store::{
-    ArchiveKey, Capacity, CounterState, InsertOutcome, IntentStore, SubjectHit,
+    ArchiveKey, Capacity, CountRepair, CounterState, InsertOutcome, IntentStore, IntentUpdate,
+    NewIntent, SubjectHit,
 };
 use memory_core::model::SubjectKey;
 use memory_core::ports::MAX_ITEMS_PER_TRANSACTION;
@@ -176,8 +179,20 @@ impl DynamoKeyedStore {
         item
     }
 
-    fn counter_key(&self, tenant: &TenantId, home: &Home, counter: &CounterKey) -> Item {
-        key(pk(tenant, home), format!("{COUNTER}{}", counter.as_str()))
+    fn counter_key(&self, at: &CounterAt) -> Item {
+        key(
+            pk(&at.tenant, &at.home),
+            format!("{COUNTER}{}", at.counter.as_str()),
+        )
+    }
+
+    /// The counter `counter` in `e`'s partition.
+    fn counter_of(e: &StoredIntent, counter: &CounterKey) -> CounterAt {
+        CounterAt {
+            tenant: e.tenant.clone(),
+            home: e.home(),
+            counter: counter.clone(),
+        }
     }
 
     fn decode(&self, tenant: &TenantId, item: &Item) -> Result<StoredIntent, StoreError> {
@@ -348,7 +363,7 @@ impl DynamoKeyedStore {
         transact_item(
             "keyed counter",
             &self.table,
-            Write::Update(self.counter_key(&e.tenant, &e.home(), counter), expr),
+            Write::Update(self.counter_key(&Self::counter_of(e, counter)), expr),
             condition,
             values,
         )
@@ -361,13 +376,9 @@ const VICTIM_VERSIONS_IN_TX: usize = MAX_ITEMS_PER_TRANSACTION - 10;
 
 #[async_trait]
 impl IntentStore for DynamoKeyedStore {
-    async fn insert(
-        &self,
-        entry: &StoredIntent,
-        first: &VersionRecord,
-        capacity: &Capacity,
-    ) -> Result<InsertOutcome, StoreError> {
+    async fn insert(&self, new: NewIntent<'_>) -> Result<InsertOutcome, StoreError> {
         const OP: &str = "keyed insert";
+        let (entry, first, capacity) = (new.entry, new.first, new.capacity);
         let t = &self.table;
         let mut items = vec![
             put(t, self.entry_item(entry)?, Some("attribute_not_exists(pk)"))?,
@@ -406,11 +417,7 @@ impl IntentStore for DynamoKeyedStore {
             } => {
                 let c = ConditionCheck::builder()
                     .table_name(t)
-                    .set_key(Some(self.counter_key(
-                        &entry.tenant,
-                        &entry.home(),
-                        counter,
-                    )))
+                    .set_key(Some(self.counter_key(&Self::counter_of(entry, counter))))
                     .condition_expression("n >= :max")
                     .expression_attribute_values(":max", n(*max as i64))
                     .build()
@@ -469,14 +476,9 @@ impl IntentStore for DynamoKeyedStore {
         items.iter().map(|i| self.decode(tenant, i)).collect()
     }
 
-    async fn update(
-        &self,
-        previous: &StoredIntent,
-        next: &StoredIntent,
-        record: &VersionRecord,
-        drop_version: Option<u64>,
-    ) -> Result<bool, StoreError> {
+    async fn update(&self, update: IntentUpdate<'_>) -> Result<bool, StoreError> {
         const OP: &str = "keyed update";
+        let (previous, next) = (update.previous, update.next);
         let t = &self.table;
         let mut items = vec![
             transact_item(
@@ -489,9 +491,9 @@ impl IntentStore for DynamoKeyedStore {
                     (":a", n(previous.accessed_at.as_millis())),
                 ],
             )?,
-            put(t, self.version_item(next, record)?, None)?,
+            put(t, self.version_item(next, update.record)?, None)?,
         ];
-        if let Some(v) = drop_version {
+        if let Some(v) = update.drop_version {
             items.push(delete(
                 t,
                 key(
@@ -587,18 +589,15 @@ impl IntentStore for DynamoKeyedStore {
         }
     }
 
-    async fn release_claim(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        claim: &ClaimKey,
-        id: &str,
-    ) -> Result<(), StoreError> {
+    async fn release_claim(&self, holder: &Location, claim: &ClaimKey) -> Result<(), StoreError> {
         const OP: &str = "keyed release claim";
         let item = delete(
             &self.table,
-            key(pk(tenant, home), format!("{CLAIM}{}", claim.as_str())),
-            Some(("id = :id", vec![(":id", s(id))])),
+            key(
+                pk(&holder.tenant, &holder.home),
+                format!("{CLAIM}{}", claim.as_str()),
+            ),
+            Some(("id = :id", vec![(":id", s(&holder.id))])),
         )?;
         match self.transact(OP, vec![item]).await {
             Ok(()) | Err(TxError::Conditions(_)) => Ok(()),
@@ -606,27 +605,17 @@ impl IntentStore for DynamoKeyedStore {
         }
     }
 
-    async fn set_count(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        counter: &CounterKey,
-        seen: CounterState,
-        to: u64,
-    ) -> Result<bool, StoreError> {
+    async fn set_count(&self, repair: &CountRepair) -> Result<bool, StoreError> {
         const OP: &str = "keyed set count";
         let item = transact_item(
             OP,
             &self.table,
-            Write::Update(
-                self.counter_key(tenant, home, counter),
-                "SET n = :to, rev = :next",
-            ),
+            Write::Update(self.counter_key(&repair.at), "SET n = :to, rev = :next"),
             Some("rev = :rev"),
             vec![
-                (":to", n(to as i64)),
-                (":next", n(seen.rev as i64 + 1)),
-                (":rev", n(seen.rev as i64)),
+                (":to", n(repair.to as i64)),
+                (":next", n(repair.seen.rev as i64 + 1)),
+                (":rev", n(repair.seen.rev as i64)),
             ],
         )?;
         match self.transact(OP, vec![item]).await {
@@ -636,16 +625,11 @@ impl IntentStore for DynamoKeyedStore {
         }
     }
 
-    async fn drop_counter_if_zero(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        counter: &CounterKey,
-    ) -> Result<(), StoreError> {
+    async fn drop_counter_if_zero(&self, at: &CounterAt) -> Result<(), StoreError> {
         const OP: &str = "keyed drop counter";
         let item = delete(
             &self.table,
-            self.counter_key(tenant, home, counter),
+            self.counter_key(at),
             Some(("n = :zero", vec![(":zero", n(0))])),
         )?;
         match self.transact(OP, vec![item]).await {
@@ -675,13 +659,9 @@ impl IntentStore for DynamoKeyedStore {
             .collect()
     }
 
-    async fn eviction_candidate(
-        &self,
-        tenant: &TenantId,
-        agent: &AgentId,
-    ) -> Result<Option<Location>, StoreError> {
+    async fn eviction_candidate(&self, agent: &Caller) -> Result<Option<Location>, StoreError> {
         const OP: &str = "keyed eviction";
-        let home = Home::Agent(agent.clone());
+        let (tenant, home) = (&agent.tenant, Home::Agent(agent.agent.clone()));
         let p = pk(tenant, &home);
         // A place whose entry is gone (deleted by the table's TTL before its place) is removed
         // and the next one read, so a stale place never stands in front of a real victim.
@@ -708,14 +688,9 @@ impl IntentStore for DynamoKeyedStore {
         Err(StoreError::Conflict { op: OP })
     }
 
-    async fn count(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        counter: &CounterKey,
-    ) -> Result<CounterState, StoreError> {
+    async fn count(&self, at: &CounterAt) -> Result<CounterState, StoreError> {
         const OP: &str = "keyed count";
-        let k = self.counter_key(tenant, home, counter);
+        let k = self.counter_key(at);
         let item = read_item(&self.client(OP).await?, &self.table, k, OP).await?;
         let number = |name: &str| {
             item.as_ref()

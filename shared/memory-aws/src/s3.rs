@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 
-use memory_core::ports::{ArchiveStore, Expect, ObjectKey, ObjectKind, PutOutcome, StoredObject};
+use memory_core::ports::{ArchiveStore, Expect, ObjectKey, ObjectPut, PutOutcome, StoredObject};
 use memory_core::StoreError;
 use memory_guard::TenantId;
 
@@ -165,35 +165,24 @@ impl S3ArchiveStore {
     fn put(
         &self,
         client: &Client,
-        key: &ObjectKey,
-        body: &[u8],
-        kind: ObjectKind,
-        content_type: &str,
+        put: &ObjectPut<'_>,
     ) -> aws_sdk_s3::operation::put_object::builders::PutObjectFluentBuilder {
         client
             .put_object()
             .bucket(&self.bucket)
-            .key(key.as_str())
-            .content_type(content_type)
-            .tagging(format!("{KIND_TAG}={}", kind.as_str()))
-            .body(ByteStream::from(body.to_vec()))
+            .key(put.key.as_str())
+            .content_type(put.content_type)
+            .tagging(format!("{KIND_TAG}={}", put.kind.as_str()))
+            .body(ByteStream::from(put.body.clone()))
     }
 }
 
 #[async_trait]
 impl ArchiveStore for S3ArchiveStore {
-    async fn put_if_absent(
-        &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        content_type: &str,
-    ) -> Result<PutOutcome, StoreError> {
+    async fn put_if_absent(&self, put: ObjectPut<'_>) -> Result<PutOutcome, StoreError> {
         let client = self.client("put_if_absent").await?;
         match crate::retry::send("put_if_absent", || {
-            self.put(&client, key, &body, kind, content_type)
-                .if_none_match("*")
-                .send()
+            self.put(&client, &put).if_none_match("*").send()
         })
         .await
         {
@@ -205,16 +194,13 @@ impl ArchiveStore for S3ArchiveStore {
 
     async fn put_expecting(
         &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        content_type: &str,
+        put: ObjectPut<'_>,
         expect: Expect,
     ) -> Result<String, StoreError> {
         const OP: &str = "put_expecting";
         let client = self.client(OP).await?;
         let attempt = || {
-            let request = self.put(&client, key, &body, kind, content_type);
+            let request = self.put(&client, &put);
             match &expect {
                 Expect::Absent => request.if_none_match("*"),
                 Expect::ETag(etag) => request.if_match(etag),

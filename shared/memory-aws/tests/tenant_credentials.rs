@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 use aws_test_support::required_env;
 use memory_aws::{AwsPorts, Settings};
 use memory_core::acting_tenant::acting_for;
-use memory_core::ports::{ArchiveStore, EntryStore, ObjectKey, ObjectKind, PutOutcome};
+use memory_core::ports::{ArchiveStore, EntryStore, ObjectKey, ObjectKind, ObjectPut, PutOutcome};
 use memory_core::{EntryKey, StoreError};
 use memory_testkit::contract::{entry, fresh_tenant, memory_ref};
 use serde_json::Value;
@@ -168,12 +168,11 @@ async fn a_key_of_another_tenant_is_refused_under_a_tenants_credentials() {
         .expect("b's put");
     let put = acting_for(
         in_b,
-        ports.archives.put_if_absent(
+        ports.archives.put_if_absent(ObjectPut::json(
             &object_b,
-            b"{}".to_vec(),
             ObjectKind::Archive,
-            "application/json",
-        ),
+            b"{}".to_vec(),
+        )),
     )
     .await;
     assert_eq!(put.ok(), Some(PutOutcome::Created));

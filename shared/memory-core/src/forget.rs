@@ -109,18 +109,22 @@ impl Fence {
     }
 }
 
+/// One forget as a [`ForgetHook`] sees it: the tenant's subject, and the keys of the subject's
+/// entries and of the entries they were derived from.
+#[derive(Clone, Copy, Debug)]
+pub struct ForgetScope<'a> {
+    pub tenant: &'a TenantId,
+    pub subject: &'a SubjectKey,
+    pub forgotten: &'a [EntryKey],
+}
+
 /// Something derived from entries that must forget with them.
 #[async_trait]
 pub trait ForgetHook: Send + Sync {
-    /// Called before the subject's entries are deleted, with their keys and the keys of the
-    /// entries they were derived from. Must be idempotent: a forget that failed halfway is
-    /// simply called again. It must not delete the given keys themselves (forget does that last).
-    async fn forget(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-        forgotten: &[EntryKey],
-    ) -> Result<ForgetCounts, CoreError>;
+    /// Called before the subject's entries are deleted (`scope.forgotten`). Must be idempotent:
+    /// a forget that failed halfway is simply called again. It must not delete the forgotten
+    /// keys themselves (forget does that last).
+    async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError>;
 
     /// Entries the subject contributed to that the subject index does not name (an entry keeps
     /// one subject, but a file another subject edited later still holds the first one's
@@ -213,7 +217,13 @@ impl Forgetter {
         // forget finds them (and their lineage) again and finishes the job.
         let mut counts = ForgetCounts::default();
         for hook in &self.hooks {
-            counts += hook.forget(&tenant, &key, &lineage).await?;
+            counts += hook
+                .forget(ForgetScope {
+                    tenant: &tenant,
+                    subject: &key,
+                    forgotten: &lineage,
+                })
+                .await?;
         }
         counts.deleted_entries += self.ports.store.delete_many(&entries).await?;
         for hook in &self.hooks {

@@ -402,6 +402,27 @@ impl ObjectKind {
     }
 }
 
+/// One object to write: its key, its bytes, what it is and its content type.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ObjectPut<'a> {
+    pub key: &'a ObjectKey,
+    pub body: Vec<u8>,
+    pub kind: ObjectKind,
+    pub content_type: &'a str,
+}
+
+impl<'a> ObjectPut<'a> {
+    /// A JSON document: archives and the normative MEMORY-INDEX.
+    pub fn json(key: &'a ObjectKey, kind: ObjectKind, body: Vec<u8>) -> Self {
+        ObjectPut {
+            key,
+            body,
+            kind,
+            content_type: "application/json",
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum PutOutcome {
     Created,
@@ -425,24 +446,12 @@ pub struct StoredObject {
 #[async_trait]
 pub trait ArchiveStore: Send + Sync {
     /// Writes only if nothing is at `key` yet (immutable archives).
-    async fn put_if_absent(
-        &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        content_type: &str,
-    ) -> Result<PutOutcome, StoreError>;
+    async fn put_if_absent(&self, put: ObjectPut<'_>) -> Result<PutOutcome, StoreError>;
 
     /// Compare-and-swap: writes only if the precondition holds, returning the new ETag;
     /// `StoreError::Conflict` when another writer got there first.
-    async fn put_expecting(
-        &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        content_type: &str,
-        expect: Expect,
-    ) -> Result<String, StoreError>;
+    async fn put_expecting(&self, put: ObjectPut<'_>, expect: Expect)
+        -> Result<String, StoreError>;
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError>;
 

@@ -39,17 +39,17 @@ use text_search::{searchable_text, Analyzer, Ranking, TermCache};
 use crate::background::begin_pass;
 use crate::error::{CoreError, StoreError};
 use crate::events::ForgetCounts;
-use crate::forget::{Fence, ForgetHook};
+use crate::forget::{Fence, ForgetHook, ForgetScope};
 use crate::listing::{snapshot, MAX_LIST_LIMIT};
-use crate::model::{admitted_ref, EntryKey, StoredEntry, SubjectKey};
+use crate::model::{admitted_ref, EntryKey, StoredEntry};
 use crate::ports::{
-    ArchiveStore, Change, Clock, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind, PassKind,
-    NO_CHANGE_LOG,
+    ArchiveStore, Change, Clock, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind, ObjectPut,
+    PassKind, NO_CHANGE_LOG,
 };
 use crate::search::{SearchHit, SearchResults};
 use crate::tag_filter::TagFilter;
 use crate::time::Timestamp;
-use memory_guard::{MemoryRef, TenantId};
+use memory_guard::MemoryRef;
 
 /// Segments a ref keeps before a pass merges them into one.
 pub const MAX_SEGMENTS: usize = 4;
@@ -62,7 +62,6 @@ pub const RETIRE_GRACE_MS: i64 = 10 * 60 * 1000;
 pub const CACHE_BUDGET_BYTES: usize = 768 << 20;
 
 const MANIFEST_NAME: &str = "manifest.json";
-const JSON: &str = "application/json";
 const BINARY: &str = "application/octet-stream";
 
 fn object_key(memory_ref: &MemoryRef, name: &str) -> Result<ObjectKey, StoreError> {
@@ -711,12 +710,22 @@ async fn put_segment(
     if let Some(block) = encoded.vectors {
         let key = object_key(memory_ref, &vectors_name(&name))?;
         archive
-            .put_if_absent(&key, block, ObjectKind::Index, BINARY)
+            .put_if_absent(ObjectPut {
+                key: &key,
+                body: block,
+                kind: ObjectKind::Index,
+                content_type: BINARY,
+            })
             .await?;
     }
     let key = object_key(memory_ref, &name)?;
     archive
-        .put_if_absent(&key, encoded.text, ObjectKind::Index, BINARY)
+        .put_if_absent(ObjectPut {
+            key: &key,
+            body: encoded.text,
+            kind: ObjectKind::Index,
+            content_type: BINARY,
+        })
         .await?;
     uploads.push(name.clone());
     Ok(SegmentRef {
@@ -740,7 +749,7 @@ async fn install_manifest(
     })?;
     let key = object_key(memory_ref, MANIFEST_NAME)?;
     archive
-        .put_expecting(&key, body, ObjectKind::Index, JSON, expect)
+        .put_expecting(ObjectPut::json(&key, ObjectKind::Index, body), expect)
         .await?;
     // The manifest's earlier versions name segments (and dead ids) no longer live.
     archive.delete_old_versions(&key).await
@@ -868,14 +877,9 @@ impl IndexForgetHook {
 
 #[async_trait]
 impl ForgetHook for IndexForgetHook {
-    async fn forget(
-        &self,
-        _tenant: &TenantId,
-        _subject: &SubjectKey,
-        forgotten: &[EntryKey],
-    ) -> Result<ForgetCounts, CoreError> {
+    async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
         let mut by_ref: BTreeMap<&MemoryRef, BTreeSet<&str>> = BTreeMap::new();
-        for k in forgotten {
+        for k in scope.forgotten {
             by_ref.entry(&k.memory_ref).or_default().insert(&k.id);
         }
         let now = self.clock.now();

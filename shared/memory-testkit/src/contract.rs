@@ -9,7 +9,7 @@ use crate::in_memory::ManualClock;
 use memory_core::listing::ListOptions;
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{
-    ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, Page, PageQuery, PutOutcome,
+    ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, ObjectPut, Page, PageQuery, PutOutcome,
 };
 use memory_core::reader::MemoryReader;
 use memory_core::tag_filter::TagFilter;
@@ -1085,22 +1085,12 @@ pub async fn archive_put_if_absent_is_immutable(archive: Arc<dyn ArchiveStore>) 
     let t = fresh_tenant("arch");
     let key = ObjectKey::new(&t, "archives/agent-1/abc.json").expect("key");
     let first = archive
-        .put_if_absent(
-            &key,
-            b"one".to_vec(),
-            ObjectKind::Archive,
-            "application/json",
-        )
+        .put_if_absent(ObjectPut::json(&key, ObjectKind::Archive, b"one".to_vec()))
         .await
         .expect("put");
     assert_eq!(first, PutOutcome::Created);
     let second = archive
-        .put_if_absent(
-            &key,
-            b"two".to_vec(),
-            ObjectKind::Archive,
-            "application/json",
-        )
+        .put_if_absent(ObjectPut::json(&key, ObjectKind::Archive, b"two".to_vec()))
         .await
         .expect("put");
     assert_eq!(second, PutOutcome::AlreadyExists);
@@ -1115,20 +1105,14 @@ pub async fn archive_compare_and_swap(archive: Arc<dyn ArchiveStore>) {
     let key = ObjectKey::new(&t, "index/agent-1/MEMORY-INDEX.json").expect("key");
     let etag1 = archive
         .put_expecting(
-            &key,
-            b"v1".to_vec(),
-            ObjectKind::Index,
-            "application/json",
+            ObjectPut::json(&key, ObjectKind::Index, b"v1".to_vec()),
             Expect::Absent,
         )
         .await
         .expect("create");
     let again = archive
         .put_expecting(
-            &key,
-            b"v1b".to_vec(),
-            ObjectKind::Index,
-            "application/json",
+            ObjectPut::json(&key, ObjectKind::Index, b"v1b".to_vec()),
             Expect::Absent,
         )
         .await;
@@ -1138,10 +1122,7 @@ pub async fn archive_compare_and_swap(archive: Arc<dyn ArchiveStore>) {
     );
     let etag2 = archive
         .put_expecting(
-            &key,
-            b"v2".to_vec(),
-            ObjectKind::Index,
-            "application/json",
+            ObjectPut::json(&key, ObjectKind::Index, b"v2".to_vec()),
             Expect::ETag(etag1.clone()),
         )
         .await
@@ -1149,10 +1130,7 @@ pub async fn archive_compare_and_swap(archive: Arc<dyn ArchiveStore>) {
     assert_ne!(etag1, etag2);
     let stale = archive
         .put_expecting(
-            &key,
-            b"v3".to_vec(),
-            ObjectKind::Index,
-            "application/json",
+            ObjectPut::json(&key, ObjectKind::Index, b"v3".to_vec()),
             Expect::ETag(etag1),
         )
         .await;
@@ -1171,7 +1149,7 @@ pub async fn archive_listing_is_tenant_scoped(archive: Arc<dyn ArchiveStore>) {
     let kb = ObjectKey::new(&b, "archives/agent-1/1.json").expect("key");
     for k in [&ka, &kb] {
         archive
-            .put_if_absent(k, b"{}".to_vec(), ObjectKind::Archive, "application/json")
+            .put_if_absent(ObjectPut::json(k, ObjectKind::Archive, b"{}".to_vec()))
             .await
             .expect("put");
     }

@@ -12,9 +12,10 @@ use memory_core::ports::ObjectKey;
 use memory_core::SubjectKey;
 use memory_core::Timestamp;
 use memory_core::{StoreError, TenantId};
-use oap_exchange::receipt::{Receipt, Tip};
+use oap_exchange::receipt::Tip;
 use oap_exchange::{
-    BundleHolding, ExchangeStore, ExpiryEntry, ForgetNotice, GrantChange, GrantRecord,
+    BundleHolding, ExchangeStore, ExpiryEntry, ForgetNotice, GrantChange, GrantRecord, LogAppend,
+    ReceiptPage,
 };
 
 #[derive(Debug, Default)]
@@ -80,14 +81,9 @@ impl ExchangeStore for InMemoryExchangeStore {
         Ok(tip)
     }
 
-    async fn append(
-        &self,
-        tenant: &TenantId,
-        at: &Tip,
-        receipt: &Receipt,
-        change: Option<&GrantChange>,
-    ) -> Result<(), StoreError> {
+    async fn append(&self, tenant: &TenantId, append: LogAppend<'_>) -> Result<(), StoreError> {
         self.calls.call("append")?;
+        let (at, receipt, change) = (append.at, append.receipt, append.change);
         let mut state = lock(&self.state);
         let log = state.entry(tenant.clone()).or_default();
         if log.tip.clone().unwrap_or_else(Tip::genesis) != *at {
@@ -250,8 +246,7 @@ impl ExchangeStore for InMemoryExchangeStore {
     async fn receipts(
         &self,
         tenant: &TenantId,
-        from: u64,
-        limit: u32,
+        page: ReceiptPage,
     ) -> Result<Vec<Value>, StoreError> {
         self.calls.call("receipts")?;
         Ok(lock(&self.state)
@@ -259,8 +254,8 @@ impl ExchangeStore for InMemoryExchangeStore {
             .map(|l| {
                 l.receipts
                     .iter()
-                    .skip(usize::try_from(from).unwrap_or(usize::MAX))
-                    .take(limit as usize)
+                    .skip(usize::try_from(page.from).unwrap_or(usize::MAX))
+                    .take(page.limit as usize)
                     .cloned()
                     .collect()
             })

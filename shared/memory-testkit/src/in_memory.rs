@@ -17,8 +17,8 @@ use memory_core::model::{hex, Embedding, EntryKey, StoredEntry, SubjectKey};
 use memory_core::ports::{
     pending_shard, within, AbstractiveModel, AbstractiveRequest, ArchiveStore, Change, Clock,
     Embedder, EntryStore, EventPublisher, Expect, IdBound, IdSource, MarkerState, ObjectKey,
-    ObjectKind, Page, PageQuery, PassKind, PassQueue, PutOutcome, QueuedPass, StoredObject,
-    MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
+    ObjectKind, ObjectPut, Page, PageQuery, PassKind, PassQueue, PutOutcome, QueuedPass,
+    StoredObject, MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
@@ -727,14 +727,9 @@ fn etag_of(body: &[u8]) -> String {
 
 #[async_trait]
 impl ArchiveStore for InMemoryArchiveStore {
-    async fn put_if_absent(
-        &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        _content_type: &str,
-    ) -> Result<PutOutcome, StoreError> {
+    async fn put_if_absent(&self, put: ObjectPut<'_>) -> Result<PutOutcome, StoreError> {
         self.calls.call("put_if_absent")?;
+        let (key, body, kind) = (put.key, put.body, put.kind);
         let mut objects = lock(&self.objects);
         if objects.contains_key(key) {
             return Ok(PutOutcome::AlreadyExists);
@@ -746,13 +741,11 @@ impl ArchiveStore for InMemoryArchiveStore {
 
     async fn put_expecting(
         &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        _content_type: &str,
+        put: ObjectPut<'_>,
         expect: Expect,
     ) -> Result<String, StoreError> {
         self.calls.call("put_expecting")?;
+        let (key, body, kind) = (put.key, put.body, put.kind);
         let mut objects = lock(&self.objects);
         let holds = match (&expect, objects.get(key)) {
             (Expect::Absent, None) => true,

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use memory_core::error::StoreError;
-use memory_core::ports::{ArchiveStore, Expect, ObjectKey, ObjectKind, PutOutcome, StoredObject};
+use memory_core::ports::{ArchiveStore, Expect, ObjectKey, ObjectPut, PutOutcome, StoredObject};
 use memory_guard::TenantId;
 
 use crate::in_memory::InMemoryArchiveStore;
@@ -37,31 +37,18 @@ pub struct InterceptedArchives<H> {
 
 #[async_trait]
 impl<H: BeforeArchiveCall> ArchiveStore for InterceptedArchives<H> {
-    async fn put_if_absent(
-        &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        content_type: &str,
-    ) -> Result<PutOutcome, StoreError> {
-        self.hook.before(ArchiveCall::PutIfAbsent(key)).await?;
-        self.inner
-            .put_if_absent(key, body, kind, content_type)
-            .await
+    async fn put_if_absent(&self, put: ObjectPut<'_>) -> Result<PutOutcome, StoreError> {
+        self.hook.before(ArchiveCall::PutIfAbsent(put.key)).await?;
+        self.inner.put_if_absent(put).await
     }
 
     async fn put_expecting(
         &self,
-        key: &ObjectKey,
-        body: Vec<u8>,
-        kind: ObjectKind,
-        content_type: &str,
+        put: ObjectPut<'_>,
         expect: Expect,
     ) -> Result<String, StoreError> {
-        self.hook.before(ArchiveCall::PutExpecting(key)).await?;
-        self.inner
-            .put_expecting(key, body, kind, content_type, expect)
-            .await
+        self.hook.before(ArchiveCall::PutExpecting(put.key)).await?;
+        self.inner.put_expecting(put, expect).await
     }
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {

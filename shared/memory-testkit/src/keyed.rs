@@ -8,16 +8,23 @@ use std::sync::Mutex;
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use intent_memory::model::{ClaimKey, CounterKey, Home, Location, StoredIntent, VersionRecord};
+use intent_memory::model::{
+    Caller, ClaimKey, CounterAt, CounterKey, Home, Location, StoredIntent, VersionRecord,
+};
 use intent_memory::store::{
-    ArchiveKey, Capacity, CounterState, InsertOutcome, IntentStore, SubjectHit,
+    ArchiveKey, Capacity, CountRepair, CounterState, InsertOutcome, IntentStore, IntentUpdate,
+    NewIntent, SubjectHit,
 };
 use memory_core::model::SubjectKey;
 use memory_core::time::Timestamp;
 use memory_core::StoreError;
-use memory_guard::{AgentId, TenantId};
+use memory_guard::TenantId;
 
 type PartKey = (TenantId, Home);
+
+fn counter_key(at: &CounterAt) -> (PartKey, CounterKey) {
+    ((at.tenant.clone(), at.home.clone()), at.counter.clone())
+}
 
 #[derive(Default)]
 struct State {
@@ -113,12 +120,8 @@ impl State {
 
 #[async_trait]
 impl IntentStore for InMemoryIntentStore {
-    async fn insert(
-        &self,
-        entry: &StoredIntent,
-        first: &VersionRecord,
-        capacity: &Capacity,
-    ) -> Result<InsertOutcome, StoreError> {
+    async fn insert(&self, new: NewIntent<'_>) -> Result<InsertOutcome, StoreError> {
+        let (entry, first, capacity) = (new.entry, new.first, new.capacity);
         self.with(|s| {
             let p = part(entry);
             if let Some(id) = s.claims.get(&(p.clone(), entry.claim())) {
@@ -188,13 +191,8 @@ impl IntentStore for InMemoryIntentStore {
         })
     }
 
-    async fn update(
-        &self,
-        previous: &StoredIntent,
-        next: &StoredIntent,
-        record: &VersionRecord,
-        drop_version: Option<u64>,
-    ) -> Result<bool, StoreError> {
+    async fn update(&self, update: IntentUpdate<'_>) -> Result<bool, StoreError> {
+        let (previous, next) = (update.previous, update.next);
         self.with(|s| {
             let p = part(previous);
             let k = (p.clone(), previous.entry.id.clone());
@@ -206,9 +204,9 @@ impl IntentStore for InMemoryIntentStore {
             s.entries.insert(k, next.clone());
             s.versions.insert(
                 (p.clone(), next.entry.id.clone(), next.entry.version),
-                (record.clone(), next.subject.clone()),
+                (update.record.clone(), next.subject.clone()),
             );
-            if let Some(v) = drop_version {
+            if let Some(v) = update.drop_version {
                 s.versions.remove(&(p, next.entry.id.clone(), v));
             }
             true
@@ -229,53 +227,32 @@ impl IntentStore for InMemoryIntentStore {
         self.with(|s| s.remove(entry))
     }
 
-    async fn release_claim(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        claim: &ClaimKey,
-        id: &str,
-    ) -> Result<(), StoreError> {
+    async fn release_claim(&self, holder: &Location, claim: &ClaimKey) -> Result<(), StoreError> {
         self.with(|s| {
-            let k = ((tenant.clone(), home.clone()), claim.clone());
-            if s.claims.get(&k).map(String::as_str) == Some(id) {
+            let k = ((holder.tenant.clone(), holder.home.clone()), claim.clone());
+            if s.claims.get(&k) == Some(&holder.id) {
                 s.claims.remove(&k);
             }
         })
     }
 
-    async fn set_count(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        counter: &CounterKey,
-        seen: CounterState,
-        to: u64,
-    ) -> Result<bool, StoreError> {
+    async fn set_count(&self, repair: &CountRepair) -> Result<bool, StoreError> {
         self.with(|s| {
-            let state = s
-                .counters
-                .entry(((tenant.clone(), home.clone()), counter.clone()))
-                .or_default();
-            if state.rev != seen.rev {
+            let state = s.counters.entry(counter_key(&repair.at)).or_default();
+            if state.rev != repair.seen.rev {
                 return false;
             }
             *state = CounterState {
-                n: to,
-                rev: seen.rev + 1,
+                n: repair.to,
+                rev: repair.seen.rev + 1,
             };
             true
         })
     }
 
-    async fn drop_counter_if_zero(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        counter: &CounterKey,
-    ) -> Result<(), StoreError> {
+    async fn drop_counter_if_zero(&self, at: &CounterAt) -> Result<(), StoreError> {
         self.with(|s| {
-            let k = ((tenant.clone(), home.clone()), counter.clone());
+            let k = counter_key(at);
             if s.counters.get(&k).is_some_and(|c| c.n == 0) {
                 s.counters.remove(&k);
             }
@@ -293,12 +270,8 @@ impl IntentStore for InMemoryIntentStore {
         })
     }
 
-    async fn eviction_candidate(
-        &self,
-        tenant: &TenantId,
-        agent: &AgentId,
-    ) -> Result<Option<Location>, StoreError> {
-        let home = Home::Agent(agent.clone());
+    async fn eviction_candidate(&self, agent: &Caller) -> Result<Option<Location>, StoreError> {
+        let (tenant, home) = (&agent.tenant, Home::Agent(agent.agent.clone()));
         self.with(|s| {
             s.entries
                 .iter()
@@ -308,15 +281,10 @@ impl IntentStore for InMemoryIntentStore {
         })
     }
 
-    async fn count(
-        &self,
-        tenant: &TenantId,
-        home: &Home,
-        counter: &CounterKey,
-    ) -> Result<CounterState, StoreError> {
+    async fn count(&self, at: &CounterAt) -> Result<CounterState, StoreError> {
         self.with(|s| {
             s.counters
-                .get(&((tenant.clone(), home.clone()), counter.clone()))
+                .get(&counter_key(at))
                 .copied()
                 .unwrap_or_default()
         })

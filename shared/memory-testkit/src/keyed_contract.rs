@@ -573,11 +573,14 @@ pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Beh
         .await
         .unwrap_or_else(|err| panic!("{err:?}"));
     assert_eq!(again, out, "a rerun changes nothing");
-    let counter = intent_memory::model::CounterKey::working("t-1");
-    let home = intent_memory::Home::Agent(a.agent.clone());
+    let counter = intent_memory::model::CounterAt {
+        tenant: a.tenant.clone(),
+        home: intent_memory::Home::Agent(a.agent.clone()),
+        counter: intent_memory::model::CounterKey::working("t-1"),
+    };
     let left_behind = w
         .store
-        .count(&a.tenant, &home, &counter)
+        .count(&counter)
         .await
         .unwrap_or_else(|err| panic!("{err:?}"));
     assert_eq!(
@@ -596,9 +599,14 @@ pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Beh
     let before = behind.everything(&a.tenant).await;
     assert!(before.contains("Lisbon-7731") && before.contains("peanuts-9921"));
     let subject = SubjectKey::derive(&a.tenant, "customer-42");
+    let scope = memory_core::forget::ForgetScope {
+        tenant: &a.tenant,
+        subject: &subject,
+        forgotten: &[],
+    };
     let counts = w
         .forget_hook()
-        .forget(&a.tenant, &subject, &[])
+        .forget(scope)
         .await
         .unwrap_or_else(|err| panic!("{err:?}"));
     assert_eq!((counts.deleted_entries, counts.deleted_archives), (1, 1));
@@ -613,7 +621,7 @@ pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Beh
     );
     let twice = w
         .forget_hook()
-        .forget(&a.tenant, &subject, &[])
+        .forget(scope)
         .await
         .unwrap_or_else(|err| panic!("{err:?}"));
     assert_eq!((twice.deleted_entries, twice.deleted_archives), (0, 0));

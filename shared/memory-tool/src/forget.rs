@@ -13,7 +13,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use memory_core::events::ForgetCounts;
-use memory_core::forget::ForgetHook;
+use memory_core::forget::{ForgetHook, ForgetScope};
 use memory_core::model::{EntryKey, SubjectKey};
 use memory_core::paths::{PathChange, PathStore, PathWrite};
 use memory_core::{CoreError, StoreError, TenantId};
@@ -24,12 +24,7 @@ pub struct PathForgetHook {
 
 #[async_trait]
 impl ForgetHook for PathForgetHook {
-    async fn forget(
-        &self,
-        _tenant: &TenantId,
-        _subject: &SubjectKey,
-        _forgotten: &[EntryKey],
-    ) -> Result<ForgetCounts, CoreError> {
+    async fn forget(&self, _scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
         Ok(ForgetCounts::default())
     }
 

@@ -10,9 +10,9 @@ use async_trait::async_trait;
 
 use crate::store::{ExchangeStore, ForgetNotice};
 use memory_core::events::ForgetCounts;
-use memory_core::forget::ForgetHook;
+use memory_core::forget::{ForgetHook, ForgetScope};
 use memory_core::ports::{ArchiveStore, Clock, ObjectKey};
-use memory_core::{CoreError, EntryKey, SubjectKey, TenantId};
+use memory_core::CoreError;
 
 pub struct BundleForgetHook {
     pub store: Arc<dyn ExchangeStore>,
@@ -25,12 +25,8 @@ impl ForgetHook for BundleForgetHook {
     /// The notice is written before anything is deleted and its id is fixed by the subject and
     /// the bundles, so a forget that fails halfway and runs again writes the same notice, not a
     /// second one, and still names every bundle it deleted.
-    async fn forget(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-        _forgotten: &[EntryKey],
-    ) -> Result<ForgetCounts, CoreError> {
+    async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
+        let (tenant, subject) = (scope.tenant, scope.subject);
         let holding = self.store.bundles_holding(tenant, subject).await?;
         if holding.is_empty() {
             return Ok(ForgetCounts::default());

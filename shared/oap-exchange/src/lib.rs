@@ -27,4 +27,6 @@ pub use error::ExchangeError;
 pub use grant::{Grant, GrantRecord, GrantRequest};
 pub use service::{Exchange, ExchangePorts, ExportRequest, ImportRequest, QueryRequest};
 pub use signing::HostKey;
-pub use store::{BundleHolding, ExchangeStore, ExpiryEntry, ForgetNotice, GrantChange};
+pub use store::{
+    BundleHolding, ExchangeStore, ExpiryEntry, ForgetNotice, GrantChange, LogAppend, ReceiptPage,
+};

@@ -17,7 +17,9 @@ use crate::item::{self, ItemParts, Kind};
 use crate::projection;
 use crate::receipt::{self, Receipt, ReceiptFacts};
 use crate::signing::HostKey;
-use crate::store::{BundleHolding, ExchangeStore, ExpiryEntry, GrantChange};
+use crate::store::{
+    BundleHolding, ExchangeStore, ExpiryEntry, GrantChange, LogAppend, ReceiptPage,
+};
 use memory_core::events::{DomainEvent, EventType};
 use memory_core::listing::snapshot;
 use memory_core::ports::{Clock, EntryStore, EventPublisher, IdSource};
@@ -800,13 +802,13 @@ impl Exchange {
         limit: u32,
     ) -> Result<Value, ExchangeError> {
         self.fold_notices(tenant).await?;
-        let receipts = self
-            .ports
-            .grants
-            .receipts(tenant, from, limit.clamp(1, 1000))
-            .await?;
-        let next = (receipts.len() as u64 == u64::from(limit.clamp(1, 1000)))
-            .then(|| from + receipts.len() as u64);
+        let page = ReceiptPage {
+            from,
+            limit: limit.clamp(1, 1000),
+        };
+        let receipts = self.ports.grants.receipts(tenant, page).await?;
+        let next =
+            (receipts.len() as u64 == u64::from(page.limit)).then(|| from + receipts.len() as u64);
         Ok(json!({"receipts": receipts, "next_from": next}))
     }
 
@@ -891,7 +893,14 @@ impl Exchange {
         match self
             .ports
             .grants
-            .append(tenant, &tip, &receipt, change)
+            .append(
+                tenant,
+                LogAppend {
+                    at: &tip,
+                    receipt: &receipt,
+                    change,
+                },
+            )
             .await
         {
             Ok(()) => Ok(Some(receipt)),

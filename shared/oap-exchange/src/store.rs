@@ -22,6 +22,21 @@ pub enum GrantChange {
     ConsumeNotice { notice_id: String },
 }
 
+/// A receipt to append: built on the tip `at`, recording `change` (made in the same write).
+#[derive(Clone, Copy, Debug)]
+pub struct LogAppend<'a> {
+    pub at: &'a Tip,
+    pub receipt: &'a Receipt,
+    pub change: Option<&'a GrantChange>,
+}
+
+/// A page of a receipt log: from sequence number `from`, at most `limit` receipts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReceiptPage {
+    pub from: u64,
+    pub limit: u32,
+}
+
 /// A bundle that holds a subject: what the export indexes under the subject's digest (the
 /// same index forget finds entries by), so a forget finds every bundle holding its subject.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -66,15 +81,10 @@ pub trait ExchangeStore: Send + Sync {
     /// The tenant's log tip (genesis for a tenant with no receipt yet).
     async fn tip(&self, tenant: &TenantId) -> Result<Tip, StoreError>;
 
-    /// Appends `receipt` at `at` (the tip it was built on) and makes `change`, all or nothing.
-    /// `Conflict` when the tip moved or the change's condition does not hold.
-    async fn append(
-        &self,
-        tenant: &TenantId,
-        at: &Tip,
-        receipt: &Receipt,
-        change: Option<&GrantChange>,
-    ) -> Result<(), StoreError>;
+    /// Appends `append.receipt` at `append.at` (the tip it was built on) and makes
+    /// `append.change`, all or nothing. `Conflict` when the tip moved or the change's condition
+    /// does not hold.
+    async fn append(&self, tenant: &TenantId, append: LogAppend<'_>) -> Result<(), StoreError>;
 
     async fn grant(
         &self,
@@ -121,11 +131,10 @@ pub trait ExchangeStore: Send + Sync {
     /// The tenant's forget notices not yet in the log, oldest first.
     async fn notices(&self, tenant: &TenantId) -> Result<Vec<ForgetNotice>, StoreError>;
 
-    /// Receipts from sequence number `from`, in order, at most `limit`.
+    /// The receipts of one page, in order.
     async fn receipts(
         &self,
         tenant: &TenantId,
-        from: u64,
-        limit: u32,
+        page: ReceiptPage,
     ) -> Result<Vec<Value>, StoreError>;
 }

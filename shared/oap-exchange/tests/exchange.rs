@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use memory_core::forget::ForgetScope;
 use memory_core::model::{Attribution, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{EntryStore, IdSource};
 use memory_core::{MemoryRef, TenantId, Timestamp};
@@ -817,36 +818,35 @@ async fn forget_deletes_the_bundles_that_held_the_subject_and_the_log_says_which
     // its own store, so the object is copied there first.
     let object = with_ada["manifest"]["object"].as_str().unwrap().to_owned();
     let object_key = memory_core::ports::ObjectKey::from_listed(&w.tenant, &object).unwrap();
-    memory_core::ports::ArchiveStore::put_if_absent(
-        archives.as_ref(),
-        &object_key,
-        w.bundles.object(&object).unwrap(),
-        memory_core::ports::ObjectKind::Archive,
-        "application/x-ndjson",
-    )
-    .await
-    .unwrap();
+    let put = memory_core::ports::ObjectPut {
+        key: &object_key,
+        body: w.bundles.object(&object).unwrap(),
+        kind: memory_core::ports::ObjectKind::Archive,
+        content_type: "application/x-ndjson",
+    };
+    memory_core::ports::ArchiveStore::put_if_absent(archives.as_ref(), put)
+        .await
+        .unwrap();
     let hook = oap_exchange::forget::BundleForgetHook {
         store: w.grants.clone(),
         archives: archives.clone(),
         clock: w.clock.clone(),
     };
-    let ada = SubjectKey::derive(&w.tenant, "ada");
-    let nobody = SubjectKey::derive(&w.tenant, "nobody");
-    assert_eq!(
-        hook.forget(&w.tenant, &nobody, &[])
-            .await
-            .unwrap()
-            .deleted_archives,
-        0
+    let (ada, nobody) = (
+        SubjectKey::derive(&w.tenant, "ada"),
+        SubjectKey::derive(&w.tenant, "nobody"),
     );
-    assert_eq!(
-        hook.forget(&w.tenant, &ada, &[])
-            .await
-            .unwrap()
-            .deleted_archives,
-        1
-    );
+    let (tenant, hook) = (&w.tenant, &hook);
+    let deleted = |subject| async move {
+        let scope = ForgetScope {
+            tenant,
+            subject,
+            forgotten: &[],
+        };
+        hook.forget(scope).await.unwrap().deleted_archives
+    };
+    assert_eq!(deleted(&nobody).await, 0);
+    assert_eq!(deleted(&ada).await, 1);
     assert!(
         memory_core::ports::ArchiveStore::get(archives.as_ref(), &object_key)
             .await
@@ -854,13 +854,7 @@ async fn forget_deletes_the_bundles_that_held_the_subject_and_the_log_says_which
             .is_none()
     );
     // Again (a retried forget): nothing more to delete, no second notice.
-    assert_eq!(
-        hook.forget(&w.tenant, &ada, &[])
-            .await
-            .unwrap()
-            .deleted_archives,
-        0
-    );
+    assert_eq!(deleted(&ada).await, 0);
     let log = w.log().await;
     let forgets: Vec<&Value> = log
         .iter()
