@@ -83,6 +83,7 @@ use crate::GuardError;
 
 mod engine;
 mod marker;
+mod prefix;
 mod rare;
 mod skip;
 mod slow;
@@ -135,7 +136,7 @@ pub fn digest_name(id: &str) -> String {
 
 /// Whether `name` holds an occurrence of an active pattern of `engine`.
 fn carries_pattern(engine: &Engine, name: &str) -> bool {
-    engine.redact(name).map_or(true, |(_, spans)| spans > 0)
+    engine.holds_pattern(name)
 }
 
 /// Ids appear inside markers, so their charset excludes `[`, `]` and whitespace to keep
@@ -148,7 +149,8 @@ fn valid_secret_id(id: &str) -> bool {
 fn reaches_floor(value: &str) -> bool {
     // A char is 1 to 4 bytes of UTF-8.
     value.len() >= 4 * MIN_SECRET_CHARS
-        || (value.len() >= MIN_SECRET_CHARS && value.chars().count() >= MIN_SECRET_CHARS)
+        || (value.len() >= MIN_SECRET_CHARS
+            && (value.is_ascii() || value.chars().count() >= MIN_SECRET_CHARS))
 }
 
 /// Plaintext that must never be printed: `secrecy` gives it a placeholder `Debug` and wipes it
