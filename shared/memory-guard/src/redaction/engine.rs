@@ -13,9 +13,13 @@
 //!   text has few spans.
 //!
 //!   The finder is the cheapest to build and fastest to run for the pattern set (measured
-//!   with `benches/redaction.rs`): `memchr::memmem` for one pattern; the rare-byte finder
-//!   ([`Rare`]) when every pattern has one of at most three rare bytes at a fixed offset (key
-//!   families such as `sk-live-`, `ghp_`, `AKIA`); otherwise Aho-Corasick's packed Teddy
+//!   with `benches/redaction.rs`): `memchr::memmem` for one pattern; the prefix finder
+//!   ([`PrefixIndex`]) when every pattern shares one literal prefix (a deployment's keys of one
+//!   provider), a substring search for the prefix being both faster and more selective than
+//!   any single byte; the rare-byte finder ([`Rare`]) when every pattern has one of at most
+//!   three rare bytes at a fixed offset (key families such as `sk-live-`, `ghp_`, `AKIA`),
+//!   since `memchr3` outruns a search for several prefixes on text free of those bytes;
+//!   otherwise the prefix finder over up to eight prefixes, Aho-Corasick's packed Teddy
 //!   searcher up to 64 patterns and the Wu-Manber [`SkipIndex`] beyond. None of them needs an
 //!   automaton, which is what makes building a redactor per request cheap.
 //! - **Slow.** A standard Aho-Corasick walk ([`Slow`]), built lazily on first need, with the
@@ -190,7 +194,7 @@ impl Engine {
         let max_len = patterns.iter().map(|p| p.len as usize).max().unwrap_or(0);
         let has_bracket = memchr::memchr(b'[', &bytes).is_some();
         // One prefix shared by every pattern is searched for with `memmem`, more selective than
-        // any single rare byte (and immune to texts full of it); several prefixes are left to
+        // any single rare byte (and not slowed by text full of that byte); several prefixes are left to
         // the rare-byte finder first, whose `memchr3` outruns Teddy on text free of its bytes.
         let groups = Groups::of(&bytes, &patterns);
         let single_prefix = groups.as_ref().is_some_and(Groups::is_single);
@@ -216,6 +220,12 @@ impl Engine {
             reach: OnceLock::new(),
             used: AtomicBool::new(false),
         }
+    }
+
+    /// Names secret `i` by `ids[id_ends[i-1]..id_ends[i]]` from now on.
+    pub(super) fn rename(&mut self, ids: Box<str>, id_ends: Box<[u32]>) {
+        self.ids = ids;
+        self.id_ends = id_ends;
     }
 
     /// `groups`: [`Groups::of`] these patterns.
