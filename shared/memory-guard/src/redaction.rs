@@ -83,6 +83,7 @@ use crate::GuardError;
 
 mod engine;
 mod marker;
+mod prefix;
 mod rare;
 mod skip;
 mod slow;
@@ -135,7 +136,7 @@ pub fn digest_name(id: &str) -> String {
 
 /// Whether `name` holds an occurrence of an active pattern of `engine`.
 fn carries_pattern(engine: &Engine, name: &str) -> bool {
-    engine.redact(name).map_or(true, |(_, spans)| spans > 0)
+    engine.holds_pattern(name)
 }
 
 /// Ids appear inside markers, so their charset excludes `[`, `]` and whitespace to keep
@@ -148,7 +149,8 @@ fn valid_secret_id(id: &str) -> bool {
 fn reaches_floor(value: &str) -> bool {
     // A char is 1 to 4 bytes of UTF-8.
     value.len() >= 4 * MIN_SECRET_CHARS
-        || (value.len() >= MIN_SECRET_CHARS && value.chars().count() >= MIN_SECRET_CHARS)
+        || (value.len() >= MIN_SECRET_CHARS
+            && (value.is_ascii() || value.chars().count() >= MIN_SECRET_CHARS))
 }
 
 /// Plaintext that must never be printed: `secrecy` gives it a placeholder `Debug` and wipes it
@@ -359,16 +361,19 @@ impl Redactor {
             set.bytes.into_boxed_slice(),
             set.patterns.into_boxed_slice(),
         );
-        let Some(engine) = Self::engine(ids, bytes.clone(), patterns.clone()) else {
+        let Some((id_text, id_ends)) = Self::name_table(ids) else {
             return Self {
                 engine: Compiled::FailClosed,
                 secrets,
             };
         };
+        let mut engine = Engine::new(bytes, patterns, id_text, id_ends);
         // Marker names (rule 6): an id holding an active pattern is replaced by its digest name,
         // and a digest name that holds one (never seen, but possible) by the digest of that.
-        let mut names: Vec<String> = ids.to_vec();
-        let mut engine = engine;
+        // Names are borrowed until one changes, and a change renames the engine in place (its
+        // finders depend on the patterns only): building costs no copy per secret.
+        let mut names: Vec<Cow<'_, str>> =
+            ids.iter().map(|id| Cow::Borrowed(id.as_str())).collect();
         for _ in 0..DIGEST_NAME_ROUNDS {
             let carriers: Vec<usize> = (0..names.len())
                 .filter(|&i| names[i].len() >= shortest && carries_pattern(&engine, &names[i]))
@@ -380,10 +385,10 @@ impl Redactor {
                 };
             }
             for i in carriers {
-                names[i] = digest_name(&names[i]);
+                names[i] = Cow::Owned(digest_name(&names[i]));
             }
-            match Self::engine(&names, bytes.clone(), patterns.clone()) {
-                Some(next) => engine = next,
+            match Self::name_table(&names) {
+                Some((id_text, id_ends)) => engine.rename(id_text, id_ends),
                 None => break,
             }
         }
@@ -393,21 +398,15 @@ impl Redactor {
         }
     }
 
-    /// The engine for these patterns, naming secret `i` by `names[i]`; `None` if the names do
-    /// not fit its offsets.
-    fn engine(names: &[String], bytes: Box<[u8]>, patterns: Box<[Pattern]>) -> Option<Engine> {
-        let mut id_text = String::with_capacity(names.iter().map(String::len).sum());
+    /// The names concatenated, and where each ends; `None` if they do not fit the offsets.
+    fn name_table(names: &[impl AsRef<str>]) -> Option<(Box<str>, Box<[u32]>)> {
+        let mut id_text = String::with_capacity(names.iter().map(|n| n.as_ref().len()).sum());
         let mut id_ends = Vec::with_capacity(names.len());
-        for id in names {
-            id_text.push_str(id);
+        for name in names {
+            id_text.push_str(name.as_ref());
             id_ends.push(u32::try_from(id_text.len()).ok()?);
         }
-        Some(Engine::new(
-            bytes,
-            patterns,
-            id_text.into_boxed_str(),
-            id_ends.into_boxed_slice(),
-        ))
+        Some((id_text.into_boxed_str(), id_ends.into_boxed_slice()))
     }
 
     /// Whether this redactor can never change any text (no value reaches the floor).

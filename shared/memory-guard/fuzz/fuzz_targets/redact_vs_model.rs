@@ -2,7 +2,9 @@
 //! one model) on fuzzer-chosen secrets and text.
 //!
 //! Input layout: the first byte picks padding (none, a dozen or seventy unrelated secrets,
-//! alphanumeric or a `sk-live-` family, so every finder is reached); the rest is split at NUL
+//! alphanumeric or a `sk-live-` family, so every finder is reached) and whether every secret
+//! shares the prefix `wallet` (the padding then alternating it with a second prefix: the
+//! prefix finder with one prefix or several); the rest is split at NUL
 //! bytes, the last part being the text and each earlier part a secret, written `id\x01value`
 //! or just `value` (id `s<index>`). Invalid ids are rejected by the registry and skipped by
 //! the model alike.
@@ -14,6 +16,8 @@ use memory_guard::SecretRegistry;
 #[path = "../../tests/reference/mod.rs"]
 mod reference;
 
+const SHARED: &str = "wallet";
+
 fn padding(selector: u8) -> Vec<(String, String)> {
     let count = match selector % 4 {
         0 => 0,
@@ -21,9 +25,14 @@ fn padding(selector: u8) -> Vec<(String, String)> {
         _ => 70,
     };
     let family = selector & 4 != 0;
+    let shared = selector & 8 != 0;
     (0..count)
         .map(|i: u64| {
-            let value = if family {
+            let value = if shared {
+                let head = if i % 2 == 0 { SHARED } else { "pursey" };
+                let mixed = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 40;
+                format!("{head}{mixed:x}{i}")
+            } else if family {
                 format!("sk-live-pad{i:03}x")
             } else {
                 let mixed = i.wrapping_mul(0x9E37_79B9_7F4A_7C15) >> 20;
@@ -54,6 +63,11 @@ fuzz_target!(|data: &[u8]| {
             None => (format!("s{i}"), part.clone()),
         })
         .collect();
+    if selector & 8 != 0 {
+        for (_, value) in &mut secrets {
+            value.insert_str(0, SHARED);
+        }
+    }
     secrets.extend(padding(selector));
 
     let mut registry = SecretRegistry::new();
@@ -84,6 +98,10 @@ fuzz_target!(|data: &[u8]| {
     );
     assert_eq!(count == 0, matches!(out, std::borrow::Cow::Borrowed(_)));
     assert_eq!(reference::survivor(&secrets, &out), None, "survivor");
-    assert_eq!(reference::value_in_a_marker_name(&secrets, &out), None, "a value in a marker name");
+    assert_eq!(
+        reference::value_in_a_marker_name(&secrets, &out),
+        None,
+        "a value in a marker name"
+    );
     assert_eq!(redactor.redact(&out), out, "idempotence");
 });

@@ -13,9 +13,13 @@
 //!   text has few spans.
 //!
 //!   The finder is the cheapest to build and fastest to run for the pattern set (measured
-//!   with `benches/redaction.rs`): `memchr::memmem` for one pattern; the rare-byte finder
-//!   ([`Rare`]) when every pattern has one of at most three rare bytes at a fixed offset (key
-//!   families such as `sk-live-`, `ghp_`, `AKIA`); otherwise Aho-Corasick's packed Teddy
+//!   with `benches/redaction.rs`): `memchr::memmem` for one pattern; the prefix finder
+//!   ([`PrefixIndex`]) when every pattern shares one literal prefix (a deployment's keys of one
+//!   provider), a substring search for the prefix being both faster and more selective than
+//!   any single byte; the rare-byte finder ([`Rare`]) when every pattern has one of at most
+//!   three rare bytes at a fixed offset (key families such as `sk-live-`, `ghp_`, `AKIA`),
+//!   since `memchr3` outruns a search for several prefixes on text free of those bytes;
+//!   otherwise the prefix finder over up to eight prefixes, Aho-Corasick's packed Teddy
 //!   searcher up to 64 patterns and the Wu-Manber [`SkipIndex`] beyond. None of them needs an
 //!   automaton, which is what makes building a redactor per request cheap.
 //! - **Slow.** A standard Aho-Corasick walk ([`Slow`]), built lazily on first need, with the
@@ -37,6 +41,7 @@ use aho_corasick::packed;
 use memchr::memmem;
 
 use super::marker::{is_id_byte, marker_id_at, MARKER_PREFIX, MARKER_SUFFIX, MAX_MARKER_BYTES};
+use super::prefix::{Groups, PrefixIndex};
 use super::rare::{Miss, Rare};
 use super::skip::SkipIndex;
 use super::slow::Slow;
@@ -107,6 +112,7 @@ const ID_BUDGET: usize = 64 * 1024;
 enum Fast {
     One(memmem::Finder<'static>),
     Packed(packed::Searcher),
+    Prefix(PrefixIndex),
     Skip(SkipIndex),
     /// Patterns the fast finders cannot index (shorter than 8 bytes, in a large set).
     None,
@@ -187,14 +193,19 @@ impl Engine {
     ) -> Self {
         let max_len = patterns.iter().map(|p| p.len as usize).max().unwrap_or(0);
         let has_bracket = memchr::memchr(b'[', &bytes).is_some();
-        let rare = if patterns.len() > 1 {
+        // One prefix shared by every pattern is searched for with `memmem`, more selective than
+        // any single rare byte (and not slowed by text full of that byte); several prefixes are left to
+        // the rare-byte finder first, whose `memchr3` outruns Teddy on text free of its bytes.
+        let groups = Groups::of(&bytes, &patterns);
+        let single_prefix = groups.as_ref().is_some_and(Groups::is_single);
+        let rare = if patterns.len() > 1 && !single_prefix {
             Rare::new(&bytes, &patterns)
         } else {
             None
         };
         let fast = OnceLock::new();
         if rare.is_none() {
-            let _ = fast.set(Self::general_finder(&bytes, &patterns));
+            let _ = fast.set(Self::general_finder(&bytes, &patterns, groups));
         }
         Self {
             bytes,
@@ -211,7 +222,17 @@ impl Engine {
         }
     }
 
-    fn general_finder(bytes: &[u8], patterns: &[Pattern]) -> Fast {
+    /// Names secret `i` by `ids[id_ends[i-1]..id_ends[i]]` from now on.
+    pub(super) fn rename(&mut self, ids: Box<str>, id_ends: Box<[u32]>) {
+        self.ids = ids;
+        self.id_ends = id_ends;
+    }
+
+    /// `groups`: [`Groups::of`] these patterns.
+    fn general_finder(bytes: &[u8], patterns: &[Pattern], groups: Option<Groups>) -> Fast {
+        if let Some(index) = groups.and_then(|groups| PrefixIndex::new(bytes, patterns, &groups)) {
+            return Fast::Prefix(index);
+        }
         match patterns.len() {
             0 => Fast::None,
             1 => Fast::One(memmem::Finder::new(&bytes[patterns[0].range()]).into_owned()),
@@ -255,8 +276,23 @@ impl Engine {
 
     #[inline(always)]
     fn general(&self) -> &Fast {
-        self.fast
-            .get_or_init(|| Self::general_finder(&self.bytes, &self.patterns))
+        self.fast.get_or_init(|| {
+            let groups = Groups::of(&self.bytes, &self.patterns);
+            Self::general_finder(&self.bytes, &self.patterns, groups)
+        })
+    }
+
+    /// Whether `text` holds an occurrence of an active pattern: for marker names, which are id
+    /// characters (no marker inside), so this is whether redacting them would replace anything.
+    /// It does not count as the redactor's first text, so the names checked while building do
+    /// not make a redactor used once pay for [`overlap_reach`].
+    pub(super) fn holds_pattern(&self, text: &str) -> bool {
+        let hay = text.as_bytes();
+        let mut budget = Budget::new(ID_BUDGET);
+        match self.find(hay, 0, hay.len(), &mut budget) {
+            Ok(found) => found.is_some(),
+            Err(Bail) => self.redact_slow(text).map_or(true, |(_, spans)| spans > 0),
+        }
     }
 
     /// Any finder, for checks off the hot loop (marker ids).
@@ -291,6 +327,9 @@ impl Fast {
         match self {
             Fast::One(finder) => Ok(find_one(finder, finder.needle().len(), hay, from, to)),
             Fast::Packed(searcher) => Ok(find_packed(searcher, hay, from, to)),
+            Fast::Prefix(index) => {
+                index.find(hay, &engine.bytes, &engine.patterns, from, to, budget)
+            }
             Fast::Skip(index) => index.find(hay, &engine.bytes, &engine.patterns, from, to, budget),
             Fast::None => Err(Bail),
         }
@@ -367,6 +406,9 @@ impl Engine {
             }
             Fast::Packed(searcher) => self.scan(text, |hay, from, to, _| {
                 Ok(find_packed(searcher, hay, from, to))
+            }),
+            Fast::Prefix(index) => self.scan(text, |hay, from, to, budget| {
+                index.find(hay, &self.bytes, &self.patterns, from, to, budget)
             }),
             Fast::Skip(index) => self.scan(text, |hay, from, to, budget| {
                 index.find(hay, &self.bytes, &self.patterns, from, to, budget)

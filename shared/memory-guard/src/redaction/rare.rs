@@ -79,13 +79,10 @@ impl Rare {
     /// position, falls among at most [`MAX_PAIRS`] (byte, offset) pairs of rank at most
     /// [`MAX_RANK`].
     pub(super) fn new(bytes: &[u8], patterns: &[Pattern]) -> Option<Self> {
-        let min_len = patterns.iter().map(|p| p.len as usize).min()?;
-        if min_len < super::skip::MIN_WINDOW {
-            return None;
-        }
+        let window = Buckets::window_of(patterns)?;
         let mut pairs: Vec<(u8, usize)> = Vec::with_capacity(MAX_PAIRS);
         for pattern in patterns {
-            let head = &bytes[pattern.range()][..min_len.min(32)];
+            let head = &bytes[pattern.range()][..window];
             // The rarest byte, the first of equals.
             let (mut offset, mut byte) = (0, head[0]);
             for (at, &b) in head.iter().enumerate().skip(1) {
@@ -136,7 +133,15 @@ impl Rare {
         // One monomorphised `confirm` per needle count: the hot loop stays free of dispatch.
         macro_rules! confirm_hits {
             ($hits:expr) => {
-                self.confirm($hits, hay, bytes, patterns, from, to, budget)
+                self.confirm(
+                    $hits.map(|hit| scan_from + hit),
+                    hay,
+                    bytes,
+                    patterns,
+                    from,
+                    to,
+                    budget,
+                )
             };
         }
         match *self.needles.as_slice() {
@@ -147,6 +152,8 @@ impl Rare {
         }
     }
 
+    /// Confirms the candidate starts of `hits` (positions of rare bytes, ascending): the
+    /// leftmost occurrence among them, with the longest pattern there.
     #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn confirm(
@@ -159,11 +166,8 @@ impl Rare {
         to: usize,
         budget: &mut Budget,
     ) -> Result<Option<Found>, Miss> {
-        let window = self.buckets.window;
-        let scan_from = from + self.min_offset;
         let mut best: Option<Found> = None;
         for hit in hits {
-            let hit = scan_from + hit;
             // Candidates from later hits start at or after `hit - max_offset`.
             if best.is_some_and(|b| hit > b.start + self.max_offset) {
                 break;
@@ -174,7 +178,7 @@ impl Rare {
                     continue;
                 }
                 let start = hit - offset;
-                if start + window > to || best.is_some_and(|b| start >= b.start) {
+                if best.is_some_and(|b| start >= b.start) {
                     continue;
                 }
                 if let Some(found) = self

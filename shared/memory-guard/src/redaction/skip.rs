@@ -17,7 +17,7 @@ use super::engine::{Bail, Budget, Found, Pattern};
 /// Bytes hashed per shift-table lookup.
 const GRAM: usize = 4;
 /// Bytes of the bucket key; the window must hold at least this many.
-pub(super) const MIN_WINDOW: usize = 8;
+const MIN_WINDOW: usize = 8;
 /// Longest window used; longer windows allow longer shifts but fill the table faster.
 const MAX_WINDOW: usize = 32;
 const NONE: u32 = u32::MAX;
@@ -39,13 +39,17 @@ pub(super) struct Buckets {
 }
 
 impl Buckets {
+    /// The window these patterns would be confirmed on: the shortest pattern's length, at
+    /// most [`MAX_WINDOW`]. `None` if some pattern is shorter than [`MIN_WINDOW`] bytes (or
+    /// there are none).
+    pub(super) fn window_of(patterns: &[Pattern]) -> Option<usize> {
+        let min_len = patterns.iter().map(|p| p.len as usize).min()?;
+        (min_len >= MIN_WINDOW).then_some(min_len.min(MAX_WINDOW))
+    }
+
     /// `None` if some pattern is shorter than [`MIN_WINDOW`] bytes.
     pub(super) fn new(bytes: &[u8], patterns: &[Pattern]) -> Option<Self> {
-        let min_len = patterns.iter().map(|p| p.len as usize).min()?;
-        if min_len < MIN_WINDOW {
-            return None;
-        }
-        let window = min_len.min(MAX_WINDOW);
+        let window = Self::window_of(patterns)?;
         let bucket_bits = bits_for(patterns.len() * 2, 4, 30);
         let mut heads = vec![NONE; 1 << bucket_bits].into_boxed_slice();
         let mut next = vec![NONE; patterns.len()].into_boxed_slice();
@@ -66,8 +70,30 @@ impl Buckets {
         })
     }
 
-    /// The longest pattern occurring at `pos` and ending by `to`, if any. The caller ensures
-    /// `pos + window <= to`.
+    /// The first of `candidates` (ascending starts) at which a pattern occurs ending by `to`,
+    /// with the longest pattern there: the leftmost occurrence, when every occurrence's start
+    /// is among the candidates.
+    #[inline(always)]
+    pub(super) fn first_confirmed(
+        &self,
+        candidates: impl Iterator<Item = usize>,
+        hay: &[u8],
+        bytes: &[u8],
+        patterns: &[Pattern],
+        to: usize,
+        budget: &mut Budget,
+    ) -> Result<Option<Found>, Bail> {
+        for pos in candidates {
+            let found = self.longest_at(hay, bytes, patterns, pos, to, budget)?;
+            if found.is_some() {
+                return Ok(found);
+            }
+        }
+        Ok(None)
+    }
+
+    /// The longest pattern occurring at `pos` and ending by `to`, if any (none if its window
+    /// does not fit).
     #[inline]
     pub(super) fn longest_at(
         &self,
@@ -78,6 +104,9 @@ impl Buckets {
         to: usize,
         budget: &mut Budget,
     ) -> Result<Option<Found>, Bail> {
+        if pos + self.window > to {
+            return Ok(None);
+        }
         let key = read_u64(hay, pos + self.window - MIN_WINDOW);
         let mut index = self.heads[key_slot(key, self.bucket_bits)];
         let mut best: Option<Found> = None;
@@ -171,21 +200,20 @@ impl SkipIndex {
     ) -> Result<Option<Found>, Bail> {
         let window = self.buckets.window;
         let mut pos = from;
-        while pos + window <= to {
-            let gram = read_u32(hay, pos + window - GRAM);
-            let shift = self.shift[gram_slot(gram, self.shift_bits)];
-            if shift != 0 {
+        // Positions the shift table cannot rule out, in order.
+        let candidates = std::iter::from_fn(|| {
+            while pos + window <= to {
+                let gram = read_u32(hay, pos + window - GRAM);
+                let shift = self.shift[gram_slot(gram, self.shift_bits)];
+                if shift == 0 {
+                    pos += 1;
+                    return Some(pos - 1);
+                }
                 pos += usize::from(shift);
-                continue;
             }
-            let found = self
-                .buckets
-                .longest_at(hay, bytes, patterns, pos, to, budget)?;
-            if found.is_some() {
-                return Ok(found);
-            }
-            pos += 1;
-        }
-        Ok(None)
+            None
+        });
+        self.buckets
+            .first_confirmed(candidates, hay, bytes, patterns, to, budget)
     }
 }
