@@ -41,7 +41,7 @@ def _target_dir() -> Path:
 
 
 def start_gateway(label: str, extra_env: dict[str, str] | None = None, *,
-                  exchanges: bool = True) -> Gateway:
+                  exchanges: bool = True, log_level: str | None = None) -> Gateway:
     """`local_gateway` with the functions, the environment plus `extra_env`; its exchanges
     join target/e2e-exchanges (the OpenAPI step checks them) unless `exchanges` is off (they
     are not OpenWOP exchanges), its logs go to target/<label>-logs.txt. Fails the test run
@@ -64,6 +64,8 @@ def start_gateway(label: str, extra_env: dict[str, str] | None = None, *,
         logs_path.unlink()
     # Dreams distil what the tests just wrote (production waits out in-flight writes).
     env = dict(os.environ, DREAM_SETTLE_SECONDS="0", **(extra_env or {}))
+    if log_level:
+        env["LOCAL_GATEWAY_LOG_LEVEL"] = log_level
     recording = ["--exchanges", str(target / "e2e-exchanges")] if exchanges else []
     with stderr_path.open("wb") as stderr:
         process = subprocess.Popen(
@@ -95,7 +97,9 @@ def secret_gateway(label: str, secret_id: str, value: str, logged: str) -> Itera
     """`log_checked_gateway` with one configured SR-1 secret (REDACTION_SECRETS); yields the
     gateway's base URL; on leaving, none of its answers may have been a 5xx."""
     env = {"REDACTION_SECRETS": json.dumps([{"secretId": secret_id, "value": value}])}
-    with log_checked_gateway(label, env, logged=logged) as gw:
+    # At DEBUG, so the configured secret is looked for in every line the MCP
+    # library and the functions could write at the most verbose level.
+    with log_checked_gateway(label, env, logged=logged, log_level="DEBUG") as gw:
         yield gw.base_url
     assert_no_server_errors(gw)
 
@@ -108,11 +112,11 @@ def assert_no_server_errors(gw: Gateway) -> None:
 
 @contextmanager
 def log_checked_gateway(label: str, extra_env: dict[str, str],
-                        logged: str) -> Iterator[Gateway]:
+                        logged: str, log_level: str | None = None) -> Iterator[Gateway]:
     """`start_gateway` for a module that configures one of its own; stopped on leaving, when its
     functions' logs must hold `logged` (the positive control: they were captured) and no
     registered content or secret."""
-    gw = start_gateway(label, extra_env)
+    gw = start_gateway(label, extra_env, log_level=log_level)
     yield gw
     logs = gw.stop()
     assert logged in logs, f"positive control: the functions' log lines hold {logged!r}"
@@ -121,7 +125,10 @@ def log_checked_gateway(label: str, extra_env: dict[str, str],
 
 @pytest.fixture(scope="session")
 def gateway() -> Gateway:
-    gw = start_gateway("python-e2e")
+    # At DEBUG, the most verbose level an operator can set (AWS_LAMBDA_LOG_LEVEL): the leak
+    # scan at the end of the suite (test_zz_hygiene) then covers every line the functions could
+    # ever write. The Rust end-to-end tests and the stand-in gateways run at INFO, as deployed.
+    gw = start_gateway("python-e2e", log_level="DEBUG")
     yield gw
     gw.stop()
 

@@ -19,6 +19,9 @@ def test_zz_no_5xx_and_no_sensitive_data_in_function_logs(gateway):
         assert f"===== {function} =====" in logs, f"no log section for {function}"
     if any(path.endswith("memory-write/invocations") for _, path, _ in access):
         assert "entries written" in logs, "memory-write's log lines were not captured"
+    # The suite's gateway runs the functions at DEBUG (conftest), so the scan below reads the
+    # most verbose logs an operator can turn on.
+    assert "logging at debug" in logs, "the functions did not log at DEBUG"
     # The search index served searches (test_f_search builds one): memory-read's EMF metric.
     assert "SearchIndexServed" in logs, "no search was answered by a ref's index"
 

@@ -102,6 +102,12 @@ async fn main() {
     if std::env::var_os("OAP_PUBLIC_URL").is_none() {
         extra.push(("OAP_PUBLIC_URL", public_url.as_str()));
     }
+    // The functions log at the deployed level (INFO) unless a suite asks for another, e.g. DEBUG
+    // to scan what the most verbose logs hold.
+    let level = std::env::var("LOCAL_GATEWAY_LOG_LEVEL").ok();
+    if let Some(level) = level.as_deref() {
+        extra.push(("AWS_LAMBDA_LOG_LEVEL", level));
+    }
     let gateway = match Gateway::start(args.exchanges, &extra).await {
         Ok(g) => Arc::new(g),
         Err(e) => {
