@@ -1675,3 +1675,26 @@ macro_rules! commitment_suite {
         }
     };
 }
+
+/// The search index's promise (docs/search.md "The index"), checked the same way over every
+/// adapter: an answer from the index names the entries the full scan names, in its order, with
+/// the same scores to the bit, and counts the same unembedded entries.
+pub fn assert_same_answer(
+    what: &str,
+    index: &memory_core::search::SearchResults,
+    scan: &memory_core::search::SearchResults,
+) {
+    assert_eq!(
+        index.path,
+        memory_core::ref_index::SearchPath::Index,
+        "{what}: served by the index"
+    );
+    let ranked = |r: &memory_core::search::SearchResults| {
+        r.results
+            .iter()
+            .map(|h| (h.entry.id.clone(), h.score.to_bits()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ranked(index), ranked(scan), "{what}");
+    assert_eq!(index.unembedded, scan.unembedded, "{what}: unembedded");
+}
