@@ -795,15 +795,26 @@ impl IndexForgetHook {
     ) -> Result<usize, StoreError> {
         let archive = &*self.archive;
         for _ in 0..FORGET_ROUNDS {
-            let Some((manifest, etag)) = read_manifest(archive, memory_ref).await? else {
-                self.sweep(memory_ref, None).await?;
-                return Ok(0);
+            let (manifest, etag) = match read_manifest(archive, memory_ref).await {
+                Ok(Some(found)) => found,
+                Ok(None) => {
+                    self.sweep(memory_ref, None).await?;
+                    return Ok(0);
+                }
+                // An index forget cannot read is dropped whole (the scan answers until the next
+                // pass rebuilds it): it may hold the subject, and a forget must not fail on it.
+                Err(StoreError::Corrupt { .. }) => return self.drop_index(memory_ref).await,
+                Err(e) => return Err(e),
             };
             let mut rewritten = 0;
             let mut next = manifest.clone();
             let mut uploads = Vec::new();
             for (i, s) in manifest.segments.iter().enumerate() {
-                let (decoded, _) = fetch_segment(archive, memory_ref, s, true).await?;
+                let decoded = match fetch_segment(archive, memory_ref, s, true).await {
+                    Ok((decoded, _)) => decoded,
+                    Err(StoreError::Corrupt { .. }) => return self.drop_index(memory_ref).await,
+                    Err(e) => return Err(e),
+                };
                 if !ids.iter().any(|id| decoded.position(id).is_some()) {
                     continue;
                 }
@@ -833,8 +844,23 @@ impl IndexForgetHook {
                     return Ok(rewritten);
                 }
                 Err(StoreError::Conflict { .. }) => {
+                    // Either another writer installed first, or this very install was applied
+                    // and its answer lost (the retry then fails its precondition): only what
+                    // the manifest now in place does not name is taken away.
+                    let current = read_manifest(archive, memory_ref).await.ok().flatten();
+                    if current.as_ref().is_some_and(|(m, _)| {
+                        m.generation == next.generation && m.segments == next.segments
+                    }) {
+                        self.sweep(memory_ref, Some(&next)).await?;
+                        return Ok(rewritten);
+                    }
                     for name in uploads {
-                        delete_segment(archive, memory_ref, &name).await?;
+                        let named = current
+                            .as_ref()
+                            .is_some_and(|(m, _)| m.segments.iter().any(|s| s.name == name));
+                        if !named {
+                            delete_segment(archive, memory_ref, &name).await?;
+                        }
                     }
                     continue;
                 }
@@ -845,6 +871,17 @@ impl IndexForgetHook {
             op: "forget search index",
             code: "ManifestContention".to_owned(),
         })
+    }
+
+    /// Deletes the ref's whole index, every version of every object; the next index pass builds
+    /// it again from the table.
+    async fn drop_index(&self, memory_ref: &MemoryRef) -> Result<usize, StoreError> {
+        tracing::warn!(tenant = %memory_ref.tenant(), "search index unreadable, dropped for forget");
+        let key = object_key(memory_ref, MANIFEST_NAME)?;
+        self.archive.delete(&key).await?;
+        self.archive.delete_old_versions(&key).await?;
+        self.sweep(memory_ref, None).await?;
+        Ok(0)
     }
 
     /// Deletes, with every version, each object under the ref's index that `manifest` does not

@@ -370,6 +370,32 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
     assert_eq!(fallback.path, SearchPath::Fallback);
     assert_eq!(fallback.results, scan.results);
     assert_eq!(fallback.unembedded, scan.unembedded);
+    // A forget meanwhile cannot read the index: it drops the index whole rather than fail.
+    let hook = IndexForgetHook::new(s.archive.clone(), s.w.ports.clock.clone());
+    let forgotten = memory_core::EntryKey {
+        memory_ref: memory_ref(),
+        id: scan.results[0].entry.id.clone(),
+    };
+    let ids = std::collections::BTreeSet::from([forgotten.id.as_str()]);
+    let now = memory_core::ports::Clock::now(&*s.w.ports.clock);
+    assert_eq!(
+        hook.rewrite_without(&memory_ref(), &ids, now)
+            .await
+            .expect("forget"),
+        0
+    );
+    assert!(s.archive.dump().is_empty(), "every index object is gone");
+    assert_eq!(
+        s.search(
+            true,
+            "invoice payment",
+            &TagFilter::default(),
+            SearchMode::Text
+        )
+        .await
+        .path,
+        SearchPath::Scan
+    );
     // The next pass with something to fold finds the segment gone and rebuilds from the table.
     s.put(entries(3, 8), true).await;
     let report = s.pass().run(TENANT, REF).await.expect("pass");
