@@ -660,21 +660,23 @@ async fn run(world: &World, n: usize, args: &Args) -> String {
         print_row(n, row);
     }
     let summary = format!(
-        "- {n} entries ({} dims, a tag each): load {:.1} s ({:.0} entries/s, {} writers); index build pass {:.1} s \
-         ({} documents, {} segment, {} DynamoDB + {} S3 calls); 1% tail load {:.1} s, fold pass {:.1} s \
-         ({} changes, {} segments after); tantivy build {:.1} s; \
+        "- {n} entries ({} dims, a tag each): load {:.1} s ({:.0} entries/s, {} writers); index build pass {:.1} s, \
+         of which {:.1} s in the pass itself ({} documents, {} segment, {} DynamoDB + {} S3 calls); \
+         1% tail load {:.1} s, fold pass {:.1} s, {:.2} s in the pass itself ({} changes, {} segments after); tantivy build {:.1} s; \
          bench peak RSS {:.0} MiB{}",
         args.dims,
         load_base.as_secs_f64(),
         base as f64 / load_base.as_secs_f64(),
         args.concurrency,
         build.wall.as_secs_f64(),
+        build.function().as_secs_f64(),
         built.documents,
         built.segments,
         build.dynamo_calls,
         build.s3_calls,
         load_tail.as_secs_f64(),
         fold.wall.as_secs_f64(),
+        fold.function().as_secs_f64(),
         folded.changes,
         folded.segments,
         tantivy_build.as_secs_f64(),
