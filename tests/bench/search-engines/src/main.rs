@@ -15,127 +15,11 @@
 //! of the top 10.
 
 use std::collections::HashSet;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
+use search_engines_bench::{generate, row, rss_mib, Entry, NOW, SEGMENT_DOCS};
 use search_index::{indexed_doc, Segment, TagQuery, TailDoc, View};
 use text_search::{searchable_text, Analyzer, Document, Ranking, TermCache};
-
-const SEGMENT_DOCS: usize = 100_000;
-const NOW: i64 = 1_800_000_000_000;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        // xorshift64*: deterministic, no dependency.
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Zipf-like: small ranks much more often (a word list's shape).
-    fn zipf(&mut self, n: usize) -> usize {
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        ((n as f64).powf(u) - 1.0) as usize % n
-    }
-}
-
-struct Entry {
-    id: String,
-    content: String,
-    tags: Vec<String>,
-    created_at_ms: i64,
-    vector: Option<Vec<f32>>,
-}
-
-fn vocabulary(rng: &mut Rng, n: usize) -> Vec<String> {
-    const SYLLABLES: &[&str] = &[
-        "ka", "lo", "mi", "ren", "sta", "vo", "qui", "der", "ton", "ber", "lin", "par", "is",
-        "mo", "ved", "fac", "tur", "ing", "ed", "er", "al", "an", "cus", "tom", "re", "fund",
-    ];
-    let mut seen = HashSet::new();
-    let mut words = Vec::with_capacity(n);
-    while words.len() < n {
-        let len = 2 + rng.below(3);
-        let w: String = (0..len).map(|_| SYLLABLES[rng.below(SYLLABLES.len())]).collect();
-        if seen.insert(w.clone()) {
-            words.push(w);
-        }
-    }
-    words
-}
-
-fn generate(n: usize, dims: usize, seed: u64) -> (Vec<Entry>, Vec<String>) {
-    let mut rng = Rng(seed);
-    let words = vocabulary(&mut rng, 30_000);
-    const COMMON: &[&str] = &["the", "customer", "asked", "about", "and", "for", "with", "order"];
-    let entries = (0..n)
-        .map(|i| {
-            let len = 8 + rng.below(25);
-            let content: Vec<&str> = (0..len)
-                .map(|_| {
-                    if rng.below(3) == 0 {
-                        COMMON[rng.below(COMMON.len())]
-                    } else {
-                        &words[rng.zipf(words.len())]
-                    }
-                })
-                .collect();
-            let vector = (dims > 0).then(|| {
-                (0..dims)
-                    .map(|_| (rng.below(2001) as f32 - 1000.0) / 1000.0)
-                    .collect()
-            });
-            Entry {
-                id: format!("01K{:023}", i),
-                content: content.join(" "),
-                tags: vec![format!("topic-{}", rng.below(50))],
-                created_at_ms: NOW - (n - i) as i64 * 1000,
-                vector,
-            }
-        })
-        .collect();
-    // Queries: one to three words, rare to common.
-    let queries = (0..64)
-        .map(|q| {
-            let k = 1 + q % 3;
-            (0..k)
-                .map(|j| words[rng.zipf(if j == 0 { 3000 } else { words.len() })].clone())
-                .collect::<Vec<_>>()
-                .join(" ")
-        })
-        .collect();
-    (entries, queries)
-}
-
-fn percentile(samples: &mut [Duration], p: f64) -> f64 {
-    samples.sort();
-    let i = ((samples.len() as f64 - 1.0) * p).round() as usize;
-    samples[i].as_secs_f64() * 1000.0
-}
-
-fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmRSS"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|k| k.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
-}
-
-fn row(engine: &str, mode: &str, samples: &mut [Duration], extra: &str) {
-    let p50 = percentile(samples, 0.5);
-    let p95 = percentile(samples, 0.95);
-    println!("| {engine} | {mode} | {p50:.2} | {p95:.2} | {extra} |");
-}
 
 struct Sizes {
     list: Vec<usize>,
@@ -315,26 +199,11 @@ mod tantivy_engine {
     use tantivy::collector::TopDocs;
     use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
     use tantivy::schema::{IndexRecordOption, Schema, Value, STORED, STRING, TEXT};
-    use tantivy::tokenizer::{PreTokenizedString, Token};
+    use tantivy::tokenizer::PreTokenizedString;
     use tantivy::{Index, IndexWriter, TantivyDocument, Term};
 
     fn tokens(analyzer: &Analyzer, text: &str) -> PreTokenizedString {
-        let tokens = analyzer
-            .terms(text)
-            .into_iter()
-            .enumerate()
-            .map(|(position, text)| Token {
-                offset_from: 0,
-                offset_to: 0,
-                position,
-                text,
-                position_length: 1,
-            })
-            .collect();
-        PreTokenizedString {
-            text: String::new(),
-            tokens,
-        }
+        search_engines_bench::tantivy_tokens(analyzer, text)
     }
 
     pub fn run(entries: &[Entry], queries: &[String], stem: &Analyzer, documents: &[Document<'_>]) {
