@@ -526,7 +526,7 @@ impl IndexPass {
                 let built = Segment::build(docs, &self.model, &analyzer);
                 manifest
                     .segments
-                    .push(self.upload(&memory_ref, &built, &mut uploads).await?);
+                    .push(put_segment(archive, &memory_ref, &built, &mut uploads).await?);
             }
             report.status = "built";
         } else {
@@ -544,7 +544,7 @@ impl IndexPass {
                 let built = Segment::build(docs, &self.model, &analyzer);
                 manifest
                     .segments
-                    .push(self.upload(&memory_ref, &built, &mut uploads).await?);
+                    .push(put_segment(archive, &memory_ref, &built, &mut uploads).await?);
             }
             report.status = "folded";
             let total: u64 = manifest.segments.iter().map(|s| u64::from(s.docs)).sum();
@@ -578,7 +578,7 @@ impl IndexPass {
         manifest.built_ms = now.as_millis();
         report.segments = manifest.segments.len();
         report.documents = manifest.docs();
-        match self.install(&memory_ref, &manifest, expect).await {
+        match install_manifest(archive, &memory_ref, &manifest, expect).await {
             Ok(()) => {}
             Err(StoreError::Conflict { .. }) => {
                 // Another pass or a forget installed first: what this run uploaded is not
@@ -590,7 +590,7 @@ impl IndexPass {
                         .as_ref()
                         .is_some_and(|(m, _)| m.segments.iter().any(|s| s.name == name));
                     if !named {
-                        self.delete_segment(&memory_ref, &name).await?;
+                        delete_segment(archive, &memory_ref, &name).await?;
                     }
                 }
                 report.status = "lost";
@@ -602,7 +602,7 @@ impl IndexPass {
         let seqs: Vec<String> = changes.into_iter().map(|c| c.seq).collect();
         store.drop_changes(&memory_ref, &seqs).await?;
         for r in expired {
-            self.delete_segment(&memory_ref, &r.name).await?;
+            delete_segment(archive, &memory_ref, &r.name).await?;
             report.deleted_objects += 1;
         }
         if fence.breached(store, &memory_ref).await?.is_some() {
@@ -670,29 +670,9 @@ impl IndexPass {
         if merged.docs().is_empty() {
             return Ok(None);
         }
-        Ok(Some(self.upload(memory_ref, &merged, uploads).await?))
-    }
-
-    async fn upload(
-        &self,
-        memory_ref: &MemoryRef,
-        segment: &Segment,
-        uploads: &mut Vec<String>,
-    ) -> Result<SegmentRef, StoreError> {
-        put_segment(&*self.archive, memory_ref, segment, uploads).await
-    }
-
-    async fn install(
-        &self,
-        memory_ref: &MemoryRef,
-        manifest: &Manifest,
-        expect: Expect,
-    ) -> Result<(), StoreError> {
-        install_manifest(&*self.archive, memory_ref, manifest, expect).await
-    }
-
-    async fn delete_segment(&self, memory_ref: &MemoryRef, name: &str) -> Result<(), StoreError> {
-        delete_segment(&*self.archive, memory_ref, name).await
+        Ok(Some(
+            put_segment(&*self.archive, memory_ref, &merged, uploads).await?,
+        ))
     }
 }
 
