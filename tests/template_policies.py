@@ -1260,6 +1260,86 @@ def check_tenant_access(resources: dict[str, Any], params: dict[str, Any],
                       f"got {env.get('TENANT_ROLE_ARN')!r}")
 
 
+# The metering line's counts that Contributor Insights ranks tenants by, and the quota metrics
+# the pressure alarms watch: each must be a name the Rust code emits (a rename there fails here).
+INSIGHT_VALUES = {"WriteUnits", "ReadUnits", "S3BytesIn", "BedrockTokens"}
+QUOTA_METRICS = ("QuotaRefused", "QuotaNearLimit")
+DASHBOARD_METRICS = ("ErrorAnswered", "StoreRetries")
+
+
+def emitted_names() -> str:
+    """Every Rust source under shared/ and functions/, as one text to look metric names up in."""
+    return "\n".join(p.read_text(errors="replace")
+                     for d in ("shared", "functions") for p in (REPO_ROOT / d).rglob("*.rs"))
+
+
+def sub_text(value: Any) -> str:
+    """The template text of a `!Sub` string (its `${...}` left as written)."""
+    if isinstance(value, dict) and "Fn::Sub" in value:
+        sub = value["Fn::Sub"]
+        return sub[0] if isinstance(sub, list) else str(sub)
+    return str(value)
+
+
+def check_observability(resources: dict[str, Any], functions: dict[str, Any], rep: Report) -> None:
+    rep.section("Dashboard, per-tenant Contributor Insights, quota alarms")
+    code = emitted_names()
+    names = {k: sub_text(props_of(v).get("FunctionName")) for k, v in functions.items()}
+    boards = of_type(resources, "AWS::CloudWatch::Dashboard")
+    rep.check(len(boards) == 1, "one CloudWatch dashboard", f"found {sorted(boards)}")
+    widgets: list[dict[str, Any]] = []
+    for k, v in boards.items():
+        try:
+            widgets = json.loads(sub_text(props_of(v).get("DashboardBody")))["widgets"]
+        except (ValueError, KeyError, TypeError) as exc:
+            rep.check(False, f"{k}: body is JSON with widgets", str(exc))
+    text = [json.dumps(w) for w in widgets]
+    for logical, fn in sorted(names.items()):
+        want = {
+            "invocations, errors, throttles": ('"Invocations", "FunctionName", "' + fn, '"Errors"',
+                                               '"Throttles"'),
+            "duration p50 and p99": ('"Duration", "FunctionName", "' + fn, '"p50"', '"p99"'),
+            "answered errors by code": ("ErrorAnswered", "Function=\\\"" + fn),
+            "store retries": ('"StoreRetries", "Function", "' + fn,),
+        }
+        for what, needles in want.items():
+            hit = any(all(n in t for n in needles) for t in text)
+            rep.check(hit, f"dashboard: {logical} {what}")
+    for metric in DASHBOARD_METRICS + QUOTA_METRICS + tuple(sorted(INSIGHT_VALUES)):
+        rep.check(f'"{metric}"' in code, f"metric {metric} is emitted by the Rust code")
+
+    rules = of_type(resources, "AWS::CloudWatch::InsightRule")
+    seen = set()
+    for k, v in sorted(rules.items()):
+        body = json.loads(sub_text(props_of(v).get("RuleBody")))
+        contribution = body.get("Contribution") or {}
+        value = str(contribution.get("ValueOf", "")).removeprefix("$.")
+        seen.add(value)
+        groups = body.get("LogGroupNames") or []
+        covers = all(any(g.endswith("*") and f"/aws/lambda/{fn}".startswith(g[:-1]) for g in groups)
+                     for fn in names.values())
+        rep.check(contribution.get("Keys") == ["$.tenant"] and body.get("LogFormat") == "JSON"
+                  and body.get("AggregateOn") == "Sum" and covers,
+                  f"{k}: ranks $.tenant by the sum of {value} over every function's logs")
+        ref_ok = any(f"${{{k}.RuleName}}" in t for t in text)
+        rep.check(ref_ok, f"{k}: shown on the dashboard")
+    rep.check(seen == INSIGHT_VALUES, "Contributor Insights: top tenants by write units, read units, "
+              "bytes and Bedrock tokens", f"got {sorted(seen)}")
+
+    alarms = of_type(resources, "AWS::CloudWatch::Alarm")
+    for metric in QUOTA_METRICS:
+        found = []
+        for k, v in alarms.items():
+            stats = [m.get("MetricStat", {}).get("Metric", {}) for m in props_of(v).get("Metrics") or []]
+            fns = {ref(d.get("Value")) for s in stats if s.get("MetricName") == metric
+                   and s.get("Namespace") == "WopMemory" for d in s.get("Dimensions") or []}
+            if fns:
+                found.append((k, fns))
+        ok = len(found) == 1 and {"MemoryWriteFunction", "MemoryReadFunction"} <= found[0][1]
+        rep.check(ok, f"{metric}: one alarm over the write and read paths (and the other doors)",
+                  f"found {found}")
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[1]) if len(argv) > 1 else REPO_ROOT / "template.yaml"
     try:
@@ -1295,6 +1375,7 @@ def main(argv: list[str]) -> int:
     check_model_switches(resources, params, doc.get("Conditions") or {}, rep)
     check_tenant_access(resources, params, doc.get("Conditions") or {}, glob, rep)
     check_data_protection(resources, rep)
+    check_observability(resources, functions, rep)
     print(f"\n{rep.passed} passed, {rep.failed} failed")
     return 1 if rep.failed else 0
 

@@ -97,8 +97,15 @@ where
                 "payload is not UTF-8",
             )));
         };
-        let trigger = decode::json(&text).and_then(decode).map_err(invoke_error)?;
-        handler(trigger).await.map_err(invoke_error)
+        let answer = match decode::json(&text).and_then(decode) {
+            Ok(trigger) => handler(trigger).await.map_err(invoke_error),
+            Err(e) => Err(invoke_error(e)),
+        };
+        let retries = memory_core::deadline::take_retries();
+        if retries > 0 {
+            memory_api::metrics::emit(&[("StoreRetries", retries)]);
+        }
+        answer
     });
     Runtime::new(service)
         .layer(TracingLayer::new())
@@ -334,6 +341,7 @@ pub fn invoke_error(e: WireError) -> Diagnostic {
     if e.is_server_error() {
         memory_api::metrics::emit(&[("Failures", 1)]);
     }
+    memory_api::metrics::emit_error(e.code);
     let error_message = match e.retry_after {
         Some(seconds) => format!("{}{RETRY_AFTER_SUFFIX}{seconds})", e.message),
         None => e.message,

@@ -48,6 +48,7 @@ impl HttpResponse {
         if e.is_server_error() {
             metrics::emit(&[("Failures", 1)]);
         }
+        metrics::emit_error(e.code);
         HttpResponse {
             status: e.status,
             body: e.envelope(),

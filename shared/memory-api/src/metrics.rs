@@ -39,20 +39,62 @@ pub fn document(function: &str, counts: &[(&str, u64)], timestamp_ms: i64) -> Va
     Value::Object(doc)
 }
 
-/// Writes one EMF line. Failures to write stdout are ignored: metrics must never fail a call.
-pub fn emit(counts: &[(&str, u64)]) {
-    let now = std::time::SystemTime::now()
+/// The EMF document counting one answered error under its wire code: `ErrorAnswered` by
+/// `Function` and `Code`. The codes are the envelope's fixed set (about a dozen), so the extra
+/// dimension stays small, and the dashboard shows each function's errors by code.
+pub fn error_document(function: &str, code: &str, timestamp_ms: i64) -> Value {
+    json!({
+        "_aws": {
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [["Function", "Code"]],
+                "Metrics": [{"Name": "ErrorAnswered", "Unit": "Count"}],
+            }]
+        },
+        "Function": function,
+        "Code": code,
+        "ErrorAnswered": 1,
+    })
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
-        .unwrap_or(0);
-    let line = document(&function_name(), counts, now).to_string();
+        .unwrap_or(0)
+}
+
+fn write_line(doc: &Value) {
     let mut out = std::io::stdout().lock();
-    let _ = writeln!(out, "{line}");
+    let _ = writeln!(out, "{doc}");
+}
+
+/// Writes one EMF line. Failures to write stdout are ignored: metrics must never fail a call.
+pub fn emit(counts: &[(&str, u64)]) {
+    write_line(&document(&function_name(), counts, now_ms()));
+}
+
+/// Writes the `ErrorAnswered` line of one error answer (HTTP or direct invoke).
+pub fn emit_error(code: &str) {
+    write_line(&error_document(&function_name(), code, now_ms()));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn error_shape_counts_by_function_and_code() {
+        let doc = error_document("memory-write", "rate_limited", 7);
+        let cw = &doc["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(cw["Dimensions"], json!([["Function", "Code"]]));
+        assert_eq!(cw["Metrics"][0]["Name"], "ErrorAnswered");
+        assert_eq!(
+            (&doc["Function"], &doc["Code"], &doc["ErrorAnswered"]),
+            (&json!("memory-write"), &json!("rate_limited"), &json!(1))
+        );
+    }
 
     #[test]
     fn emf_shape() {

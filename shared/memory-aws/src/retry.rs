@@ -112,6 +112,7 @@ where
                 }
                 let code = crate::error::code_of(&err);
                 tracing::warn!(op, code = %code, attempt = n + 1, "retrying");
+                deadline::note_retry();
                 tokio::time::sleep(delay).await;
                 n += 1;
             }

@@ -18,6 +18,21 @@ pub const ANSWER_MARGIN: Duration = Duration::from_millis(1500);
 /// Epoch milliseconds; 0 = unknown.
 static DEADLINE_MS: AtomicU64 = AtomicU64::new(0);
 
+/// Store calls retried since the edge last asked: spent out of the same budget, and counted
+/// here so the edge can publish them per invocation (a rising count is the first sign of
+/// throttling, before any caller sees an error).
+static RETRIES: AtomicU64 = AtomicU64::new(0);
+
+/// Counts one retried store call (the adapters' retry policy calls it).
+pub fn note_retry() {
+    RETRIES.fetch_add(1, Ordering::Relaxed);
+}
+
+/// The retries counted since the last call, resetting the count.
+pub fn take_retries() -> u64 {
+    RETRIES.swap(0, Ordering::Relaxed)
+}
+
 /// Records the deadline of the invocation now starting (epoch milliseconds).
 pub fn set_invocation_deadline(epoch_ms: u64) {
     DEADLINE_MS.store(epoch_ms, Ordering::Relaxed);
@@ -52,6 +67,15 @@ pub fn retry_budget() -> Duration {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn retries_are_counted_until_taken() {
+        take_retries();
+        note_retry();
+        note_retry();
+        assert_eq!(take_retries(), 2);
+        assert_eq!(take_retries(), 0);
+    }
 
     #[test]
     fn budget_follows_the_deadline_and_is_capped() {
