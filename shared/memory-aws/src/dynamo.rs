@@ -830,9 +830,6 @@ impl DynamoEntryStore {
 }
 
 impl DynamoEntryStore {
-    /// Writes the tag postings of `entries` (before the entries themselves): unconditional puts
-    /// in transactions of up to 100 items, so a usual write adds one round trip and the
-    /// function needs no bulk-write permission.
     /// Deletes of `entries`, each only while it is still at the revision that was read.
     fn revision_deletes(
         &self,
@@ -892,6 +889,9 @@ impl DynamoEntryStore {
         Ok(())
     }
 
+    /// Writes the tag postings of `entries` (before the entries themselves): unconditional puts
+    /// in transactions of up to 100 items, so a usual write adds one round trip and the
+    /// function needs no bulk-write permission.
     async fn put_postings(
         &self,
         op: &'static str,

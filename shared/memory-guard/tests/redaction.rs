@@ -23,7 +23,6 @@ fn assert_redacted<'a>(r: &Redactor, text: &'a str, want: &str, markers: usize) 
     out
 }
 
-/// `check` holds whichever of the two secrets is registered first.
 /// Each `(text, redacted)` of `cases` holds whichever of the two secrets is registered first.
 fn in_both_orders(secrets: [(&str, &str); 2], cases: &[(&str, &str)]) {
     for order in [[0, 1], [1, 0]] {
