@@ -2,25 +2,14 @@
 //! pass now and answers `{"inputCount", "outputCount", "mergesApplied", "mergesSkipped"}`; the
 //! schedule and queue paths go through `background_api`.
 
-use async_trait::async_trait;
 use consolidation_service::pass::Consolidator;
-use memory_core::ports::PassKind;
-use memory_core::CoreError;
-use serde_json::{json, Value};
+use serde_json::json;
 
-use memory_api::background_api::{RefPass, RunRef};
-
-pub struct ConsolidatePass(pub Consolidator);
-
-#[async_trait]
-impl RefPass for ConsolidatePass {
-    fn kind(&self) -> PassKind {
-        PassKind::Consolidate
-    }
-
-    async fn run(&self, run: &RunRef) -> Result<Value, CoreError> {
-        let report = self
-            .0
+memory_api::ref_pass!(
+    ConsolidatePass(Consolidator),
+    Consolidate,
+    |consolidator, run| {
+        let report = consolidator
             .run(&run.tenant_id, &run.memory_ref, &run.redactor()?)
             .await?;
         memory_api::metrics::emit(&[
@@ -33,4 +22,4 @@ impl RefPass for ConsolidatePass {
         ]);
         Ok(json!(report))
     }
-}
+);

@@ -4,37 +4,20 @@
 //! operator's direct invoke `{"tenantId", "memoryRef", "pass": "index"}`. The answer is the
 //! run's `IndexReport`; metrics count changes and documents, never content.
 
-use async_trait::async_trait;
-use memory_core::ports::PassKind;
+use memory_api::background_api::metered;
 use memory_core::ref_index::IndexPass;
-use memory_core::CoreError;
-use serde_json::{json, Value};
 
-use memory_api::background_api::{RefPass, RunRef};
-
-pub struct IndexRefPass(pub IndexPass);
-
-#[async_trait]
-impl RefPass for IndexRefPass {
-    fn kind(&self) -> PassKind {
-        PassKind::Index
-    }
-
-    async fn run(&self, run: &RunRef) -> Result<Value, CoreError> {
-        match self.0.run(&run.tenant_id, &run.memory_ref).await {
-            Ok(report) => {
-                memory_api::metrics::emit(&[
-                    ("IndexPasses", 1),
-                    ("IndexChangesFolded", report.changes as u64),
-                    ("IndexDocuments", report.documents),
-                    ("IndexSegments", report.segments as u64),
-                ]);
-                Ok(json!(report))
-            }
-            Err(e) => {
-                memory_api::metrics::emit(&[("IndexPassFailures", 1)]);
-                Err(e)
-            }
-        }
-    }
-}
+memory_api::ref_pass!(IndexRefPass(IndexPass), Index, |pass, run| {
+    metered(
+        pass.run(&run.tenant_id, &run.memory_ref).await,
+        "IndexPassFailures",
+        |report| {
+            vec![
+                ("IndexPasses", 1),
+                ("IndexChangesFolded", report.changes as u64),
+                ("IndexDocuments", report.documents),
+                ("IndexSegments", report.segments as u64),
+            ]
+        },
+    )
+});

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use lambda_adapter::{Answer, HttpTrigger};
 use lambda_runtime::Error;
 use memory_api::{decode, WireError};
-use memory_aws::exchange::{signing_seed, DynamoExchangeStore};
+use memory_aws::exchange::signing_seed;
 use memory_aws::AwsPorts;
 use memory_core::ports::{SystemClock, UlidIds};
 use memory_core::TenantId;
@@ -63,10 +63,7 @@ fn build(
     };
     let exchange = Exchange::new(
         ExchangePorts {
-            grants: Arc::new(
-                DynamoExchangeStore::new(ports.dynamo.clone(), ports.table.clone())
-                    .with_tenant_sessions(ports.tenant_sessions.clone()),
-            ),
+            grants: Arc::new(ports.exchange_store()),
             bundles: Arc::new(ports.archives.bundles()),
             entries: ports.entries.clone(),
             publisher: ports.events.clone(),

@@ -11,8 +11,6 @@ use commitment_aws::DynamoCommitmentStore;
 use commitment_service::firing::CommitmentForgetHook;
 use dream_service::DerivedForgetHook;
 use intent_memory::forget::KeyedForgetHook;
-use memory_aws::exchange::DynamoExchangeStore;
-use memory_aws::keyed::DynamoKeyedStore;
 use memory_aws::AwsPorts;
 use memory_core::forget::Forgetter;
 use memory_core::ports::SystemClock;
@@ -32,18 +30,12 @@ pub fn forgetter(ports: &AwsPorts) -> Forgetter {
             DynamoCommitmentStore::from_ports(ports),
         ))))
         .with_hook(Arc::new(KeyedForgetHook {
-            store: Arc::new(
-                DynamoKeyedStore::new(ports.dynamo.clone(), ports.table.clone())
-                    .with_tenant_sessions(ports.tenant_sessions.clone()),
-            ),
+            store: Arc::new(ports.keyed_store()),
             archives: ports.archives.clone(),
             clock: clock.clone(),
         }))
         .with_hook(Arc::new(BundleForgetHook {
-            store: Arc::new(
-                DynamoExchangeStore::new(ports.dynamo.clone(), ports.table.clone())
-                    .with_tenant_sessions(ports.tenant_sessions.clone()),
-            ),
+            store: Arc::new(ports.exchange_store()),
             archives: ports.archives.clone(),
             clock: clock.clone(),
         }))

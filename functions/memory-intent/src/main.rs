@@ -11,7 +11,7 @@ use intent_memory::{Caller, IntentMemory, IntentPorts, Limits};
 use lambda_adapter::{Answer, HttpTrigger};
 use lambda_runtime::Error;
 use memory_api::{decode, HttpResponse, WireError};
-use memory_aws::keyed::{DynamoKeyRegistry, DynamoKeyedStore};
+use memory_aws::keyed::DynamoKeyRegistry;
 use memory_aws::AwsPorts;
 use memory_core::ports::{Clock, IdSource, SystemClock, UlidIds};
 use memory_core::{AgentId, TenantId};
@@ -43,10 +43,7 @@ async fn serve() -> Result<(), Error> {
         .redactor();
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     let ids: Arc<dyn IdSource> = Arc::new(UlidIds::default());
-    let store = Arc::new(
-        DynamoKeyedStore::new(ports.dynamo.clone(), ports.table.clone())
-            .with_tenant_sessions(ports.tenant_sessions.clone()),
-    );
+    let store = Arc::new(ports.keyed_store());
     let memory = IntentMemory::new(
         IntentPorts {
             store,

@@ -1,6 +1,7 @@
 //! What the plain-`main` benches (harness = false) measure a run with: the peak heap growth,
 //! through a counting global allocator, and this thread's CPU time. One copy, so every bench
-//! reports the same figure the same way.
+//! reports the same figure the same way. Also the seeded generator benches and test fixtures
+//! draw their corpora from ([`Rng`]), so a seed means the same corpus everywhere.
 //!
 //! A bench installs the allocator itself (a global allocator belongs to the binary):
 //!
@@ -95,4 +96,36 @@ pub fn thread_cpu() -> Option<Duration> {
     // SAFETY: `ts` is a valid, writable timespec for the duration of the call.
     let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
     (rc == 0).then(|| Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32))
+}
+
+/// xorshift64*: deterministic fixtures without a rand dependency. Seed with a non-zero value
+/// (zero stays zero).
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    /// Uniform in `0..n` (`n` > 0).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+
+    /// Zipf-like in `0..n`: small ranks much more often (a word list's shape).
+    pub fn zipf(&mut self, n: usize) -> usize {
+        let u = (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64;
+        ((n as f64).powf(u) - 1.0) as usize % n
+    }
+
+    /// Fisher-Yates.
+    pub fn shuffle<T>(&mut self, items: &mut [T]) {
+        for i in (1..items.len()).rev() {
+            let j = self.below(i + 1);
+            items.swap(i, j);
+        }
+    }
 }

@@ -21,8 +21,8 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
 use memory_aws::dynamo::{
-    delete_returning_old, get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr,
-    subject_items,
+    delete_returning_old, get_s, n, partition_key, prefix_query, query_all, ref_from_pk, s,
+    subject_attr, subject_items,
 };
 use memory_aws::error::{backend, service_code};
 use memory_aws::DynamoClients;
@@ -259,16 +259,8 @@ impl CommitmentStore for DynamoCommitmentStore {
         })
     }
     async fn for_ref(&self, memory_ref: &MemoryRef) -> Result<Vec<StoredCommitment>, StoreError> {
-        let request = self
-            .clients
-            .data("for_ref")
-            .await?
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :c)")
-            .expression_attribute_values(":pk", s(partition_key(memory_ref)))
-            .expression_attribute_values(":c", s(PREFIX))
-            .consistent_read(true);
+        let client = self.clients.data("for_ref").await?;
+        let request = prefix_query(&client, &self.table, partition_key(memory_ref), PREFIX);
         let (items, _) = query_all(request, "for_ref").await?;
         items.iter().map(decode).collect()
     }

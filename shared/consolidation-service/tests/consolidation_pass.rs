@@ -4,20 +4,16 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use consolidation_service::pass::{ConsolidationReport, Consolidator};
 use memory_core::derivation::{is_source_digest, source_digests};
 use memory_core::events::EventType;
 use memory_core::history::is_history;
-use memory_core::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use memory_core::listing::ListOptions;
-use memory_core::model::{EntryKey, StoredEntry, SubjectKey};
-use memory_core::ports::{CorePorts, EntryStore, IdBound, MarkerState, Page, PageQuery, PassKind};
+use memory_core::model::{StoredEntry, SubjectKey};
+use memory_core::ports::{CorePorts, EntryStore, PassKind};
 use memory_core::reader::MemoryReader;
 use memory_core::tag_filter::TagFilter;
-use memory_core::{
-    CoreError, MemoryRef, SecretRegistry, StoreError, TenantId, TenantScope, Tier, Timestamp,
-};
+use memory_core::{CoreError, MemoryRef, SecretRegistry, TenantId, TenantScope, Tier, Timestamp};
 use memory_testkit::contract::{about, entry, memory_ref, T0};
 use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock, RecordingPublisher};
 
@@ -50,6 +46,11 @@ fn world_with(store: Arc<dyn EntryStore>, raw: Arc<InMemoryEntryStore>) -> World
 fn world() -> World {
     let store = Arc::new(InMemoryEntryStore::new());
     world_with(store.clone(), store)
+}
+
+/// A fresh world and the ref most tests write to (tenant `t1`).
+fn world_and_ref() -> (World, MemoryRef) {
+    (world(), memory_ref(&tenant("t1"), "agent-1"))
 }
 
 /// The ref's entries a read would surface (history copies left out).
@@ -86,8 +87,7 @@ fn no_redaction() -> memory_core::Redactor {
 
 #[tokio::test]
 async fn folds_supersedes_and_counts_corroboration() {
-    let w = world();
-    let r = memory_ref(&tenant("t1"), "agent-1");
+    let (w, r) = world_and_ref();
     let corpus = vec![
         long(&r, 1, "Prefers email follow-up.", &["preference"]),
         long(&r, 2, "prefers  email follow-up", &["contact"]),
@@ -217,8 +217,7 @@ async fn folds_supersedes_and_counts_corroboration() {
 
 #[tokio::test]
 async fn second_pass_makes_no_writes() {
-    let w = world();
-    let r = memory_ref(&tenant("t1"), "agent-1");
+    let (w, r) = world_and_ref();
     let corpus: Vec<StoredEntry> = (0..60)
         .map(|n| long(&r, n, &format!("fact number {} holds", n % 20), &[]))
         .collect();
@@ -267,8 +266,7 @@ async fn identical_texts_in_two_tenants_stay_apart() {
 
 #[tokio::test]
 async fn merged_text_is_redacted_and_subjects_never_mix() {
-    let w = world();
-    let r = memory_ref(&tenant("t1"), "agent-1");
+    let (w, r) = world_and_ref();
     let a = about("alice", long(&r, 1, "api key sk-live-123456789", &[]));
     let b = about("alice", long(&r, 2, "API key sk-live-123456789", &[]));
     let c = about("bob", long(&r, 3, "api key sk-live-123456789", &[]));
@@ -297,119 +295,6 @@ async fn merged_text_is_redacted_and_subjects_never_mix() {
     );
 }
 
-/// On its first `replace`, lets a concurrent writer add a duplicate and change a source entry.
-struct Racing {
-    inner: Arc<InMemoryEntryStore>,
-    raced: std::sync::Mutex<bool>,
-    victim: EntryKey,
-    fresh: StoredEntry,
-}
-
-#[async_trait]
-impl EntryStore for Racing {
-    async fn put_entries_completing(
-        &self,
-        e: &[StoredEntry],
-        c: Option<&Completion>,
-    ) -> Result<(), StoreError> {
-        self.inner.put_entries_completing(e, c).await
-    }
-    async fn mark_pending(&self, r: &MemoryRef, k: PassKind, t: Timestamp) {
-        self.inner.mark_pending(r, k, t).await
-    }
-    async fn claim_key(&self, c: &KeyClaim) -> Result<Claim, StoreError> {
-        self.inner.claim_key(c).await
-    }
-    async fn release_key(&self, k: &IdempotencyKey, a: &str) -> Result<(), StoreError> {
-        self.inner.release_key(k, a).await
-    }
-    async fn complete_key(&self, c: &Completion) -> Result<(), StoreError> {
-        self.inner.complete_key(c).await
-    }
-    async fn delete_completing(&self, k: &EntryKey, c: &Completion) -> Result<bool, StoreError> {
-        self.inner.delete_completing(k, c).await
-    }
-    async fn tombstone(&self, k: &[EntryKey], until: Timestamp) -> Result<(), StoreError> {
-        self.inner.tombstone(k, until).await
-    }
-    async fn tombstones(&self, r: &MemoryRef) -> Result<BTreeSet<String>, StoreError> {
-        self.inner.tombstones(r).await
-    }
-    async fn begin_pass(&self, r: &MemoryRef, k: PassKind) -> Result<MarkerState, StoreError> {
-        self.inner.begin_pass(r, k).await
-    }
-    async fn list_page(&self, r: &MemoryRef, q: &PageQuery) -> Result<Page, StoreError> {
-        self.inner.list_page(r, q).await
-    }
-    async fn get(&self, k: &EntryKey) -> Result<Option<StoredEntry>, StoreError> {
-        self.inner.get(k).await
-    }
-    async fn delete(&self, k: &EntryKey) -> Result<bool, StoreError> {
-        self.inner.delete(k).await
-    }
-    async fn set_embedding(
-        &self,
-        e: &StoredEntry,
-        v: &memory_core::model::Embedding,
-    ) -> Result<bool, StoreError> {
-        self.inner.set_embedding(e, v).await
-    }
-    async fn find_by_subject(
-        &self,
-        t: &TenantId,
-        s: &SubjectKey,
-    ) -> Result<Vec<EntryKey>, StoreError> {
-        self.inner.find_by_subject(t, s).await
-    }
-    async fn delete_many(&self, k: &[EntryKey]) -> Result<usize, StoreError> {
-        self.inner.delete_many(k).await
-    }
-    async fn tag_postings(
-        &self,
-        r: &MemoryRef,
-        tag: &str,
-        b: Option<&IdBound>,
-        limit: u32,
-    ) -> Result<Vec<String>, StoreError> {
-        self.inner.tag_postings(r, tag, b, limit).await
-    }
-    async fn get_many(&self, k: &[EntryKey]) -> Result<Vec<StoredEntry>, StoreError> {
-        self.inner.get_many(k).await
-    }
-    async fn replace(&self, put: &[StoredEntry], delete: &[StoredEntry]) -> Result<(), StoreError> {
-        let first = {
-            let mut raced = self.raced.lock().unwrap_or_else(|e| e.into_inner());
-            !std::mem::replace(&mut *raced, true)
-        };
-        if first {
-            // The racing writer: a brand-new duplicate, and an in-place change of a source.
-            self.inner
-                .put_entries(std::slice::from_ref(&self.fresh))
-                .await?;
-            let mut changed = self.inner.get(&self.victim).await?.expect("victim exists");
-            self.inner.delete(&self.victim).await?;
-            changed.entry.tags.push("edited".into());
-            self.inner.put_entries(&[changed]).await?;
-        }
-        self.inner.replace(put, delete).await
-    }
-    async fn marker_state(&self, r: &MemoryRef, k: PassKind) -> Result<MarkerState, StoreError> {
-        self.inner.marker_state(r, k).await
-    }
-    async fn finish_pass(
-        &self,
-        r: &MemoryRef,
-        k: PassKind,
-        v: Option<u64>,
-        w: Option<Timestamp>,
-    ) -> Result<bool, StoreError> {
-        self.inner.finish_pass(r, k, v, w).await
-    }
-    async fn pending_refs(&self, k: PassKind, s: u8) -> Result<Vec<MemoryRef>, StoreError> {
-        self.inner.pending_refs(k, s).await
-    }
-}
-
 #[tokio::test]
 async fn writes_racing_a_pass_all_survive() {
     let inner = Arc::new(InMemoryEntryStore::new());
@@ -422,13 +307,25 @@ async fn writes_racing_a_pass_all_survive() {
     ];
     inner.put_entries(&corpus).await.expect("put");
     let fresh = long(&r, 5, "LIKES JAZZ", &[]);
-    let racing = Arc::new(Racing {
-        inner: inner.clone(),
-        raced: false.into(),
-        victim: corpus[0].key(),
-        fresh: fresh.clone(),
+    // On the pass's first `replace`, a concurrent writer adds a duplicate and changes a source.
+    let (victim, racer) = (corpus[0].key(), fresh.clone());
+    inner.before_next_replace(move |store| {
+        Box::pin(async move {
+            store
+                .put_entries(std::slice::from_ref(&racer))
+                .await
+                .expect("racing put");
+            let mut changed = store
+                .get(&victim)
+                .await
+                .expect("get")
+                .expect("victim exists");
+            store.delete(&victim).await.expect("delete");
+            changed.entry.tags.push("edited".into());
+            store.put_entries(&[changed]).await.expect("racing change");
+        })
     });
-    let w = world_with(racing, inner.clone());
+    let w = world_with(inner.clone(), inner.clone());
     let report = pass_over(&w.pass, &r).await;
     assert_eq!(
         report.merges_skipped, 1,
@@ -509,8 +406,7 @@ async fn a_store_failure_mid_pass_loses_nothing_and_the_rerun_finishes() {
 
 #[tokio::test]
 async fn transactional_entries_are_left_alone() {
-    let w = world();
-    let r = memory_ref(&tenant("t1"), "agent-1");
+    let (w, r) = world_and_ref();
     w.store
         .put_entries(&[entry(&r, 1, "same", &[]), entry(&r, 2, "same", &[])])
         .await
@@ -641,8 +537,7 @@ async fn stored_vectors_propose_merges_that_the_fact_checks_decide() {
 /// a second pass neither merges the history again nor writes anything.
 #[tokio::test]
 async fn superseded_statements_stay_as_history_until_forget() {
-    let w = world();
-    let r = memory_ref(&tenant("t1"), "agent-1");
+    let (w, r) = world_and_ref();
     let old = about("office", long(&r, 1, "Our office is in Paris.", &[]));
     let new = about("office", long(&r, 2, "The office moved to Berlin.", &[]));
     w.store

@@ -20,7 +20,7 @@ use distill::{DeterministicDistiller, DistillInput, Distiller, SourceEntry};
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use common::{Rng, DAY0};
+use common::{Detail, Rng, DAY0};
 
 #[global_allocator]
 static ALLOCATOR: bench_support::Counting = bench_support::Counting;
@@ -74,14 +74,14 @@ fn corpus(n: usize, bytes: usize, seed: u64) -> Vec<SourceEntry> {
     (0..n)
         .map(|i| {
             let mut content = pool[rng.below(pool.len())].clone();
-            while content.len() < bytes {
-                content.push_str(if rng.below(12) == 0 { ".\n" } else { " " });
-                if rng.below(60) == 0 {
-                    content.push_str(&format!("token [REDACTED:secret-{}]", rng.below(9)));
-                } else {
-                    content.push_str(vocab[rng.below(vocab.len())]);
-                }
+            Detail {
+                vocab: &vocab,
+                break_one_in: 12,
+                line_break: ".\n",
+                marker_one_in: 60,
+                marker: |rng| format!("token [REDACTED:secret-{}]", rng.below(9)),
             }
+            .pad(&mut rng, &mut content, bytes);
             let tags = if rng.below(5) == 0 {
                 vec![]
             } else {

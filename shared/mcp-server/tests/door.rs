@@ -46,6 +46,12 @@ async fn post(
     (out.status, value, out.headers)
 }
 
+/// The answer body of `memory_get` of entry `id` in [`REF`], as `tenant`'s call number `call_id`.
+async fn get_entry(door: &McpDoor, tenant: &str, call_id: u32, id: &str) -> Value {
+    let message = call(call_id, "memory_get", json!({"memoryRef": REF, "id": id}));
+    post(door, Some(tenant), message).await.1
+}
+
 fn call(id: u32, name: &str, arguments: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": "tools/call",
            "params": {"name": name, "arguments": arguments}})
@@ -106,24 +112,14 @@ async fn stateless_json_answers_scoped_to_the_verified_tenant() {
         .as_str()
         .unwrap_or_default()
         .to_owned();
-    let (_, body, _) = post(
-        &door,
-        Some("acme"),
-        call(4, "memory_get", json!({"memoryRef": REF, "id": id})),
-    )
-    .await;
+    let body = get_entry(&door, "acme", 4, &id).await;
     assert_eq!(
         body["result"]["structuredContent"]["content"],
         "key [REDACTED:k]"
     );
 
     // Another tenant naming the same ref: nothing (CTI-1), with the REST codes.
-    let (_, body, _) = post(
-        &door,
-        Some("other"),
-        call(5, "memory_get", json!({"memoryRef": REF, "id": id})),
-    )
-    .await;
+    let body = get_entry(&door, "other", 5, &id).await;
     assert_eq!(body["result"]["isError"], true);
     assert_eq!(body["result"]["structuredContent"]["error"], "not_found");
     let (_, body, _) = post(
@@ -172,12 +168,7 @@ async fn configured_secrets_do_not_count_against_the_callers_maximum() {
         .unwrap_or_default()
         .to_owned();
     assert!(!id.is_empty(), "the maximum is the caller's own: {body}");
-    let (_, body, _) = post(
-        &door,
-        Some("acme"),
-        call(2, "memory_get", json!({"memoryRef": REF, "id": id})),
-    )
-    .await;
+    let body = get_entry(&door, "acme", 2, &id).await;
     assert_eq!(
         body["result"]["structuredContent"]["content"],
         "[REDACTED:deploy] and [REDACTED:s42]"

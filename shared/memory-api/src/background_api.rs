@@ -16,7 +16,7 @@ use memory_core::background::fan_out;
 use memory_core::ports::{EntryStore, PassKind, PassQueue, QueuedPass};
 use memory_core::writer::SecretInput;
 use memory_core::CoreError;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 
 use crate::{ref_hash, WireError};
@@ -86,6 +86,64 @@ pub trait RefPass: Send + Sync {
     fn kind(&self) -> PassKind;
 
     async fn run(&self, run: &RunRef) -> Result<Value, CoreError>;
+}
+
+/// What the [`ref_pass!`](crate::ref_pass) expansion names, so a function binary needs none of
+/// these crates for it.
+#[doc(hidden)]
+pub mod macro_support {
+    pub use async_trait::async_trait;
+    pub use memory_core::ports::PassKind;
+    pub use memory_core::CoreError;
+    pub use serde_json::Value;
+}
+
+/// Declares a function's [`RefPass`]: a newtype over the service that runs it, the kind it
+/// answers to, and one run (`$service` the service, `$run` the [`RunRef`]), so each binary
+/// states only what its pass does.
+#[macro_export]
+macro_rules! ref_pass {
+    ($(#[$meta:meta])* $name:ident($inner:ty), $kind:ident, |$service:ident, $run:ident| $body:block) => {
+        $(#[$meta])*
+        pub struct $name(pub $inner);
+
+        #[$crate::background_api::macro_support::async_trait]
+        impl $crate::background_api::RefPass for $name {
+            fn kind(&self) -> $crate::background_api::macro_support::PassKind {
+                $crate::background_api::macro_support::PassKind::$kind
+            }
+
+            async fn run(
+                &self,
+                $run: &$crate::background_api::RunRef,
+            ) -> Result<
+                $crate::background_api::macro_support::Value,
+                $crate::background_api::macro_support::CoreError,
+            > {
+                let $service = &self.0;
+                $body
+            }
+        }
+    };
+}
+
+/// A pass's answer, metered: `counts` of its report when it ran, `failure` once when it did not
+/// (the count an alarm watches). Metrics carry counts only, never content.
+pub fn metered<R: Serialize>(
+    outcome: Result<R, CoreError>,
+    failure: &'static str,
+    counts: impl FnOnce(&R) -> Vec<(&'static str, u64)>,
+) -> Result<Value, CoreError> {
+    match outcome {
+        Ok(report) => {
+            crate::metrics::emit(&counts(&report));
+            Ok(json!(report))
+        }
+        Err(e) => {
+            crate::metrics::emit(&[(failure, 1)]);
+            Err(e)
+        }
+    }
 }
 
 /// The pass of `kind` among `passes` (`None`: the first, the function's own); a kind the

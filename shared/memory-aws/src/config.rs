@@ -154,6 +154,21 @@ impl AwsPorts {
         )
     }
 
+    /// The OpenIntent door's store over this table, on the tenant's session when there is one.
+    #[cfg(feature = "keyed")]
+    pub fn keyed_store(&self) -> crate::keyed::DynamoKeyedStore {
+        crate::keyed::DynamoKeyedStore::new(self.dynamo.clone(), self.table.clone())
+            .with_tenant_sessions(self.tenant_sessions.clone())
+    }
+
+    /// The exchange door's grant store over this table, on the tenant's session when there is
+    /// one.
+    #[cfg(feature = "exchange")]
+    pub fn exchange_store(&self) -> crate::exchange::DynamoExchangeStore {
+        crate::exchange::DynamoExchangeStore::new(self.dynamo.clone(), self.table.clone())
+            .with_tenant_sessions(self.tenant_sessions.clone())
+    }
+
     /// The SDK's own retries are off: `retry.rs` is the one retry policy (classification,
     /// backoff, the invocation's deadline), and two stacked layers would multiply attempts.
     pub fn from_sdk_config(sdk: &aws_config::SdkConfig, settings: &Settings) -> Self {

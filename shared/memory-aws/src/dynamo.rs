@@ -330,14 +330,19 @@ fn key_of(item: &Item) -> Option<EntryKey> {
     Some(EntryKey { memory_ref, id })
 }
 
-fn decode(item: &Item) -> Result<StoredEntry, StoreError> {
-    let corrupt = || StoreError::Corrupt {
+/// An item this version cannot read, named by its keys (ids only, never content).
+pub(crate) fn corrupt_item(item: &Item) -> StoreError {
+    StoreError::Corrupt {
         key: format!(
             "{}/{}",
             get_s(item, "pk").unwrap_or("?"),
             get_s(item, "sk").unwrap_or("?")
         ),
-    };
+    }
+}
+
+fn decode(item: &Item) -> Result<StoredEntry, StoreError> {
+    let corrupt = || corrupt_item(item);
     let key = key_of(item).ok_or_else(corrupt)?;
     let stored: EntryItem = serde_dynamo::from_item(item.clone()).map_err(|_| corrupt())?;
     let subject = match stored.subject_key {
@@ -487,6 +492,23 @@ fn wall_clock_ms() -> i64 {
 
 fn dirty_partition(kind: PassKind, shard: u8) -> String {
     format!("{}#{shard:02}", kind.as_str())
+}
+
+/// A strongly consistent Query of partition `pk` for the sort keys that start with `prefix`:
+/// how every adapter reads one kind of item of a partition.
+pub fn prefix_query(
+    client: &Client,
+    table: &str,
+    pk: impl Into<String>,
+    prefix: impl Into<String>,
+) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+    client
+        .query()
+        .table_name(table)
+        .consistent_read(true)
+        .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+        .expression_attribute_values(":pk", s(pk))
+        .expression_attribute_values(":prefix", s(prefix))
 }
 
 /// Every page of a Query, following `LastEvaluatedKey`; also the total `ScannedCount`, the
@@ -780,13 +802,12 @@ impl DynamoEntryStore {
 
     async fn overflow_items(&self, key: &EntryKey) -> Result<Vec<Item>, StoreError> {
         let client = self.clients.data("provenance_overflow").await?;
-        let request = client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(partition_key(&key.memory_ref)))
-            .expression_attribute_values(":prefix", s(provenance_chunk_prefix(&key.id)))
-            .consistent_read(true);
+        let request = prefix_query(
+            &client,
+            &self.table,
+            partition_key(&key.memory_ref),
+            provenance_chunk_prefix(&key.id),
+        );
         Ok(query_all(request, "provenance_overflow").await?.0)
     }
 
@@ -809,6 +830,65 @@ impl DynamoEntryStore {
 }
 
 impl DynamoEntryStore {
+    /// Deletes of `entries`, each only while it is still at the revision that was read.
+    fn revision_deletes(
+        &self,
+        op: &'static str,
+        entries: &[StoredEntry],
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        entries
+            .iter()
+            .map(|e| {
+                transact_item(
+                    op,
+                    &self.table,
+                    Write::Delete(key_item(&e.key())),
+                    Some("rev = :rev"),
+                    vec![(":rev", s(e.revision()))],
+                )
+            })
+            .collect()
+    }
+
+    /// The search index's change records of a write that puts `put` and deletes `delete`, for
+    /// the same transaction as the entries they name.
+    fn change_record_items(
+        &self,
+        op: &'static str,
+        put: &[StoredEntry],
+        delete: &[StoredEntry],
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        change_items(
+            put.iter()
+                .chain(delete)
+                .map(|e| (&e.memory_ref, e.entry.id.as_str())),
+        )
+        .into_iter()
+        .map(|change| self.unconditional_put(op, change))
+        .collect()
+    }
+
+    /// Commits a rewrite that puts `put` and deletes `delete` (`items`, one transaction): the
+    /// new entries' postings first, and the deleted entries' overflow items (ids only) and
+    /// postings after it.
+    async fn swap(
+        &self,
+        op: &'static str,
+        items: Vec<TransactWriteItem>,
+        put: &[StoredEntry],
+        delete: &[StoredEntry],
+    ) -> Result<(), StoreError> {
+        self.put_postings(op, put).await?;
+        self.transact(op, items)
+            .await
+            .map_err(|e| e.into_store(op))?;
+        for e in delete {
+            self.delete_overflow(&e.key()).await?;
+        }
+        self.remove_postings(op, delete).await;
+        Ok(())
+    }
+
     /// Writes the tag postings of `entries` (before the entries themselves): unconditional puts
     /// in transactions of up to 100 items, so a usual write adds one round trip and the
     /// function needs no bulk-write permission.
@@ -1298,14 +1378,13 @@ impl EntryStore for DynamoEntryStore {
         memory_ref: &MemoryRef,
     ) -> Result<std::collections::BTreeSet<String>, StoreError> {
         let client = self.clients.data("tombstones").await?;
-        let request = client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(partition_key(memory_ref)))
-            .expression_attribute_values(":prefix", s(TOMBSTONE_PREFIX))
-            .projection_expression("sk")
-            .consistent_read(true);
+        let request = prefix_query(
+            &client,
+            &self.table,
+            partition_key(memory_ref),
+            TOMBSTONE_PREFIX,
+        )
+        .projection_expression("sk");
         let (items, _) = query_all(request, "tombstones").await?;
         Ok(items
             .iter()
@@ -1324,15 +1403,9 @@ impl EntryStore for DynamoEntryStore {
         let client = self.clients.data(OP).await?;
         let pk = partition_key(memory_ref);
         let filter = "attribute_not_exists(expiresAtMs) OR expiresAtMs > :now";
-        let mut request = client
-            .query()
-            .table_name(&self.table)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(&pk))
-            .expression_attribute_values(":prefix", s(ENTRY_PREFIX))
+        let mut request = prefix_query(&client, &self.table, &pk, ENTRY_PREFIX)
             .expression_attribute_values(":now", n(query.now.as_millis()))
             .scan_index_forward(false)
-            .consistent_read(true)
             .limit(i32::try_from(query.limit.max(1)).unwrap_or(i32::MAX));
         if let Some(after) = &query.after {
             request = request
@@ -1546,37 +1619,14 @@ impl EntryStore for DynamoEntryStore {
             items.extend(self.put_if_absent(OP, e)?);
         }
         within(OP, items.len() + delete.len(), MAX_ITEMS_PER_TRANSACTION)?;
-        for e in delete {
-            items.push(transact_item(
-                OP,
-                &self.table,
-                Write::Delete(key_item(&e.key())),
-                Some("rev = :rev"),
-                vec![(":rev", s(e.revision()))],
-            )?);
-        }
+        items.extend(self.revision_deletes(OP, delete)?);
         if items.is_empty() {
             return Ok(());
         }
-        let changes = change_items(
-            put.iter()
-                .chain(delete)
-                .map(|e| (&e.memory_ref, e.entry.id.as_str())),
-        );
+        let changes = self.change_record_items(OP, put, delete)?;
         within(OP, items.len() + changes.len(), MAX_ITEMS_PER_TRANSACTION)?;
-        for change in changes {
-            items.push(self.unconditional_put(OP, change)?);
-        }
-        self.put_postings(OP, put).await?;
-        self.transact(OP, items)
-            .await
-            .map_err(|e| e.into_store(OP))?;
-        // The replaced entries' overflow items (ids only) and postings go after the rewrite.
-        for e in delete {
-            self.delete_overflow(&e.key()).await?;
-        }
-        self.remove_postings(OP, delete).await;
-        Ok(())
+        items.extend(changes);
+        self.swap(OP, items, put, delete).await
     }
 
     async fn marker_state(
@@ -1703,13 +1753,12 @@ impl EntryStore for DynamoEntryStore {
     async fn changes(&self, memory_ref: &MemoryRef) -> Result<Vec<Change>, StoreError> {
         const OP: &str = "changes";
         let client = self.clients.data(OP).await?;
-        let request = client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(partition_key(memory_ref)))
-            .expression_attribute_values(":prefix", s(CHANGE_PREFIX));
+        let request = prefix_query(
+            &client,
+            &self.table,
+            partition_key(memory_ref),
+            CHANGE_PREFIX,
+        );
         let (items, _) = query_all(request, OP).await?;
         items
             .iter()

@@ -109,13 +109,7 @@ impl DynamoExchangeStore {
         prefix: &str,
     ) -> Result<Vec<Item>, StoreError> {
         let client = self.clients.data(op).await?;
-        let request = client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
-            .expression_attribute_values(":pk", s(pk(tenant)))
-            .expression_attribute_values(":p", s(prefix));
+        let request = crate::dynamo::prefix_query(&client, &self.table, pk(tenant), prefix);
         Ok(crate::dynamo::query_all(request, op).await?.0)
     }
 

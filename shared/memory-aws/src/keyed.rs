@@ -236,14 +236,8 @@ impl DynamoKeyedStore {
         limit: Option<i32>,
     ) -> Result<Vec<Item>, StoreError> {
         let client = self.client(op).await?;
-        let request = client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :p)")
-            .expression_attribute_values(":pk", s(pk))
-            .expression_attribute_values(":p", s(prefix))
-            .set_limit(limit);
+        let request =
+            crate::dynamo::prefix_query(&client, &self.table, pk, prefix).set_limit(limit);
         if limit.is_some() {
             let out = crate::retry::send(op, || request.clone().send())
                 .await

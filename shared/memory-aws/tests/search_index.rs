@@ -12,28 +12,10 @@ use memory_core::model::StoredEntry;
 use memory_core::ports::{ArchiveStore, CorePorts, Embedder, EntryStore};
 use memory_core::reader::MemoryReader;
 use memory_core::ref_index::{IndexForgetHook, IndexPass};
-use memory_core::search::{SearchMode, SearchOptions, SearchResults};
 use memory_core::tag_filter::TagFilter;
 use memory_core::{MemoryRef, TenantScope, Timestamp};
-use memory_testkit::contract::{entry, fresh_ref, T0};
+use memory_testkit::contract::{assert_index_parity, entry, fresh_ref, SEARCH_WORDS, T0};
 use memory_testkit::in_memory::{ManualClock, RecordingPublisher, WordHashEmbedder};
-
-const WORDS: &[&str] = &[
-    "invoice",
-    "payment",
-    "allergy",
-    "peanuts",
-    "moved",
-    "Berlin",
-    "grandmother",
-    "birthday",
-    "E_CONN_RESET",
-    "deploy",
-    "東京",
-    "café",
-    "renewal",
-    "contract",
-];
 
 struct World {
     store: Arc<DynamoEntryStore>,
@@ -84,7 +66,7 @@ impl World {
         for i in from..from + n {
             let k = i as usize * 7;
             let words: Vec<&str> = (0..3 + k % 5)
-                .map(|j| WORDS[(k + j * 3) % WORDS.len()])
+                .map(|j| SEARCH_WORDS[(k + j * 3) % SEARCH_WORDS.len()])
                 .collect();
             let tags: &[&str] = if i % 3 == 0 { &["kind:fact"] } else { &[] };
             let mut e = entry(&self.r, i, &words.join(" "), tags);
@@ -107,24 +89,19 @@ impl World {
         )
     }
 
-    async fn search(
-        &self,
-        indexed: bool,
-        q: &str,
-        tags: &TagFilter,
-        mode: SearchMode,
-    ) -> SearchResults {
-        let archive = indexed.then(|| self.archive.clone() as Arc<dyn ArchiveStore>);
-        let reader = MemoryReader::new(self.store.clone(), self.clock.clone())
-            .with_embedder(Some(self.embedder.clone()))
-            .with_index(archive);
-        let options = SearchOptions::new(q, tags.clone(), Some(8), true)
-            .expect("options")
-            .with_mode(mode);
-        reader
-            .search(&self.scope, &self.r.to_string(), &options)
+    /// One index pass over the world's ref, as the sweep runs it.
+    async fn index(&self) -> memory_core::ref_index::IndexReport {
+        self.pass()
+            .run(self.r.tenant().as_str(), &self.r.to_string())
             .await
-            .expect("search")
+            .expect("pass")
+    }
+
+    fn reader(&self, indexed: bool) -> MemoryReader {
+        let archive = indexed.then(|| self.archive.clone() as Arc<dyn ArchiveStore>);
+        MemoryReader::new(self.store.clone(), self.clock.clone())
+            .with_embedder(Some(self.embedder.clone()))
+            .with_index(archive)
     }
 
     async fn assert_parity(&self, stage: &str) {
@@ -132,28 +109,27 @@ impl World {
             TagFilter::default(),
             TagFilter::new(vec!["kind:fact".into()], vec![]).expect("filter"),
         ];
-        for mode in [SearchMode::Text, SearchMode::Semantic, SearchMode::Hybrid] {
-            for tags in &filters {
-                for q in [
-                    "invoice payment",
-                    "E_CONN",
-                    "東京 café",
-                    "grandmother birthday",
-                ] {
-                    let scan = self.search(false, q, tags, mode).await;
-                    let index = self.search(true, q, tags, mode).await;
-                    memory_testkit::contract::assert_same_answer(
-                        &format!("{stage}: {q} {mode:?} {tags:?}"),
-                        &index,
-                        &scan,
-                    );
-                    assert!(
-                        !scan.results.is_empty() || q == "E_CONN",
-                        "positive control: {q}"
-                    );
-                }
-            }
-        }
+        let queries = [
+            "invoice payment",
+            "E_CONN",
+            "東京 café",
+            "grandmother birthday",
+        ];
+        assert_index_parity(
+            stage,
+            |indexed| self.reader(indexed),
+            &self.scope,
+            &self.r.to_string(),
+            &filters,
+            &queries,
+            |q, scan| {
+                assert!(
+                    !scan.results.is_empty() || q == "E_CONN",
+                    "positive control: {q}"
+                )
+            },
+        )
+        .await;
     }
 
     /// Every version of every object under the ref's index, as text.
@@ -197,11 +173,7 @@ impl World {
 async fn the_index_ranks_as_the_scan_through_writes_deletes_and_folds() {
     let w = world("idx").await;
     let first = w.put(0, 60, true).await;
-    let built = w
-        .pass()
-        .run(w.r.tenant().as_str(), &w.r.to_string())
-        .await
-        .expect("pass");
+    let built = w.index().await;
     assert_eq!((built.status, built.segments), ("built", 1));
     assert!(w.store.changes(&w.r).await.expect("changes").is_empty());
     w.assert_parity("built").await;
@@ -211,19 +183,11 @@ async fn the_index_ranks_as_the_scan_through_writes_deletes_and_folds() {
         assert!(w.store.delete(&e.key()).await.expect("delete"));
     }
     w.assert_parity("tail").await;
-    let folded = w
-        .pass()
-        .run(w.r.tenant().as_str(), &w.r.to_string())
-        .await
-        .expect("pass");
+    let folded = w.index().await;
     assert_eq!((folded.status, folded.segments), ("folded", 2));
     w.assert_parity("folded").await;
     // A duplicate delivery finds nothing to fold.
-    let again = w
-        .pass()
-        .run(w.r.tenant().as_str(), &w.r.to_string())
-        .await
-        .expect("pass");
+    let again = w.index().await;
     assert_eq!(again.status, "unchanged");
 }
 

@@ -27,7 +27,7 @@ use memory_core::tag_filter::TagFilter;
 use memory_core::{EntryKey, TenantScope, Timestamp};
 use memory_testkit::contract::{entry, fresh_tenant, memory_ref, T0};
 use memory_testkit::in_memory::{InMemoryEntryStore, ManualClock};
-use text_search::{rank, Analyzer, Document};
+use text_search::{rank, Analyzer};
 
 /// A deterministic stream of choices (Knuth's MMIX linear congruential generator, high bits):
 /// the same corpus and queries every run.
@@ -206,15 +206,7 @@ fn main() {
         row(size, "search, warm function", &route);
 
         let analyzer = Analyzer::new(true);
-        let documents: Vec<Document<'_>> = entries
-            .iter()
-            .zip(&texts)
-            .map(|(e, text)| Document {
-                id: &e.entry.id,
-                text,
-                created_ms: e.entry.created_at.as_millis(),
-            })
-            .collect();
+        let documents = memory_core::search::documents(&entries, &texts);
         let ours = timed(&queries, |q| {
             black_box(rank(&analyzer, &documents, q, 10));
         });

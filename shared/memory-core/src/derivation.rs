@@ -56,25 +56,21 @@ pub fn is_source_digest(p: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::model::{Attribution, MemoryEntry, Tier};
+    use crate::model::{MemoryEntry, Tier};
     use crate::{MemoryRef, Timestamp};
 
     fn entry(id: &str, content: &str) -> StoredEntry {
-        StoredEntry {
-            memory_ref: MemoryRef::parse("workspaces/t1/agents/a1/memories").expect("ref"),
-            entry: MemoryEntry {
+        StoredEntry::new(
+            MemoryRef::parse("workspaces/t1/agents/a1/memories").expect("ref"),
+            MemoryEntry {
                 id: id.into(),
                 content: content.into(),
                 tags: vec![],
                 created_at: Timestamp::from_millis(0),
                 expires_at: None,
             },
-            tier: Tier::LongTerm,
-            subject: None,
-            attribution: Attribution::default(),
-            provenance: vec![],
-            embedding: None,
-        }
+            Tier::LongTerm,
+        )
     }
 
     #[test]

@@ -190,6 +190,20 @@ impl PartialEq for Embedding {
 impl Eq for Embedding {}
 
 impl StoredEntry {
+    /// `entry` in `memory_ref` at `tier`, about no subject, unattributed, derived from nothing
+    /// and without a vector: the fields a writer fills in when it has them.
+    pub fn new(memory_ref: MemoryRef, entry: MemoryEntry, tier: Tier) -> Self {
+        StoredEntry {
+            memory_ref,
+            entry,
+            tier,
+            subject: None,
+            attribution: Attribution::default(),
+            provenance: Vec::new(),
+            embedding: None,
+        }
+    }
+
     /// A digest of everything that makes up the entry. Background passes delete an entry only
     /// if its revision is still the one they read, so a concurrent change is never lost.
     pub fn revision(&self) -> String {

@@ -92,6 +92,19 @@ impl SearchOptions {
     }
 }
 
+/// `entries` as the ranker reads them, `texts` being their [`searchable_text`] (parallel).
+pub fn documents<'a>(entries: &'a [StoredEntry], texts: &'a [String]) -> Vec<Document<'a>> {
+    entries
+        .iter()
+        .zip(texts)
+        .map(|(e, text)| Document {
+            id: &e.entry.id,
+            text,
+            created_ms: e.entry.created_at.as_millis(),
+        })
+        .collect()
+}
+
 /// The best `limit` of `entries` for `query`, best first: one ranking for every door that
 /// searches (the search route, the exchange door's grant queries), so they cannot drift.
 /// `vectors` is parallel to `entries` (empty for a text ranking).
@@ -108,15 +121,7 @@ pub fn rank(
         .iter()
         .map(|e| searchable_text(&e.entry.content, &e.entry.tags))
         .collect();
-    let documents: Vec<Document<'_>> = entries
-        .iter()
-        .zip(&texts)
-        .map(|(e, text)| Document {
-            id: &e.entry.id,
-            text,
-            created_ms: e.entry.created_at.as_millis(),
-        })
-        .collect();
+    let documents = documents(entries, &texts);
     text_search::search(
         &Analyzer::new(stem),
         cache,

@@ -135,6 +135,17 @@ fn entries(n: usize, prefix: &str) -> Vec<serde_json::Value> {
         .collect()
 }
 
+/// A world holding `n` notes written without a model, and the model a pass will embed them
+/// with.
+async fn unembedded_notes(n: usize, prefix: &str) -> (World, Arc<TestModel>) {
+    let w = world();
+    w.put(json!({"tenantId": TENANT, "memoryRef": REF, "entries": entries(n, prefix)}))
+        .await
+        .expect("put without a model");
+    let model = TestModel::new(&w, "test.model-a", 0);
+    (w, model)
+}
+
 fn memory_ref() -> MemoryRef {
     TenantScope::new(memory_core::TenantId::parse(TENANT).expect("tenant"))
         .admit(REF)
@@ -242,11 +253,7 @@ async fn a_throttled_write_marks_and_queues_the_ref_and_the_pass_completes_it() 
 
 #[tokio::test]
 async fn duplicate_delivery_embeds_each_entry_once() {
-    let w = world();
-    w.put(json!({"tenantId": TENANT, "memoryRef": REF, "entries": entries(20, "dup")}))
-        .await
-        .expect("put without a model");
-    let model = TestModel::new(&w, "test.model-a", 0);
+    let (w, model) = unembedded_notes(20, "dup").await;
     let pass = EmbedPass::new(w.ports.core(), model.clone());
     // Two deliveries at once: every vector is written by exactly one of them.
     let (a, b) = tokio::join!(pass.run(TENANT, REF), pass.run(TENANT, REF));
@@ -338,11 +345,7 @@ async fn forget_is_fenced_and_nothing_forgotten_is_sent_or_kept() {
 
 #[tokio::test]
 async fn a_run_is_bounded_and_the_ref_stays_pending_until_all_are_done() {
-    let w = world();
-    w.put(json!({"tenantId": TENANT, "memoryRef": REF, "entries": entries(25, "bound")}))
-        .await
-        .expect("put");
-    let model = TestModel::new(&w, "test.model-a", 0);
+    let (w, model) = unembedded_notes(25, "bound").await;
     let pass = EmbedPass::new(w.ports.core(), model.clone()).max_entries(10);
     // The operator's backfill of a ref no write marked: the first run marks it for the sweep.
     assert!(!pending(&w).await);

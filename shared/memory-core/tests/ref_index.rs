@@ -13,38 +13,16 @@ use memory_core::forget::Forgetter;
 use memory_core::ports::{ArchiveStore, EntryStore, PassKind};
 use memory_core::reader::MemoryReader;
 use memory_core::ref_index::{IndexForgetHook, IndexPass, SearchPath};
-use memory_core::search::{SearchMode, SearchOptions, SearchResults};
+use memory_core::search::{SearchMode, SearchResults};
 use memory_core::tag_filter::TagFilter;
 use memory_core::writer::MemoryWriter;
 use memory_core::{TenantId, TenantScope, Timestamp};
+use memory_testkit::contract::{assert_index_parity, suite_search, SEARCH_WORDS};
 use memory_testkit::in_memory::{InMemoryArchiveStore, SequentialIds, WordHashEmbedder};
 use serde_json::{json, Value};
 
 const TENANT: &str = "tenant-x";
 const REF: &str = "workspaces/tenant-x/agents/agent-1/memories";
-
-const WORDS: &[&str] = &[
-    "invoice",
-    "payment",
-    "allergy",
-    "peanuts",
-    "moved",
-    "Berlin",
-    "grandmother",
-    "birthday",
-    "E_CONN_RESET",
-    "deploy",
-    "rollback",
-    "Zurich",
-    "coffee",
-    "meeting",
-    "Tuesday",
-    "budget",
-    "東京",
-    "café",
-    "renewal",
-    "contract",
-];
 
 fn scope() -> TenantScope {
     TenantScope::new(TenantId::parse(TENANT).expect("tenant"))
@@ -56,7 +34,7 @@ fn entries(n: usize, seed: usize) -> Vec<Value> {
         .map(|i| {
             let k = i * 7 + seed * 13;
             let words: Vec<&str> = (0..3 + k % 7)
-                .map(|j| WORDS[(k + j * 5) % WORDS.len()])
+                .map(|j| SEARCH_WORDS[(k + j * 5) % SEARCH_WORDS.len()])
                 .collect();
             let mut e = json!({"content": words.join(" ")});
             if k.is_multiple_of(3) {
@@ -132,13 +110,12 @@ impl Setup {
         tags: &TagFilter,
         mode: SearchMode,
     ) -> SearchResults {
-        let options = SearchOptions::new(q, tags.clone(), Some(8), true)
-            .expect("options")
-            .with_mode(mode);
-        self.reader(indexed)
-            .search(&scope(), REF, &options)
-            .await
-            .expect("search")
+        suite_search(&self.reader(indexed), &scope(), REF, q, tags, mode).await
+    }
+
+    /// [`Setup::search`] with no tag filter.
+    async fn search_untagged(&self, indexed: bool, q: &str, mode: SearchMode) -> SearchResults {
+        self.search(indexed, q, &TagFilter::default(), mode).await
     }
 
     /// Every query, mode and filter: the index answers, and answers what the scan answers.
@@ -156,19 +133,16 @@ impl Setup {
             "the and of",
             "Berlin grandmother birthday",
         ];
-        for mode in [SearchMode::Text, SearchMode::Semantic, SearchMode::Hybrid] {
-            for tags in &filters {
-                for q in queries {
-                    let scan = self.search(false, q, tags, mode).await;
-                    let index = self.search(true, q, tags, mode).await;
-                    memory_testkit::contract::assert_same_answer(
-                        &format!("{stage}: {q} {mode:?} {tags:?}"),
-                        &index,
-                        &scan,
-                    );
-                }
-            }
-        }
+        assert_index_parity(
+            stage,
+            |indexed| self.reader(indexed),
+            &scope(),
+            REF,
+            &filters,
+            &queries,
+            |_, _| {},
+        )
+        .await;
     }
 
     fn objects_text(&self) -> String {
@@ -189,9 +163,7 @@ fn memory_ref() -> memory_core::MemoryRef {
 async fn a_ref_without_an_index_is_scanned_and_the_first_pass_builds_one() {
     let s = Setup::new();
     s.put(entries(30, 1), true).await;
-    let before = s
-        .search(true, "invoice", &TagFilter::default(), SearchMode::Text)
-        .await;
+    let before = s.search_untagged(true, "invoice", SearchMode::Text).await;
     assert_eq!(before.path, SearchPath::Scan);
     let report = s.pass().run(TENANT, REF).await.expect("pass");
     assert_eq!(report.status, "built");
@@ -327,12 +299,7 @@ async fn forget_leaves_no_segment_or_manifest_holding_the_subject() {
         );
     }
     let found = s
-        .search(
-            true,
-            "zanzibarite quokkas",
-            &TagFilter::default(),
-            SearchMode::Text,
-        )
+        .search_untagged(true, "zanzibarite quokkas", SearchMode::Text)
         .await;
     assert!(found.results.is_empty());
     s.assert_parity("after forget").await;
@@ -352,20 +319,10 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
         .expect("a segment object");
     s.archive.delete(&segment).await.expect("delete");
     let scan = s
-        .search(
-            false,
-            "invoice payment",
-            &TagFilter::default(),
-            SearchMode::Hybrid,
-        )
+        .search_untagged(false, "invoice payment", SearchMode::Hybrid)
         .await;
     let fallback = s
-        .search(
-            true,
-            "invoice payment",
-            &TagFilter::default(),
-            SearchMode::Hybrid,
-        )
+        .search_untagged(true, "invoice payment", SearchMode::Hybrid)
         .await;
     assert_eq!(fallback.path, SearchPath::Fallback);
     assert_eq!(fallback.results, scan.results);
@@ -386,14 +343,9 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
     );
     assert!(s.archive.dump().is_empty(), "every index object is gone");
     assert_eq!(
-        s.search(
-            true,
-            "invoice payment",
-            &TagFilter::default(),
-            SearchMode::Text
-        )
-        .await
-        .path,
+        s.search_untagged(true, "invoice payment", SearchMode::Text)
+            .await
+            .path,
         SearchPath::Scan
     );
     // The next pass with something to fold finds the segment gone and rebuilds from the table.

@@ -30,23 +30,8 @@ use std::hint::black_box;
 use std::time::{Duration, Instant};
 
 use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+use bench_support::Rng;
 use memory_guard::SecretRegistry;
-
-/// xorshift64*: deterministic and dependency-free, good enough for fixtures.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const FAMILIES: &[&str] = &["sk-live-", "ghp_", "AKIA"];

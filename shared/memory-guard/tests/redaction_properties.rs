@@ -262,6 +262,28 @@ fn build(secrets: &[(String, String)]) -> memory_guard::Redactor {
     reg.redactor()
 }
 
+/// Generated secrets, padded as a [`Pad`] says, and a text of pieces drawn from the generated
+/// ones (or from all, padding included, when the pad is drawn from too).
+#[derive(Debug)]
+struct Case {
+    secrets: Vec<(String, String)>,
+    text: String,
+}
+
+fn case() -> impl Strategy<Value = Case> {
+    (secrets(), proptest::sample::select(PADS), pieces()).prop_map(|(generated, pad, pieces)| {
+        let generated_len = generated.len();
+        let secrets = padded(generated, pad);
+        let drawn = if pad.drawn() {
+            secrets.len()
+        } else {
+            generated_len
+        };
+        let text = render(&pieces, &secrets, drawn);
+        Case { secrets, text }
+    })
+}
+
 fn cases() -> u32 {
     std::env::var("PROPTEST_CASES")
         .ok()
@@ -277,15 +299,10 @@ proptest! {
     /// markers.
     #[test]
     fn engine_matches_the_reference_model(
-        generated in secrets(),
-        pad in proptest::sample::select(PADS),
-        pieces in pieces(),
+        case in case(),
     ) {
-        let generated_len = generated.len();
-        let secrets = padded(generated, pad);
-        let drawn = if pad.drawn() { secrets.len() } else { generated_len };
+        let Case { secrets, text } = case;
         let r = build(&secrets);
-        let text = render(&pieces, &secrets, drawn);
         let expected = reference::redact(&secrets, &text);
 
         let (out, n) = r.redact_counting(&text);
@@ -304,15 +321,10 @@ proptest! {
     /// `redact(redact(x)) == redact(x)`, whatever the ids (rule 6); the second pass borrows.
     #[test]
     fn redaction_is_idempotent(
-        generated in secrets(),
-        pad in proptest::sample::select(PADS),
-        pieces in pieces(),
+        case in case(),
     ) {
-        let generated_len = generated.len();
-        let secrets = padded(generated, pad);
-        let drawn = if pad.drawn() { secrets.len() } else { generated_len };
+        let Case { secrets, text } = case;
         let r = build(&secrets);
-        let text = render(&pieces, &secrets, drawn);
         let once = r.redact(&text).into_owned();
         let twice = r.redact(&once);
         prop_assert_eq!(reference::survivor(&secrets, &twice), None);

@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::in_memory::ManualClock;
-use memory_core::listing::ListOptions;
+use memory_core::listing::{ListOptions, ListPage};
 use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, SubjectKey, Tier};
 use memory_core::ports::{
     ArchiveStore, EntryStore, Expect, ObjectKey, ObjectKind, ObjectPut, Page, PageQuery, PutOutcome,
@@ -32,6 +32,10 @@ pub fn fresh_ref(label: &str) -> (TenantId, MemoryRef) {
 }
 
 /// Stores one entry, failing the test if the store refuses it.
+async fn put_all(store: &dyn EntryStore, entries: &[StoredEntry]) {
+    store.put_entries(entries).await.expect("put");
+}
+
 async fn put_one(store: &dyn EntryStore, e: &StoredEntry) {
     store
         .put_entries(std::slice::from_ref(e))
@@ -43,6 +47,32 @@ pub fn memory_ref(tenant: &TenantId, agent: &str) -> MemoryRef {
     let agent = AgentId::parse(agent).unwrap_or_else(|_| panic!("test agent id must be valid"));
     MemoryRef::new(tenant.clone(), agent)
 }
+
+/// The vocabulary of the search suites' generated entries (in memory and on the emulator):
+/// plain words, an identifier, a city with a capital, and non-ASCII words, so every analyzer
+/// path is ranked.
+pub const SEARCH_WORDS: &[&str] = &[
+    "invoice",
+    "payment",
+    "allergy",
+    "peanuts",
+    "moved",
+    "Berlin",
+    "grandmother",
+    "birthday",
+    "E_CONN_RESET",
+    "deploy",
+    "rollback",
+    "Zurich",
+    "coffee",
+    "meeting",
+    "Tuesday",
+    "budget",
+    "東京",
+    "café",
+    "renewal",
+    "contract",
+];
 
 /// Base instant of the suite; entries are stamped relative to it.
 pub const T0: i64 = 1_800_000_000_000;
@@ -90,6 +120,24 @@ pub fn entry(r: &MemoryRef, n: u64, content: &str, tags: &[&str]) -> StoredEntry
         provenance: Vec::new(),
         embedding: None,
     }
+}
+
+/// The first page of `raw_ref` as `scope`'s caller lists it with default options.
+async fn list_page(reader: &MemoryReader, scope: &TenantScope, raw_ref: &str) -> ListPage {
+    reader
+        .list(scope, raw_ref, &ListOptions::default())
+        .await
+        .expect("list")
+}
+
+/// Entry `id` of `raw_ref` as `scope`'s caller gets it.
+async fn get_entry(
+    reader: &MemoryReader,
+    scope: &TenantScope,
+    raw_ref: &str,
+    id: &str,
+) -> Option<MemoryEntry> {
+    reader.get(scope, raw_ref, id).await.expect("get")
 }
 
 fn reader(store: Arc<dyn EntryStore>, now: i64) -> (MemoryReader, Arc<ManualClock>) {
@@ -145,17 +193,11 @@ pub async fn read_your_writes(store: Arc<dyn EntryStore>) {
     assert_eq!(got.as_ref(), Some(&e), "get returns exactly what was put");
     let (reader, _) = reader(store, T0 + 10);
     let scope = TenantScope::new(t);
-    let page = reader
-        .list(&scope, &r.to_string(), &ListOptions::default())
-        .await
-        .expect("list");
+    let page = list_page(&reader, &scope, &r.to_string()).await;
     assert_eq!(page.entries, vec![e.entry.clone()]);
     assert_eq!(page.next_cursor, None);
     assert_eq!(
-        reader
-            .get(&scope, &r.to_string(), &e.entry.id)
-            .await
-            .expect("get"),
+        get_entry(&reader, &scope, &r.to_string(), &e.entry.id).await,
         Some(e.entry)
     );
 }
@@ -173,40 +215,23 @@ pub async fn cross_tenant_probe_returns_nothing(store: Arc<dyn EntryStore>) {
     let scope_a = TenantScope::new(a);
     let scope_b = TenantScope::new(b);
     // Positive controls: each owner reads back what it wrote, so the store does hold both.
-    let own_a = reader
-        .list(&scope_a, &ra.to_string(), &ListOptions::default())
-        .await
-        .expect("list");
+    let own_a = list_page(&reader, &scope_a, &ra.to_string()).await;
     assert_eq!(own_a.entries, vec![ea.entry.clone()]);
-    let own_b = reader
-        .list(&scope_b, &rb.to_string(), &ListOptions::default())
-        .await
-        .expect("list");
+    let own_b = list_page(&reader, &scope_b, &rb.to_string()).await;
     assert_eq!(own_b.entries, vec![eb.entry.clone()]);
-    assert!(reader
-        .get(&scope_b, &rb.to_string(), &eb.entry.id)
+    assert!(get_entry(&reader, &scope_b, &rb.to_string(), &eb.entry.id)
         .await
-        .expect("get")
         .is_some());
     // The probe: tenant A's accessor given tenant B's ref.
-    let probe = reader
-        .list(&scope_a, &rb.to_string(), &ListOptions::default())
-        .await
-        .expect("list");
+    let probe = list_page(&reader, &scope_a, &rb.to_string()).await;
     assert!(probe.entries.is_empty() && probe.next_cursor.is_none());
     assert_eq!(
-        reader
-            .get(&scope_a, &rb.to_string(), &eb.entry.id)
-            .await
-            .expect("get"),
+        get_entry(&reader, &scope_a, &rb.to_string(), &eb.entry.id).await,
         None
     );
     // Same id under A's own ref does not reach B's entry either.
     assert_eq!(
-        reader
-            .get(&scope_a, &ra.to_string(), &eb.entry.id)
-            .await
-            .expect("get"),
+        get_entry(&reader, &scope_a, &ra.to_string(), &eb.entry.id).await,
         None
     );
 }
@@ -252,26 +277,17 @@ pub async fn malformed_refs_return_nothing(store: Arc<dyn EntryStore>) {
     put_one(&*store, &e).await;
     let (reader, _) = reader(store, T0 + 10);
     let scope = TenantScope::new(t.clone());
-    let control = reader
-        .list(&scope, &r.to_string(), &ListOptions::default())
-        .await
-        .expect("list");
+    let control = list_page(&reader, &scope, &r.to_string()).await;
     assert_eq!(control.entries.len(), 1, "positive control");
     for bad in malformed_refs(t.as_str()) {
-        let page = reader
-            .list(&scope, &bad, &ListOptions::default())
-            .await
-            .expect("list");
+        let page = list_page(&reader, &scope, &bad).await;
         assert!(page.entries.is_empty(), "list of malformed ref {bad:?}");
-        let got = reader.get(&scope, &bad, &e.entry.id).await.expect("get");
+        let got = get_entry(&reader, &scope, &bad, &e.entry.id).await;
         assert_eq!(got, None, "get of malformed ref {bad:?}");
     }
     for bad_id in ["", "../x", "a/b", "%2e", "\0"] {
         assert_eq!(
-            reader
-                .get(&scope, &r.to_string(), bad_id)
-                .await
-                .expect("get"),
+            get_entry(&reader, &scope, &r.to_string(), bad_id).await,
             None
         );
     }
@@ -283,34 +299,21 @@ pub async fn expired_entries_never_surface(store: Arc<dyn EntryStore>) {
     let mut e = entry(&r, 1, "short-lived", &["ttl"]);
     e.entry.expires_at = Some(Timestamp::from_millis(expires));
     let keeper = entry(&r, 2, "long-lived", &["ttl"]);
-    store
-        .put_entries(&[e.clone(), keeper.clone()])
-        .await
-        .expect("put");
+    put_all(&*store, &[e.clone(), keeper.clone()]).await;
     let (reader, clock) = reader(store, expires - 1);
     let scope = TenantScope::new(t);
     let rs = r.to_string();
     // One millisecond before expiry: visible (positive control).
     assert_eq!(list_all(&reader, &scope, &rs, 10).await.len(), 2);
-    assert!(reader
-        .get(&scope, &rs, &e.entry.id)
-        .await
-        .expect("get")
-        .is_some());
+    assert!(get_entry(&reader, &scope, &rs, &e.entry.id).await.is_some());
     // Expired one millisecond ago: gone from list and get, the other entry still there.
     clock.set(Timestamp::from_millis(expires + 1));
     let live = list_all(&reader, &scope, &rs, 10).await;
     assert_eq!(live, vec![keeper.entry.clone()]);
-    assert_eq!(
-        reader.get(&scope, &rs, &e.entry.id).await.expect("get"),
-        None
-    );
+    assert_eq!(get_entry(&reader, &scope, &rs, &e.entry.id).await, None);
     // Exactly at expiresAt it is already past.
     clock.set(Timestamp::from_millis(expires));
-    assert_eq!(
-        reader.get(&scope, &rs, &e.entry.id).await.expect("get"),
-        None
-    );
+    assert_eq!(get_entry(&reader, &scope, &rs, &e.entry.id).await, None);
 }
 
 pub async fn pages_are_newest_first_and_complete(store: Arc<dyn EntryStore>) {
@@ -706,45 +709,43 @@ pub async fn set_embedding_is_conditional(store: Arc<dyn EntryStore>) {
         e
     };
     let gone = entry(&r, 3, "deleted before its vector came", &[]);
-    store
-        .put_entries(&[plain.clone(), other.clone(), gone.clone()])
-        .await
-        .expect("put");
-    assert!(store
-        .set_embedding(&plain, &vector("model-a", 1.0))
-        .await
-        .expect("set"));
+    put_all(&*store, &[plain.clone(), other.clone(), gone.clone()]).await;
+    // Whether `set_embedding` of `model`'s vector `x` on `read` wrote anything.
+    let set = |read: &StoredEntry, model: &str, x: f32| {
+        let (store, read, vector) = (store.clone(), read.clone(), vector(model, x));
+        async move { store.set_embedding(&read, &vector).await.expect("set") }
+    };
+    let stored_vector = |key: EntryKey| {
+        let store = store.clone();
+        async move {
+            let got = store.get(&key).await.expect("get").expect("there");
+            got.embedding
+        }
+    };
+    assert!(set(&plain, "model-a", 1.0).await);
     let got = store.get(&plain.key()).await.expect("get").expect("there");
     assert_eq!(got.embedding, Some(vector("model-a", 1.0)));
     assert_eq!(got.revision(), plain.revision(), "the entry is unchanged");
     // A second write of the same model (a duplicate pass) changes nothing.
-    assert!(!store
-        .set_embedding(&plain, &vector("model-a", 2.0))
-        .await
-        .expect("again"));
-    let got = store.get(&plain.key()).await.expect("get").expect("there");
-    assert_eq!(got.embedding, Some(vector("model-a", 1.0)));
+    assert!(!set(&plain, "model-a", 2.0).await);
+    assert_eq!(
+        stored_vector(plain.key()).await,
+        Some(vector("model-a", 1.0))
+    );
     // Another model's vector is replaced by the configured one.
-    assert!(store
-        .set_embedding(&other, &vector("model-a", 3.0))
-        .await
-        .expect("re-embed"));
+    assert!(set(&other, "model-a", 3.0).await);
     // A deleted entry is not recreated.
     assert!(store.delete(&gone.key()).await.expect("delete"));
-    assert!(!store
-        .set_embedding(&gone, &vector("model-a", 4.0))
-        .await
-        .expect("gone"));
+    assert!(!set(&gone, "model-a", 4.0).await);
     assert_eq!(store.get(&gone.key()).await.expect("get"), None);
     // An entry read at another revision is not given that content's vector.
     let mut stale = other.clone();
     stale.entry.content = "what it said before".into();
-    assert!(!store
-        .set_embedding(&stale, &vector("model-b", 5.0))
-        .await
-        .expect("stale"));
-    let got = store.get(&other.key()).await.expect("get").expect("there");
-    assert_eq!(got.embedding, Some(vector("model-a", 3.0)));
+    assert!(!set(&stale, "model-b", 5.0).await);
+    assert_eq!(
+        stored_vector(other.key()).await,
+        Some(vector("model-a", 3.0))
+    );
     // Tag lists still find the entry (its postings were left alone).
     let ids = store
         .tag_postings(&r, "a", None, 10)
@@ -772,14 +773,8 @@ pub async fn every_mutation_leaves_a_change_record(store: Arc<dyn EntryStore>) {
     let a = entry(&r, 1, "first", &["x"]);
     let b = entry(&r, 2, "second", &[]);
     let c = entry(&r, 3, "third", &[]);
-    store
-        .put_entries(&[a.clone(), b.clone(), c.clone()])
-        .await
-        .expect("put");
-    store
-        .put_entries(&[entry(&other, 9, "elsewhere", &[])])
-        .await
-        .expect("put other");
+    put_all(&*store, &[a.clone(), b.clone(), c.clone()]).await;
+    put_all(&*store, &[entry(&other, 9, "elsewhere", &[])]).await;
     let after_put = store.changes(&r).await.expect("changes");
     assert_eq!(touched(&after_put), vec![ids(&[&a, &b, &c])]);
     // A put that fails its condition writes nothing, its change record included.
@@ -908,11 +903,8 @@ pub async fn delete_and_forget_by_subject(store: Arc<dyn EntryStore>) {
     let other = entry(&ra1, 3, "not about 42", &[]);
     let mut eb = entry(&rb, 4, "tenant b about 42", &[]);
     eb.subject = Some(subject_b.clone());
-    store
-        .put_entries(&[e1.clone(), other.clone()])
-        .await
-        .expect("put");
-    store.put_entries(&[e2.clone()]).await.expect("put");
+    put_all(&*store, &[e1.clone(), other.clone()]).await;
+    put_all(&*store, &[e2.clone()]).await;
     put_one(&*store, &eb).await;
 
     let mut found = store.find_by_subject(&a, &subject_a).await.expect("find");
@@ -952,10 +944,7 @@ pub async fn delete_and_forget_by_subject(store: Arc<dyn EntryStore>) {
 pub async fn replace_is_conditional_and_atomic(store: Arc<dyn EntryStore>) {
     let (_, r) = fresh_ref("replace");
     let (a, b) = (entry(&r, 1, "dup", &[]), entry(&r, 2, "dup", &[]));
-    store
-        .put_entries(&[a.clone(), b.clone()])
-        .await
-        .expect("put");
+    put_all(&*store, &[a.clone(), b.clone()]).await;
     let mut merged = entry(&r, 3, "dup", &["corroborated:2"]);
     merged.tier = Tier::LongTerm;
     merged.provenance = vec![a.entry.id.clone(), b.entry.id.clone()];
@@ -1002,10 +991,7 @@ pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
         .await
         .expect("state");
     assert_eq!((before.version, before.pending), (None, false));
-    store
-        .put_entries(&[entry(&r, 1, "x", &[])])
-        .await
-        .expect("put");
+    put_all(&*store, &[entry(&r, 1, "x", &[])]).await;
     let state = store
         .marker_state(&r, PassKind::Dream)
         .await
@@ -1028,10 +1014,7 @@ pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
     // the watermark moves.
     let state = store.begin_pass(&r, PassKind::Dream).await.expect("begin");
     assert!(state.running && state.pending);
-    store
-        .put_entries(&[entry(&r, 2, "y", &[])])
-        .await
-        .expect("put");
+    put_all(&*store, &[entry(&r, 2, "y", &[])]).await;
     let cleared = store
         .finish_pass(
             &r,
@@ -1073,7 +1056,7 @@ pub async fn work_markers_track_pending_refs(store: Arc<dyn EntryStore>) {
     );
     let mut long = entry(&r, 3, "z", &[]);
     long.tier = Tier::LongTerm;
-    store.put_entries(&[long]).await.expect("put");
+    put_all(&*store, &[long]).await;
     assert!(store
         .pending_refs(PassKind::Consolidate, shard)
         .await
@@ -1201,10 +1184,7 @@ pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>)
     );
     let begun = store.begin_pass(&r, PassKind::Dream).await.expect("begin");
     for i in 0..3 {
-        store
-            .put_entries(&[entry(&r, 200 + i, "during the pass", &[])])
-            .await
-            .expect("put");
+        put_all(&*store, &[entry(&r, 200 + i, "during the pass", &[])]).await;
     }
     let during = store
         .marker_state(&r, PassKind::Dream)
@@ -1235,14 +1215,8 @@ pub async fn marker_is_written_once_per_dirty_period(store: Arc<dyn EntryStore>)
         "a clean finish ends the pass"
     );
     // A new dirty period: the next put marks again, once.
-    store
-        .put_entries(&[entry(&r, 300, "next period", &[])])
-        .await
-        .expect("put");
-    store
-        .put_entries(&[entry(&r, 301, "next period", &[])])
-        .await
-        .expect("put");
+    put_all(&*store, &[entry(&r, 300, "next period", &[])]).await;
+    put_all(&*store, &[entry(&r, 301, "next period", &[])]).await;
     assert_eq!(
         store
             .marker_state(&r, PassKind::Dream)
@@ -1269,7 +1243,12 @@ pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
         lease_until: at(now + 1_000),
         expires_at: at(now + 60_000),
     };
-    let first = store.claim_key(&claim("a1", "p", 0)).await.expect("claim");
+    // One claim of `attempt` with `payload` at `now`, as the store answers it.
+    let claimed = |attempt: &str, payload: &str, now: i64| {
+        let (store, asked) = (store.clone(), claim(attempt, payload, now));
+        async move { store.claim_key(&asked).await.expect("claim") }
+    };
+    let first = claimed("a1", "p", 0).await;
     assert_eq!(
         first,
         Claim::Acquired {
@@ -1278,22 +1257,19 @@ pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
     );
     // The same attempt again (its answer was lost): still its own.
     assert_eq!(
-        store.claim_key(&claim("a1", "p", 1)).await.expect("claim"),
+        claimed("a1", "p", 1).await,
         Claim::Acquired {
             first_attempt_at: at(0)
         }
     );
-    let Claim::Held(held) = store.claim_key(&claim("a2", "p", 10)).await.expect("claim") else {
+    let Claim::Held(held) = claimed("a2", "p", 10).await else {
         panic!("a live holder keeps the key");
     };
     assert_eq!(held.verdict("p"), Verdict::InFlight);
     assert_eq!(held.verdict("other"), Verdict::Mismatch);
     // After the lease, a retry with the same payload takes over, keeping the first instant.
     assert_eq!(
-        store
-            .claim_key(&claim("a3", "p", 2_000))
-            .await
-            .expect("claim"),
+        claimed("a3", "p", 2_000).await,
         Claim::Acquired {
             first_attempt_at: at(0)
         }
@@ -1322,11 +1298,7 @@ pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
         .await
         .expect("holder writes");
     assert!(store.get(&e1.key()).await.expect("get").is_some());
-    let Claim::Held(finished) = store
-        .claim_key(&claim("a4", "p", 3_000))
-        .await
-        .expect("claim")
-    else {
+    let Claim::Held(finished) = claimed("a4", "p", 3_000).await else {
         panic!("a finished key is held");
     };
     assert_eq!(finished.verdict("p"), Verdict::Replay("r3".into()));
@@ -1337,19 +1309,13 @@ pub async fn idempotency_records(store: Arc<dyn EntryStore>) {
         .expect("recording the same result again is fine");
     // After the window, the key is new again.
     assert!(matches!(
-        store
-            .claim_key(&claim("a5", "q", 63_000))
-            .await
-            .expect("claim"),
+        claimed("a5", "q", 63_000).await,
         Claim::Acquired { .. }
     ));
     // Release gives an unfinished key back; a finished one stays.
     store.release_key(&key, "a5").await.expect("release");
     assert_eq!(
-        store
-            .claim_key(&claim("a6", "z", 63_001))
-            .await
-            .expect("claim"),
+        claimed("a6", "z", 63_001).await,
         Claim::Acquired {
             first_attempt_at: at(63_001)
         }
@@ -1612,30 +1578,23 @@ pub async fn commitment_store_contract(store: Arc<dyn commitment_service::Commit
         .await;
     assert!(matches!(lost, Err(StoreError::Conflict { .. })), "{lost:?}");
     assert_eq!(store.get(&key).await.expect("get"), Some(fired.clone()));
-    assert!(
+    // Whether the due index lists the commitment at T0 + 2s.
+    let due_later = || async {
         store
             .due(shard, Timestamp::from_millis(T0 + 2_000))
             .await
             .expect("due")
             .keys
-            .contains(&key),
-        "an outbox stays due"
-    );
+            .contains(&key)
+    };
+    assert!(due_later().await, "an outbox stays due");
     let done = StoredCommitment {
         version: 3,
         outbox: None,
         ..fired.clone()
     };
     store.transition(2, &done).await.expect("clear");
-    assert!(
-        !store
-            .due(shard, Timestamp::from_millis(T0 + 2_000))
-            .await
-            .expect("due")
-            .keys
-            .contains(&key),
-        "fired leaves the index"
-    );
+    assert!(!due_later().await, "fired leaves the index");
 
     let mut mine: Vec<String> = store
         .for_ref(&r)
@@ -1697,4 +1656,47 @@ pub fn assert_same_answer(
     };
     assert_eq!(ranked(index), ranked(scan), "{what}");
     assert_eq!(index.unembedded, scan.unembedded, "{what}: unembedded");
+}
+
+/// `q` searched through `reader` as the search suites ask it: eight hits, `tags`, `mode`.
+pub async fn suite_search(
+    reader: &MemoryReader,
+    scope: &TenantScope,
+    raw_ref: &str,
+    q: &str,
+    tags: &TagFilter,
+    mode: memory_core::search::SearchMode,
+) -> memory_core::search::SearchResults {
+    let options = memory_core::search::SearchOptions::new(q, tags.clone(), Some(8), true)
+        .expect("options")
+        .with_mode(mode);
+    reader
+        .search(scope, raw_ref, &options)
+        .await
+        .expect("search")
+}
+
+/// Every mode, filter and query of a suite: the answer through the index is the full scan's
+/// ([`assert_same_answer`]), each from a fresh reader (`reader(indexed)`, so nothing decoded
+/// by one search serves the next); `check` sees each query with its scan answer.
+pub async fn assert_index_parity(
+    stage: &str,
+    reader: impl Fn(bool) -> MemoryReader,
+    scope: &TenantScope,
+    raw_ref: &str,
+    filters: &[TagFilter],
+    queries: &[&str],
+    check: impl Fn(&str, &memory_core::search::SearchResults),
+) {
+    use memory_core::search::SearchMode;
+    for mode in [SearchMode::Text, SearchMode::Semantic, SearchMode::Hybrid] {
+        for tags in filters {
+            for &q in queries {
+                let scan = suite_search(&reader(false), scope, raw_ref, q, tags, mode).await;
+                let index = suite_search(&reader(true), scope, raw_ref, q, tags, mode).await;
+                assert_same_answer(&format!("{stage}: {q} {mode:?} {tags:?}"), &index, &scan);
+                check(q, &scan);
+            }
+        }
+    }
 }

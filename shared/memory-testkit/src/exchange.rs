@@ -67,6 +67,15 @@ const CONFLICT: StoreError = StoreError::Conflict {
     op: "append_receipt",
 };
 
+/// An expiry's place in its day's set: ordered by instant, then tenant and grant.
+fn expiry_slot(entry: &ExpiryEntry) -> (i64, TenantId, String) {
+    (
+        entry.expires_at.as_millis(),
+        entry.tenant.clone(),
+        entry.grant_id.clone(),
+    )
+}
+
 #[async_trait]
 impl ExchangeStore for InMemoryExchangeStore {
     async fn tip(&self, tenant: &TenantId) -> Result<Tip, StoreError> {
@@ -132,11 +141,7 @@ impl ExchangeStore for InMemoryExchangeStore {
         lock(&self.expiries)
             .entry(entry.day())
             .or_default()
-            .insert((
-                entry.expires_at.as_millis(),
-                entry.tenant.clone(),
-                entry.grant_id.clone(),
-            ));
+            .insert(expiry_slot(entry));
         Ok(())
     }
 
@@ -164,11 +169,7 @@ impl ExchangeStore for InMemoryExchangeStore {
     async fn drop_expiry(&self, entry: &ExpiryEntry) -> Result<(), StoreError> {
         self.calls.call("drop_expiry")?;
         if let Some(set) = lock(&self.expiries).get_mut(&entry.day()) {
-            set.remove(&(
-                entry.expires_at.as_millis(),
-                entry.tenant.clone(),
-                entry.grant_id.clone(),
-            ));
+            set.remove(&expiry_slot(entry));
         }
         Ok(())
     }

@@ -151,6 +151,26 @@ pub struct InMemoryEntryStore {
     pub calls: CallCounter,
     /// Gives way to other tasks before each read and rewrite ([`InMemoryEntryStore::racing`]).
     racing: bool,
+    /// [`InMemoryEntryStore::before_next_replace`]'s step, taken by the replace it runs before.
+    before_replace: BeforeReplace,
+}
+
+/// A test's step inside the store: what a concurrent writer does at that moment.
+type Step = Box<
+    dyn for<'a> FnOnce(
+            &'a InMemoryEntryStore,
+        )
+            -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>
+        + Send,
+>;
+
+#[derive(Default)]
+struct BeforeReplace(Mutex<Option<Step>>);
+
+impl std::fmt::Debug for BeforeReplace {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("BeforeReplace")
+    }
 }
 
 /// Whether `completion` may be recorded: its attempt holds the key and has not finished.
@@ -183,6 +203,20 @@ impl InMemoryEntryStore {
             racing: true,
             ..Self::default()
         }
+    }
+
+    /// Runs `step` once, right before the next `replace` applies: a concurrent writer staged at
+    /// that exact step of a pass, without a hand-written `EntryStore` around this one.
+    pub fn before_next_replace(
+        &self,
+        step: impl for<'a> FnOnce(
+                &'a InMemoryEntryStore,
+            )
+                -> std::pin::Pin<Box<dyn std::future::Future<Output = ()> + Send + 'a>>
+            + Send
+            + 'static,
+    ) {
+        *lock(&self.before_replace.0) = Some(Box::new(step));
     }
 
     async fn interleave(&self) {
@@ -555,6 +589,10 @@ impl EntryStore for InMemoryEntryStore {
 
     async fn replace(&self, put: &[StoredEntry], delete: &[StoredEntry]) -> Result<(), StoreError> {
         self.interleave().await;
+        let staged = lock(&self.before_replace.0).take();
+        if let Some(step) = staged {
+            step(self).await;
+        }
         self.calls.call("replace")?;
         within(
             "replace",

@@ -20,6 +20,15 @@ fn record(path: &str, e: &StoredEntry, subjects: &[&SubjectKey]) -> PathRecord {
     }
 }
 
+/// A new file: `e` put and `path` claimed for it.
+fn created(path: &str, e: &StoredEntry) -> PathChange {
+    PathChange {
+        put: vec![e.clone()],
+        paths: vec![claim(path, None, &[], Some(record(path, e, &[])))],
+        ..PathChange::default()
+    }
+}
+
 fn claim(
     key: &str,
     expect: Option<&StoredEntry>,
@@ -57,17 +66,7 @@ pub async fn a_path_key_is_claimed_once(entries: Arc<dyn EntryStore>, paths: Arc
         ..PathChange::default()
     };
     paths.change_paths(&r, &first).await.expect("claim");
-    let second = PathChange {
-        put: vec![b.clone()],
-        paths: vec![claim(
-            key,
-            None,
-            &[],
-            Some(record("/memories/notes.md", &b, &[])),
-        )],
-        ..PathChange::default()
-    };
-    conflict(paths.change_paths(&r, &second).await);
+    conflict(paths.change_paths(&r, &created(key, &b)).await);
     assert_eq!(
         entries.get(&b.key()).await.expect("get"),
         None,
@@ -101,14 +100,7 @@ pub async fn path_changes_are_conditional_and_atomic(
     );
     let (from, to) = ("/memories/a.md", "/memories/b.md");
     paths
-        .change_paths(
-            &r,
-            &PathChange {
-                put: vec![a.clone()],
-                paths: vec![claim(from, None, &[], Some(record(from, &a, &[])))],
-                ..PathChange::default()
-            },
-        )
+        .change_paths(&r, &created(from, &a))
         .await
         .expect("claim");
     // Stale: the destination is expected held by an entry that never held it.
@@ -166,14 +158,7 @@ pub async fn path_changes_are_conditional_and_atomic(
         .await
         .expect("release");
     paths
-        .change_paths(
-            &r,
-            &PathChange {
-                put: vec![c.clone()],
-                paths: vec![claim(to, None, &[], Some(record(to, &c, &[])))],
-                ..PathChange::default()
-            },
-        )
+        .change_paths(&r, &created(to, &c))
         .await
         .expect("claim again");
 }

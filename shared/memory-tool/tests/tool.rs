@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use memory_core::events::ForgetCounts;
 use memory_core::forget::Forgetter;
 use memory_core::writer::SecretInput;
 use memory_core::Timestamp;
@@ -82,10 +83,15 @@ impl World {
         }
     }
 
-    fn forgetter(&self) -> Forgetter {
-        Forgetter::new(self.ports.core()).with_hook(Arc::new(PathForgetHook {
-            paths: self.paths.clone(),
-        }))
+    /// Forgets `subject` of tenant `acme`, file paths included.
+    async fn forget(&self, subject: &str) -> ForgetCounts {
+        Forgetter::new(self.ports.core())
+            .with_hook(Arc::new(PathForgetHook {
+                paths: self.paths.clone(),
+            }))
+            .forget("acme", subject)
+            .await
+            .unwrap_or_else(|e| panic!("{e}"))
     }
 
     async fn as_subject(&self, subject: &str, input: Value) -> String {
@@ -95,6 +101,12 @@ impl World {
             .unwrap_or_else(|e| panic!("{e}"));
         assert!(!r.is_error, "{}", r.content);
         r.content
+    }
+
+    /// The error answer to creating `path` (with a one-byte file).
+    async fn refused_create(&self, path: &str) -> String {
+        self.err(json!({"command": "create", "path": path, "file_text": "x"}))
+            .await
     }
 
     async fn err(&self, input: Value) -> String {
@@ -156,9 +168,7 @@ async fn paths_outside_the_root_are_refused_and_store_nothing() {
         "/memories//x",
         "/memories/a\\..\\b",
     ] {
-        let e = w
-            .err(json!({"command": "create", "path": path, "file_text": "x"}))
-            .await;
+        let e = w.refused_create(path).await;
         assert!(e.contains(path), "{e}");
     }
     assert!(w.ports.store.dump().is_empty());
@@ -210,11 +220,7 @@ async fn forget_reaches_files_and_their_later_versions() {
     assert!(!r.is_error);
     w.ok(json!({"command": "str_replace", "path": "/memories/customer.md", "old_str": "tea", "new_str": "coffee"})).await;
     w.ok(json!({"command": "rename", "old_path": "/memories/customer.md", "new_path": "/memories/c.md"})).await;
-    let counts = w
-        .forgetter()
-        .forget("acme", "customer-7")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let counts = w.forget("customer-7").await;
     assert_eq!(counts.deleted_entries, 1);
     let e = w
         .err(json!({"command": "view", "path": "/memories/c.md"}))
@@ -259,11 +265,7 @@ async fn forget_erases_every_file_a_subject_contributed_to() {
         .dump()
         .iter()
         .any(|e| e.entry.content.contains("alice-word")));
-    let counts = w
-        .forgetter()
-        .forget("acme", "alice")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let counts = w.forget("alice").await;
     assert_eq!(counts.deleted_entries, 2, "{counts:?}");
     let left = w.ports.store.dump();
     assert!(
@@ -284,18 +286,10 @@ async fn forget_erases_every_file_a_subject_contributed_to() {
     w.ok(json!({"command": "create", "path": "/memories/d2/moved.md", "file_text": "new"}))
         .await;
     // Forgetting again finds nothing more.
-    let again = w
-        .forgetter()
-        .forget("acme", "alice")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let again = w.forget("alice").await;
     assert_eq!(again.deleted_entries, 0);
     // A subject that only edited reaches the file too.
-    let counts = w
-        .forgetter()
-        .forget("acme", "erin")
-        .await
-        .unwrap_or_else(|e| panic!("{e}"));
+    let counts = w.forget("erin").await;
     assert_eq!(counts.deleted_entries, 1);
 }
 
@@ -320,9 +314,7 @@ async fn empty_files_secret_paths_and_aliasing_names() {
         "/memories/dot.",
         "/memories/LPT3",
     ] {
-        let e = w
-            .err(json!({"command": "create", "path": bad, "file_text": "x"}))
-            .await;
+        let e = w.refused_create(bad).await;
         assert!(e.contains("Windows"), "{bad}: {e}");
     }
     let before = w.ports.store.dump().len();

@@ -10,7 +10,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use memory_core::model::{Attribution, MemoryEntry, StoredEntry, Tier};
+use memory_core::model::{MemoryEntry, StoredEntry, Tier};
 use memory_core::ports::{Clock, EntryStore, IdSource};
 use memory_core::{MemoryRef, TenantId, Timestamp};
 use memory_testkit::exchange::InMemoryExchangeStore;
@@ -90,21 +90,17 @@ async fn run(n: usize) {
     let mut batch = Vec::with_capacity(50);
     for i in 0..n {
         let at = Timestamp::from_millis(1_780_000_000_000 + i as i64);
-        batch.push(StoredEntry {
-            memory_ref: memory_ref.clone(),
-            entry: MemoryEntry {
+        batch.push(StoredEntry::new(
+            memory_ref.clone(),
+            MemoryEntry {
                 id: ids.next_id(at),
                 content: text(i),
                 tags: vec!["bench".into()],
                 created_at: at,
                 expires_at: None,
             },
-            tier: Tier::LongTerm,
-            subject: None,
-            attribution: Attribution::default(),
-            provenance: vec![],
-            embedding: None,
-        });
+            Tier::LongTerm,
+        ));
         if batch.len() == 50 {
             entries.put_entries(&batch).await.expect("put");
             batch.clear();

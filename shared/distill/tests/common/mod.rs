@@ -18,25 +18,34 @@ pub fn entry(id: &str, content: &str, tags: &[&str], created_at_ms: i64) -> Sour
     }
 }
 
-/// xorshift64*: deterministic fixtures without a rand dependency.
-pub struct Rng(pub u64);
+/// The benches' seeded generator, so a test's seed draws the corpus a bench's would.
+pub use bench_support::Rng;
 
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
+/// How a seeded entry's detail is written after its recurring fact: words of `vocab`, each
+/// after a space or, one time in `break_one_in`, after `line_break`; one time in `marker_one_in`
+/// an SR-1 marker instead of a word.
+pub struct Detail<'a> {
+    pub vocab: &'a [&'a str],
+    pub break_one_in: usize,
+    pub line_break: &'a str,
+    pub marker_one_in: usize,
+    pub marker: fn(&mut Rng) -> String,
+}
 
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    pub fn shuffle<T>(&mut self, items: &mut [T]) {
-        for i in (1..items.len()).rev() {
-            let j = self.below(i + 1);
-            items.swap(i, j);
+impl Detail<'_> {
+    /// Appends detail to `content` until it holds at least `bytes` bytes.
+    pub fn pad(&self, rng: &mut Rng, content: &mut String, bytes: usize) {
+        while content.len() < bytes {
+            content.push_str(if rng.below(self.break_one_in) == 0 {
+                self.line_break
+            } else {
+                " "
+            });
+            if rng.below(self.marker_one_in) == 0 {
+                content.push_str(&(self.marker)(rng));
+            } else {
+                content.push_str(self.vocab[rng.below(self.vocab.len())]);
+            }
         }
     }
 }
@@ -84,14 +93,14 @@ pub fn corpus(n: usize, bytes: usize, seed: u64) -> Vec<SourceEntry> {
     (0..n)
         .map(|i| {
             let mut content = pool[rng.below(pool.len())].clone();
-            while content.len() < bytes {
-                content.push(if rng.below(8) == 0 { '\n' } else { ' ' });
-                if rng.below(40) == 0 {
-                    content.push_str(&format!("key [REDACTED:secret-{}] used", rng.below(5)));
-                } else {
-                    content.push_str(WORDS[rng.below(WORDS.len())]);
-                }
+            Detail {
+                vocab: WORDS,
+                break_one_in: 8,
+                line_break: "\n",
+                marker_one_in: 40,
+                marker: |rng| format!("key [REDACTED:secret-{}] used", rng.below(5)),
             }
+            .pad(&mut rng, &mut content, bytes);
             let tags: Vec<&str> = if rng.below(5) == 0 {
                 vec![]
             } else {

@@ -24,8 +24,8 @@ use memory_core::StoreError;
 use memory_guard::{MemoryRef, TenantId};
 
 use super::{
-    build_error, get_s, key_item, partition_key, read_item, ref_from_pk, s, subject_attr,
-    subject_items, transact_item, DynamoEntryStore, Item, Write,
+    build_error, get_s, partition_key, read_item, ref_from_pk, s, subject_attr, subject_items,
+    transact_item, DynamoEntryStore, Item, Write,
 };
 
 const PATH_PREFIX: &str = "M#";
@@ -63,13 +63,7 @@ fn record_item(r: &MemoryRef, key: &str, record: &PathRecord) -> Item {
 }
 
 fn decode_record(item: &Item) -> Result<PathRecord, StoreError> {
-    let corrupt = || StoreError::Corrupt {
-        key: format!(
-            "{}/{}",
-            get_s(item, "pk").unwrap_or("?"),
-            get_s(item, "sk").unwrap_or("?")
-        ),
-    };
+    let corrupt = || super::corrupt_item(item);
     let subjects = match item.get("subjects") {
         Some(AttributeValue::L(list)) => list
             .iter()
@@ -184,40 +178,16 @@ impl PathStore for DynamoEntryStore {
         for e in &change.put {
             items.extend(self.put_if_absent(OP, e)?);
         }
-        for e in &change.delete {
-            items.push(transact_item(
-                OP,
-                &self.table,
-                Write::Delete(key_item(&e.key())),
-                Some("rev = :rev"),
-                vec![(":rev", s(e.revision()))],
-            )?);
-        }
+        items.extend(self.revision_deletes(OP, &change.delete)?);
         for w in &change.paths {
             items.extend(self.path_items(OP, memory_ref, w)?);
         }
-        // The search index's change record, in the same transaction as the entries it names.
-        for record in super::change_items(
-            change
-                .put
-                .iter()
-                .chain(&change.delete)
-                .map(|e| (&e.memory_ref, e.entry.id.as_str())),
-        ) {
-            items.push(self.unconditional_put(OP, record)?);
-        }
+        items.extend(self.change_record_items(OP, &change.put, &change.delete)?);
         within(OP, items.len(), MAX_ITEMS_PER_TRANSACTION)?;
         if items.is_empty() {
             return Ok(());
         }
-        self.put_postings(OP, &change.put).await?;
-        self.transact(OP, items)
-            .await
-            .map_err(|e| e.into_store(OP))?;
-        for e in &change.delete {
-            self.delete_overflow(&e.key()).await?;
-        }
-        self.remove_postings(OP, &change.delete).await;
+        self.swap(OP, items, &change.put, &change.delete).await?;
         if let Some(since) = change.put.iter().map(|e| e.entry.created_at).min() {
             self.mark_pending(memory_ref, PassKind::Index, since).await;
         }

@@ -1,36 +1,21 @@
 //! What the two search-engine benches share (docs/search.md "Choosing the engine"): the
 //! generated corpus (one seed per size, so both benches rank the same entries), percentiles,
-//! memory figures, and the pre-tokenized form that feeds tantivy our analyzer's terms.
+//! memory figures, the pre-tokenized form that feeds tantivy our analyzer's terms, and the
+//! query both ask tantivy.
 
 use std::collections::HashSet;
 use std::time::Duration;
 
+use tantivy::collector::TopDocs;
+use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
+use tantivy::schema::{Field, IndexRecordOption, Schema, Value, STORED, STRING, TEXT};
+use tantivy::{TantivyDocument, Term};
 use text_search::Analyzer;
 
 pub const SEGMENT_DOCS: usize = 100_000;
 pub const NOW: i64 = 1_800_000_000_000;
 
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        // xorshift64*: deterministic, no dependency.
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// Zipf-like: small ranks much more often (a word list's shape).
-    pub fn zipf(&mut self, n: usize) -> usize {
-        let u = (self.next() >> 11) as f64 / (1u64 << 53) as f64;
-        ((n as f64).powf(u) - 1.0) as usize % n
-    }
-}
+pub use bench_support::Rng;
 
 pub struct Entry {
     pub id: String,
@@ -107,11 +92,21 @@ pub fn percentile(samples: &mut [Duration], p: f64) -> f64 {
 }
 
 pub fn rss_mib() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
+    status_mib(None, "VmRSS")
+}
+
+/// `field` (a size in kB) of a process's `/proc` status, in MiB; 0 where it cannot be read.
+/// `pid` None is this process.
+fn status_mib(pid: Option<u32>, field: &str) -> f64 {
+    let path = match pid {
+        Some(pid) => format!("/proc/{pid}/status"),
+        None => "/proc/self/status".to_owned(),
+    };
+    std::fs::read_to_string(path)
         .ok()
         .and_then(|s| {
             s.lines()
-                .find(|l| l.starts_with("VmRSS"))
+                .find(|l| l.starts_with(field))
                 .and_then(|l| l.split_whitespace().nth(1))
                 .and_then(|k| k.parse::<f64>().ok())
         })
@@ -126,19 +121,7 @@ pub fn row(engine: &str, mode: &str, samples: &mut [Duration], extra: &str) {
 
 /// The process's peak resident set (VmHWM), in MiB; `pid` None is this process.
 pub fn peak_rss_mib(pid: Option<u32>) -> f64 {
-    let path = match pid {
-        Some(pid) => format!("/proc/{pid}/status"),
-        None => "/proc/self/status".to_owned(),
-    };
-    std::fs::read_to_string(path)
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with("VmHWM"))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|k| k.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kb| kb / 1024.0)
+    status_mib(pid, "VmHWM")
 }
 
 /// Our analyzer's terms of `text` as tantivy's pre-tokenized input, so that tantivy indexes
@@ -160,4 +143,75 @@ pub fn tantivy_tokens(analyzer: &Analyzer, text: &str) -> tantivy::tokenizer::Pr
         text: String::new(),
         tokens,
     }
+}
+
+/// The ids of tantivy's best 10 for `q`, as both benches ask it: `q`'s terms (our analyzer's,
+/// deduplicated) as one OR of term queries on `body`, BM25-scored; `id` is the stored id field.
+pub fn tantivy_top10(
+    searcher: &tantivy::Searcher,
+    stem: &Analyzer,
+    body: Field,
+    id: Field,
+    q: &str,
+) -> Vec<String> {
+    let mut terms = stem.terms(q);
+    terms.sort();
+    terms.dedup();
+    let query = BooleanQuery::new(
+        terms
+            .into_iter()
+            .map(|t| {
+                let q: Box<dyn Query> = Box::new(TermQuery::new(
+                    Term::from_field_text(body, &t),
+                    IndexRecordOption::WithFreqs,
+                ));
+                (Occur::Should, q)
+            })
+            .collect(),
+    );
+    searcher
+        .search(&query, &TopDocs::with_limit(10).order_by_score())
+        .expect("search")
+        .into_iter()
+        .map(|(_, address)| {
+            let doc: TantivyDocument = searcher.doc(address).expect("doc");
+            doc.get_first(id)
+                .and_then(|v| v.as_str().map(str::to_owned))
+                .unwrap_or_default()
+        })
+        .collect()
+}
+
+/// A tantivy index of `entries` built in `dir` (emptied first), as both benches build it: the
+/// id stored, the body our analyzer's terms of the searchable text, one writer thread. Answers
+/// the index, its id and body fields, and the build time (from creating the index to its last
+/// merge).
+pub fn build_tantivy(
+    dir: &std::path::Path,
+    entries: &[Entry],
+    stem: &Analyzer,
+) -> (tantivy::Index, Field, Field, Duration) {
+    let mut schema = Schema::builder();
+    let id_field = schema.add_text_field("id", STRING | STORED);
+    let body = schema.add_text_field("body", TEXT);
+    let schema = schema.build();
+    let _ = std::fs::remove_dir_all(dir);
+    std::fs::create_dir_all(dir).expect("temp dir");
+    let started = std::time::Instant::now();
+    let index = tantivy::Index::create_in_dir(dir, schema).expect("index");
+    let mut writer: tantivy::IndexWriter = index
+        .writer_with_num_threads(1, 200_000_000)
+        .expect("writer");
+    for e in entries {
+        let mut doc = TantivyDocument::default();
+        doc.add_text(id_field, &e.id);
+        doc.add_pre_tokenized_text(
+            body,
+            tantivy_tokens(stem, &text_search::searchable_text(&e.content, &e.tags)),
+        );
+        writer.add_document(doc).expect("add");
+    }
+    writer.commit().expect("commit");
+    writer.wait_merging_threads().expect("merge");
+    (index, id_field, body, started.elapsed())
 }

@@ -196,68 +196,16 @@ fn run(n: usize, sizes: &Sizes) {
 
 mod tantivy_engine {
     use super::*;
-    use tantivy::collector::TopDocs;
-    use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-    use tantivy::schema::{IndexRecordOption, Schema, Value, STORED, STRING, TEXT};
-    use tantivy::tokenizer::PreTokenizedString;
-    use tantivy::{Index, IndexWriter, TantivyDocument, Term};
-
-    fn tokens(analyzer: &Analyzer, text: &str) -> PreTokenizedString {
-        search_engines_bench::tantivy_tokens(analyzer, text)
-    }
+    use tantivy::Index;
 
     pub fn run(entries: &[Entry], queries: &[String], stem: &Analyzer, documents: &[Document<'_>]) {
-        let mut schema = Schema::builder();
-        let id_field = schema.add_text_field("id", STRING | STORED);
-        let body = schema.add_text_field("body", TEXT);
-        let schema = schema.build();
         let dir = std::env::temp_dir().join(format!("search-engines-bench-{}-{}", std::process::id(), entries.len()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).expect("temp dir");
-        let started = Instant::now();
-        let index = Index::create_in_dir(&dir, schema).expect("index");
-        let mut writer: IndexWriter = index.writer_with_num_threads(1, 200_000_000).expect("writer");
-        for e in entries {
-            let mut doc = TantivyDocument::default();
-            doc.add_text(id_field, &e.id);
-            doc.add_pre_tokenized_text(body, tokens(stem, &searchable_text(&e.content, &e.tags)));
-            writer.add_document(doc).expect("add");
-        }
-        writer.commit().expect("commit");
-        writer.wait_merging_threads().expect("merge");
-        let build = started.elapsed();
+        let (index, id_field, body, build) = search_engines_bench::build_tantivy(&dir, entries, stem);
         let bytes: u64 = std::fs::read_dir(&dir)
             .map(|d| d.flatten().filter_map(|f| f.metadata().ok()).map(|m| m.len()).sum())
             .unwrap_or(0);
-        let query_of = |q: &str| -> Box<dyn Query> {
-            let mut terms = stem.terms(q);
-            terms.sort();
-            terms.dedup();
-            Box::new(BooleanQuery::new(
-                terms
-                    .into_iter()
-                    .map(|t| {
-                        let q: Box<dyn Query> = Box::new(TermQuery::new(
-                            Term::from_field_text(body, &t),
-                            IndexRecordOption::WithFreqs,
-                        ));
-                        (Occur::Should, q)
-                    })
-                    .collect(),
-            ))
-        };
-        let top10 = |searcher: &tantivy::Searcher, q: &str| -> Vec<String> {
-            searcher
-                .search(&*query_of(q), &TopDocs::with_limit(10).order_by_score())
-                .expect("search")
-                .into_iter()
-                .map(|(_, address)| {
-                    let doc: TantivyDocument = searcher.doc(address).expect("doc");
-                    doc.get_first(id_field)
-                        .and_then(|v| v.as_str().map(str::to_owned))
-                        .unwrap_or_default()
-                })
-                .collect()
+        let top10 = |searcher: &tantivy::Searcher, q: &str| {
+            search_engines_bench::tantivy_top10(searcher, stem, body, id_field, q)
         };
         let reader = index.reader().expect("reader");
         let searcher = reader.searcher();

@@ -50,8 +50,8 @@ use memory_core::ref_index::{IndexPass, SearchPath};
 use memory_core::search::{SearchMode, SearchOptions, SearchResults};
 use memory_core::tag_filter::TagFilter;
 use memory_core::{AgentId, MemoryRef, StoreError, TenantId, TenantScope, Timestamp};
-use search_engines_bench::{generate, peak_rss_mib, percentile, tantivy_tokens, Entry, Rng};
-use text_search::{searchable_text, Analyzer};
+use search_engines_bench::{generate, peak_rss_mib, percentile, Entry, Rng};
+use text_search::Analyzer;
 
 const MODEL: &str = "bench-model";
 const LIMIT: u32 = 10;
@@ -766,39 +766,9 @@ async fn segment_sizes(world: &World, r: &MemoryRef) -> (u64, u64) {
 
 mod tantivy_engine {
     use super::*;
-    use tantivy::collector::TopDocs;
-    use tantivy::query::{BooleanQuery, Occur, Query, TermQuery};
-    use tantivy::schema::{Field, IndexRecordOption, Schema, Value, STORED, STRING, TEXT};
-    use tantivy::{Index, IndexWriter, TantivyDocument, Term};
-
-    fn top10(searcher: &tantivy::Searcher, stem: &Analyzer, body: Field, id: Field, q: &str) -> Vec<String> {
-        let mut terms = stem.terms(q);
-        terms.sort();
-        terms.dedup();
-        let query = BooleanQuery::new(
-            terms
-                .into_iter()
-                .map(|t| {
-                    let q: Box<dyn Query> = Box::new(TermQuery::new(
-                        Term::from_field_text(body, &t),
-                        IndexRecordOption::WithFreqs,
-                    ));
-                    (Occur::Should, q)
-                })
-                .collect(),
-        );
-        searcher
-            .search(&query, &TopDocs::with_limit(10).order_by_score())
-            .expect("search")
-            .into_iter()
-            .map(|(_, address)| {
-                let doc: TantivyDocument = searcher.doc(address).expect("doc");
-                doc.get_first(id)
-                    .and_then(|v| v.as_str().map(str::to_owned))
-                    .unwrap_or_default()
-            })
-            .collect()
-    }
+    use search_engines_bench::{build_tantivy, tantivy_top10 as top10};
+    use tantivy::schema::Field;
+    use tantivy::Index;
 
     fn fields(index: &Index) -> (Field, Field) {
         let schema = index.schema();
@@ -847,26 +817,10 @@ mod tantivy_engine {
     ) -> (Vec<Row>, Duration) {
         eprintln!("   tantivy: building");
         let stem = Analyzer::new(true);
-        let mut schema = Schema::builder();
-        let id_field = schema.add_text_field("id", STRING | STORED);
-        let body = schema.add_text_field("body", TEXT);
-        let schema = schema.build();
         let root = std::env::temp_dir().join(format!("search-scale-{}-{n}", std::process::id()));
         let _ = std::fs::remove_dir_all(&root);
         let built_dir = root.join("built");
-        std::fs::create_dir_all(&built_dir).expect("temp dir");
-        let started = Instant::now();
-        let index = Index::create_in_dir(&built_dir, schema).expect("index");
-        let mut writer: IndexWriter = index.writer_with_num_threads(1, 200_000_000).expect("writer");
-        for e in entries {
-            let mut doc = TantivyDocument::default();
-            doc.add_text(id_field, &e.id);
-            doc.add_pre_tokenized_text(body, tantivy_tokens(&stem, &searchable_text(&e.content, &e.tags)));
-            writer.add_document(doc).expect("add");
-        }
-        writer.commit().expect("commit");
-        writer.wait_merging_threads().expect("merge");
-        let build = started.elapsed();
+        let (index, _, _, build) = build_tantivy(&built_dir, entries, &stem);
         drop(index);
 
         // Its files in the emulator's S3, as a function would find them.
