@@ -115,7 +115,7 @@ def test_extreme_fault_rate() -> None:
     assert sum(result["faults"].values()) > 0, "faults injected"
     assert result["answers"].get("ok", 0) > 0
     for invariant in ("retry_hint_present", "not_stored_truthful", "acked_present_once",
-                      "archive_has_entry"):
+                      "archive_has_entry", "unknown_only_when_unknowable", "key_lock_bounded"):
         assert result["checks"].get(invariant, 0) > 0, f"{invariant} was never checked"
     assert result["extreme"]["cleanPass"] is not None, "the clean dream pass answered"
     assert result["extreme"]["orphansAfterCleanPass"] == 0
