@@ -2227,6 +2227,10 @@ def run_extreme(seed: int = 95, *, out_dir: Path | None = None, workers: int = 2
         run.stats = merge_stats(run.phase_stats)
         result = run.finish()
         result["extreme"] = details
+        try:
+            (run.out_dir / "result.json").write_text(json.dumps(result, indent=1))
+        except OSError:
+            pass
         return result
 
 
