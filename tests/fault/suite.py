@@ -86,8 +86,14 @@ from wopkit import (  # noqa: E402
 SERVICES = ("dynamodb", "s3", "events", "sqs")
 FUNCTIONS = ("memory-read", "memory-write", "memory-forget", "memory-dream",
              "memory-consolidate", "memory-commitments")
-RETRYABLE = {"rate_limited", "idempotency_in_flight"}
+RETRYABLE = {"rate_limited", "idempotency_in_flight", "outcome_unknown"}
 SLOW_INVOCATION_SECONDS = 15.0
+# How a retryable direct-invoke error ends (docs/api.md "Direct-invoke failures").
+RETRY_HINT_RE = re.compile(r"\(retryAfterSeconds: \d+\)$")
+# docs/guarantees.md "Idempotent writes": no key is locked longer than this. What a client sees
+# adds its own polling: the answer time of its last in-flight try and its retry delay (<= 1.5 s).
+KEY_LOCK_BOUND_SECONDS = 30.0
+KEY_LOCK_POLL_SLACK_SECONDS = 5.0
 
 # Every invariant the checker reports, in table order.
 INVARIANTS = (
@@ -107,6 +113,10 @@ INVARIANTS = (
     "fire_at_most_once",         # at most one commitment.fired per commitment
     "no_internal_error",         # no internal_error / HTTP 500 answer under injected retryable faults
     "retry_after_present",       # HTTP 429/503 answers carry Retry-After
+    "retry_hint_present",        # every retryable direct-invoke error ends with its delay
+    "key_lock_bounded",          # no key answers idempotency_in_flight beyond the stated bound
+    "unknown_only_when_unknowable",  # outcome_unknown never answered when every fault was a refusal
+    "not_stored_truthful",       # a keyless put answered "not stored" (429/503) was not stored
     "no_unexpected_error",       # no other error type (validation errors, timeouts, ...)
     "op_completes",              # every operation got an answer within its time limit
     "no_panic",                  # no "panicked" in any function log
@@ -311,6 +321,8 @@ class Outcome:
     payload: Any = None
     error_type: str | None = None
     attempts: int = 0
+    # (monotonic time the attempt was sent, its answer: "ok", an errorType, "transport_error")
+    history: list[tuple[float, str]] = field(default_factory=list)
 
 
 @dataclass
@@ -516,7 +528,8 @@ class Run:
 
     def __init__(self, seed: int, *, profile: str = "small", gateways: int = 2,
                  out_dir: Path | None = None, rates: dict[str, float] | None = None,
-                 label: str = "run") -> None:
+                 label: str = "run", env: dict[str, str] | None = None,
+                 gateway_env: dict[int, dict[str, str]] | None = None) -> None:
         self.endpoint = require_environment()
         self.seed = seed
         self.profile_name = profile
@@ -550,6 +563,17 @@ class Run:
         self.logs: dict[str, str] = {}
         self.workload_seconds: dict[str, float] = {}
         self.extra_log_lines: list[tuple[str, str]] = []   # (file name, line): self-test only
+        self.extra_env = dict(env or {})
+        # Per gateway index: more environment (a gateway under another function timeout).
+        self.gateway_env = dict(gateway_env or {})
+        # Retries rotate over the first this-many gateways (all, unless a test keeps one apart).
+        self.rotate_over = gateways
+        # Set while every injected fault is a refusal (throttling, cancellation): no write can
+        # have been applied unseen, so outcome_unknown is never the truth.
+        self.refusals_only = False
+        # Keyless puts: (ref, markers, how many copies the answers allow) for not_stored_truthful.
+        self.keyless_puts: list[tuple[str, list[str], int, str]] = []
+        self.max_key_lock = 0.0
 
     # -- lifetime ----------------------------------------------------------------------------
 
@@ -568,10 +592,12 @@ class Run:
             QueueName=f"fault-passes-{self.nonce}",
             Attributes={"VisibilityTimeout": "3"})["QueueUrl"]
         env = self.proxy.env(dict(os.environ, DREAM_SETTLE_SECONDS="0",
-                                  PASS_QUEUE_URL=self.queue_url, DEFAULT_TIME_ZONE="UTC"))
+                                  PASS_QUEUE_URL=self.queue_url, DEFAULT_TIME_ZONE="UTC",
+                                  **self.extra_env))
         env.pop("TENANT_TIME_ZONES", None)
         for i in range(self.n_gateways):
-            self.gateways.append(Gateway(i, env, self.out_dir))
+            self.gateways.append(Gateway(i, dict(env, **self.gateway_env.get(i, {})),
+                                         self.out_dir))
 
     def faults_on(self) -> None:
         """Faults at the run's rates, drawn from its seed, counters from zero."""
@@ -663,7 +689,8 @@ class Run:
             self.rec.violation("no_leak", f"{kind} marker {m}", where)
 
     def call(self, function: str, payload: Any, *, where: str, gw: int | None = None,
-             expect: tuple[str, ...] = (), limit: float = 90.0, once: bool = False) -> Outcome:
+             expect: tuple[str, ...] = (), limit: float = 90.0, once: bool = False,
+             pin: bool = False) -> Outcome:
         """Invokes `function` until it answers: retryable error types (rate_limited,
         idempotency_in_flight) and transport failures are retried with the same payload (the
         same idempotencyKey), the next attempt going to the next gateway as a Lambda retry may
@@ -675,6 +702,7 @@ class Run:
         started = time.monotonic()
         g = self.pick(gw)
         attempt = 0
+        history: list[tuple[float, str]] = []
         while True:
             attempt += 1
             self.rec.op(f"attempt:{function}")
@@ -689,16 +717,18 @@ class Run:
                     SuiteError) as err:
                 self.rec.answer("transport_error")
                 self.rec.note(f"transport_error:{type(err).__name__}")
+                history.append((sent, "transport_error"))
                 if once:
-                    return Outcome(False, None, "transport_error", attempt)
+                    return Outcome(False, None, "transport_error", attempt, history)
             else:
                 if function_error is None:
                     self.rec.answer("ok")
+                    history.append((sent, "ok"))
                     try:
-                        return Outcome(True, json.loads(raw), None, attempt)
+                        return Outcome(True, json.loads(raw), None, attempt, history)
                     except ValueError:
                         self.rec.violation("no_unexpected_error", "answer is not JSON", where)
-                        return Outcome(False, None, "not-json", attempt)
+                        return Outcome(False, None, "not-json", attempt, history)
                 text = raw.decode("utf-8", errors="replace")
                 self.leak_check(text, f"{where}: error answer of {function}")
                 try:
@@ -708,8 +738,22 @@ class Run:
                 etype = str(doc.get("errorType") or "?") if isinstance(doc, dict) else "?"
                 message = str(doc.get("errorMessage") or "") if isinstance(doc, dict) else ""
                 self.rec.answer(etype)
+                history.append((sent, etype))
+                if etype in RETRYABLE or (etype == "internal_error" and "temporar" in message):
+                    self.rec.check("retry_hint_present")
+                    if not RETRY_HINT_RE.search(message):
+                        self.rec.violation("retry_hint_present",
+                                           f"{function} answered {etype} with no retry delay",
+                                           where)
+                if self.refusals_only:
+                    self.rec.check("unknown_only_when_unknowable")
+                if etype == "outcome_unknown":
+                    if self.refusals_only:
+                        self.rec.violation("unknown_only_when_unknowable",
+                                           f"{function} answered outcome_unknown while every "
+                                           "injected fault was a refusal", where)
                 if etype in expect or once:
-                    return Outcome(False, doc, etype, attempt)
+                    return Outcome(False, doc, etype, attempt, history)
                 if etype == "internal_error":
                     flavour = "503-style, says temporary" if "temporar" in message \
                         else "500-style"
@@ -718,15 +762,16 @@ class Run:
                 elif etype not in RETRYABLE:
                     self.rec.violation("no_unexpected_error",
                                        f"{function} answered {etype}", where)
-                    return Outcome(False, doc, etype, attempt)
+                    return Outcome(False, doc, etype, attempt, history)
             if time.monotonic() - started > limit:
                 self.rec.violation("op_completes",
                                    f"{function} no answer after {attempt} attempts / "
                                    f"{limit:.0f} s", where)
-                return Outcome(False, None, "gave-up", attempt)
+                return Outcome(False, None, "gave-up", attempt, history)
             self.rec.op(f"retry:{function}")
             time.sleep(min(1.5, 0.1 * 2 ** min(attempt, 5)) * self.jitter.uniform(0.5, 1.0))
-            g = (g + 1) % len(self.gateways)
+            if not pin:
+                g = (g + 1) % self.rotate_over
 
     def http_get(self, tenant: str, path: str, *, where: str,
                  limit: float = 60.0) -> tuple[int, bytes]:
@@ -773,14 +818,25 @@ class Run:
 
     def put(self, tenant: str, ref: str, entries: list[dict[str, Any]], *, where: str,
             key: str | None, secrets: list[dict[str, str]] | None = None,
-            gw: int | None = None, run_id: str = "run-fault") -> Outcome:
+            gw: int | None = None, run_id: str = "run-fault", limit: float = 90.0,
+            pin: bool = False, once: bool = False) -> Outcome:
         payload: dict[str, Any] = {"op": "put", "tenantId": tenant, "memoryRef": ref,
                                    "runId": run_id, "entries": entries,
                                    "secrets": secrets or []}
         if key is not None:
             payload["idempotencyKey"] = key
         self.rec.op("put_keyed" if key else "put_keyless")
-        out = self.call("memory-write", payload, where=where, gw=gw)
+        out = self.call("memory-write", payload, where=where, gw=gw, limit=limit, pin=pin,
+                        once=once)
+        if key is not None:
+            self.check_key_lock(out, where)
+        else:
+            # Answers that leave open whether the entries were stored: success, an unknown
+            # outcome, and a lost Lambda answer. Every other answer promised "not stored".
+            maybe = sum(1 for _, a in out.history
+                        if a in ("ok", "outcome_unknown", "transport_error"))
+            markers = MARKER_RE.findall(" ".join(e.get("content", "") for e in entries))
+            self.keyless_puts.append((ref, markers, maybe, where))
         if out.ok:
             written = out.payload.get("written") if isinstance(out.payload, dict) else None
             if not isinstance(written, list) or len(written) != len(entries):
@@ -788,6 +844,61 @@ class Run:
                                    "put answered a written list of the wrong length", where)
                 return Outcome(False, out.payload, "bad-answer", out.attempts)
         return out
+
+    def check_key_lock(self, out: Outcome, where: str) -> float:
+        """How long the key was locked as the client saw it: from the try before a run of
+        `idempotency_in_flight` answers (whose attempt left the claim) to the try that ended
+        the run. Within the stated bound plus the client's own polling."""
+        h = out.history
+        i = 0
+        longest = 0.0
+        while i < len(h):
+            if h[i][1] != "idempotency_in_flight":
+                i += 1
+                continue
+            j = i
+            while j < len(h) and h[j][1] == "idempotency_in_flight":
+                j += 1
+            start = h[i - 1][0] if i > 0 else h[i][0]
+            end = h[j][0] if j < len(h) else h[j - 1][0]
+            locked = end - start
+            longest = max(longest, locked)
+            self.rec.check("key_lock_bounded")
+            with self.rec.lock:
+                self.max_key_lock = max(self.max_key_lock, locked)
+            if locked > KEY_LOCK_BOUND_SECONDS + KEY_LOCK_POLL_SLACK_SECONDS:
+                self.rec.violation("key_lock_bounded",
+                                   f"key answered idempotency_in_flight for {locked:.1f} s "
+                                   f"(bound {KEY_LOCK_BOUND_SECONDS:.0f} s)", where)
+            i = j
+        return longest
+
+    def check_not_stored_truthful(self, state: State) -> None:
+        """A keyless put holds no more copies than the answers that left its fate open
+        (success, outcome_unknown, a lost Lambda answer): a 429 or 503 promised nothing was
+        stored."""
+        # A client's retries of one request are several puts of the same markers: their
+        # answers add up.
+        allowed: dict[str, int] = Counter()
+        for _ref, markers, maybe, _where in self.keyless_puts:
+            for m in markers:
+                allowed[m] += maybe
+        seen: set[str] = set()
+        for ref, markers, _maybe, where in self.keyless_puts:
+            pk = partition(ref)
+            for m in markers:
+                if self.reg.kinds.get(m) != "content" or m in seen:
+                    continue
+                seen.add(m)
+                maybe = allowed[m]
+                self.rec.check("not_stored_truthful")
+                copies = sum(1 for e in state.by_partition.get(pk, [])
+                             if m in e.content and not e.provenance
+                             and not any(t.startswith("compacted-from:") for t in e.tags))
+                if copies > maybe:
+                    self.rec.violation("not_stored_truthful",
+                                       f"{copies} copies stored, {maybe} answers allowed any "
+                                       "(the others said not stored)", f"{where} marker {m}")
 
     def acknowledge(self, workload: str, ref: str, out: Outcome, markers: list[str], *,
                     keyed: bool, fate: str = "present", unique: bool = True) -> None:
@@ -1413,6 +1524,7 @@ class Run:
             self.check_derived(state)
             self.check_events(state, events)
             self.check_work_markers(state)
+            self.check_not_stored_truthful(state)
         except Exception as err:  # noqa: BLE001
             self.rec.violation("harness_error", f"checker raised {type(err).__name__}: "
                                f"{str(err)[:200]}", traceback.format_exc(limit=6)[-800:])
@@ -1800,6 +1912,7 @@ class Run:
             "proxyRequests": self.stats.get("requests", 0),
             "upstream5xx": self.stats.get("upstream5xx", 0),
             "acknowledgedEntries": len(self.acked),
+            "maxKeyLockSeconds": round(self.max_key_lock, 1),
             "checks": dict(sorted(self.rec.checks.items())),
             "notes": dict(sorted(self.rec.notes.items())),
             "violationCounts": {k: self.rec.violation_counts.get(k, 0) for k in INVARIANTS},
@@ -1938,6 +2051,186 @@ def run_lost_response(seed: int = 5, *, out_dir: Path | None = None) -> dict[str
             run.acknowledge("lost", ref_b, second, [mb], keyed=True)
         result = run.finish()
         result["lostResponse"] = details
+        return result
+
+
+# The 95 % workload: what is faulted, and how.
+EXTREME_RATES = {"500": 0.15, "throttle": 0.35, "conflict": 0.25, "drop": 0.20}
+# Only refusals: the store applied nothing it did not answer for.
+REFUSAL_RATES = {"500": 0.0, "throttle": 0.60, "conflict": 0.35, "drop": 0.0}
+# A put's write and a failed attempt's give-back of its key.
+EXTREME_WRITE_OPS = ["dynamodb:TransactWriteItems", "dynamodb:DeleteItem"]
+# A dream's writes: the archive, the index and its sibling, the output entry.
+EXTREME_DREAM_OPS = ["dynamodb:TransactWriteItems", "s3:PutObject"]
+# Tries of each keyless put while only refusals are injected.
+REFUSED_TRIES = 4
+# The functions' timeout in this workload: a failing invocation costs seconds, not half a minute,
+# and leases (the deadline, capped at 30 s) are this long.
+EXTREME_FUNCTION_TIMEOUT_SECONDS = 6
+
+
+def orphan_archives(state: State, tenant: str) -> list[str]:
+    """Current archives of `tenant` that neither an index line nor their output entry refers to."""
+    out = []
+    for key, archive in state.archives.items():
+        parts = key.split("/")
+        if parts[0] != tenant:
+            continue
+        pk = f"{parts[0]}#{parts[2]}"
+        lines = {line.get("archiveKey") for line in state.index_lines.get(pk, [])}
+        if key not in lines and (pk, archive.get("outputEntryId")) not in state.entries:
+            out.append(key)
+    return out
+
+
+def run_extreme(seed: int = 95, *, out_dir: Path | None = None, workers: int = 2,
+                puts: int = 2, refused: int = 2, dream_rounds: int = 2) -> dict[str, Any]:
+    """The 95 % workload. One tenant, two gateways, functions under a 6 s timeout.
+    1. `workers` threads x `puts` puts (2 of 3 keyed) while 95 % of TransactWriteItems and
+       DeleteItem fail (500, throttle, conflict, drop): keyed puts stored once, no key locked
+       beyond the bound, every retryable answer with its delay, a keyless put answered
+       "not stored" never stored.
+    2. `refused` keyless puts while 95 % of TransactWriteItems are refused (throttle,
+       conflict only): never `outcome_unknown`.
+    2b. one keyed put on the gateway whose functions have a 60 s timeout, while every
+       TransactWriteItems and DeleteItem is throttled: its write and its give-back fail, and
+       its key answers idempotency_in_flight until the lease (capped at 30 s), not 60 s.
+    3. `dream_rounds` rounds of a write (no faults) and one dream attempt under 95 % faults on
+       the archive, index and entry writes (orphans may be left); then a clean dream pass:
+       no orphan archive left (the checker's archive invariants, and a count)."""
+    details: dict[str, Any] = {}
+    env = {"LOCAL_FUNCTION_TIMEOUT_SECONDS": str(EXTREME_FUNCTION_TIMEOUT_SECONDS),
+           "DREAM_ORPHAN_GRACE_SECONDS": "0"}
+    # Gateway 2 runs the functions under a 60 s timeout, above the lease's 30 s cap.
+    with Run(seed, rates=EXTREME_RATES, out_dir=out_dir, label="extreme", env=env,
+             gateways=3, gateway_env={2: {"LOCAL_FUNCTION_TIMEOUT_SECONDS": "60"}}) as run:
+        proxy = run.proxy
+        assert proxy is not None
+        run.rotate_over = 2
+        t = run.tenant("x")
+        ref = memory_ref(t, "agent-x")
+
+        def phase(rates: dict[str, float], only: list[str], phase_seed: int) -> None:
+            proxy.reset()
+            proxy.config(rates=rates, only=only, seed=phase_seed)
+            run.phase_seeds.append(phase_seed)
+            run.phase_rates.append(dict(rates))
+
+        def end_phase() -> None:
+            run._snapshot()
+            proxy.quiet()
+
+        # 1. Puts at 95 %.
+        started = time.monotonic()
+        phase(EXTREME_RATES, EXTREME_WRITE_OPS, seed)
+
+        def worker(w: int) -> None:
+            rng = run.rng(f"x/{w}")
+            for i in range(puts):
+                m = run.reg.marker("content")
+                entries = [{"content": f"Extreme {w}.{i}: {rng.choice(NAMES)} on "
+                                       f"{rng.choice(TOPICS)}, reference {m}.", "tags": ["x"]}]
+                keyed = (w + i) % 3 != 2
+                out = run.put(t, ref, entries, where=f"x worker {w} put {i}",
+                              key=run.reg.key() if keyed else None, gw=w, limit=240.0)
+                if out.ok:
+                    run.acknowledge("x", ref, out, [m], keyed=keyed)
+
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            for f in [pool.submit(worker, w) for w in range(workers)]:
+                f.result()
+        end_phase()
+        details["putsSeconds"] = round(time.monotonic() - started, 1)
+
+        # 2. Refusals only: nothing can have been applied unseen.
+        started = time.monotonic()
+        phase(REFUSAL_RATES, ["dynamodb:TransactWriteItems"], seed + 1)
+        run.refusals_only = True
+
+        def refused_put(i: int) -> None:
+            # A client's tries of one keyless put, each answer checked; a fixed number of
+            # tries (not until success), which bounds the phase's time.
+            m = run.reg.marker("content")
+            for a in range(REFUSED_TRIES):
+                out = run.put(t, ref, [{"content": f"Refused probe {i}, reference {m}.",
+                                        "tags": ["refused"]}], where=f"x refused {i}.{a}",
+                              key=None, gw=i, once=True)
+                if out.ok:
+                    run.acknowledge("x", ref, out, [m], keyed=False)
+                    return
+
+        with ThreadPoolExecutor(max_workers=refused) as pool:
+            for f in [pool.submit(refused_put, i) for i in range(refused)]:
+                f.result()
+        run.refusals_only = False
+        end_phase()
+        details["refusedSeconds"] = round(time.monotonic() - started, 1)
+
+        # 2b. The bound itself: an attempt under a 60 s timeout whose write and give-back both
+        #    fail (every TransactWriteItems and DeleteItem throttled); the key is locked until
+        #    the lease, capped at 30 s, not until the 60 s deadline.
+        started = time.monotonic()
+        phase({"500": 0.0, "throttle": 1.0, "conflict": 0.0, "drop": 0.0}, EXTREME_WRITE_OPS,
+              seed + 2)
+        lock_m, lock_key = run.reg.marker("content"), run.reg.key()
+        lock_entries = [{"content": f"Lock probe, reference {lock_m}.", "tags": ["lock"]}]
+        first = run.put(t, ref, lock_entries, where="x lock first", key=lock_key, gw=2,
+                        pin=True, once=True)
+        end_phase()
+
+        def lock_retry() -> None:
+            # Waits out the lock while the dreams run (their faults may meet it afterwards;
+            # the lock ends at the first answer that is not idempotency_in_flight).
+            then = run.put(t, ref, lock_entries, where="x lock retry", key=lock_key, gw=2,
+                           pin=True, limit=180.0)
+            if then.ok:
+                run.acknowledge("x", ref, then, [lock_m], keyed=True)
+            both = Outcome(then.ok, then.payload, then.error_type,
+                           first.attempts + then.attempts, first.history + then.history)
+            details["lock"] = {"firstAnswer": "ok" if first.ok else first.error_type,
+                               "lockedSeconds": round(run.check_key_lock(both, "x lock"), 1),
+                               "inFlightAnswers": sum(1 for _, a in then.history
+                                                      if a == "idempotency_in_flight")}
+
+        locker = threading.Thread(target=run.guarded, args=("x-lock", lock_retry))
+        locker.start()
+
+        # 3. Dreams that fail after their archive, then a clean pass (while the lock runs out).
+        dreams_started = time.monotonic()
+        dref = memory_ref(t, "agent-dream")
+        dream_answers = []
+        for r in range(dream_rounds):
+            m = run.reg.marker("content")
+            out = run.put(t, dref, [{"content": f"Round {r}: {NAMES[r % len(NAMES)]} prefers "
+                                     f"{THINGS[r % len(THINGS)]}, reference {m}.",
+                                     "tags": ["dream"]}], where=f"x dream round {r} put",
+                          key=run.reg.key())
+            if out.ok:
+                run.acknowledge("x", dref, out, [m], keyed=True, unique=True)
+            phase(EXTREME_RATES, EXTREME_DREAM_OPS, seed + 10 + r)
+            run.rec.op("dream")
+            d = run.call("memory-dream", {"tenantId": t, "memoryRef": dref},
+                         where=f"x dream round {r}", once=True)
+            dream_answers.append("ok" if d.ok else str(d.error_type))
+            end_phase()
+        details["dreamAnswers"] = dream_answers
+        locker.join()
+        details["lockSeconds"] = round(time.monotonic() - started, 1)
+        details["orphansBeforeCleanPass"] = len(orphan_archives(read_state({t}), t))
+        run.rec.op("dream")
+        clean = run.call("memory-dream", {"tenantId": t, "memoryRef": dref},
+                         where="x clean dream pass")
+        details["cleanPass"] = {k: clean.payload.get(k) for k in
+                                ("status", "orphansRemoved")} if clean.ok else None
+        details["orphansAfterCleanPass"] = len(orphan_archives(read_state({t}), t))
+        details["dreamsSeconds"] = round(time.monotonic() - dreams_started, 1)
+        run.stats = merge_stats(run.phase_stats)
+        result = run.finish()
+        result["extreme"] = details
+        try:
+            (run.out_dir / "result.json").write_text(json.dumps(result, indent=1))
+        except OSError:
+            pass
         return result
 
 
@@ -2133,6 +2426,8 @@ def main(argv: list[str] | None = None) -> int:
     p_races.add_argument("--trials", type=int, default=50)
     sub.add_parser("selftest", help="the checker must report deliberate damage")
     sub.add_parser("lost-response", help="a keyed put whose transaction answers are lost")
+    p_extreme = sub.add_parser("extreme", help="the 95 %% fault-rate workload")
+    p_extreme.add_argument("--seed", type=int, default=95)
     p_soak = sub.add_parser("soak", help="runs with changing seeds until the time is up; "
                             "results appended to OUT/results.jsonl; prints the next seed")
     p_soak.add_argument("--minutes", type=float, required=True)
@@ -2157,6 +2452,8 @@ def main(argv: list[str] | None = None) -> int:
             result = run_races(args.seed, trials=args.trials)
         elif args.command == "lost-response":
             result = run_lost_response()
+        elif args.command == "extreme":
+            result = run_extreme(args.seed)
         elif args.command == "selftest":
             result = run_selftest()
             missing = [k for k in result["expectedViolations"]

@@ -20,6 +20,7 @@ import suite
 SEEDS = (11, 12, 13)
 RACE_SEED = 7
 RACE_TRIALS = 50
+EXTREME_SEED = 95
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -99,6 +100,31 @@ def test_keyed_retry_lost_response() -> None:
     # ref; the replay must have, or the dream would not see the entry until the next write.
     unmarked = [f for f in result["findings"] if f["finding"] == "ref_not_marked"]
     assert not unmarked, unmarked
+    assert_clean([result])
+
+
+def test_extreme_fault_rate() -> None:
+    """95 % of the writes fail (500, throttle, conflict, drop) with the functions under a short
+    timeout: keyed puts stored once, no key locked beyond the stated bound, every retryable
+    direct-invoke error with its delay, `outcome_unknown` never answered while only refusals
+    were injected and no keyless put answered "not stored" stored; dreams failing after their
+    archive leave no orphan after a clean pass."""
+    result = suite.run_extreme(EXTREME_SEED)
+    print(json.dumps({k: result[k] for k in ("seconds", "operations", "answers", "faults",
+                                             "maxKeyLockSeconds", "extreme", "notes")}))
+    assert sum(result["faults"].values()) > 0, "faults injected"
+    assert result["answers"].get("ok", 0) > 0
+    for invariant in ("retry_hint_present", "not_stored_truthful", "acked_present_once",
+                      "archive_has_entry", "unknown_only_when_unknowable", "key_lock_bounded"):
+        assert result["checks"].get(invariant, 0) > 0, f"{invariant} was never checked"
+    assert result["extreme"]["cleanPass"] is not None, "the clean dream pass answered"
+    assert result["extreme"]["orphansAfterCleanPass"] == 0
+    bound = suite.KEY_LOCK_BOUND_SECONDS + suite.KEY_LOCK_POLL_SLACK_SECONDS
+    assert result["maxKeyLockSeconds"] <= bound
+    # Positive control: the probe's key was held (its give-back failed) for most of the capped
+    # lease, and released by the cap, not by its 60 s deadline.
+    lock = result["extreme"]["lock"]
+    assert lock["inFlightAnswers"] > 0 and 20.0 <= lock["lockedSeconds"] <= bound, lock
     assert_clean([result])
 
 

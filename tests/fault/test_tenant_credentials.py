@@ -55,10 +55,11 @@ def rig() -> Any:
     if missing:
         pytest.fail(f"{', '.join(missing)} not set: run `eval \"$(infra/local/up)\"` first.",
                     pytrace=False)
-    binary = ROOT / "target" / "debug" / "local_gateway"
+    # The cargo target dir in use (CARGO_TARGET_DIR, else target/), as suite.py finds it.
+    binary = Path(os.environ.get("CARGO_TARGET_DIR") or ROOT / "target") / "debug" / \
+        "local_gateway"
     if not binary.exists():
-        pytest.fail("target/debug/local_gateway is missing: `cargo build --bins` first.",
-                    pytrace=False)
+        pytest.fail(f"{binary} is missing: `cargo build --bins` first.", pytrace=False)
     OUT.mkdir(parents=True, exist_ok=True)
     proxy = FaultProxy(serialize=True, stderr_path=OUT / "proxy.log")
     proxy.config(tenantIam=True)

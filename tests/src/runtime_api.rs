@@ -147,6 +147,18 @@ async fn respond(
     s.flush().await
 }
 
+/// The deadline each invocation is given: `LOCAL_FUNCTION_TIMEOUT_SECONDS` (default 30), so a
+/// test can run the functions under a short timeout (their retries stop within it, as on
+/// Lambda).
+fn function_timeout_ms() -> u128 {
+    std::env::var("LOCAL_FUNCTION_TIMEOUT_SECONDS")
+        .ok()
+        .and_then(|v| v.parse::<u128>().ok())
+        .filter(|s| *s > 0)
+        .unwrap_or(30)
+        * 1000
+}
+
 async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> std::io::Result<()> {
     let mut stream = BufReader::new(stream);
     while let Some((method, path, _headers, body)) = read_request(&mut stream).await? {
@@ -157,7 +169,7 @@ async fn serve_connection(stream: TcpStream, shared: Arc<Shared>) -> std::io::Re
             let Some(inv) = next else { return Ok(()) };
             let deadline = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_millis() + 30_000)
+                .map(|d| d.as_millis() + function_timeout_ms())
                 .unwrap_or(0);
             shared
                 .pending

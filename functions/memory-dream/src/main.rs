@@ -37,6 +37,12 @@ async fn serve() -> Result<(), Error> {
     // attempt's lease commits with the first attempt's `createdAt` (docs/guarantees.md
     // "Idempotent writes").
     let settle_seconds: i64 = lambda_adapter::env_number("DREAM_SETTLE_SECONDS", 30)?;
+    // How long an archive must have stood before the orphan sweep may remove it (docs/dreams.md
+    // "Orphan archives"): longer than any run of this function, so none is still finishing it.
+    let orphan_grace_seconds: i64 = lambda_adapter::env_number(
+        "DREAM_ORPHAN_GRACE_SECONDS",
+        dream_service::dream::ORPHAN_GRACE_MILLIS / 1000,
+    )?;
     // Abstractive dreams, only with ABSTRACTIVE_MODEL_ID set: how long a dream waits for the model.
     let timeout_ms: u64 = lambda_adapter::env_number(
         "ABSTRACTIVE_TIMEOUT_MS",
@@ -53,6 +59,7 @@ async fn serve() -> Result<(), Error> {
             Arc::new(DeterministicDistiller),
         )
         .with_settle_millis(settle_seconds * 1000)
+        .with_orphan_grace_millis(orphan_grace_seconds.saturating_mul(1000))
         .with_abstractive(abstractive),
     );
     // The embed pass lives here rather than in a function of its own: it is one more pass over

@@ -271,8 +271,14 @@ impl Consolidator {
                 }
                 // A write raced this merge, or the store stayed busy through the adapter's
                 // retries: skip this one merge (its members are untouched, all or nothing) and
-                // leave the pass pending for the next one, rather than abandon the others.
-                Err(StoreError::Conflict { .. } | StoreError::Unavailable { .. }) => {
+                // leave the pass pending for the next one, rather than abandon the others. A
+                // merge whose outcome is unknown is left the same way: the next pass reads
+                // whether it applied.
+                Err(
+                    StoreError::Conflict { .. }
+                    | StoreError::Unavailable { .. }
+                    | StoreError::OutcomeUnknown { .. },
+                ) => {
                     failed.push(merge.merged.id.clone());
                     report.merges_skipped += 1;
                 }

@@ -945,3 +945,130 @@ fn the_capability_document_advertises_the_distillers_tokenizer() {
         distill::TOKENIZER_NAME
     );
 }
+
+/// The dream saga's own cases: an archive whose answer was lost is adopted, an orphan left by
+/// a failed run is swept once no run can still be finishing it, and a run that failed past its
+/// index line is finished by the next one instead of distilled again.
+mod saga {
+    use super::*;
+    use dream_service::dream::ORPHAN_GRACE_MILLIS;
+
+    fn clocked_world() -> World {
+        let clock = Arc::new(ManualClock::at(Timestamp::from_millis(T0 + 10_000_000)));
+        let archives = Arc::new(InMemoryArchiveStore::with_clock(clock.clone()));
+        let mut w = world_with(archives.clone(), archives);
+        w.clock = clock.clone();
+        w.dreamer = Dreamer::new(
+            w.core(),
+            w.archives.clone(),
+            Arc::new(DeterministicDistiller),
+        );
+        w
+    }
+
+    async fn write(w: &World, n: u64) {
+        w.store
+            .put_entries(&[entry(
+                &r(),
+                n,
+                &format!("Note {n}: ship by Friday"),
+                &["ops"],
+            )])
+            .await
+            .expect("write");
+    }
+
+    fn sources_in_archives(w: &World) -> Vec<String> {
+        let mut ids: Vec<String> = archives_of(w)
+            .iter()
+            .flat_map(|(_, body)| {
+                distill::Archive::from_bytes(body)
+                    .expect("archive")
+                    .source_ids
+            })
+            .collect();
+        ids.sort();
+        ids
+    }
+
+    #[tokio::test]
+    async fn an_archive_left_by_a_failed_run_is_adopted_by_the_same_dream() {
+        let w = clocked_world();
+        seed(&w, 4).await;
+        // The entry write fails and so does the compensation's delete: the archive stays, as
+        // when the archive's own answer was lost and the run could not know it wrote it.
+        w.store.calls.fail_on("put_entries", 1);
+        w.archives.calls.fail_on("delete", 1);
+        w.dream(None).await.expect_err("the entry write failed");
+        assert_eq!(archives_of(&w).len(), 1, "left behind");
+        let done = w.dream(None).await.expect("the retry");
+        assert_eq!(done.status, "distilled");
+        assert!(
+            !done.archive_created,
+            "adopted: the same digest is the same dream"
+        );
+        assert_eq!(archives_of(&w).len(), 1);
+        assert_eq!(outputs_in(&w.store), 1);
+    }
+
+    #[tokio::test]
+    async fn an_orphan_archive_is_swept_after_the_grace_and_never_before() {
+        let w = clocked_world();
+        seed(&w, 4).await;
+        w.store.calls.fail_on("put_entries", 1);
+        w.archives.calls.fail_on("delete", 1);
+        w.dream(None).await.expect_err("failed after its archive");
+        let orphan = archives_of(&w)[0].0.clone();
+        // A write arrives before the retry: the next dream has another digest, and the first
+        // archive is an orphan (no entry, no index line).
+        write(&w, 50).await;
+        let next = w.dream(None).await.expect("next dream");
+        assert_eq!(next.status, "distilled");
+        assert_eq!(
+            next.orphans_removed, 0,
+            "within the grace: a run may be finishing it"
+        );
+        assert!(archives_of(&w).iter().any(|(k, _)| *k == orphan));
+        w.clock.advance_millis(ORPHAN_GRACE_MILLIS);
+        let clean = w.dream(None).await.expect("clean pass");
+        assert_eq!(clean.status, "nothing-to-distill");
+        assert_eq!(clean.orphans_removed, 1);
+        let left = archives_of(&w);
+        assert_eq!(left.len(), 1, "the distilled archive stays");
+        assert!(left.iter().all(|(k, _)| *k != orphan));
+        // Every source in exactly one archive.
+        let ids = sources_in_archives(&w);
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(ids, unique);
+        assert_eq!(ids.len(), 5);
+    }
+
+    #[tokio::test]
+    async fn a_run_interrupted_past_its_index_line_is_finished_not_distilled_again() {
+        let w = clocked_world();
+        seed(&w, 4).await;
+        // Past the pivot: archive, entry and index line are written; the announcement fails.
+        w.events.calls.fail_on("publish", 1);
+        w.dream(None).await.expect_err("announce failed");
+        // A write before the retry, which would otherwise distil the four again beside it.
+        write(&w, 50).await;
+        let next = w.dream(None).await.expect("retry");
+        assert_eq!(next.status, "distilled");
+        assert_eq!(next.source_count, 1, "only the new entry");
+        let ids = sources_in_archives(&w);
+        let mut unique = ids.clone();
+        unique.dedup();
+        assert_eq!(ids, unique, "no source in two archives");
+        assert_eq!(ids.len(), 5);
+        assert_eq!(
+            w.events.of_type(EventType::MemoryCompacted).len(),
+            2,
+            "each archive announced once"
+        );
+        assert_eq!(
+            w.dream(None).await.expect("again").status,
+            "nothing-to-distill"
+        );
+    }
+}

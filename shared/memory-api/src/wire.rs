@@ -4,7 +4,9 @@
 //! code; direct invokes use the same code as their Lambda `errorType`.
 //!
 //! Codes come only from the client's `HTTP_ERROR_CODES`, plus `token_budget_exceeded`, which
-//! RFC 0062 names for a dream that cannot fit its budget. `details` names the offending field by
+//! RFC 0062 names for a dream that cannot fit its budget, and `outcome_unknown` (docs/api.md
+//! "Outcome unknown"), which no client code can stand for: every other retryable code promises
+//! that nothing was written. `details` names the offending field by
 //! its schema path, never a value: CTI-1 §3 keeps entry data out of envelopes, SR-1 keeps secrets
 //! out of everything.
 
@@ -19,6 +21,10 @@ pub const THROTTLE_RETRY_AFTER_SECONDS: u32 = 2;
 
 /// Seconds to wait after the store answered 5xx or could not be reached through the retries.
 pub const UNAVAILABLE_RETRY_AFTER_SECONDS: u32 = 5;
+
+/// Seconds to wait before retrying a write whose outcome is unknown: its key's record (or, for
+/// a keyless write, a read) settles it once the store answers again.
+pub const OUTCOME_UNKNOWN_RETRY_AFTER_SECONDS: u32 = 2;
 
 fn is_throttle(code: &str) -> bool {
     code.contains("Throttl")
@@ -149,7 +155,11 @@ impl From<&CoreError> for WireError {
     /// operation names and backend codes only, never item attributes.)
     fn from(e: &CoreError) -> Self {
         match e {
-            CoreError::Store(StoreError::Conflict { .. } | StoreError::Unavailable { .. }) => {
+            CoreError::Store(
+                StoreError::Conflict { .. }
+                | StoreError::Unavailable { .. }
+                | StoreError::OutcomeUnknown { .. },
+            ) => {
                 tracing::warn!(error = %e, "answered as retryable")
             }
             CoreError::Store(_) => tracing::error!(error = %e, "store failure"),
@@ -191,6 +201,15 @@ impl From<&CoreError> for WireError {
                 )
                 .retrying_after(THROTTLE_RETRY_AFTER_SECONDS)
             }
+            // Sent, and no answer said whether it applied: not "not stored" (a 429/503 promises
+            // nothing was written), so a caller can tell that a keyless retry may store twice.
+            CoreError::Store(StoreError::OutcomeUnknown { .. }) => WireError::new(
+                503,
+                "outcome_unknown",
+                "the write may or may not have been stored; retry with the same idempotencyKey \
+                 after the delay",
+            )
+            .retrying_after(OUTCOME_UNKNOWN_RETRY_AFTER_SECONDS),
             CoreError::Store(StoreError::Unavailable { .. }) => WireError::new(
                 503,
                 "internal_error",
@@ -292,6 +311,15 @@ mod tests {
                 None,
             ),
             (
+                CoreError::Store(StoreError::OutcomeUnknown {
+                    op: "put_entries",
+                    code: "DispatchFailure".into(),
+                }),
+                503,
+                "outcome_unknown",
+                None,
+            ),
+            (
                 CoreError::Store(StoreError::Backend {
                     op: "query",
                     code: "ValidationException".into(),
@@ -318,6 +346,17 @@ mod tests {
             code: "SomeBackendCode".into(),
         }));
         assert!(!wire.envelope().to_string().contains("SomeBackendCode"));
+    }
+
+    #[test]
+    fn an_unknown_outcome_is_retryable_and_never_a_not_stored_code() {
+        let wire = WireError::from(&CoreError::Store(StoreError::OutcomeUnknown {
+            op: "put_entries",
+            code: "Timeout".into(),
+        }));
+        assert_eq!(wire.retry_after, Some(OUTCOME_UNKNOWN_RETRY_AFTER_SECONDS));
+        assert_ne!(wire.code, "rate_limited");
+        assert_ne!(wire.code, "internal_error");
     }
 
     #[test]

@@ -656,7 +656,7 @@ pub(crate) async fn transact_with(
     op: &'static str,
     items: Vec<TransactWriteItem>,
 ) -> Result<(), TxError> {
-    crate::retry::send_classified(
+    crate::retry::send_tracked(
         op,
         || {
             client
@@ -667,19 +667,42 @@ pub(crate) async fn transact_with(
         |err| is_transaction_race(err) || crate::retry::is_retryable(err),
     )
     .await
-    .map_err(|err| {
-        if let Some(failed) = failed_conditions(&err) {
-            TxError::Conditions(failed)
-        } else if is_transaction_race(&err) {
-            TxError::Store(StoreError::Unavailable {
-                op,
-                code: "TransactionConflict".into(),
-            })
-        } else {
-            TxError::Store(backend(op, &err))
-        }
-    })?;
+    .map_err(
+        |crate::retry::Failed {
+             error: err,
+             maybe_applied,
+         }| {
+            if let Some(failed) = failed_conditions(&err) {
+                // The callers re-read: their own earlier attempt or another writer.
+                TxError::Conditions(failed)
+            } else if maybe_applied {
+                TxError::Store(StoreError::OutcomeUnknown {
+                    op,
+                    code: crate::error::code_of(&err),
+                })
+            } else if is_transaction_race(&err) {
+                TxError::Store(StoreError::Unavailable {
+                    op,
+                    code: "TransactionConflict".into(),
+                })
+            } else {
+                TxError::Store(backend(op, &err))
+            }
+        },
+    )?;
     Ok(())
+}
+
+/// A write cancelled by its conditions whose check read (was it this call's own earlier
+/// attempt?) failed: its outcome is unknown, whatever the read's error.
+fn unknown_after(op: &'static str, read: StoreError) -> StoreError {
+    let code = match read {
+        StoreError::Unavailable { code, .. }
+        | StoreError::Backend { code, .. }
+        | StoreError::OutcomeUnknown { code, .. } => code,
+        StoreError::Conflict { .. } | StoreError::Corrupt { .. } => return read,
+    };
+    StoreError::OutcomeUnknown { op, code }
 }
 
 pub(crate) fn build_error(op: &'static str) -> StoreError {
@@ -1057,6 +1080,21 @@ impl DynamoEntryStore {
         Ok(())
     }
 
+    /// Whether a put whose conditions failed was applied by an earlier attempt of the same
+    /// call: new ids are never taken, so a failed "not exists" on every entry with this very
+    /// revision (and this attempt's result on the key) means its answer was lost.
+    async fn applied_already(
+        &self,
+        entries: &[StoredEntry],
+        completion: Option<&Completion>,
+    ) -> Result<bool, StoreError> {
+        Ok(self.all_present(entries).await?
+            && match completion {
+                Some(c) => self.completed(c).await?,
+                None => true,
+            })
+    }
+
     /// Whether every entry is stored exactly as given (same revision digest).
     async fn all_present(&self, entries: &[StoredEntry]) -> Result<bool, StoreError> {
         for e in entries {
@@ -1104,18 +1142,16 @@ impl EntryStore for DynamoEntryStore {
             // this very revision (and this attempt's result on the key) means an earlier
             // attempt of this same call was applied and its answer lost (a broken connection,
             // then a retry): that is success.
-            Err(TxError::Conditions(_))
-                if self.all_present(entries).await?
-                    && match completion {
-                        Some(c) => self.completed(c).await?,
-                        None => true,
-                    } =>
-            {
-                tracing::info!(
+            Err(TxError::Conditions(_)) => match self.applied_already(entries, completion).await {
+                Ok(true) => tracing::info!(
                     entries = entries.len(),
                     "put already applied by an earlier attempt"
-                );
-            }
+                ),
+                Ok(false) => return Err(StoreError::Conflict { op: OP }),
+                // Cancelled by its own conditions, so perhaps applied by an earlier attempt,
+                // and the read that would tell failed.
+                Err(e) => return Err(unknown_after(OP, e)),
+            },
             Err(e) => return Err(e.into_store(OP)),
         }
         let mut marks: BTreeMap<(MemoryRef, PassKind), Timestamp> = BTreeMap::new();
@@ -1346,7 +1382,11 @@ impl EntryStore for DynamoEntryStore {
             Err(TxError::Conditions(failed)) => {
                 // This attempt's result already recorded: an earlier try applied and its
                 // answer was lost.
-                if self.completed(completion).await? {
+                if self
+                    .completed(completion)
+                    .await
+                    .map_err(|e| unknown_after(OP, e))?
+                {
                     return Ok(true);
                 }
                 if failed.get(1).copied().unwrap_or(false) {

@@ -10,7 +10,10 @@
 //! instead of a 500.
 //!
 //! A retried write whose first attempt did apply (the response was lost) meets its own
-//! condition; the callers that write conditionally re-read to recognise that case.
+//! condition; the callers that write conditionally re-read to recognise that case. Whether a
+//! failed attempt may have applied is [`may_have_applied`] (docs/api.md "Outcome unknown"): a
+//! write that still fails after any such attempt is `StoreError::OutcomeUnknown`, never a
+//! "not stored" answer.
 
 use std::future::Future;
 use std::hash::{BuildHasher, RandomState};
@@ -63,6 +66,47 @@ pub fn is_retryable<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) ->
     }
 }
 
+/// Service codes that say the request was refused before it was applied: throttled, cancelled
+/// (a condition or a concurrent transaction), malformed, denied. Any other failure of a sent
+/// request may have been applied.
+const NOT_APPLIED_CODES: &[&str] = &[
+    "ThrottlingException",
+    "Throttling",
+    "ThrottledException",
+    "ProvisionedThroughputExceededException",
+    "RequestLimitExceeded",
+    "RequestThrottled",
+    "TooManyRequestsException",
+    "SlowDown",
+    "TransactionCanceledException",
+    "TransactionConflictException",
+    "ConditionalCheckFailedException",
+    "ValidationException",
+    "ResourceNotFoundException",
+    "AccessDeniedException",
+    "AccessDenied",
+    "UnrecognizedClientException",
+    "ItemCollectionSizeLimitExceededException",
+];
+
+/// Whether a failed attempt of a write may nevertheless have been applied by the store:
+/// a timeout or a broken connection (the SDK cannot say whether the request left or was
+/// processed), an answer that could not be read, and a 5xx or a code not known to refuse
+/// before applying (DynamoDB documents a 500 as "may or may not have succeeded";
+/// `TransactionInProgressException` means a transaction like it is still running). Throttling
+/// and cancellations are answers of a store that applied nothing. docs/api.md "Outcome unknown"
+/// holds the same table.
+pub fn may_have_applied<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> bool {
+    match err {
+        SdkError::ConstructionFailure(_) => false,
+        SdkError::ServiceError(service) => !service
+            .err()
+            .code()
+            .is_some_and(|c| NOT_APPLIED_CODES.contains(&c)),
+        _ => true,
+    }
+}
+
 /// Full jitter: uniform in `[0, min(MAX, BASE * 2^attempt)]`.
 pub(crate) fn backoff(attempt: u32) -> Duration {
     let ceiling = BASE_BACKOFF
@@ -90,9 +134,34 @@ where
 /// returned as it came, for the caller to map (conditions, not-found, ...).
 pub(crate) async fn send_classified<T, E, R, F, Fut, C>(
     op: &'static str,
-    mut attempt: F,
+    attempt: F,
     retryable: C,
 ) -> Result<T, SdkError<E, R>>
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, SdkError<E, R>>>,
+    E: ProvideErrorMetadata,
+    C: Fn(&SdkError<E, R>) -> bool,
+{
+    send_tracked(op, attempt, retryable)
+        .await
+        .map_err(|failed| failed.error)
+}
+
+/// The last error of a call that failed, and whether any of its attempts may have been applied
+/// ([`may_have_applied`]): a later attempt that was throttled does not undo an earlier one
+/// whose answer was lost.
+pub(crate) struct Failed<E, R> {
+    pub error: SdkError<E, R>,
+    pub maybe_applied: bool,
+}
+
+/// [`send_classified`] that also says whether the failed call may have been applied.
+pub(crate) async fn send_tracked<T, E, R, F, Fut, C>(
+    op: &'static str,
+    mut attempt: F,
+    retryable: C,
+) -> Result<T, Failed<E, R>>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, SdkError<E, R>>>,
@@ -102,15 +171,20 @@ where
     let budget = deadline::retry_budget();
     let started = Instant::now();
     let mut n: u32 = 0;
+    let mut maybe_applied = false;
     loop {
         match attempt().await {
             Ok(out) => return Ok(out),
-            Err(err) => {
+            Err(error) => {
+                maybe_applied |= may_have_applied(&error);
                 let delay = backoff(n);
-                if !retryable(&err) || started.elapsed() + delay > budget {
-                    return Err(err);
+                if !retryable(&error) || started.elapsed() + delay > budget {
+                    return Err(Failed {
+                        error,
+                        maybe_applied,
+                    });
                 }
-                let code = crate::error::code_of(&err);
+                let code = crate::error::code_of(&error);
                 tracing::warn!(op, code = %code, attempt = n + 1, "retrying");
                 deadline::note_retry();
                 tokio::time::sleep(delay).await;
@@ -123,6 +197,48 @@ where
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    use aws_sdk_dynamodb::error::ErrorMetadata;
+    use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+    use aws_smithy_runtime_api::client::result::ConnectorError;
+
+    fn service(code: &str, status: u16) -> SdkError<TransactWriteItemsError, HttpResponse> {
+        let raw = HttpResponse::new(
+            status.try_into().expect("status"),
+            aws_smithy_types::body::SdkBody::empty(),
+        );
+        SdkError::service_error(
+            TransactWriteItemsError::generic(ErrorMetadata::builder().code(code).build()),
+            raw,
+        )
+    }
+
+    #[test]
+    fn refusals_are_known_not_applied_and_lost_answers_are_not() {
+        for code in [
+            "ThrottlingException",
+            "ProvisionedThroughputExceededException",
+            "TransactionCanceledException",
+            "ConditionalCheckFailedException",
+            "ValidationException",
+        ] {
+            assert!(!may_have_applied(&service(code, 400)), "{code}");
+        }
+        for (code, status) in [
+            ("InternalServerError", 500),
+            ("TransactionInProgressException", 400),
+            ("ServiceUnavailable", 503),
+        ] {
+            assert!(may_have_applied(&service(code, status)), "{code}");
+        }
+        let timeout: SdkError<TransactWriteItemsError, HttpResponse> =
+            SdkError::timeout_error("attempt timed out");
+        assert!(may_have_applied(&timeout));
+        let dropped: SdkError<TransactWriteItemsError, HttpResponse> = SdkError::dispatch_failure(
+            ConnectorError::io("connection closed before message completed".into()),
+        );
+        assert!(may_have_applied(&dropped));
+    }
 
     #[test]
     fn backoff_is_bounded_and_grows() {

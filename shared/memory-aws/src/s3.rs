@@ -9,7 +9,7 @@ use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 
 use memory_core::ports::{ArchiveStore, Expect, ObjectKey, ObjectPut, PutOutcome, StoredObject};
-use memory_core::StoreError;
+use memory_core::{StoreError, Timestamp};
 use memory_guard::TenantId;
 
 use crate::error::{backend, service_code};
@@ -243,6 +243,10 @@ impl ArchiveStore for S3ArchiveStore {
             Err(e) => return Err(backend(OP, &e)),
         };
         let etag = out.e_tag().unwrap_or_default().to_owned();
+        let modified_at = out
+            .last_modified()
+            .and_then(|t| t.to_millis().ok())
+            .map(Timestamp::from_millis);
         let body = out
             .body
             .collect()
@@ -253,7 +257,11 @@ impl ArchiveStore for S3ArchiveStore {
             })?
             .into_bytes()
             .to_vec();
-        Ok(Some(StoredObject { body, etag }))
+        Ok(Some(StoredObject {
+            body,
+            etag,
+            modified_at,
+        }))
     }
 
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {

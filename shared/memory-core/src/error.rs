@@ -15,6 +15,12 @@ pub enum StoreError {
     /// invocation's deadline: the same request can succeed later. `code` is the backend's code.
     #[error("backend unavailable during {op}: {code}")]
     Unavailable { op: &'static str, code: String },
+    /// A write was sent and no answer says whether it applied (its answer was lost, it timed
+    /// out, or the store answered 5xx after accepting it), and the retries the deadline allowed
+    /// did not settle it: it may or may not be stored (docs/api.md "Outcome unknown"). A keyed
+    /// write's retry is answered from its key's record; `code` is the last backend code.
+    #[error("outcome of the write during {op} is unknown: {code}")]
+    OutcomeUnknown { op: &'static str, code: String },
     /// The backend failed in a way a retry does not fix; `code` is the backend's error code.
     #[error("backend failure during {op}: {code}")]
     Backend { op: &'static str, code: String },

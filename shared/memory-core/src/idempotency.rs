@@ -26,8 +26,24 @@ use memory_guard::TenantId;
 /// How long a completed key answers with its recorded result (docs/guarantees.md "Idempotent
 /// writes" states it).
 pub const DEFAULT_KEY_TTL_SECONDS: i64 = 24 * 60 * 60;
-/// Lease of an in-progress marker when the invocation's deadline is unknown.
-pub const DEFAULT_LEASE_MILLIS: i64 = 60_000;
+/// The longest an attempt holds a key: a claim's lease is the invocation's deadline, never more
+/// than this (docs/guarantees.md "Idempotent writes" states the bound). An attempt that fails
+/// gives its key back at once; one that cannot (the release is lost too) or that died holds it
+/// until this bound at most, after which a retry takes it over. A live attempt overtaken after
+/// its lease cannot commit (the completing write is conditional on its attempt), so the bound
+/// costs nothing in safety: of two attempts at most one writes.
+pub const MAX_LEASE_MILLIS: i64 = 30_000;
+
+/// Until when an attempt starting at `now` holds its key: the invocation's deadline
+/// (`deadline_ms`, epoch milliseconds, when known and still ahead), capped at
+/// [`MAX_LEASE_MILLIS`] from `now`.
+pub fn lease_until(now: Timestamp, deadline_ms: Option<i64>) -> Timestamp {
+    let cap = now.plus_millis(MAX_LEASE_MILLIS);
+    deadline_ms
+        .map(Timestamp::from_millis)
+        .filter(|d| *d > now)
+        .map_or(cap, |d| d.min(cap))
+}
 /// Longest key accepted (Stripe's and the client's conventional bound).
 pub const MAX_KEY_BYTES: usize = 255;
 
@@ -227,6 +243,24 @@ mod tests {
         assert!(k.entry_id(at.plus_millis(1), 0) > id0);
         let other = IdempotencyKey::parse(&tenant("a"), "key2").unwrap();
         assert_ne!(other.entry_id(at, 0), id0);
+    }
+
+    #[test]
+    fn a_lease_is_the_deadline_capped_at_the_bound() {
+        let now = Timestamp::from_millis(1_000_000);
+        let cap = now.plus_millis(MAX_LEASE_MILLIS);
+        assert_eq!(lease_until(now, None), cap, "unknown deadline: the bound");
+        assert_eq!(lease_until(now, Some(1_005_000)), now.plus_millis(5_000));
+        assert_eq!(
+            lease_until(now, Some(1_000_000 + 900_000)),
+            cap,
+            "15 min timeout"
+        );
+        assert_eq!(
+            lease_until(now, Some(999_000)),
+            cap,
+            "a past deadline is ignored"
+        );
     }
 
     #[test]

@@ -441,6 +441,9 @@ pub enum Expect {
 pub struct StoredObject {
     pub body: Vec<u8>,
     pub etag: String,
+    /// When the object was last written, where the backend says (S3's `Last-Modified`): how
+    /// a sweep tells an object a run may still be finishing from one left long ago.
+    pub modified_at: Option<Timestamp>,
 }
 
 #[async_trait]

@@ -20,8 +20,8 @@ use serde::{Deserialize, Serialize};
 use crate::error::{CoreError, StoreError};
 use crate::events::DomainEvent;
 use crate::idempotency::{
-    new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, PayloadDigest, Verdict,
-    DEFAULT_KEY_TTL_SECONDS, DEFAULT_LEASE_MILLIS,
+    lease_until, new_attempt, Claim, Completion, IdempotencyKey, KeyClaim, PayloadDigest, Verdict,
+    DEFAULT_KEY_TTL_SECONDS,
 };
 use crate::model::{
     is_valid_entry_id, Attribution, EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier,
@@ -491,19 +491,30 @@ impl MemoryWriter {
         let Some(key) = key else {
             return Ok(Begun::Proceed(None));
         };
-        let lease_until = crate::deadline::invocation_deadline_ms()
-            .map(Timestamp::from_millis)
-            .filter(|d| *d > now)
-            .unwrap_or(now.plus_millis(DEFAULT_LEASE_MILLIS));
         let claim = KeyClaim {
             key: key.clone(),
             payload: payload.to_owned(),
             attempt: new_attempt(),
             now,
-            lease_until,
+            lease_until: lease_until(now, crate::deadline::invocation_deadline_ms()),
             expires_at: now.plus_millis(self.key_ttl_seconds.saturating_mul(1000)),
         };
-        match self.ports.store.claim_key(&claim).await? {
+        let claimed = match self.ports.store.claim_key(&claim).await {
+            Ok(claimed) => claimed,
+            Err(e) => {
+                // The claim may have landed with its answer lost: give it back (conditional
+                // on this attempt and no result, so it can only ever remove this claim), or
+                // the key stays locked until the lease for an attempt that is already over.
+                self.release(&Held {
+                    key,
+                    attempt: claim.attempt,
+                    first_attempt_at: now,
+                })
+                .await;
+                return Err(e.into());
+            }
+        };
+        match claimed {
             Claim::Acquired { first_attempt_at } => Ok(Begun::Proceed(Some(Held {
                 key,
                 attempt: claim.attempt,

@@ -5,9 +5,9 @@
 mod common;
 
 use memory_core::events::EventType;
-use memory_core::idempotency::{new_attempt, Claim, IdempotencyKey, KeyClaim};
+use memory_core::idempotency::{new_attempt, Claim, IdempotencyKey, KeyClaim, MAX_LEASE_MILLIS};
 use memory_core::ports::{EntryStore, PassKind};
-use memory_core::{CoreError, TenantId, TenantScope, Timestamp};
+use memory_core::{CoreError, StoreError, TenantId, TenantScope, Timestamp};
 use serde_json::{json, Value};
 
 use common::{world, World, NOW};
@@ -161,11 +161,96 @@ async fn a_crash_mid_request_leaves_nothing_and_the_retry_proceeds() {
         w.put(body(Some("op-5"), &["beta"])).await,
         Err(CoreError::IdempotencyInFlight)
     );
-    w.ports.clock.advance_millis(61_000);
+    // Locked for the lease's bound and not a millisecond longer (no deadline is known here,
+    // so the lease is the bound itself).
+    w.ports.clock.advance_millis(MAX_LEASE_MILLIS - 1);
+    assert_eq!(
+        w.put(body(Some("op-5"), &["beta"])).await,
+        Err(CoreError::IdempotencyInFlight)
+    );
+    w.ports.clock.advance_millis(1);
     w.put(body(Some("op-5"), &["beta"]))
         .await
         .expect("after the lease");
     assert_eq!(w.ports.store.dump().len(), 2);
+}
+
+#[tokio::test]
+async fn a_claim_whose_answer_was_lost_is_given_back() {
+    let w = world();
+    // The claim lands and its answer is lost: the attempt fails before it holds the key, and
+    // still gives back the claim it cannot know it made.
+    w.ports.store.calls.lose_answer_on("claim_key", 1);
+    w.put(body(Some("op-6"), &["alpha"]))
+        .await
+        .expect_err("the claim's answer was lost");
+    assert!(w.ports.store.dump().is_empty());
+    let out = w
+        .put(body(Some("op-6"), &["alpha"]))
+        .await
+        .expect("the retry proceeds at once, not after the lease");
+    assert!(!out.replayed);
+    assert_eq!(w.ports.store.dump().len(), 1);
+}
+
+#[tokio::test]
+async fn a_release_never_removes_another_attempts_claim() {
+    let w = world();
+    let key = IdempotencyKey::parse(&TenantId::parse("tenant-a").unwrap(), "op-7").unwrap();
+    let now = Timestamp::from_millis(NOW);
+    let claim = |attempt: &str| KeyClaim {
+        key: key.clone(),
+        payload: "p".into(),
+        attempt: attempt.into(),
+        now,
+        lease_until: now.plus_millis(MAX_LEASE_MILLIS),
+        expires_at: now.plus_millis(86_400_000),
+    };
+    assert!(matches!(
+        w.ports.store.claim_key(&claim("mine")).await.unwrap(),
+        Claim::Acquired { .. }
+    ));
+    w.ports
+        .store
+        .release_key(&key, "someone-else")
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            w.ports.store.claim_key(&claim("other")).await.unwrap(),
+            Claim::Held(r) if r.attempt == "mine"
+        ),
+        "a release by another attempt id left the claim in place"
+    );
+}
+
+#[tokio::test]
+async fn an_unknown_outcome_is_said_and_the_keyed_retry_settles_it() {
+    let w = world();
+    // The transaction applies and every answer is lost.
+    w.ports.store.calls.lose_answer_on("put_entries", 1);
+    let err = w
+        .put(body(Some("op-8"), &["alpha"]))
+        .await
+        .expect_err("answer lost");
+    assert!(
+        matches!(err, CoreError::Store(StoreError::OutcomeUnknown { .. })),
+        "{err:?}"
+    );
+    assert_eq!(w.ports.store.dump().len(), 1, "it did land");
+    let again = w.put(body(Some("op-8"), &["alpha"])).await.expect("retry");
+    assert!(again.replayed, "answered from the record");
+    assert_eq!(w.ports.store.dump().len(), 1, "never twice");
+    // A failure that wrote nothing keeps its "not stored" error.
+    w.ports.store.calls.fail_on("put_entries", 1);
+    let err = w
+        .put(body(Some("op-9"), &["beta"]))
+        .await
+        .expect_err("failed");
+    assert!(
+        !matches!(err, CoreError::Store(StoreError::OutcomeUnknown { .. })),
+        "{err:?}"
+    );
 }
 
 #[tokio::test]

@@ -88,14 +88,18 @@ impl CallCounter {
     }
 
     /// Makes the `nth` next call of `op` apply and then fail, as a write whose every answer
-    /// was lost (only operations that check `answer` support it: `put_entries`).
+    /// was lost (only operations that check `answer` support it: `put_entries`, `claim_key`).
     pub fn lose_answer_on(&self, op: &'static str, nth: u64) {
         lock(&self.2).push((op, nth.max(1)));
     }
 
-    /// The answer side of a call that was applied: fails it if a lost answer was armed.
+    /// The answer side of a call that was applied: fails it if a lost answer was armed, as
+    /// the adapter reports a write it sent and never heard back from.
     fn answer(&self, op: &'static str) -> Result<(), StoreError> {
-        fire(&mut lock(&self.2), op, "AnswerLost")
+        fire(&mut lock(&self.2), op, "AnswerLost").map_err(|_| StoreError::OutcomeUnknown {
+            op,
+            code: "AnswerLost".into(),
+        })
     }
 
     /// Calls of the write operations: what a no-op pass must leave at zero.
@@ -192,6 +196,54 @@ fn record_completion(
 }
 
 impl InMemoryEntryStore {
+    /// A key claim as the store applies it, before its answer goes back.
+    fn claim_key_applied(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {
+        let mut keys = lock(&self.keys);
+        let fresh = (
+            KeyRecord {
+                payload: claim.payload.clone(),
+                attempt: claim.attempt.clone(),
+                first_attempt_at: claim.now,
+                lease_until: claim.lease_until,
+                result: None,
+            },
+            claim.expires_at,
+        );
+        match keys.get_mut(&claim.key) {
+            None => {
+                keys.insert(claim.key.clone(), fresh);
+                Ok(Claim::Acquired {
+                    first_attempt_at: claim.now,
+                })
+            }
+            Some((_, expires)) if *expires <= claim.now => {
+                keys.insert(claim.key.clone(), fresh);
+                Ok(Claim::Acquired {
+                    first_attempt_at: claim.now,
+                })
+            }
+            Some((r, expires))
+                if r.result.is_none()
+                    && r.lease_until <= claim.now
+                    && r.payload == claim.payload =>
+            {
+                r.attempt = claim.attempt.clone();
+                r.lease_until = claim.lease_until;
+                *expires = claim.expires_at;
+                Ok(Claim::Acquired {
+                    first_attempt_at: r.first_attempt_at,
+                })
+            }
+            // The same attempt again (its answer was lost on the way): still its own.
+            Some((r, _)) if r.attempt == claim.attempt && r.result.is_none() => {
+                Ok(Claim::Acquired {
+                    first_attempt_at: r.first_attempt_at,
+                })
+            }
+            Some((r, _)) => Ok(Claim::Held(r.clone())),
+        }
+    }
+
     pub fn new() -> Self {
         Self::default()
     }
@@ -319,50 +371,9 @@ impl EntryStore for InMemoryEntryStore {
     async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {
         self.interleave().await;
         self.calls.call("claim_key")?;
-        let mut keys = lock(&self.keys);
-        let fresh = (
-            KeyRecord {
-                payload: claim.payload.clone(),
-                attempt: claim.attempt.clone(),
-                first_attempt_at: claim.now,
-                lease_until: claim.lease_until,
-                result: None,
-            },
-            claim.expires_at,
-        );
-        match keys.get_mut(&claim.key) {
-            None => {
-                keys.insert(claim.key.clone(), fresh);
-                Ok(Claim::Acquired {
-                    first_attempt_at: claim.now,
-                })
-            }
-            Some((_, expires)) if *expires <= claim.now => {
-                keys.insert(claim.key.clone(), fresh);
-                Ok(Claim::Acquired {
-                    first_attempt_at: claim.now,
-                })
-            }
-            Some((r, expires))
-                if r.result.is_none()
-                    && r.lease_until <= claim.now
-                    && r.payload == claim.payload =>
-            {
-                r.attempt = claim.attempt.clone();
-                r.lease_until = claim.lease_until;
-                *expires = claim.expires_at;
-                Ok(Claim::Acquired {
-                    first_attempt_at: r.first_attempt_at,
-                })
-            }
-            // The same attempt again (its answer was lost on the way): still its own.
-            Some((r, _)) if r.attempt == claim.attempt && r.result.is_none() => {
-                Ok(Claim::Acquired {
-                    first_attempt_at: r.first_attempt_at,
-                })
-            }
-            Some((r, _)) => Ok(Claim::Held(r.clone())),
-        }
+        let claimed = self.claim_key_applied(claim);
+        self.calls.answer("claim_key")?;
+        claimed
     }
 
     async fn complete_key(&self, completion: &Completion) -> Result<(), StoreError> {
@@ -729,15 +740,38 @@ impl EntryStore for InMemoryEntryStore {
     }
 }
 
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct InMemoryArchiveStore {
     objects: Mutex<BTreeMap<ObjectKey, (StoredObject, ObjectKind)>>,
     pub calls: CallCounter,
+    /// Stamps `modified_at` on writes when set (as S3's `Last-Modified`); unset, objects carry
+    /// no write time.
+    clock: Option<Arc<dyn Clock>>,
+}
+
+impl std::fmt::Debug for InMemoryArchiveStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("InMemoryArchiveStore")
+            .field("objects", &lock(&self.objects).len())
+            .finish_non_exhaustive()
+    }
 }
 
 impl InMemoryArchiveStore {
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Objects record when they were written, by `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        InMemoryArchiveStore {
+            clock: Some(clock),
+            ..Self::default()
+        }
+    }
+
+    fn stamp(&self) -> Option<Timestamp> {
+        self.clock.as_ref().map(|c| c.now())
     }
 
     /// Every object with its body, like a bucket-wide scan in tests.
@@ -773,7 +807,18 @@ impl ArchiveStore for InMemoryArchiveStore {
             return Ok(PutOutcome::AlreadyExists);
         }
         let etag = etag_of(&body);
-        objects.insert(key.clone(), (StoredObject { body, etag }, kind));
+        let modified_at = self.stamp();
+        objects.insert(
+            key.clone(),
+            (
+                StoredObject {
+                    body,
+                    etag,
+                    modified_at,
+                },
+                kind,
+            ),
+        );
         Ok(PutOutcome::Created)
     }
 
@@ -802,6 +847,7 @@ impl ArchiveStore for InMemoryArchiveStore {
                 StoredObject {
                     body,
                     etag: etag.clone(),
+                    modified_at: self.stamp(),
                 },
                 kind,
             ),
