@@ -283,7 +283,10 @@ impl Segment {
     pub fn vector_normed(&self, doc: u32) -> Option<(&[f32], f64)> {
         let at = self.vector_of.get(doc as usize).copied().flatten()? as usize;
         let d = self.dimensions as usize;
-        Some((self.vectors.get(at * d..(at + 1) * d)?, *self.norms.get(at)?))
+        Some((
+            self.vectors.get(at * d..(at + 1) * d)?,
+            *self.norms.get(at)?,
+        ))
     }
 
     /// The byte forms: the text part (everything a text query reads) and, when the segment holds
