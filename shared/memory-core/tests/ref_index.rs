@@ -402,3 +402,25 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
     assert_eq!(report.status, "built");
     s.assert_parity("rebuilt").await;
 }
+
+#[tokio::test]
+async fn a_cold_query_reads_one_object_per_segment_whatever_its_mode() {
+    let s = Setup::new();
+    s.put(entries(30, 11), true).await;
+    s.pass().run(TENANT, REF).await.expect("build");
+    s.put(entries(10, 12), true).await;
+    let folded = s.pass().run(TENANT, REF).await.expect("fold");
+    assert_eq!(folded.segments, 2);
+    // Segment objects hold their vectors: no second object per segment.
+    assert!(!s.objects_text().contains(".vec\n"), "no separate vector objects");
+    for mode in [SearchMode::Text, SearchMode::Semantic, SearchMode::Hybrid] {
+        s.archive.calls.reset();
+        // A fresh reader holds no segment: the manifest, then one object per segment.
+        let cold = s
+            .search(true, "invoice payment", &TagFilter::default(), mode)
+            .await;
+        assert_eq!(cold.path, SearchPath::Index, "{mode:?}");
+        assert_eq!(s.archive.calls.get("get"), 3, "{mode:?}: manifest + 2 segments");
+    }
+    s.assert_parity("segments read by range").await;
+}
