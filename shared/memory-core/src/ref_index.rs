@@ -696,6 +696,46 @@ impl IndexPass {
     }
 }
 
+/// The first build of a ref's index from entries handed over in process rather than read from
+/// the table: the first pass's own steps (`indexed_doc` of each indexable entry, one
+/// `Segment::build`, `put_segment`, a manifest installed only where none is yet). For a ref
+/// loaded in bulk at a size the write path and the snapshot cannot reach in reasonable time
+/// (the scale bench's bulk mode, docs/search.md "Against the emulator"); `entries` must be what
+/// the table holds for the ref. The ref's change records are not read or dropped: a pass folds
+/// what was written after.
+pub async fn install_built_index(
+    archive: &dyn ArchiveStore,
+    memory_ref: &MemoryRef,
+    entries: &[StoredEntry],
+    model: &str,
+    now: Timestamp,
+) -> Result<IndexReport, StoreError> {
+    let docs: Vec<search_index::IndexedDoc> = entries
+        .iter()
+        .filter(|e| e.memory_ref == *memory_ref && indexable(e, now))
+        .map(|e| indexed_doc(e, model))
+        .collect();
+    let mut manifest = Manifest::empty();
+    manifest.vector_model = model.to_owned();
+    let mut uploads = Vec::new();
+    if !docs.is_empty() {
+        let built = Segment::build(docs, model, &Analyzer::new(true));
+        manifest
+            .segments
+            .push(put_segment(archive, memory_ref, &built, &mut uploads).await?);
+    }
+    manifest.generation = 1;
+    manifest.built_ms = now.as_millis();
+    install_manifest(archive, memory_ref, &manifest, Expect::Absent).await?;
+    Ok(IndexReport {
+        status: "built",
+        changes: 0,
+        documents: manifest.docs(),
+        segments: manifest.segments.len(),
+        deleted_objects: 0,
+    })
+}
+
 async fn put_segment(
     archive: &dyn ArchiveStore,
     memory_ref: &MemoryRef,

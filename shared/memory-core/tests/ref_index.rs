@@ -412,7 +412,10 @@ async fn a_cold_query_reads_one_object_per_segment_whatever_its_mode() {
     let folded = s.pass().run(TENANT, REF).await.expect("fold");
     assert_eq!(folded.segments, 2);
     // Segment objects hold their vectors: no second object per segment.
-    assert!(!s.objects_text().contains(".vec\n"), "no separate vector objects");
+    assert!(
+        !s.objects_text().contains(".vec\n"),
+        "no separate vector objects"
+    );
     for mode in [SearchMode::Text, SearchMode::Semantic, SearchMode::Hybrid] {
         s.archive.calls.reset();
         // A fresh reader holds no segment: the manifest, then one object per segment.
@@ -420,7 +423,11 @@ async fn a_cold_query_reads_one_object_per_segment_whatever_its_mode() {
             .search(true, "invoice payment", &TagFilter::default(), mode)
             .await;
         assert_eq!(cold.path, SearchPath::Index, "{mode:?}");
-        assert_eq!(s.archive.calls.get("get"), 3, "{mode:?}: manifest + 2 segments");
+        assert_eq!(
+            s.archive.calls.get("get"),
+            3,
+            "{mode:?}: manifest + 2 segments"
+        );
     }
     s.assert_parity("segments read by range").await;
 }
