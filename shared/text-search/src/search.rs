@@ -106,3 +106,59 @@ fn reachable(hits: &mut Vec<Hit>, limit: usize) {
     let floor = *nth * NEWER_WITHIN;
     hits.retain(|h| h.score >= floor);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::Document;
+
+    /// A small deterministic generator (no test dependency for one stream of numbers).
+    struct Lcg(u64);
+
+    impl Lcg {
+        fn next(&mut self) -> u64 {
+            self.0 = self
+                .0
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            self.0 >> 33
+        }
+    }
+
+    #[test]
+    fn dropping_unreachable_hits_leaves_every_answer_as_it_was() {
+        let mut rng = Lcg(7);
+        let ids: Vec<String> = (0..400).map(|i| format!("{i:04}")).collect();
+        for round in 0..300 {
+            let n = 1 + (rng.next() % 400) as usize;
+            let documents: Vec<Document<'_>> = ids[..n]
+                .iter()
+                .map(|id| Document {
+                    id,
+                    text: "",
+                    created_ms: (rng.next() % 50) as i64,
+                })
+                .collect();
+            // Coarse scores, so ties and hits right at the 0.7 floor occur.
+            let mut hits = Vec::new();
+            for index in 0..n {
+                if rng.next() % 4 != 0 {
+                    let score = (1 + rng.next() % 40) as f64 / 40.0;
+                    hits.push(Hit { index, score });
+                }
+            }
+            let groups = 1 + rng.next() % 8;
+            let same_answer = |a: usize, b: usize| a as u64 % groups == b as u64 % groups;
+            let limit = 1 + (rng.next() % 30) as usize;
+            let mut all = hits.clone();
+            sort_best_first(&mut all, &documents);
+            let want = prefer_newer(all, &documents, same_answer, limit);
+            let before = hits.len();
+            reachable(&mut hits, limit);
+            assert!(hits.len() <= before);
+            sort_best_first(&mut hits, &documents);
+            let got = prefer_newer(hits, &documents, same_answer, limit);
+            assert_eq!(got, want, "round {round}, limit {limit}");
+        }
+    }
+}
