@@ -184,20 +184,19 @@ impl<'a> Candidates<'a> {
         terms: &[String],
     ) -> TextScores {
         let stemmed = analyzer.stems();
-        let mut frequencies: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut df = vec![0u32; terms.len()];
-        if !terms.is_empty() {
-            for (si, segment) in view.segments.iter().enumerate() {
-                let positions = &self.by_segment_doc[si];
-                for (ti, term) in terms.iter().enumerate() {
-                    for p in segment.postings(term, stemmed) {
-                        let at = positions[p.doc as usize];
-                        if at != NOT_A_CANDIDATE {
-                            df[ti] += 1;
-                            frequencies
-                                .entry(at)
-                                .or_insert_with(|| vec![0; terms.len()])[ti] = p.tf;
-                        }
+        let width = terms.len();
+        // Per candidate, the frequency of each query term: one flat array, not a map of
+        // vectors (a common term is held by a large share of 100,000 candidates).
+        let mut frequencies = vec![0u32; self.len() * width];
+        let mut df = vec![0u32; width];
+        for (si, segment) in view.segments.iter().enumerate() {
+            let positions = &self.by_segment_doc[si];
+            for (ti, term) in terms.iter().enumerate() {
+                for p in segment.postings(term, stemmed) {
+                    let at = positions[p.doc as usize];
+                    if at != NOT_A_CANDIDATE {
+                        df[ti] += 1;
+                        frequencies[at as usize * width + ti] = p.tf;
                     }
                 }
             }
@@ -208,14 +207,12 @@ impl<'a> Candidates<'a> {
             };
             let analysed = cache.analysed(analyzer, view.tail[i].text);
             self.lengths[at] = analysed.length;
-            let tf: Vec<u32> = terms.iter().map(|t| analysed.frequency(t)).collect();
-            for (ti, f) in tf.iter().enumerate() {
-                if *f > 0 {
+            for (ti, t) in terms.iter().enumerate() {
+                let f = analysed.frequency(t);
+                if f > 0 {
                     df[ti] += 1;
                 }
-            }
-            if tf.iter().any(|&f| f > 0) {
-                frequencies.insert(at as u32, tf);
+                frequencies[at * width + ti] = f;
             }
         }
         let total_length: u64 = self.lengths.iter().map(|&l| u64::from(l)).sum();
@@ -224,8 +221,9 @@ impl<'a> Candidates<'a> {
             &statistics,
             self.len(),
             frequencies
-                .iter()
-                .map(|(&at, tf)| (at as usize, self.lengths[at as usize], tf.as_slice())),
+                .chunks_exact(width.max(1))
+                .enumerate()
+                .map(|(at, tf)| (at, self.lengths[at], tf)),
         )
     }
 }

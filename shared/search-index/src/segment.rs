@@ -238,16 +238,24 @@ impl Segment {
             // with other letters): the documents hold it as it is.
             return self.terms.get(term).to_vec();
         }
-        let mut merged: BTreeMap<u32, u32> = BTreeMap::new();
-        for &t in self.stems.get(term) {
-            for p in self.terms.at(t as usize) {
-                *merged.entry(p.doc).or_default() += p.tf;
+        let group = self.stems.get(term);
+        if let [only] = group {
+            // Most stems have one surface form here: its postings are already the answer.
+            return self.terms.at(*only as usize).to_vec();
+        }
+        let mut all: Vec<Posting> = group
+            .iter()
+            .flat_map(|&t| self.terms.at(t as usize).iter().copied())
+            .collect();
+        all.sort_unstable_by_key(|p| p.doc);
+        let mut merged: Vec<Posting> = Vec::with_capacity(all.len());
+        for p in all {
+            match merged.last_mut() {
+                Some(last) if last.doc == p.doc => last.tf += p.tf,
+                _ => merged.push(p),
             }
         }
         merged
-            .into_iter()
-            .map(|(doc, tf)| Posting { doc, tf })
-            .collect()
     }
 
     /// Every term with its postings, in term order (merging reads them all).
