@@ -142,7 +142,7 @@ mod tests {
             // Coarse scores, so ties and hits right at the 0.7 floor occur.
             let mut hits = Vec::new();
             for index in 0..n {
-                if rng.next() % 4 != 0 {
+                if !rng.next().is_multiple_of(4) {
                     let score = (1 + rng.next() % 40) as f64 / 40.0;
                     hits.push(Hit { index, score });
                 }
