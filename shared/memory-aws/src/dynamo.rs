@@ -272,6 +272,21 @@ fn posting_prefix(tag: &str) -> String {
     format!("{POSTING_PREFIX}{}#", tag_key(tag))
 }
 
+/// The items of an entry's tag postings as `put_entries` writes them beside its entry item;
+/// public so scale tests can bulk-load real entries.
+pub fn posting_items(e: &StoredEntry) -> Vec<Item> {
+    let ttl = e.entry.expires_at.map(Timestamp::epoch_seconds_ceil);
+    posting_keys(e)
+        .into_iter()
+        .map(|mut item| {
+            if let Some(ttl) = ttl {
+                item.insert("ttl".to_owned(), n(ttl));
+            }
+            item
+        })
+        .collect()
+}
+
 /// The keys of an entry's tag postings, one per distinct tag.
 fn posting_keys(e: &StoredEntry) -> Vec<Item> {
     let pk = partition_key(&e.memory_ref);
@@ -922,11 +937,7 @@ impl DynamoEntryStore {
     ) -> Result<(), StoreError> {
         let mut items = Vec::new();
         for e in entries {
-            let ttl = e.entry.expires_at.map(Timestamp::epoch_seconds_ceil);
-            for mut item in posting_keys(e) {
-                if let Some(ttl) = ttl {
-                    item.insert("ttl".to_owned(), n(ttl));
-                }
+            for item in posting_items(e) {
                 items.push(self.unconditional_put(op, item)?);
             }
         }

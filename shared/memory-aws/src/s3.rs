@@ -264,6 +264,53 @@ impl ArchiveStore for S3ArchiveStore {
         }))
     }
 
+    async fn get_range(
+        &self,
+        key: &ObjectKey,
+        range: std::ops::Range<u64>,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        const OP: &str = "get_range";
+        if range.is_empty() {
+            return Ok(self.get(key).await?.map(|_| Vec::new()));
+        }
+        let client = self.client(OP).await?;
+        let header = format!("bytes={}-{}", range.start, range.end - 1);
+        let out = match crate::retry::send(OP, || {
+            client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .range(&header)
+                .send()
+        })
+        .await
+        {
+            Ok(out) => out,
+            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => {
+                return Ok(None)
+            }
+            Err(e)
+                if self.tenants.is_some()
+                    && service_code(&e) == Some("AccessDenied")
+                    && !self.exists(&client, key).await? =>
+            {
+                return Ok(None)
+            }
+            Err(e) => return Err(backend(OP, &e)),
+        };
+        let body = out
+            .body
+            .collect()
+            .await
+            .map_err(|_| StoreError::Backend {
+                op: OP,
+                code: "BodyRead".into(),
+            })?
+            .into_bytes()
+            .to_vec();
+        Ok(Some(body))
+    }
+
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
         // In a versioned bucket a plain delete only hides the bytes behind a delete marker;
         // forget must remove them, so every version of exactly this key is deleted.

@@ -458,6 +458,23 @@ pub trait ArchiveStore: Send + Sync {
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError>;
 
+    /// The bytes `range` of the object (fewer at its end), `None` when it is absent: a text
+    /// search reads a segment's text part without the vectors stored after it in the same
+    /// object. Backends without ranged reads get the whole object and cut it.
+    async fn get_range(
+        &self,
+        key: &ObjectKey,
+        range: std::ops::Range<u64>,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(self.get(key).await?.map(|object| {
+            let end = usize::try_from(range.end)
+                .unwrap_or(usize::MAX)
+                .min(object.body.len());
+            let start = usize::try_from(range.start).unwrap_or(usize::MAX).min(end);
+            object.body[start..end].to_vec()
+        }))
+    }
+
     /// Removes the object (every version, where the backend keeps versions). Absent is fine.
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError>;
 

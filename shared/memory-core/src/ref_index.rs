@@ -4,7 +4,8 @@
 //! number of store calls whatever the ref's size, and ranks exactly as the full scan does.
 //!
 //! - **Objects.** Per ref, under `{tenant}/agents/{agent}/search/`: immutable segments named by
-//!   their content (`seg-<sha256>`, and `seg-<sha256>.vec` for the vectors), and one
+//!   their content (`seg-<sha256>`: the text part, then the vector block, so a text query reads
+//!   a byte range and a semantic one the whole object, one call either way), and one
 //!   `manifest.json` naming the live ones, replaced only by a compare-and-swap on its ETag, so
 //!   two writers (a pass, a forget) never both install a segment set.
 //! - **The tail.** Every entry mutation writes a content-free change record in its own request
@@ -172,7 +173,9 @@ async fn read_manifest(
 }
 
 /// Fetches and decodes one segment (with its vectors when asked and present), checked against
-/// the digest the manifest names; a missing or altered object is `Corrupt`.
+/// the digest the manifest names; a missing or altered object is `Corrupt`. One store call: the
+/// text part alone is a range of the segment's object, the vectors follow it in the same
+/// object (segments of the earlier layout keep them in `<name>.vec`: a second call).
 async fn fetch_segment(
     archive: &dyn ArchiveStore,
     memory_ref: &MemoryRef,
@@ -182,21 +185,38 @@ async fn fetch_segment(
     let corrupt = || StoreError::Corrupt {
         key: "search segment".to_owned(),
     };
-    let text = archive
-        .get(&object_key(memory_ref, &segment.name)?)
-        .await?
-        .ok_or_else(corrupt)?;
-    if hex_sha256(&text.body) != segment.sha256 {
+    let key = object_key(memory_ref, &segment.name)?;
+    let (text, block) = match segment.vectors_at {
+        Some(at) => {
+            let body = if vectors && segment.vectors {
+                archive.get(&key).await?.ok_or_else(corrupt)?.body
+            } else {
+                archive.get_range(&key, 0..at).await?.ok_or_else(corrupt)?
+            };
+            let at = usize::try_from(at).map_err(|_| corrupt())?;
+            if body.len() < at {
+                return Err(corrupt());
+            }
+            let mut text = body;
+            let block = text.split_off(at);
+            (text, (!block.is_empty()).then_some(block))
+        }
+        None => {
+            let text = archive.get(&key).await?.ok_or_else(corrupt)?.body;
+            let block = if vectors && segment.vectors {
+                let key = object_key(memory_ref, &vectors_name(&segment.name))?;
+                Some(archive.get(&key).await?.ok_or_else(corrupt)?.body)
+            } else {
+                None
+            };
+            (text, block)
+        }
+    };
+    if hex_sha256(&text) != segment.sha256 {
         return Err(corrupt());
     }
-    let block = if vectors && segment.vectors {
-        let key = object_key(memory_ref, &vectors_name(&segment.name))?;
-        Some(archive.get(&key).await?.ok_or_else(corrupt)?.body)
-    } else {
-        None
-    };
-    let bytes = text.body.len() + block.as_ref().map_or(0, Vec::len);
-    let decoded = Segment::decode(&text.body, block.as_deref()).map_err(|_| corrupt())?;
+    let bytes = text.len() + block.as_ref().map_or(0, Vec::len);
+    let decoded = Segment::decode(&text, block.as_deref()).map_err(|_| corrupt())?;
     Ok((decoded, bytes))
 }
 
@@ -676,6 +696,46 @@ impl IndexPass {
     }
 }
 
+/// The first build of a ref's index from entries handed over in process rather than read from
+/// the table: the first pass's own steps (`indexed_doc` of each indexable entry, one
+/// `Segment::build`, `put_segment`, a manifest installed only where none is yet). For a ref
+/// loaded in bulk at a size the write path and the snapshot cannot reach in reasonable time
+/// (the scale bench's bulk mode, docs/search.md "Against the emulator"); `entries` must be what
+/// the table holds for the ref. The ref's change records are not read or dropped: a pass folds
+/// what was written after.
+pub async fn install_built_index(
+    archive: &dyn ArchiveStore,
+    memory_ref: &MemoryRef,
+    entries: &[StoredEntry],
+    model: &str,
+    now: Timestamp,
+) -> Result<IndexReport, StoreError> {
+    let docs: Vec<search_index::IndexedDoc> = entries
+        .iter()
+        .filter(|e| e.memory_ref == *memory_ref && indexable(e, now))
+        .map(|e| indexed_doc(e, model))
+        .collect();
+    let mut manifest = Manifest::empty();
+    manifest.vector_model = model.to_owned();
+    let mut uploads = Vec::new();
+    if !docs.is_empty() {
+        let built = Segment::build(docs, model, &Analyzer::new(true));
+        manifest
+            .segments
+            .push(put_segment(archive, memory_ref, &built, &mut uploads).await?);
+    }
+    manifest.generation = 1;
+    manifest.built_ms = now.as_millis();
+    install_manifest(archive, memory_ref, &manifest, Expect::Absent).await?;
+    Ok(IndexReport {
+        status: "built",
+        changes: 0,
+        documents: manifest.docs(),
+        segments: manifest.segments.len(),
+        deleted_objects: 0,
+    })
+}
+
 async fn put_segment(
     archive: &dyn ArchiveStore,
     memory_ref: &MemoryRef,
@@ -683,26 +743,21 @@ async fn put_segment(
     uploads: &mut Vec<String>,
 ) -> Result<SegmentRef, StoreError> {
     let encoded = segment.encode();
-    let name = search_index::segment_name(&encoded.text);
     let sha256 = hex_sha256(&encoded.text);
-    let bytes = encoded.text.len() as u64;
+    let text_bytes = encoded.text.len() as u64;
     let has_vectors = encoded.vectors.is_some();
+    // One object: the text part, then the vector block (fetch_segment reads either).
+    let mut body = encoded.text;
     if let Some(block) = encoded.vectors {
-        let key = object_key(memory_ref, &vectors_name(&name))?;
-        archive
-            .put_if_absent(ObjectPut {
-                key: &key,
-                body: block,
-                kind: ObjectKind::Index,
-                content_type: BINARY,
-            })
-            .await?;
+        body.extend_from_slice(&block);
     }
+    let name = search_index::segment_name(&body);
+    let bytes = body.len() as u64;
     let key = object_key(memory_ref, &name)?;
     archive
         .put_if_absent(ObjectPut {
             key: &key,
-            body: encoded.text,
+            body,
             kind: ObjectKind::Index,
             content_type: BINARY,
         })
@@ -714,6 +769,7 @@ async fn put_segment(
         bytes,
         sha256,
         vectors: has_vectors,
+        vectors_at: has_vectors.then_some(text_bytes),
         dead: Vec::new(),
     })
 }

@@ -354,3 +354,66 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
     assert_eq!(report.status, "built");
     s.assert_parity("rebuilt").await;
 }
+
+#[tokio::test]
+async fn a_cold_query_reads_one_object_per_segment_whatever_its_mode() {
+    let s = Setup::new();
+    s.put(entries(30, 11), true).await;
+    s.pass().run(TENANT, REF).await.expect("build");
+    s.put(entries(10, 12), true).await;
+    let folded = s.pass().run(TENANT, REF).await.expect("fold");
+    assert_eq!(folded.segments, 2);
+    // Segment objects hold their vectors: no second object per segment.
+    assert!(
+        !s.objects_text().contains(".vec\n"),
+        "no separate vector objects"
+    );
+    for mode in [SearchMode::Text, SearchMode::Semantic, SearchMode::Hybrid] {
+        s.archive.calls.reset();
+        // A fresh reader holds no segment: the manifest, then one object per segment.
+        let cold = s
+            .search(true, "invoice payment", &TagFilter::default(), mode)
+            .await;
+        assert_eq!(cold.path, SearchPath::Index, "{mode:?}");
+        assert_eq!(
+            s.archive.calls.get("get"),
+            3,
+            "{mode:?}: manifest + 2 segments"
+        );
+    }
+    s.assert_parity("segments read by range").await;
+}
+
+#[tokio::test]
+async fn an_index_built_in_process_from_the_tables_entries_ranks_as_the_scan() {
+    let s = Setup::new();
+    s.put(entries(30, 13), true).await;
+    let now = memory_core::ports::Clock::now(&*s.w.ports.clock);
+    let report = memory_core::ref_index::install_built_index(
+        &*s.archive,
+        &memory_ref(),
+        &s.w.ports.store.dump(),
+        &s.embedder_model(),
+        now,
+    )
+    .await
+    .expect("install");
+    assert_eq!((report.status, report.segments), ("built", 1));
+    // A ref that already has an index is not replaced.
+    assert!(memory_core::ref_index::install_built_index(
+        &*s.archive,
+        &memory_ref(),
+        &s.w.ports.store.dump(),
+        &s.embedder_model(),
+        now,
+    )
+    .await
+    .is_err());
+    s.put(entries(6, 14), true).await;
+    s.assert_parity("built in process, then a tail").await;
+    // The pass folds every change record, those of the entries built in process too (marked
+    // dead in the built segment, so it merges): the answers stay the scan's.
+    let folded = s.pass().run(TENANT, REF).await.expect("fold");
+    assert_eq!(folded.documents, 36, "{folded:?}");
+    s.assert_parity("folded").await;
+}

@@ -19,7 +19,7 @@ pub use manifest::{segment_name, Manifest, Retired, SegmentRef};
 pub use query::{Candidates, Location, TagQuery, TailDoc, TextHit, View};
 pub use segment::{DocMeta, Encoded, IndexedDoc, Posting, Segment};
 
-use text_search::{search_scored, Analyzer, Ranking, TermCache};
+use text_search::{rank_scored, Analyzer, Ranking, TermCache};
 
 /// Why segment bytes were refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -77,7 +77,11 @@ pub fn search_counting<'a>(
         return (Vec::new(), unembedded);
     }
     let text = candidates.text_scores(view, analyzer, cache, &terms);
-    let hits = search_scored(&candidates.docs, &candidates.vectors, &text, ranking, limit)
+    let similarity = match ranking {
+        Ranking::Text => Vec::new(),
+        Ranking::Semantic(q) | Ranking::Hybrid(q) => candidates.similarity(view, q),
+    };
+    let hits = rank_scored(&candidates.docs, &similarity, &text, ranking, limit)
         .into_iter()
         .map(|h| TextHit {
             id: candidates.docs[h.index].id,

@@ -43,15 +43,24 @@ pub struct Retired {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct SegmentRef {
-    /// Object name within the ref's index prefix (content-addressed: `seg-<sha256>`).
+    /// Object name within the ref's index prefix (content-addressed: `seg-<sha256>` of the
+    /// object's bytes, vectors included, so a rebuild with other vectors is another object).
     pub name: String,
     pub docs: u32,
+    /// Size of the segment's object.
     pub bytes: u64,
-    /// Hex SHA-256 of the segment's bytes: a fetched segment is checked against it.
+    /// Hex SHA-256 of the segment's text part: a fetched segment is checked against it (the
+    /// vector block carries its own digest and the text part's).
     pub sha256: String,
-    /// Whether a vector block goes with it (object `<name>.vec`).
+    /// Whether a vector block goes with it.
     #[serde(default)]
     pub vectors: bool,
+    /// Where the vector block starts in the segment's object: the text part is the bytes
+    /// before, so a text query reads that range alone and a semantic one reads the whole object
+    /// in the same single call. `None` with `vectors`: the block is an object of its own,
+    /// `<name>.vec` (segments written before the block moved into the segment's object).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vectors_at: Option<u64>,
     /// Ids whose copy here no longer stands: deleted since, or held again by a later segment.
     #[serde(default)]
     pub dead: Vec<String>,

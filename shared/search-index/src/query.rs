@@ -8,6 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use text_search::similarity::{cosine_normed, norm_squared};
 use text_search::{search_scored, Analyzer, Bm25, Candidate, Ranking, TermCache, TextScores};
 
 use crate::segment::Segment;
@@ -69,9 +70,13 @@ pub struct Candidates<'a> {
     pub vectors: Vec<Option<&'a [f32]>>,
     pub locations: Vec<Location>,
     lengths: Vec<u32>,
-    /// Position in `ids` of (segment, doc), for the postings walk.
-    by_segment_doc: Vec<HashMap<u32, u32>>,
+    /// Per segment, per document: its position among the candidates ([`NOT_A_CANDIDATE`] for
+    /// none), for the postings walk. A flat array, not a map: a semantic query admits every
+    /// live document, and 100,000 map insertions cost more than the vector scan itself.
+    by_segment_doc: Vec<Vec<u32>>,
 }
+
+const NOT_A_CANDIDATE: u32 = u32::MAX;
 
 impl<'a> Candidates<'a> {
     /// The live, admitted documents of `view`, for an embedding `model` (vectors of another
@@ -80,7 +85,10 @@ impl<'a> Candidates<'a> {
         let tail_ids: HashSet<&str> = view.tail.iter().map(|d| d.id).collect();
         let mut out = Candidates::default();
         for (si, segment) in view.segments.iter().enumerate() {
-            let mut positions = HashMap::new();
+            let mut positions = vec![NOT_A_CANDIDATE; segment.docs().len()];
+            // Masked, rewritten in the tail, dead or expired: one bit each, found by binary
+            // search of the (few) ids, instead of hashing every document's id.
+            let dead = Dead::of(si, segment, view, &tail_ids);
             let same_model = !model.is_empty() && segment.vector_model() == model;
             let admitted: Box<dyn Iterator<Item = u32>> = if tags.is_open() {
                 Box::new(0..segment.docs().len() as u32)
@@ -106,16 +114,11 @@ impl<'a> Candidates<'a> {
                 }
             };
             for doc in admitted {
-                let meta = &segment.docs()[doc as usize];
-                if !meta.is_live_at(view.now_ms)
-                    || view.masked.contains(&*meta.id)
-                    || view.dead_in(si).is_some_and(|d| d.contains(&*meta.id))
-                    || tail_ids.contains(&*meta.id)
-                    || !tags.admits(|t| segment.has_tag(doc, t))
-                {
+                if dead.contains(doc) || !tags.admits(|t| segment.has_tag(doc, t)) {
                     continue;
                 }
-                positions.insert(doc, out.docs.len() as u32);
+                let meta = &segment.docs()[doc as usize];
+                positions[doc as usize] = out.docs.len() as u32;
                 out.docs.push(Candidate {
                     id: &meta.id,
                     created_ms: meta.created_at_ms,
@@ -150,6 +153,27 @@ impl<'a> Candidates<'a> {
         self.docs.is_empty()
     }
 
+    /// Each candidate's cosine similarity to `query` (`None` without a comparable vector): a
+    /// segment's vector with the norm the segment keeps, a tail vector's computed here. The
+    /// same bits as `text_search::similarity::cosine`, which the full scan computes.
+    pub fn similarity(&self, view: &View<'a>, query: &[f32]) -> Vec<Option<f64>> {
+        let query_norm = norm_squared(query);
+        self.vectors
+            .iter()
+            .zip(&self.locations)
+            .map(|(vector, location)| {
+                let vector = (*vector)?;
+                let norm = match *location {
+                    Location::Segment { segment, doc } => {
+                        view.segments[segment].vector_normed(doc)?.1
+                    }
+                    Location::Tail(_) => norm_squared(vector),
+                };
+                cosine_normed(vector, norm, query, query_norm)
+            })
+            .collect()
+    }
+
     /// How each candidate matches `terms` (the query's, `text_search::query_terms`): the
     /// scores the full scan's analysis of the same documents gives, counted from postings.
     pub fn text_scores(
@@ -160,19 +184,19 @@ impl<'a> Candidates<'a> {
         terms: &[String],
     ) -> TextScores {
         let stemmed = analyzer.stems();
-        let mut frequencies: HashMap<u32, Vec<u32>> = HashMap::new();
-        let mut df = vec![0u32; terms.len()];
-        if !terms.is_empty() {
-            for (si, segment) in view.segments.iter().enumerate() {
-                let positions = &self.by_segment_doc[si];
-                for (ti, term) in terms.iter().enumerate() {
-                    for p in segment.postings(term, stemmed) {
-                        if let Some(&at) = positions.get(&p.doc) {
-                            df[ti] += 1;
-                            frequencies
-                                .entry(at)
-                                .or_insert_with(|| vec![0; terms.len()])[ti] = p.tf;
-                        }
+        let width = terms.len();
+        // Per candidate, the frequency of each query term: one flat array, not a map of
+        // vectors (a common term is held by a large share of 100,000 candidates).
+        let mut frequencies = vec![0u32; self.len() * width];
+        let mut df = vec![0u32; width];
+        for (si, segment) in view.segments.iter().enumerate() {
+            let positions = &self.by_segment_doc[si];
+            for (ti, term) in terms.iter().enumerate() {
+                for p in segment.postings(term, stemmed) {
+                    let at = positions[p.doc as usize];
+                    if at != NOT_A_CANDIDATE {
+                        df[ti] += 1;
+                        frequencies[at as usize * width + ti] = p.tf;
                     }
                 }
             }
@@ -183,14 +207,12 @@ impl<'a> Candidates<'a> {
             };
             let analysed = cache.analysed(analyzer, view.tail[i].text);
             self.lengths[at] = analysed.length;
-            let tf: Vec<u32> = terms.iter().map(|t| analysed.frequency(t)).collect();
-            for (ti, f) in tf.iter().enumerate() {
-                if *f > 0 {
+            for (ti, t) in terms.iter().enumerate() {
+                let f = analysed.frequency(t);
+                if f > 0 {
                     df[ti] += 1;
                 }
-            }
-            if tf.iter().any(|&f| f > 0) {
-                frequencies.insert(at as u32, tf);
+                frequencies[at * width + ti] = f;
             }
         }
         let total_length: u64 = self.lengths.iter().map(|&l| u64::from(l)).sum();
@@ -199,8 +221,9 @@ impl<'a> Candidates<'a> {
             &statistics,
             self.len(),
             frequencies
-                .iter()
-                .map(|(&at, tf)| (at as usize, self.lengths[at as usize], tf.as_slice())),
+                .chunks_exact(width.max(1))
+                .enumerate()
+                .map(|(at, tf)| (at, self.lengths[at], tf)),
         )
     }
 }

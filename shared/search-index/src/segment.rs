@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 use text_search::analyzer::is_stemmable;
+use text_search::similarity::norm_squared;
 use text_search::Analyzer;
 
 use crate::codec::{Reader, Writer};
@@ -118,6 +119,9 @@ pub struct Segment {
     /// Per document: its vector's position in `vectors`, or none.
     vector_of: Vec<Option<u32>>,
     vectors: Vec<f32>,
+    /// Per stored vector, its squared norm (`similarity::norm_squared`): computed once when the
+    /// segment is built or decoded, so a query's exact scan is one dot product per vector.
+    norms: Vec<f64>,
     total_length: u64,
     /// Positions of the documents with an expiry (few: most entries never expire).
     expiring: Vec<u32>,
@@ -198,6 +202,7 @@ impl Segment {
             expiring: expiring_of(&docs),
             docs,
             vector_of,
+            norms: norms_of(&vectors, dimensions),
             vectors,
             total_length,
         }
@@ -233,16 +238,24 @@ impl Segment {
             // with other letters): the documents hold it as it is.
             return self.terms.get(term).to_vec();
         }
-        let mut merged: BTreeMap<u32, u32> = BTreeMap::new();
-        for &t in self.stems.get(term) {
-            for p in self.terms.at(t as usize) {
-                *merged.entry(p.doc).or_default() += p.tf;
+        let group = self.stems.get(term);
+        if let [only] = group {
+            // Most stems have one surface form here: its postings are already the answer.
+            return self.terms.at(*only as usize).to_vec();
+        }
+        let mut all: Vec<Posting> = group
+            .iter()
+            .flat_map(|&t| self.terms.at(t as usize).iter().copied())
+            .collect();
+        all.sort_unstable_by_key(|p| p.doc);
+        let mut merged: Vec<Posting> = Vec::with_capacity(all.len());
+        for p in all {
+            match merged.last_mut() {
+                Some(last) if last.doc == p.doc => last.tf += p.tf,
+                _ => merged.push(p),
             }
         }
         merged
-            .into_iter()
-            .map(|(doc, tf)| Posting { doc, tf })
-            .collect()
     }
 
     /// Every term with its postings, in term order (merging reads them all).
@@ -271,9 +284,17 @@ impl Segment {
 
     /// The vector of document `doc`, if it has one.
     pub fn vector(&self, doc: u32) -> Option<&[f32]> {
+        self.vector_normed(doc).map(|(v, _)| v)
+    }
+
+    /// The vector of document `doc` with its squared norm, if it has one.
+    pub fn vector_normed(&self, doc: u32) -> Option<(&[f32], f64)> {
         let at = self.vector_of.get(doc as usize).copied().flatten()? as usize;
         let d = self.dimensions as usize;
-        self.vectors.get(at * d..(at + 1) * d)
+        Some((
+            self.vectors.get(at * d..(at + 1) * d)?,
+            *self.norms.get(at)?,
+        ))
     }
 
     /// The byte forms: the text part (everything a text query reads) and, when the segment holds
@@ -397,6 +418,7 @@ impl Segment {
             vector_model,
             dimensions,
             vector_of,
+            norms: norms_of(&vectors, dimensions),
             vectors,
             total_length,
         })
@@ -478,6 +500,16 @@ fn decode_vectors(block: &[u8], text_digest: &[u8], docs: usize) -> Result<Vecto
         return Err(SegmentError::Corrupt("trailing bytes"));
     }
     Ok((model, dimensions, vector_of, vectors))
+}
+
+fn norms_of(vectors: &[f32], dimensions: u32) -> Vec<f64> {
+    if dimensions == 0 {
+        return Vec::new();
+    }
+    vectors
+        .chunks_exact(dimensions as usize)
+        .map(norm_squared)
+        .collect()
 }
 
 fn expiring_of(docs: &[DocMeta]) -> Vec<u32> {

@@ -13,7 +13,7 @@ pub mod similarity;
 
 pub use analyzer::Analyzer;
 pub use cache::TermCache;
-pub use search::{search, search_scored, searchable_text, Ranking};
+pub use search::{rank_scored, search, search_scored, searchable_text, Ranking};
 
 /// BM25 term-frequency saturation.
 pub const K1: f64 = 1.2;

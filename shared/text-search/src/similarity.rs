@@ -34,31 +34,41 @@ pub const TEXT_WEIGHT: f64 = 0.5;
 /// to about 47 ms; independent lanes let the processor overlap them. Deterministic all the same:
 /// the same inputs give the same bits.
 pub fn cosine(a: &[f32], b: &[f32]) -> Option<f64> {
+    cosine_normed(a, norm_squared(a), b, norm_squared(b))
+}
+
+/// [`cosine`] with both squared norms given ([`norm_squared`]): an index computes a stored
+/// vector's norm once, not per query, so a query's scan is one dot product per vector. The
+/// same bits as [`cosine`]: every lane adds the same products in the same order.
+pub fn cosine_normed(a: &[f32], na: f64, b: &[f32], nb: f64) -> Option<f64> {
     if a.len() != b.len() || a.is_empty() {
         return None;
     }
-    let (mut dot, mut na, mut nb) = ([0f64; LANES], [0f64; LANES], [0f64; LANES]);
-    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-    let (a_rest, b_rest) = (a_chunks.remainder(), b_chunks.remainder());
-    for (xs, ys) in a_chunks.zip(b_chunks) {
-        for lane in 0..LANES {
-            let (x, y) = (f64::from(xs[lane]), f64::from(ys[lane]));
-            dot[lane] += x * y;
-            na[lane] += x * x;
-            nb[lane] += y * y;
-        }
-    }
-    for (lane, (x, y)) in a_rest.iter().zip(b_rest).enumerate() {
-        let (x, y) = (f64::from(*x), f64::from(*y));
-        dot[lane] += x * y;
-        na[lane] += x * x;
-        nb[lane] += y * y;
-    }
-    let (dot, na, nb) = (total(&dot), total(&na), total(&nb));
+    let dot = dot(a, b);
     if na == 0.0 || nb == 0.0 || !dot.is_finite() {
         return None;
     }
     Some(dot / (na.sqrt() * nb.sqrt()))
+}
+
+/// The squared length of `v`, summed as [`cosine`] sums it.
+pub fn norm_squared(v: &[f32]) -> f64 {
+    dot(v, v)
+}
+
+fn dot(a: &[f32], b: &[f32]) -> f64 {
+    let mut sums = [0f64; LANES];
+    let (a_chunks, b_chunks) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+    let (a_rest, b_rest) = (a_chunks.remainder(), b_chunks.remainder());
+    for (xs, ys) in a_chunks.zip(b_chunks) {
+        for lane in 0..LANES {
+            sums[lane] += f64::from(xs[lane]) * f64::from(ys[lane]);
+        }
+    }
+    for (lane, (x, y)) in a_rest.iter().zip(b_rest).enumerate() {
+        sums[lane] += f64::from(*x) * f64::from(*y);
+    }
+    total(&sums)
 }
 
 /// Independent partial sums of [`cosine`].
@@ -88,16 +98,21 @@ pub fn cosines(vectors: &[Option<&[f32]>], query: &[f32]) -> Vec<Option<f64>> {
 /// without a comparable vector, or whose similarity is not positive (nothing in common with the
 /// query, as a document sharing no term is no BM25 hit), are not hits.
 pub fn nearest(ids: &[&str], vectors: &[Option<&[f32]>], query: &[f32], limit: usize) -> Vec<Hit> {
-    let mut hits: Vec<Hit> = vectors
-        .iter()
-        .enumerate()
-        .filter_map(|(index, v)| {
-            let score = cosine((*v)?, query)?;
-            (score > 0.0).then_some(Hit { index, score })
-        })
-        .collect();
+    let mut hits = positive(&cosines(vectors, query));
     best_first(&mut hits, ids, limit);
     hits
+}
+
+/// The documents with a positive similarity, in input order, unsorted: what [`nearest`] ranks.
+pub fn positive(similarity: &[Option<f64>]) -> Vec<Hit> {
+    similarity
+        .iter()
+        .enumerate()
+        .filter_map(|(index, s)| {
+            let score = (*s)?;
+            (score > 0.0).then_some(Hit { index, score })
+        })
+        .collect()
 }
 
 /// The hybrid ranking of `documents`, best first, from each document's BM25 score and query
@@ -111,11 +126,18 @@ pub fn fuse<D: Dated>(
     coverage: &[f64],
     cosines: &[Option<f64>],
 ) -> Vec<Hit> {
+    let mut hits = fused(bm25, coverage, cosines);
+    sort_best_first(&mut hits, documents);
+    hits
+}
+
+/// The hits of [`fuse`] in input order, unsorted.
+pub fn fused(bm25: &[f64], coverage: &[f64], cosines: &[Option<f64>]) -> Vec<Hit> {
     let best_bm25 = bm25.iter().copied().fold(0.0, f64::max);
     let best_coverage = coverage.iter().copied().fold(0.0, f64::max);
     let best_cosine = cosines.iter().flatten().copied().fold(0.0, f64::max);
     let a = TEXT_WEIGHT * best_coverage * best_coverage;
-    let mut hits: Vec<Hit> = (0..documents.len())
+    (0..bm25.len())
         .filter_map(|index| {
             let text = if bm25[index] > 0.0 {
                 coverage[index] * bm25[index] / best_bm25
@@ -129,9 +151,7 @@ pub fn fuse<D: Dated>(
             let score = a * text + (1.0 - a) * semantic;
             (score > 0.0).then_some(Hit { index, score })
         })
-        .collect();
-    sort_best_first(&mut hits, documents);
-    hits
+        .collect()
 }
 
 #[cfg(test)]

@@ -46,7 +46,7 @@ use memory_core::ports::{
     MAX_ENTRIES_PER_PUT,
 };
 use memory_core::reader::MemoryReader;
-use memory_core::ref_index::{IndexPass, SearchPath};
+use memory_core::ref_index::{install_built_index, IndexPass, SearchPath};
 use memory_core::search::{SearchMode, SearchOptions, SearchResults};
 use memory_core::tag_filter::TagFilter;
 use memory_core::{AgentId, MemoryRef, StoreError, TenantId, TenantScope, Timestamp};
@@ -241,6 +241,9 @@ struct Args {
     warm_queries: usize,
     cold_queries: usize,
     concurrency: usize,
+    /// Load the 99% with BatchWriteItem and build its index in process (`--load bulk`), not
+    /// through `put_entries` and the first pass (`--load writes`, the default).
+    bulk: bool,
     emulator_pid: Option<u32>,
 }
 
@@ -255,13 +258,14 @@ fn args() -> Args {
         warm_queries: 64,
         cold_queries: 12,
         concurrency: 8,
+        bulk: false,
         emulator_pid: std::env::var("EMULATOR_PID").ok().and_then(|p| p.parse().ok()),
     };
     let argv: Vec<String> = std::env::args().collect();
     let usage = || -> ! {
         eprintln!(
             "usage: emulator [--sizes 10000,100000] [--dims 64] [--scan-queries 8,3] \
-             [--scan-max 100000] [--scan-modes-large text,semantic,hybrid] [--warm-queries 64] [--cold-queries 12] [--concurrency 8]\n\
+             [--scan-max 100000] [--scan-modes-large text,semantic,hybrid] [--warm-queries 64] [--cold-queries 12] [--concurrency 8] [--load writes|bulk]\n\
              needs the emulator's settings in the environment (eval \"$(infra/local/up)\"); \
              tests/bench/search-scale starts one of its own"
         );
@@ -283,6 +287,13 @@ fn args() -> Args {
             "--warm-queries" => a.warm_queries = num(v),
             "--cold-queries" => a.cold_queries = num(v),
             "--concurrency" => a.concurrency = num(v).max(1),
+            "--load" => {
+                a.bulk = match v.as_str() {
+                    "bulk" => true,
+                    "writes" => false,
+                    _ => usage(),
+                }
+            }
             _ => usage(),
         }
     }
@@ -294,6 +305,8 @@ fn args() -> Args {
 
 struct World {
     store: Arc<DynamoEntryStore>,
+    dynamo: aws_sdk_dynamodb::Client,
+    table: String,
     archive: Arc<S3ArchiveStore>,
     s3: aws_sdk_s3::Client,
     bucket: String,
@@ -339,8 +352,11 @@ impl World {
                 .build(),
         );
         let bucket = required_env("ARCHIVE_BUCKET");
+        let table = required_env("MEMORY_TABLE");
         World {
-            store: Arc::new(DynamoEntryStore::new(dynamo, required_env("MEMORY_TABLE"))),
+            store: Arc::new(DynamoEntryStore::new(dynamo.clone(), table.clone())),
+            dynamo,
+            table,
             archive: Arc::new(S3ArchiveStore::new(s3.clone(), bucket.clone())),
             s3,
             bucket,
@@ -467,6 +483,105 @@ async fn load(
     started.elapsed()
 }
 
+/// Writes `entries[range]` as the items `put_entries` writes for them (the entry item and its
+/// tag postings: `memory_aws::dynamo::entry_item`, `posting_items`), with BatchWriteItem, 25
+/// items a call, `concurrency` calls at a time, and no change records: the index of these
+/// entries is built in process (`install_built_index`), not folded from the table.
+async fn bulk_load(
+    world: &World,
+    r: &MemoryRef,
+    entries: &Arc<Vec<Entry>>,
+    range: std::ops::Range<usize>,
+    concurrency: usize,
+) -> Duration {
+    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+    const BATCH_ITEMS: usize = 25;
+    let started = Instant::now();
+    // Entries per worker task step: enough for a few batches each.
+    const STEP: usize = 200;
+    let chunks: Arc<Vec<std::ops::Range<usize>>> = Arc::new(
+        range
+            .clone()
+            .step_by(STEP)
+            .map(|s| s..(s + STEP).min(range.end))
+            .collect(),
+    );
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        let (client, table, entries, chunks, next, done, r) = (
+            world.dynamo.clone(),
+            world.table.clone(),
+            entries.clone(),
+            chunks.clone(),
+            next.clone(),
+            done.clone(),
+            r.clone(),
+        );
+        workers.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(chunk) = chunks.get(i) else { break };
+                let mut items = Vec::new();
+                for e in &entries[chunk.clone()] {
+                    let s = stored(&r, e);
+                    items.push(memory_aws::dynamo::entry_item(&s).expect("entry item"));
+                    items.extend(memory_aws::dynamo::posting_items(&s));
+                }
+                for batch in items.chunks(BATCH_ITEMS) {
+                    let mut requests: Vec<WriteRequest> = batch
+                        .iter()
+                        .map(|item| {
+                            WriteRequest::builder()
+                                .put_request(
+                                    PutRequest::builder()
+                                        .set_item(Some(item.clone()))
+                                        .build()
+                                        .expect("put request"),
+                                )
+                                .build()
+                        })
+                        .collect();
+                    let mut attempt = 0u64;
+                    while !requests.is_empty() {
+                        match client
+                            .batch_write_item()
+                            .request_items(&table, requests.clone())
+                            .send()
+                            .await
+                        {
+                            Ok(out) => {
+                                requests = out
+                                    .unprocessed_items()
+                                    .and_then(|u| u.get(&table))
+                                    .cloned()
+                                    .unwrap_or_default();
+                            }
+                            Err(e) if attempt < 5 => {
+                                eprintln!("batch write retried ({e})");
+                            }
+                            Err(e) => panic!("batch write failed: {e}"),
+                        }
+                        if !requests.is_empty() {
+                            attempt += 1;
+                            tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+                        }
+                    }
+                }
+                let d = done.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
+                if d % 50_000 < chunk.len() {
+                    eprintln!("  bulk-loaded {d} entries");
+                }
+            }
+        });
+    }
+    while let Some(joined) = workers.join_next().await {
+        joined.expect("bulk loader");
+    }
+    started.elapsed()
+}
+
 // ---------------------------------------------------------------------------------------------
 // Rows.
 
@@ -581,14 +696,27 @@ async fn run(world: &World, n: usize, args: &Args) -> String {
     // --- load the 99%, build; write the 1% tail, fold.
     let tail = n / 100;
     let base = n - tail;
-    eprintln!("== {n}: loading {base} entries");
-    let load_base = load(world, &r, &entries, 0..base, args.concurrency).await;
-    eprintln!("   loaded in {:.1} s; index pass (build)", load_base.as_secs_f64());
     let pass = world.pass();
-    world.reset();
-    let t = Instant::now();
-    let built = pass.run(tenant.as_str(), &raw_ref).await.expect("index pass");
-    let build = world.cost(t.elapsed());
+    let (load_base, build, built) = if args.bulk {
+        eprintln!("== {n}: bulk-loading {base} entries (BatchWriteItem)");
+        let load_base = bulk_load(world, &r, &entries, 0..base, args.concurrency).await;
+        eprintln!("   loaded in {:.1} s; index built in process", load_base.as_secs_f64());
+        let stored_base: Vec<StoredEntry> = entries[..base].iter().map(|e| stored(&r, e)).collect();
+        world.reset();
+        let t = Instant::now();
+        let built = install_built_index(&*world.archive, &r, &stored_base, MODEL, world.clock.now())
+            .await
+            .expect("index built in process");
+        (load_base, world.cost(t.elapsed()), built)
+    } else {
+        eprintln!("== {n}: loading {base} entries");
+        let load_base = load(world, &r, &entries, 0..base, args.concurrency).await;
+        eprintln!("   loaded in {:.1} s; index pass (build)", load_base.as_secs_f64());
+        world.reset();
+        let t = Instant::now();
+        let built = pass.run(tenant.as_str(), &raw_ref).await.expect("index pass");
+        (load_base, world.cost(t.elapsed()), built)
+    };
     eprintln!("   {built:?} in {:.1} s; loading the 1% tail", build.wall.as_secs_f64());
     let load_tail = load(world, &r, &entries, base..n, args.concurrency).await;
     world.reset();
@@ -660,14 +788,16 @@ async fn run(world: &World, n: usize, args: &Args) -> String {
         print_row(n, row);
     }
     let summary = format!(
-        "- {n} entries ({} dims, a tag each): load {:.1} s ({:.0} entries/s, {} writers); index build pass {:.1} s, \
+        "- {n} entries ({} dims, a tag each): {} {:.1} s ({:.0} entries/s, {} writers); {} {:.1} s, \
          of which {:.1} s in the pass itself ({} documents, {} segment, {} DynamoDB + {} S3 calls); \
          1% tail load {:.1} s, fold pass {:.1} s, {:.2} s in the pass itself ({} changes, {} segments after); tantivy build {:.1} s; \
          bench peak RSS {:.0} MiB{}",
         args.dims,
+        if args.bulk { "bulk load (BatchWriteItem)" } else { "load (put_entries)" },
         load_base.as_secs_f64(),
         base as f64 / load_base.as_secs_f64(),
         args.concurrency,
+        if args.bulk { "index built in process and uploaded" } else { "index build pass" },
         build.wall.as_secs_f64(),
         build.function().as_secs_f64(),
         built.documents,
@@ -740,26 +870,30 @@ async fn run(world: &World, n: usize, args: &Args) -> String {
     summary
 }
 
-/// The bytes of the ref's live segments (text parts, vector parts), from their objects.
+/// The bytes of the ref's live segments (text parts, vector blocks), from its manifest: a text
+/// query reads the text range of each segment's object, a semantic one the whole object.
 async fn segment_sizes(world: &World, r: &MemoryRef) -> (u64, u64) {
-    let prefix = format!("{}/agents/{}/search/seg-", r.tenant().as_str(), r.agent().as_str());
-    let listed = world
+    let key = format!("{}/agents/{}/search/manifest.json", r.tenant().as_str(), r.agent().as_str());
+    let body = world
         .s3
-        .list_objects_v2()
+        .get_object()
         .bucket(&world.bucket)
-        .prefix(&prefix)
+        .key(key)
         .send()
         .await
-        .expect("list segments");
+        .expect("manifest")
+        .body
+        .collect()
+        .await
+        .expect("manifest body")
+        .into_bytes();
+    let manifest: search_index::Manifest = serde_json::from_slice(&body).expect("manifest json");
     let mut text = 0;
     let mut vectors = 0;
-    for o in listed.contents() {
-        let size = o.size().unwrap_or(0) as u64;
-        if o.key().is_some_and(|k| k.ends_with(".vec")) {
-            vectors += size;
-        } else {
-            text += size;
-        }
+    for s in &manifest.segments {
+        let at = s.vectors_at.unwrap_or(s.bytes);
+        text += at;
+        vectors += s.bytes - at;
     }
     (text, vectors)
 }
