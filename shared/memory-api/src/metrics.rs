@@ -1,7 +1,7 @@
 //! CloudWatch Embedded Metric Format: one JSON line on stdout per call, which Lambda ships to
 //! CloudWatch Logs and CloudWatch turns into metrics, with no API call and no extra latency.
-//! Only counts and the function name are emitted, never ids of tenants or entries (that would
-//! explode metric cardinality) and never content.
+//! Only counts and the function name are dimensions, never ids of tenants or entries (that would
+//! explode metric cardinality); quota events carry the tenant as a property only. Never content.
 
 use std::io::Write;
 
@@ -50,9 +50,63 @@ pub fn emit(counts: &[(&str, u64)]) {
     let _ = writeln!(out, "{line}");
 }
 
+/// A request refused by a quota (docs/quotas.md "Metrics").
+pub const QUOTA_REFUSED: &str = "QuotaRefused";
+/// An accepted request that left a quota at or above its warning share.
+pub const QUOTA_NEAR_LIMIT: &str = "QuotaNearLimit";
+
+/// The EMF document of one quota event: the count `name` = 1 by function, with the tenant and
+/// the quota as properties (not dimensions, so there is no metric per tenant; CloudWatch
+/// Contributor Insights ranks tenants from the log line).
+pub fn quota_document(function: &str, name: &str, tenant: &str, quota: &str, ts: i64) -> Value {
+    let mut doc = document(function, &[(name, 1)], ts);
+    if let Value::Object(map) = &mut doc {
+        map.insert("tenant".into(), json!(tenant));
+        map.insert("quota".into(), json!(quota));
+    }
+    doc
+}
+
+/// Writes one quota event line.
+pub fn quota_event(name: &str, tenant: &str, quota: &str) {
+    let line = quota_document(&function_name(), name, tenant, quota, now_ms()).to_string();
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+}
+
+/// `QuotaNearLimit` for each quota a put left under pressure.
+pub fn emit_pressure(pressure: &[memory_core::quota::Pressure]) {
+    for p in pressure {
+        quota_event(QUOTA_NEAR_LIMIT, p.tenant.as_str(), p.quota.name());
+    }
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
+        .unwrap_or(0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn quota_events_carry_tenant_and_quota_as_properties() {
+        let doc = quota_document("memory-write", QUOTA_REFUSED, "acme", "MaxEntriesPerRef", 7);
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Function"]])
+        );
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"],
+            "QuotaRefused"
+        );
+        assert_eq!(doc["QuotaRefused"], 1);
+        assert_eq!(doc["tenant"], "acme");
+        assert_eq!(doc["quota"], "MaxEntriesPerRef");
+    }
 
     #[test]
     fn emf_shape() {

@@ -398,6 +398,7 @@ impl IndexReader {
             results,
             unembedded: vectors.then_some(unembedded),
             path: SearchPath::Index,
+            pressure: Vec::new(),
         })
     }
 }

@@ -19,8 +19,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem}
 
 use memory_core::model::SubjectKey;
 use memory_core::paths::{LinkedPath, PathChange, PathRecord, PathStore, PathWrite};
+use memory_core::ports::QuotaStore;
 use memory_core::ports::{within, EntryStore, PassKind, MAX_ITEMS_PER_TRANSACTION};
-use memory_core::StoreError;
+use memory_core::quota::QuotaCheck;
+use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
 use super::{
@@ -206,14 +208,35 @@ impl PathStore for DynamoEntryStore {
         ) {
             items.push(self.unconditional_put(OP, record)?);
         }
-        within(OP, items.len(), MAX_ITEMS_PER_TRANSACTION)?;
         if items.is_empty() {
             return Ok(());
         }
+        // The memory tool is a user's door: what an edit adds is charged against the tenant's
+        // quotas in the same transaction (docs/quotas.md "Quotas").
+        let now = Timestamp::from_millis(super::wall_clock_ms());
+        let limits = QuotaStore::limits(self, memory_ref.tenant()).await?;
+        let check = QuotaCheck::for_rewrite(&limits, &change.put, &change.delete, now);
+        let first_charge = items.len();
+        for charge in &check.charges {
+            items.push(super::quota::charge_item(OP, &self.table, charge)?);
+        }
+        within(OP, items.len(), MAX_ITEMS_PER_TRANSACTION)?;
         self.put_postings(OP, &change.put).await?;
-        self.transact(OP, items)
-            .await
-            .map_err(|e| e.into_store(OP))?;
+        match self.transact(OP, items).await {
+            Ok(()) => {}
+            Err(super::TxError::Conditions(failed)) => {
+                return Err(
+                    match self
+                        .refusal(OP, &failed, first_charge, &check.charges, now)
+                        .await?
+                    {
+                        Some(refusal) => StoreError::QuotaExceeded(refusal),
+                        None => StoreError::Conflict { op: OP },
+                    },
+                )
+            }
+            Err(e) => return Err(e.into_store(OP)),
+        }
         for e in &change.delete {
             self.delete_overflow(&e.key()).await?;
         }
