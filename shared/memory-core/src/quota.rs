@@ -462,3 +462,202 @@ pub fn pressure(check: &QuotaCheck, values: &[(Counter, i64)]) -> Vec<Pressure> 
         })
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{Attribution, MemoryEntry, Tier};
+
+    fn entry(agent: &str, id: &str, content: &str) -> StoredEntry {
+        StoredEntry {
+            memory_ref: MemoryRef::parse(&format!("workspaces/t1/agents/{agent}/memories"))
+                .expect("ref"),
+            entry: MemoryEntry {
+                id: id.into(),
+                content: content.into(),
+                tags: vec![],
+                created_at: Timestamp::from_millis(0),
+                expires_at: None,
+            },
+            tier: Tier::Transactional,
+            subject: None,
+            attribution: Attribution::default(),
+            provenance: vec![],
+            embedding: None,
+        }
+    }
+
+    fn tenant() -> TenantId {
+        TenantId::parse("t1").expect("tenant")
+    }
+
+    /// 2026-11-27T18:00:30Z.
+    const AT: Timestamp = Timestamp::from_millis(1_795_802_430_000);
+
+    #[test]
+    fn limits_come_from_variables_and_zero_or_absent_is_unlimited() {
+        let env = |name: &str| match name {
+            "MaxEntriesPerRef" => Some("10".to_owned()),
+            "MaxBytesPerTenant" => Some("0".to_owned()),
+            "MaxWritesPerMinute" => Some(" ".to_owned()),
+            _ => None,
+        };
+        let limits = Limits::from_lookup(env).expect("limits");
+        assert_eq!(limits.get(Quota::EntriesPerRef), Some(10));
+        assert_eq!(limits.get(Quota::BytesPerTenant), None);
+        assert_eq!(limits.get(Quota::WritesPerMinute), None);
+        assert_eq!(limits.get(Quota::SearchesPerMinute), None);
+        let bad = Limits::from_lookup(|n| (n == "MaxSearchesPerMinute").then(|| "-1".to_owned()));
+        assert_eq!(bad, Err(BadLimit("MaxSearchesPerMinute")));
+    }
+
+    #[test]
+    fn an_override_replaces_only_the_quotas_it_names() {
+        let defaults = Limits::unlimited()
+            .with(Quota::EntriesPerRef, 10)
+            .with(Quota::WritesPerMinute, 5);
+        let limits = defaults.overridden(&[(Quota::EntriesPerRef, 0), (Quota::BytesPerTenant, 7)]);
+        assert_eq!(limits.get(Quota::EntriesPerRef), None, "0 lifts the limit");
+        assert_eq!(limits.get(Quota::BytesPerTenant), Some(7));
+        assert_eq!(limits.get(Quota::WritesPerMinute), Some(5));
+        assert!(!limits.is_unlimited());
+        assert!(Limits::unlimited().is_unlimited());
+        for q in Quota::ALL {
+            assert_eq!(Quota::parse(q.name()), Some(q));
+        }
+    }
+
+    #[test]
+    fn a_put_charges_entries_per_ref_bytes_and_one_write() {
+        let limits = Limits::unlimited()
+            .with(Quota::EntriesPerRef, 10)
+            .with(Quota::BytesPerTenant, 100)
+            .with(Quota::WritesPerMinute, 3);
+        let entries = [
+            entry("a1", "1", "abc"),
+            entry("a1", "2", "de"),
+            entry("a2", "3", "ü"),
+        ];
+        let check = QuotaCheck::for_put(&limits, &entries, AT);
+        let by = |c: &Counter| check.charges.iter().find(|x| &x.counter == c).cloned();
+        let a1 = entries[0].memory_ref.clone();
+        let ref_charge = by(&Counter::RefEntries(a1)).expect("ref charge");
+        assert_eq!((ref_charge.delta, ref_charge.room()), (2, Some(8)));
+        let bytes = by(&Counter::TenantBytes(tenant())).expect("bytes");
+        assert_eq!((bytes.delta, bytes.room()), (7, Some(93)), "UTF-8 bytes");
+        let entries_now = by(&Counter::TenantEntries(tenant())).expect("entries");
+        assert_eq!((entries_now.delta, entries_now.room()), (3, None));
+        let writes = by(&Counter::Writes(tenant(), epoch_minute(AT))).expect("writes");
+        assert_eq!((writes.delta, writes.room()), (1, Some(2)));
+        assert_eq!(check.limited().count(), 4, "two refs, bytes, writes");
+        // Unlimited: the stored counters are still charged, without conditions, and no write.
+        let free = QuotaCheck::for_put(&Limits::unlimited(), &entries, AT);
+        assert!(!free.is_limited());
+        assert_eq!(free.charges.len(), 4);
+    }
+
+    #[test]
+    fn a_charge_larger_than_the_limit_has_negative_room() {
+        let limits = Limits::unlimited().with(Quota::BytesPerTenant, 2);
+        let check = QuotaCheck::for_put(&limits, &[entry("a1", "1", "abcd")], AT);
+        let bytes = check
+            .charges
+            .iter()
+            .find(|c| matches!(c.counter, Counter::TenantBytes(_)))
+            .expect("bytes");
+        assert_eq!(bytes.room(), Some(-2));
+    }
+
+    #[test]
+    fn rewrites_and_deletes_charge_net_changes_and_never_refuse_a_shrink() {
+        let limits = Limits::unlimited().with(Quota::BytesPerTenant, 10);
+        let old = entry("a1", "1", "abcdef");
+        let new = entry("a1", "2", "abc");
+        let check = QuotaCheck::for_rewrite(&limits, &[new.clone()], &[old.clone()], AT);
+        assert_eq!(check.charges.len(), 1, "entries unchanged: {check:?}");
+        assert_eq!(check.charges[0].delta, -3);
+        assert_eq!(check.charges[0].room(), None, "a shrink is unconditional");
+        let gone = stored_charges(&[], &[old, new], None);
+        assert_eq!(
+            gone.iter().map(|c| c.delta).collect::<Vec<_>>(),
+            vec![-2, -2, -9]
+        );
+    }
+
+    #[test]
+    fn windows_expire_and_refusals_say_when_to_retry() {
+        let writes = Counter::Writes(tenant(), epoch_minute(AT));
+        assert_eq!(writes.sort_key(), format!("Q#writes#{}", epoch_minute(AT)));
+        assert_eq!(
+            writes.expires_at(),
+            Some(Timestamp::from_millis(
+                (epoch_minute(AT) + 1) * 60_000 + 3_600_000
+            ))
+        );
+        let tokens = Counter::Tokens(tenant(), utc_day(AT));
+        assert_eq!(tokens.sort_key(), "Q#tokens#2026-11-27");
+        assert!(tokens.expires_at().is_some());
+        assert_eq!(Counter::TenantBytes(tenant()).expires_at(), None);
+
+        let charge = Charge {
+            counter: writes,
+            delta: 1,
+            limit: Some((Quota::WritesPerMinute, 5)),
+        };
+        let refusal = Refusal::of(&charge, 5, AT).expect("refusal");
+        assert_eq!(refusal.retry_after_seconds, 30, "the minute turns in 30 s");
+        assert_eq!(
+            refusal.to_string(),
+            "quota MaxWritesPerMinute reached: 5 of at most 5 writes this minute"
+        );
+        let stored = Charge {
+            counter: Counter::RefEntries(entry("a1", "1", "x").memory_ref),
+            delta: 1,
+            limit: Some((Quota::EntriesPerRef, 3)),
+        };
+        assert_eq!(
+            Refusal::of(&stored, 3, AT).map(|r| r.retry_after_seconds),
+            Some(60)
+        );
+        let unlimited = Charge {
+            limit: None,
+            ..stored
+        };
+        assert_eq!(Refusal::of(&unlimited, 3, AT), None);
+    }
+
+    #[test]
+    fn token_admission_asks_for_room_below_the_limit() {
+        let limits = Limits::unlimited().with(Quota::BedrockTokensPerDay, 1000);
+        let probe = QuotaCheck::before_tokens(&limits, &tenant(), AT);
+        assert_eq!(probe.charges[0].delta, 0);
+        assert_eq!(probe.charges[0].room(), Some(999));
+        let spent = QuotaCheck::for_tokens(&tenant(), 250, AT);
+        assert_eq!(spent.charges[0].delta, 250);
+        assert_eq!(spent.charges[0].room(), None, "spent tokens are recorded, not refused");
+    }
+
+    #[test]
+    fn pressure_starts_at_eighty_percent() {
+        assert!(!near_limit(79, 100));
+        assert!(near_limit(80, 100));
+        assert!(near_limit(4, 5));
+        assert!(!near_limit(3, 5));
+        assert!(!near_limit(10, 0));
+        let limits = Limits::unlimited().with(Quota::EntriesPerRef, 10);
+        let e = entry("a1", "1", "x");
+        let check = QuotaCheck::for_put(&limits, std::slice::from_ref(&e), AT);
+        let under = pressure(&check, &[(Counter::RefEntries(e.memory_ref.clone()), 7)]);
+        assert!(under.is_empty());
+        let over = pressure(&check, &[(Counter::RefEntries(e.memory_ref.clone()), 8)]);
+        assert_eq!(
+            over,
+            vec![Pressure {
+                tenant: tenant(),
+                quota: Quota::EntriesPerRef,
+                current: 8,
+                max: 10
+            }]
+        );
+    }
+}
