@@ -32,7 +32,10 @@ async fn dynamo() -> aws_sdk_dynamodb::Client {
 /// limits").
 async fn set_limits(db: &aws_sdk_dynamodb::Client, tenant: &str, limits: &[(&str, u64)]) {
     let mut item = HashMap::from([
-        ("pk".to_owned(), AttributeValue::S(format!("{tenant}#@quota"))),
+        (
+            "pk".to_owned(),
+            AttributeValue::S(format!("{tenant}#@quota")),
+        ),
         ("sk".to_owned(), AttributeValue::S("Q#limits".to_owned())),
     ]);
     for (name, max) in limits {
@@ -134,7 +137,11 @@ async fn race(processes: &[LambdaProcess], requests: Vec<Value>) -> Vec<Outcome>
             outcomes
         })
     });
-    join_all(runs.collect()).await.into_iter().flatten().collect()
+    join_all(runs.collect())
+        .await
+        .into_iter()
+        .flatten()
+        .collect()
 }
 
 /// Polls every future together until all are done (the callers run side by side).
@@ -244,7 +251,11 @@ async fn entries_per_ref_and_bytes_per_tenant_are_reached_exactly_by_eight_write
     let requests = (0..24)
         .map(|i| {
             let r = memory_ref(&tb, &format!("agent-{}", i % 4));
-            put(&tb, &r, json!([{"content": format!("ten bytes{}", i % 10)}]))
+            put(
+                &tb,
+                &r,
+                json!([{"content": format!("ten bytes{}", i % 10)}]),
+            )
         })
         .collect();
     let tally = Tally::of(race(&writers, requests).await);
@@ -255,7 +266,11 @@ async fn entries_per_ref_and_bytes_per_tenant_are_reached_exactly_by_eight_write
     let tiny = tenant("quota-tiny");
     set_limits(&db, &tiny, &[("MaxBytesPerTenant", 4)]).await;
     let big = writers[1]
-        .invoke(&put(&tiny, &memory_ref(&tiny, "a"), json!([{"content": "12345"}])))
+        .invoke(&put(
+            &tiny,
+            &memory_ref(&tiny, "a"),
+            json!([{"content": "12345"}]),
+        ))
         .await
         .error();
     assert_eq!(big["errorType"], "rate_limited");
@@ -277,11 +292,22 @@ async fn writes_and_searches_per_minute_are_reached_exactly() {
     }
     let t = tenant("quota-rate");
     let r = memory_ref(&t, "agent-1");
-    set_limits(&db, &t, &[("MaxWritesPerMinute", 10), ("MaxSearchesPerMinute", 12)]).await;
+    set_limits(
+        &db,
+        &t,
+        &[("MaxWritesPerMinute", 10), ("MaxSearchesPerMinute", 12)],
+    )
+    .await;
 
     inside_one_minute().await;
     let requests = (0..24)
-        .map(|i| put(&t, &r, json!([{"content": format!("w {i}")}, {"content": "x"}])))
+        .map(|i| {
+            put(
+                &t,
+                &r,
+                json!([{"content": format!("w {i}")}, {"content": "x"}]),
+            )
+        })
         .collect();
     let tally = Tally::of(race(&writers, requests).await);
     assert_eq!(tally.accepted, 10, "refused: {:?}", tally.refused);
@@ -293,7 +319,10 @@ async fn writes_and_searches_per_minute_are_reached_exactly() {
         event(&HttpEvent {
             method: "GET",
             path: "/v1/host/wop-memory/search",
-            query: &[("memoryRef", r.as_str()), ("q", if i % 2 == 0 { "w" } else { "x" })],
+            query: &[
+                ("memoryRef", r.as_str()),
+                ("q", if i % 2 == 0 { "w" } else { "x" }),
+            ],
             claims: Some(json!({"tenant_id": t, "sub": "user-1"})),
             body: None,
         })
@@ -303,8 +332,16 @@ async fn writes_and_searches_per_minute_are_reached_exactly() {
         .into_iter()
         .map(|o| o.response()["statusCode"].as_u64().unwrap_or(0))
         .collect();
-    assert_eq!(statuses.iter().filter(|s| **s == 200).count(), 12, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|s| **s == 429).count(), 12, "{statuses:?}");
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 200).count(),
+        12,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses.iter().filter(|s| **s == 429).count(),
+        12,
+        "{statuses:?}"
+    );
     // The counter is the authority: exactly the limit was charged, nothing beyond.
     let minute = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -359,7 +396,11 @@ async fn counters_return_after_delete_forget_and_consolidation_and_limits_change
         .await;
     let ids: Vec<String> = out["written"]
         .as_array()
-        .map(|a| a.iter().filter_map(|w| w["id"].as_str().map(str::to_owned)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|w| w["id"].as_str().map(str::to_owned))
+                .collect()
+        })
         .unwrap_or_default();
     assert_eq!(counter(&db, &pk, "Q#entries").await, 5);
     let full = writer
@@ -420,7 +461,10 @@ async fn counters_return_after_delete_forget_and_consolidation_and_limits_change
             Outcome::Response(_) => break,
             Outcome::Error(e) => {
                 assert_eq!(e["errorType"], "rate_limited");
-                assert!(std::time::Instant::now() < deadline, "the new limit never applied");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the new limit never applied"
+                );
                 tokio::time::sleep(Duration::from_secs(2)).await;
             }
         }

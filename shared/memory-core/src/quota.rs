@@ -634,7 +634,11 @@ mod tests {
         assert_eq!(probe.charges[0].room(), Some(999));
         let spent = QuotaCheck::for_tokens(&tenant(), 250, AT);
         assert_eq!(spent.charges[0].delta, 250);
-        assert_eq!(spent.charges[0].room(), None, "spent tokens are recorded, not refused");
+        assert_eq!(
+            spent.charges[0].room(),
+            None,
+            "spent tokens are recorded, not refused"
+        );
     }
 
     #[test]
