@@ -472,3 +472,86 @@ async fn counters_return_after_delete_forget_and_consolidation_and_limits_change
     assert_eq!(counter(&db, &pk, "Q#entries").await, 6);
     assert_eq!(stored_entries(&db, &r).await, 6);
 }
+
+#[tokio::test]
+async fn a_consolidation_pass_recounts_what_ttl_expiry_removed() {
+    let db = dynamo().await;
+    let writer = LambdaProcess::start("memory-write", &[]).await;
+    let consolidate = LambdaProcess::start("memory-consolidate", &[]).await;
+    let t = tenant("quota-ttl");
+    let r = memory_ref(&t, "agent-1");
+    let pk = ref_pk(&t, "agent-1");
+    set_limits(&db, &t, &[("MaxEntriesPerRef", 3)]).await;
+    let soon = {
+        let ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_millis() as i64)
+            .unwrap_or(0)
+            + 2_000;
+        let secs = ms / 1000;
+        // RFC 3339 by hand: the e2e crate carries no date library.
+        let days = secs.div_euclid(86_400);
+        let (y, m, d) = civil_from_days(days);
+        let rem = secs.rem_euclid(86_400);
+        format!(
+            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60
+        )
+    };
+    writer
+        .respond(&put(
+            &t,
+            &r,
+            json!([
+                {"content": "short lived one", "expiresAt": soon},
+                {"content": "short lived two", "expiresAt": soon},
+                {"content": "kept"}
+            ]),
+        ))
+        .await;
+    assert_eq!(counter(&db, &pk, "Q#entries").await, 3);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    // Expired but not yet deleted by TTL: still counted, so still refused.
+    let refused = writer
+        .invoke(&put(&t, &r, json!([{"content": "new"}])))
+        .await
+        .error();
+    assert_eq!(refused["errorType"], "rate_limited");
+
+    consolidate
+        .respond(&json!({"tenantId": t, "memoryRef": r}))
+        .await;
+    assert_eq!(counter(&db, &pk, "Q#entries").await, 1);
+    assert_eq!(counter(&db, &pk, "Q#bytes").await, 4);
+    assert_eq!(counter(&db, &quota_pk(&t), "Q#entries").await, 1);
+    assert_eq!(counter(&db, &quota_pk(&t), "Q#bytes").await, 4);
+    let room = writer
+        .respond(&put(
+            &t,
+            &r,
+            json!([{"content": "new"}, {"content": "newer"}]),
+        ))
+        .await;
+    assert_eq!(room["written"].as_array().map(Vec::len), Some(2));
+    // A second pass finds the counters right and changes nothing.
+    consolidate
+        .respond(&json!({"tenantId": t, "memoryRef": r}))
+        .await;
+    assert_eq!(counter(&db, &pk, "Q#entries").await, 3);
+}
+
+/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
+fn civil_from_days(z: i64) -> (i64, i64, i64) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let y = yoe + era * 400;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    (if m <= 2 { y + 1 } else { y }, m, d)
+}

@@ -85,9 +85,9 @@ pub use semantic::{Semantic, DEFAULT_MIN_COSINE};
 pub const DEFAULT_NEAR_DUPLICATE_THRESHOLD: f64 = 0.6;
 
 /// Default [`Settings::max_replaced_per_merge`]: one DynamoDB transaction holds 100 items: the
-/// merged put, the ref's change record, three quota counters (docs/quotas.md "Counters") and one
+/// merged put, the ref's change record, four quota counters (docs/quotas.md "Counters") and one
 /// more as headroom for a condition check.
-pub const DEFAULT_MAX_REPLACED_PER_MERGE: usize = 94;
+pub const DEFAULT_MAX_REPLACED_PER_MERGE: usize = 93;
 
 /// One long-term entry as the planner sees it.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]

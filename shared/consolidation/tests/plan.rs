@@ -575,7 +575,7 @@ fn a_group_larger_than_a_transaction_is_folded_as_a_tree() {
     assert_eq!(
         p.merges.len(),
         4,
-        "94 + 94 + 62, then the final merge of three"
+        "93 + 93 + 64, then the final merge of three"
     );
     assert_eq!(after.len(), 1);
     assert_eq!(p.output_count, 1);

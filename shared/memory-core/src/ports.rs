@@ -9,6 +9,7 @@ use crate::events::DomainEvent;
 use crate::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use crate::model::{Embedding, EntryKey, StoredEntry, SubjectKey, Tier};
 use crate::quota::{Counter, Limits, Quota, QuotaCheck};
+
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 use serde::{Deserialize, Serialize};
@@ -372,9 +373,16 @@ pub trait QuotaStore: Send + Sync {
     /// The counters' values now (an absent counter is 0), eventually consistent.
     async fn counters(&self, counters: &[Counter]) -> Result<Vec<(Counter, i64)>, StoreError>;
 
-    /// Sets a stored counter to a recounted value (the repair of what TTL expiry and
-    /// interrupted deletes leave behind).
-    async fn set_counter(&self, counter: &Counter, value: i64) -> Result<(), StoreError>;
+    /// The counters' values now, read-your-writes consistent (the recount's fence).
+    async fn counters_consistent(
+        &self,
+        counters: &[Counter],
+    ) -> Result<Vec<(Counter, i64)>, StoreError>;
+
+    /// Applies a recount in one all-or-nothing write: sets the ref's counters to what was
+    /// counted and moves the tenant's by the difference, only if the ref's counters still hold
+    /// what was seen. `Ok(false)` when they moved (nothing changed; the next pass repairs).
+    async fn repair(&self, recount: &crate::quota::Recount) -> Result<bool, StoreError>;
 
     /// Replaces a tenant's override of the defaults (an operator action); an empty list
     /// removes it.

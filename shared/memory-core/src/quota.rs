@@ -142,6 +142,9 @@ impl Limits {
 pub enum Counter {
     /// Entries one ref stores now.
     RefEntries(MemoryRef),
+    /// Bytes of entry content one ref stores now: not limited itself, kept so a recount of one
+    /// ref can correct the tenant's bytes by the difference.
+    RefBytes(MemoryRef),
     /// Entries the tenant stores now, across its refs.
     TenantEntries(TenantId),
     /// Bytes of entry content the tenant stores now.
@@ -157,7 +160,7 @@ pub enum Counter {
 impl Counter {
     pub fn tenant(&self) -> &TenantId {
         match self {
-            Counter::RefEntries(r) => r.tenant(),
+            Counter::RefEntries(r) | Counter::RefBytes(r) => r.tenant(),
             Counter::TenantEntries(t)
             | Counter::TenantBytes(t)
             | Counter::Writes(t, _)
@@ -171,7 +174,7 @@ impl Counter {
     pub fn sort_key(&self) -> String {
         match self {
             Counter::RefEntries(_) | Counter::TenantEntries(_) => "Q#entries".to_owned(),
-            Counter::TenantBytes(_) => "Q#bytes".to_owned(),
+            Counter::RefBytes(_) | Counter::TenantBytes(_) => "Q#bytes".to_owned(),
             Counter::Writes(_, minute) => format!("Q#writes#{minute}"),
             Counter::Searches(_, minute) => format!("Q#searches#{minute}"),
             Counter::Tokens(_, day) => format!("Q#tokens#{day}"),
@@ -338,11 +341,13 @@ pub fn stored_charges(
     removed: &[StoredEntry],
     limits: Option<&Limits>,
 ) -> Vec<Charge> {
-    let mut per_ref: BTreeMap<&MemoryRef, i64> = BTreeMap::new();
+    let mut per_ref: BTreeMap<&MemoryRef, (i64, i64)> = BTreeMap::new();
     let mut per_tenant: BTreeMap<&TenantId, (i64, i64)> = BTreeMap::new();
     for (entries, sign) in [(put, 1i64), (removed, -1i64)] {
         for e in entries {
-            *per_ref.entry(&e.memory_ref).or_default() += sign;
+            let r = per_ref.entry(&e.memory_ref).or_default();
+            r.0 += sign;
+            r.1 += sign * content_bytes(e);
             let t = per_tenant.entry(e.memory_ref.tenant()).or_default();
             t.0 += sign;
             t.1 += sign * content_bytes(e);
@@ -350,12 +355,19 @@ pub fn stored_charges(
     }
     let limit = |q: Quota| limits.and_then(|l| l.get(q)).map(|m| (q, m));
     let mut charges = Vec::new();
-    for (r, delta) in per_ref {
-        if delta != 0 {
+    for (r, (entries, bytes)) in per_ref {
+        if entries != 0 {
             charges.push(Charge {
                 counter: Counter::RefEntries(r.clone()),
-                delta,
+                delta: entries,
                 limit: limit(Quota::EntriesPerRef),
+            });
+        }
+        if bytes != 0 {
+            charges.push(Charge {
+                counter: Counter::RefBytes(r.clone()),
+                delta: bytes,
+                limit: None,
             });
         }
     }
@@ -376,6 +388,74 @@ pub fn stored_charges(
         }
     }
     charges
+}
+
+/// What a recount of one ref found against what its counters said when the recount began.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Recount {
+    pub memory_ref: MemoryRef,
+    /// The ref's `(entries, bytes)` counters as read before the listing: the fence. The repair
+    /// applies only if they still hold these values, so a write or delete that landed meanwhile
+    /// (and moved them) makes the repair a no-op until the next pass.
+    pub seen: (i64, i64),
+    /// The live entries and their content bytes the listing found.
+    pub counted: (i64, i64),
+}
+
+impl Recount {
+    /// Whether the counters are off.
+    pub fn is_off(&self) -> bool {
+        self.seen != self.counted
+    }
+}
+
+/// Recounts one ref's live entries (expired ones excluded, as DynamoDB's TTL will delete them)
+/// and repairs its counters and, by the difference, its tenant's. Run by the background passes
+/// after their own work; a failure is theirs to log, not to fail on.
+pub async fn recount(
+    store: &dyn crate::ports::EntryStore,
+    quotas: &dyn crate::ports::QuotaStore,
+    memory_ref: &MemoryRef,
+    now: Timestamp,
+) -> Result<Option<Recount>, crate::error::StoreError> {
+    let counters = [
+        Counter::RefEntries(memory_ref.clone()),
+        Counter::RefBytes(memory_ref.clone()),
+    ];
+    let before = quotas.counters_consistent(&counters).await?;
+    let value = |c: &Counter| before.iter().find(|(x, _)| x == c).map_or(0, |(_, v)| *v);
+    let seen = (value(&counters[0]), value(&counters[1]));
+    let mut counted = (0i64, 0i64);
+    let mut after = None;
+    loop {
+        let page = store
+            .list_page(
+                memory_ref,
+                &crate::ports::PageQuery {
+                    limit: crate::listing::MAX_LIST_LIMIT,
+                    after: after.take(),
+                    now,
+                },
+            )
+            .await?;
+        for e in &page.entries {
+            counted.0 += 1;
+            counted.1 += content_bytes(e);
+        }
+        match page.next_after {
+            Some(next) => after = Some(next),
+            None => break,
+        }
+    }
+    let recount = Recount {
+        memory_ref: memory_ref.clone(),
+        seen,
+        counted,
+    };
+    if !recount.is_off() {
+        return Ok(None);
+    }
+    Ok(quotas.repair(&recount).await?.then_some(recount))
 }
 
 /// The bytes an entry counts for against `MaxBytesPerTenant`: its content as stored (after
@@ -553,7 +633,11 @@ mod tests {
         // Unlimited: the stored counters are still charged, without conditions, and no write.
         let free = QuotaCheck::for_put(&Limits::unlimited(), &entries, AT);
         assert!(!free.is_limited());
-        assert_eq!(free.charges.len(), 4);
+        assert_eq!(
+            free.charges.len(),
+            6,
+            "two refs' entries and bytes, the tenant's two"
+        );
     }
 
     #[test]
@@ -574,13 +658,16 @@ mod tests {
         let old = entry("a1", "1", "abcdef");
         let new = entry("a1", "2", "abc");
         let check = QuotaCheck::for_rewrite(&limits, &[new.clone()], &[old.clone()], AT);
-        assert_eq!(check.charges.len(), 1, "entries unchanged: {check:?}");
-        assert_eq!(check.charges[0].delta, -3);
-        assert_eq!(check.charges[0].room(), None, "a shrink is unconditional");
+        assert_eq!(check.charges.len(), 2, "entries unchanged: {check:?}");
+        assert!(check.charges.iter().all(|c| c.delta == -3));
+        assert!(
+            check.charges.iter().all(|c| c.room().is_none()),
+            "a shrink is unconditional"
+        );
         let gone = stored_charges(&[], &[old, new], None);
         assert_eq!(
             gone.iter().map(|c| c.delta).collect::<Vec<_>>(),
-            vec![-2, -2, -9]
+            vec![-2, -9, -2, -9]
         );
     }
 

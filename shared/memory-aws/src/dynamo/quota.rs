@@ -8,6 +8,7 @@
 //!   pk `{tenantId}#@quota`, sk `Q#limits`                    the tenant's override: a number
 //!                                                            attribute per quota name
 //!   pk `{tenantId}#{agentId}`, sk `Q#entries`                `n`: entries the ref stores now
+//!   pk `{tenantId}#{agentId}`, sk `Q#bytes`                  `n`: content bytes the ref stores now
 //!
 //! Agent ids hold no `@`, so the tenant's quota partition is never a ref's. Every charge is an
 //! `ADD` on `n`, conditional when it can refuse (`attribute_not_exists(n) OR n <= :room`), so
@@ -28,6 +29,7 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::TenantId;
 
 use super::{build_error, get_n, n, partition_key, read_item, s, DynamoEntryStore, Item};
+
 use crate::error::backend;
 
 const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
@@ -40,7 +42,7 @@ pub fn quota_partition(tenant: &TenantId) -> String {
 
 pub(crate) fn counter_key(counter: &Counter) -> Item {
     let pk = match counter {
-        Counter::RefEntries(r) => partition_key(r),
+        Counter::RefEntries(r) | Counter::RefBytes(r) => partition_key(r),
         other => quota_partition(other.tenant()),
     };
     HashMap::from([
@@ -289,12 +291,75 @@ impl QuotaStore for DynamoEntryStore {
         Ok(values)
     }
 
-    async fn set_counter(&self, counter: &Counter, value: i64) -> Result<(), StoreError> {
-        const OP: &str = "quota_set_counter";
-        let client = self.clients.data(OP).await?;
-        let mut item = counter_key(counter);
-        item.insert("n".to_owned(), n(value));
-        super::put_plain(&client, &self.table, item, OP).await
+    async fn counters_consistent(
+        &self,
+        counters: &[Counter],
+    ) -> Result<Vec<(Counter, i64)>, StoreError> {
+        let mut values = Vec::with_capacity(counters.len());
+        for c in counters {
+            values.push((c.clone(), self.counter_value("quota_counters", c).await?));
+        }
+        Ok(values)
+    }
+
+    async fn repair(&self, recount: &Recount) -> Result<bool, StoreError> {
+        const OP: &str = "quota_repair";
+        let r = &recount.memory_ref;
+        let mut items = Vec::with_capacity(4);
+        for (counter, seen, counted) in [
+            (
+                Counter::RefEntries(r.clone()),
+                recount.seen.0,
+                recount.counted.0,
+            ),
+            (
+                Counter::RefBytes(r.clone()),
+                recount.seen.1,
+                recount.counted.1,
+            ),
+        ] {
+            // The fence: the counter still holds what the recount read before listing.
+            let condition = if seen == 0 {
+                "attribute_not_exists(#n) OR #n = :seen"
+            } else {
+                "#n = :seen"
+            };
+            let update = Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(counter_key(&counter)))
+                .update_expression("SET #n = :counted")
+                .condition_expression(condition)
+                .expression_attribute_names("#n", "n")
+                .expression_attribute_values(":seen", n(seen))
+                .expression_attribute_values(":counted", n(counted))
+                .build()
+                .map_err(|_| build_error(OP))?;
+            items.push(TransactWriteItem::builder().update(update).build());
+        }
+        for (counter, delta) in [
+            (
+                Counter::TenantEntries(r.tenant().clone()),
+                recount.counted.0 - recount.seen.0,
+            ),
+            (
+                Counter::TenantBytes(r.tenant().clone()),
+                recount.counted.1 - recount.seen.1,
+            ),
+        ] {
+            if delta != 0 {
+                let charge = Charge {
+                    counter,
+                    delta,
+                    limit: None,
+                };
+                items.push(charge_item(OP, &self.table, &charge)?);
+            }
+        }
+        match self.transact(OP, items).await {
+            Ok(()) => Ok(true),
+            Err(super::TxError::Conditions(_)) => Ok(false),
+            Err(e) => Err(e.into_store(OP)),
+        }
     }
 
     async fn set_overrides(
