@@ -117,9 +117,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "binary": "memory-write",
         "memory": 256,
         # UpdateItem: the per-ref work marker (sk W#dream / W#consolidate) in the put transaction.
+        # GetItem: the tenant's quota limits and the counters a put left (docs/quotas.md).
         "iam": pairs(
             ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-             "dynamodb:ConditionCheckItem"],
+             "dynamodb:ConditionCheckItem", "dynamodb:GetItem"],
             TABLE,
         )
         | pairs(["events:PutEvents"], BUS)

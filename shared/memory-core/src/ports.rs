@@ -370,10 +370,8 @@ pub trait QuotaStore: Send + Sync {
     /// refusal: `QuotaExceeded`) and answers the counters' values after.
     async fn charge(&self, check: &QuotaCheck) -> Result<Vec<(Counter, i64)>, StoreError>;
 
-    /// The counters' values now (an absent counter is 0), eventually consistent.
-    async fn counters(&self, counters: &[Counter]) -> Result<Vec<(Counter, i64)>, StoreError>;
-
-    /// The counters' values now, read-your-writes consistent (the recount's fence).
+    /// The counters' values now (an absent counter is 0), read-your-writes consistent: what
+    /// a put left (the near-limit warning) and the recount's fence.
     async fn counters_consistent(
         &self,
         counters: &[Counter],

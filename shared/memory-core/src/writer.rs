@@ -399,8 +399,8 @@ impl MemoryWriter {
         Ok(QuotaCheck::for_put(&limits, stored, now))
     }
 
-    /// The quotas an accepted put left near their limits: its limited counters read back. A
-    /// failed read loses only the warning.
+    /// The quotas an accepted put left near their limits: its limited counters read back (a
+    /// `GetItem` each, at most four). A failed read loses only the warning.
     async fn pressure_after(&self, check: &QuotaCheck) -> Vec<Pressure> {
         let Some(quotas) = &self.quotas else {
             return Vec::new();
@@ -409,7 +409,7 @@ impl MemoryWriter {
         if counters.is_empty() {
             return Vec::new();
         }
-        match quotas.counters(&counters).await {
+        match quotas.counters_consistent(&counters).await {
             Ok(values) => crate::quota::pressure(check, &values),
             Err(e) => {
                 tracing::warn!(error = %e, "quota counters not read back");

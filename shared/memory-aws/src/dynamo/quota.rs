@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use aws_sdk_dynamodb::types::{AttributeValue, KeysAndAttributes, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 
 use memory_core::ports::QuotaStore;
 use memory_core::quota::{
@@ -250,43 +250,6 @@ impl QuotaStore for DynamoEntryStore {
         for charge in &check.charges {
             let value = self.send_charge("quota_charge", charge).await?;
             values.push((charge.counter.clone(), value));
-        }
-        Ok(values)
-    }
-
-    async fn counters(&self, counters: &[Counter]) -> Result<Vec<(Counter, i64)>, StoreError> {
-        const OP: &str = "quota_counters";
-        if counters.is_empty() {
-            return Ok(Vec::new());
-        }
-        let client = self.clients.data(OP).await?;
-        let mut values: Vec<(Counter, i64)> = counters.iter().map(|c| (c.clone(), 0)).collect();
-        // At most a handful of counters per check: one BatchGetItem (limit 100 keys).
-        let keys = KeysAndAttributes::builder()
-            .set_keys(Some(counters.iter().map(counter_key).collect()))
-            .build()
-            .map_err(|_| build_error(OP))?;
-        let out = crate::retry::send(OP, || {
-            client
-                .batch_get_item()
-                .request_items(&self.table, keys.clone())
-                .send()
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
-        let items = out
-            .responses
-            .as_ref()
-            .and_then(|r| r.get(&self.table))
-            .cloned()
-            .unwrap_or_default();
-        for item in items {
-            for (counter, value) in &mut values {
-                let key = counter_key(counter);
-                if item.get("pk") == key.get("pk") && item.get("sk") == key.get("sk") {
-                    *value = get_n(&item, "n").unwrap_or(0);
-                }
-            }
         }
         Ok(values)
     }
