@@ -183,9 +183,10 @@ impl DynamoEntryStore {
             Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
                 let current = self.counter_value(op, &charge.counter).await?;
                 let at = Timestamp::from_millis(super::wall_clock_ms());
-                Err(Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
-                    .map(StoreError::QuotaExceeded)
-                    .unwrap_or(StoreError::Conflict { op }))
+                Err(
+                    Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
+                        .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded),
+                )
             }
             Err(e) => Err(backend(op, &e)),
         }
