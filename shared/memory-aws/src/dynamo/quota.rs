@@ -23,7 +23,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 
 use memory_core::ports::QuotaStore;
 use memory_core::quota::{
-    Charge, Counter, Limits, Quota, QuotaCheck, Refusal, LIMITS_CACHE_MILLIS,
+    Charge, Counter, Limits, Quota, QuotaCheck, Recount, Refusal, LIMITS_CACHE_MILLIS,
 };
 use memory_core::{StoreError, Timestamp};
 use memory_guard::TenantId;
@@ -183,10 +183,8 @@ impl DynamoEntryStore {
             Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
                 let current = self.counter_value(op, &charge.counter).await?;
                 let at = Timestamp::from_millis(super::wall_clock_ms());
-                Err(
-                    Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
-                        .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded),
-                )
+                Err(Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
+                    .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded))
             }
             Err(e) => Err(backend(op, &e)),
         }
