@@ -657,7 +657,12 @@ mod tests {
         let limits = Limits::unlimited().with(Quota::BytesPerTenant, 10);
         let old = entry("a1", "1", "abcdef");
         let new = entry("a1", "2", "abc");
-        let check = QuotaCheck::for_rewrite(&limits, &[new.clone()], &[old.clone()], AT);
+        let check = QuotaCheck::for_rewrite(
+            &limits,
+            std::slice::from_ref(&new),
+            std::slice::from_ref(&old),
+            AT,
+        );
         assert_eq!(check.charges.len(), 2, "entries unchanged: {check:?}");
         assert!(check.charges.iter().all(|c| c.delta == -3));
         assert!(
