@@ -321,7 +321,7 @@ async fn writes_and_searches_per_minute_are_reached_exactly() {
             path: "/v1/host/wop-memory/search",
             query: &[
                 ("memoryRef", r.as_str()),
-                ("q", if i % 2 == 0 { "w" } else { "x" }),
+                ("q", if i.is_multiple_of(2) { "w" } else { "x" }),
             ],
             claims: Some(json!({"tenant_id": t, "sub": "user-1"})),
             body: None,
