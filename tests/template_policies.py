@@ -77,6 +77,7 @@ KEY_ROUTES = {("ANY", "/api/v1/{proxy+}")}
 KEY_AUTHORIZER_FUNCTION = "MemoryIntentAuthFunction"
 # The only items the authorizer may read: API key records, outside every tenant's partitions.
 KEY_RECORDS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["@apikey#*"]}}
+QUOTA_COUNTERS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["*#@quota"]}}
 
 
 def pairs(actions: list[str], resource: str) -> set[tuple[str, str]]:
@@ -98,6 +99,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "memory": 256,
         # BatchGetItem: a tag-filtered page fetches the entries its tag postings name.
         "iam": pairs(["dynamodb:GetItem", "dynamodb:BatchGetItem", "dynamodb:Query"], TABLE)
+        # Searches per minute: an ADD on the tenant's quota counter (only "*#@quota" keys).
+        | pairs(["dynamodb:UpdateItem"], TABLE)
         # Search reads the refs' index objects (and lists, so an absent manifest is a 404).
         | pairs(["s3:ListBucket"], BUCKET)
         | pairs(["s3:GetObject"], OBJECTS)
@@ -114,9 +117,10 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "binary": "memory-write",
         "memory": 256,
         # UpdateItem: the per-ref work marker (sk W#dream / W#consolidate) in the put transaction.
+        # GetItem: the tenant's quota limits and the counters a put left (docs/quotas.md).
         "iam": pairs(
             ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem",
-             "dynamodb:ConditionCheckItem"],
+             "dynamodb:ConditionCheckItem", "dynamodb:GetItem"],
             TABLE,
         )
         | pairs(["events:PutEvents"], BUS)
@@ -625,10 +629,19 @@ def check_function(
         # configured) embedding the search query.
         reads = {("s3:GetObject", OBJECTS), ("s3:ListBucket", BUCKET),
                  ("bedrock:InvokeModel", EMBED_MODEL)}
-        bad = sorted(a for a, r in got if WRITE_LIKE.search(a.split(":", 1)[-1]) or
-                     not (a.startswith("dynamodb:") or (a, r) in reads))
+        counted = ("dynamodb:UpdateItem", TABLE)
+        bad = sorted(a for a, r in got if (a, r) != counted and
+                     (WRITE_LIKE.search(a.split(":", 1)[-1]) or
+                      not (a.startswith("dynamodb:") or (a, r) in reads)))
         rep.check(not bad, f"{name}: no write, delete or action beyond DynamoDB reads, index "
-                  "object reads and the configured embedding model", f"found {bad}")
+                  "object reads, the quota counters and the configured embedding model",
+                  f"found {bad}")
+        # Its one update is fenced to the tenants' quota partitions.
+        updates = [st.get("Condition") for pol in as_list(props.get("Policies", []))
+                   if isinstance(pol, dict) for st in as_list(pol.get("Statement", []))
+                   if isinstance(st, dict) and "dynamodb:UpdateItem" in as_list(st.get("Action"))]
+        rep.check(updates == [QUOTA_COUNTERS], f"{name}: updates only quota counters "
+                  "(dynamodb:LeadingKeys *#@quota)", f"conditions {updates!r}")
         idx = sorted(r for _, r in got if "/index/" in r)
         rep.check(not idx, f"{name}: no index access (base-table reads only)", f"found {idx}")
     if name == KEY_AUTHORIZER_FUNCTION:

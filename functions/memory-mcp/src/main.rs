@@ -11,7 +11,7 @@ use lambda_runtime::Error;
 use mcp_server::{McpDoor, McpRequest, Services};
 use memory_api::{HttpResponse, WireError};
 use memory_aws::AwsPorts;
-use memory_core::ports::{SystemClock, UlidIds};
+use memory_core::ports::{QuotaStore, SystemClock, UlidIds};
 use memory_core::reader::MemoryReader;
 use memory_core::writer::MemoryWriter;
 use memory_tool::http::{ToolRequest, SUBJECT_HEADER};
@@ -29,8 +29,12 @@ async fn serve() -> Result<(), Error> {
     let ports = AwsPorts::from_env().await?;
     let secrets = memory_api::decode::configured_secrets()?;
     let clock = Arc::new(SystemClock);
+    // Quotas (docs/quotas.md "Quotas") on the MCP server's writes and searches; the memory
+    // tool's edits are charged by the store in their own transaction.
+    let quotas = Some(ports.entries.clone() as Arc<dyn QuotaStore>);
     let writer = MemoryWriter::new(ports.core(), Arc::new(UlidIds::default()))
-        .with_embedder(ports.embedder.clone());
+        .with_embedder(ports.embedder.clone())
+        .with_quotas(quotas.clone());
     let forgetter = memory_forget::forgetter(&ports);
     let tool = MemoryTool::new(
         writer.clone(),
@@ -40,7 +44,9 @@ async fn serve() -> Result<(), Error> {
         secrets.clone(),
     );
     let mcp = McpDoor::new(Services {
-        reader: MemoryReader::new(ports.entries.clone(), clock).with_embedder(ports.embedder),
+        reader: MemoryReader::new(ports.entries.clone(), clock)
+            .with_embedder(ports.embedder)
+            .with_quotas(quotas),
         writer: writer.with_configured_secrets(secrets),
         forgetter,
     });

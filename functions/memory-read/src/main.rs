@@ -7,7 +7,7 @@ use lambda_runtime::Error;
 use memory_api::read_api::ReadApi;
 use memory_aws::AwsPorts;
 use memory_core::capabilities::HOST_MODEL;
-use memory_core::ports::{ArchiveStore, SystemClock};
+use memory_core::ports::{ArchiveStore, QuotaStore, SystemClock};
 use memory_core::reader::MemoryReader;
 
 fn main() -> Result<(), Error> {
@@ -21,9 +21,11 @@ async fn serve() -> Result<(), Error> {
     // Searches read a ref's index (docs/search.md "The index") from the archive bucket.
     let archive: Arc<dyn ArchiveStore> = ports.archives.clone();
     let api = ReadApi::new(
-        MemoryReader::new(ports.entries, Arc::new(SystemClock))
+        MemoryReader::new(ports.entries.clone(), Arc::new(SystemClock))
             .with_embedder(embedder)
-            .with_index(Some(archive)),
+            .with_index(Some(archive))
+            // Searches per minute (docs/quotas.md "Quotas").
+            .with_quotas(Some(ports.entries.clone() as Arc<dyn QuotaStore>)),
         HOST_MODEL.with_embedding_model(model),
     );
     let claim = lambda_adapter::tenant_claim_name();

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use lambda_runtime::Error;
 use memory_api::write_api::WriteCommand;
 use memory_aws::AwsPorts;
-use memory_core::ports::{PassQueue, UlidIds};
+use memory_core::ports::{PassQueue, QuotaStore, UlidIds};
 use memory_core::writer::MemoryWriter;
 
 fn main() -> Result<(), Error> {
@@ -26,7 +26,10 @@ async fn serve() -> Result<(), Error> {
         .with_embedder(ports.embedder.clone())
         // Entries left without a vector get their embed pass queued at once (docs/search.md
         // "Semantic search").
-        .with_embed_queue(ports.embed_queue.clone().map(|q| q as Arc<dyn PassQueue>));
+        .with_embed_queue(ports.embed_queue.clone().map(|q| q as Arc<dyn PassQueue>))
+        // Quotas (docs/quotas.md "Quotas"): defaults from the environment, a tenant's override
+        // from the table.
+        .with_quotas(Some(ports.entries.clone() as Arc<dyn QuotaStore>));
     let writer = &writer;
     lambda_adapter::run(WriteCommand::decode, |command| async move {
         let result = memory_api::write_api::handle(writer, command).await?;

@@ -20,7 +20,7 @@ use memory_core::events::DomainEvent;
 use memory_core::forget::{forget_derived_entries, TOMBSTONE_TTL_SECONDS};
 use memory_core::history::{history_copy, is_history};
 use memory_core::model::{hex, MemoryEntry, StoredEntry, SubjectKey, Tier};
-use memory_core::ports::{CorePorts, PassKind};
+use memory_core::ports::{CorePorts, PassKind, QuotaStore};
 use memory_core::time::Timestamp;
 use memory_guard::Redactor;
 
@@ -29,9 +29,9 @@ use memory_guard::Redactor;
 pub const MAX_MERGED_TAGS: usize = 64;
 
 /// Entries one merge replaces: its transaction holds the merged entry, a history copy of each
-/// superseded entry and the deletes, within DynamoDB's 100 items with headroom for provenance
-/// overflow items.
-pub const MAX_REPLACED_WITH_HISTORY: usize = 48;
+/// superseded entry, the deletes, the change record and four quota counters (docs/quotas.md
+/// "Counters"), within DynamoDB's 100 items with headroom for provenance overflow items.
+pub const MAX_REPLACED_WITH_HISTORY: usize = 46;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -50,6 +50,8 @@ pub struct Consolidator {
     /// The embedding model whose stored vectors feed the planner's embedding stage
     /// (`consolidation::semantic`); `None`: the deterministic stages only.
     embedding_model: Option<String>,
+    /// Where the ref's quota counters are recounted after the pass (docs/quotas.md "Counters").
+    quotas: Option<std::sync::Arc<dyn QuotaStore>>,
 }
 
 fn to_input(e: &StoredEntry) -> Entry {
@@ -73,6 +75,39 @@ impl Consolidator {
                 ..Settings::default()
             },
             embedding_model: None,
+            quotas: None,
+        }
+    }
+
+    /// Recounts the ref's entries after each pass and repairs its quota counters: what TTL
+    /// expiry removed silently and what an interrupted delete left counted.
+    pub fn with_quotas(mut self, quotas: Option<std::sync::Arc<dyn QuotaStore>>) -> Self {
+        self.quotas = quotas;
+        self
+    }
+
+    /// The recount of one ref after a pass; a failure costs only the repair (the next pass
+    /// tries again), never the pass.
+    async fn recount(&self, memory_ref: &memory_guard::MemoryRef, now: Timestamp) {
+        let Some(quotas) = &self.quotas else {
+            return;
+        };
+        match memory_core::quota::recount(
+            self.ports.store.as_ref(),
+            quotas.as_ref(),
+            memory_ref,
+            now,
+        )
+        .await
+        {
+            Ok(Some(r)) => tracing::info!(
+                tenant = %memory_ref.tenant(),
+                seen_entries = r.seen.0,
+                counted_entries = r.counted.0,
+                "quota counters repaired"
+            ),
+            Ok(None) => {}
+            Err(e) => tracing::warn!(error = %e, "quota counters not recounted"),
         }
     }
 
@@ -350,6 +385,7 @@ impl Consolidator {
             skipped = report.merges_skipped,
             "consolidation pass"
         );
+        self.recount(&memory_ref, pass.now).await;
         let done = report.merges_skipped == 0;
         Ok((report, done))
     }

@@ -84,9 +84,10 @@ pub use semantic::{Semantic, DEFAULT_MIN_COSINE};
 /// here it would only stop short sentences with a harmless article from folding.
 pub const DEFAULT_NEAR_DUPLICATE_THRESHOLD: f64 = 0.6;
 
-/// Default [`Settings::max_replaced_per_merge`]: one DynamoDB transaction holds 100 items, one of
-/// which is the merged put; one more is left as headroom for a condition check.
-pub const DEFAULT_MAX_REPLACED_PER_MERGE: usize = 98;
+/// Default [`Settings::max_replaced_per_merge`]: one DynamoDB transaction holds 100 items: the
+/// merged put, the ref's change record, four quota counters (docs/quotas.md "Counters") and one
+/// more as headroom for a condition check.
+pub const DEFAULT_MAX_REPLACED_PER_MERGE: usize = 93;
 
 /// One long-term entry as the planner sees it.
 #[derive(Clone, PartialEq, Eq, Hash, Default)]

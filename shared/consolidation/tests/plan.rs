@@ -568,11 +568,14 @@ fn a_group_larger_than_a_transaction_is_folded_as_a_tree() {
         .collect();
     let s = settings();
     let (p, after) = run(&entries, &s);
-    assert!(p.merges.iter().all(|m| m.replaced.len() <= 98));
+    assert!(p
+        .merges
+        .iter()
+        .all(|m| m.replaced.len() <= consolidation::DEFAULT_MAX_REPLACED_PER_MERGE));
     assert_eq!(
         p.merges.len(),
         4,
-        "98 + 98 + 54, then the final merge of three"
+        "93 + 93 + 64, then the final merge of three"
     );
     assert_eq!(after.len(), 1);
     assert_eq!(p.output_count, 1);

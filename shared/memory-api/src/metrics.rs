@@ -1,7 +1,7 @@
 //! CloudWatch Embedded Metric Format: one JSON line on stdout per call, which Lambda ships to
 //! CloudWatch Logs and CloudWatch turns into metrics, with no API call and no extra latency.
-//! Only counts and the function name are emitted, never ids of tenants or entries (that would
-//! explode metric cardinality) and never content.
+//! Only counts and the function name are dimensions, never ids of tenants or entries (that would
+//! explode metric cardinality); quota events carry the tenant as a property only. Never content.
 
 use std::io::Write;
 
@@ -80,6 +80,36 @@ pub fn emit_error(code: &str) {
     write_line(&error_document(&function_name(), code, now_ms()));
 }
 
+/// A request refused by a quota (docs/quotas.md "Metrics").
+pub const QUOTA_REFUSED: &str = "QuotaRefused";
+/// An accepted request that left a quota at or above its warning share.
+pub const QUOTA_NEAR_LIMIT: &str = "QuotaNearLimit";
+
+/// The EMF document of one quota event: the count `name` = 1 by function, with the tenant and
+/// the quota as properties (not dimensions, so there is no metric per tenant; CloudWatch
+/// Contributor Insights ranks tenants from the log line).
+pub fn quota_document(function: &str, name: &str, tenant: &str, quota: &str, ts: i64) -> Value {
+    let mut doc = document(function, &[(name, 1)], ts);
+    if let Value::Object(map) = &mut doc {
+        map.insert("tenant".into(), json!(tenant));
+        map.insert("quota".into(), json!(quota));
+    }
+    doc
+}
+
+/// Writes one quota event line.
+pub fn quota_event(name: &str, tenant: &str, quota: &str) {
+    write_line(&quota_document(&function_name(), name, tenant, quota, now_ms()));
+}
+
+/// `QuotaNearLimit` for each quota a put left under pressure.
+pub fn emit_pressure(pressure: &[memory_core::quota::Pressure]) {
+    for p in pressure {
+        quota_event(QUOTA_NEAR_LIMIT, p.tenant.as_str(), p.quota.name());
+    }
+}
+
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -94,6 +124,22 @@ mod tests {
             (&doc["Function"], &doc["Code"], &doc["ErrorAnswered"]),
             (&json!("memory-write"), &json!("rate_limited"), &json!(1))
         );
+    }
+
+    #[test]
+    fn quota_events_carry_tenant_and_quota_as_properties() {
+        let doc = quota_document("memory-write", QUOTA_REFUSED, "acme", "MaxEntriesPerRef", 7);
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
+            json!([["Function"]])
+        );
+        assert_eq!(
+            doc["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"],
+            "QuotaRefused"
+        );
+        assert_eq!(doc["QuotaRefused"], 1);
+        assert_eq!(doc["tenant"], "acme");
+        assert_eq!(doc["quota"], "MaxEntriesPerRef");
     }
 
     #[test]

@@ -167,6 +167,7 @@ impl ReadApi {
                     SearchPath::Scan => ("SearchScans", 1),
                     SearchPath::Fallback => ("SearchIndexFallbacks", 1),
                 }]);
+                crate::metrics::emit_pressure(&results.pressure);
                 // Semantic and hybrid only: entries the ranking could not compare, the figure
                 // an alarm on a stalled embed pass watches (docs/operating.md).
                 if let Some(unembedded) = results.unembedded {

@@ -162,6 +162,9 @@ impl From<&CoreError> for WireError {
             ) => {
                 tracing::warn!(error = %e, "answered as retryable")
             }
+            CoreError::Store(StoreError::QuotaExceeded(_)) => {
+                tracing::info!(error = %e, "refused by a quota")
+            }
             CoreError::Store(_) => tracing::error!(error = %e, "store failure"),
             _ => {}
         }
@@ -210,6 +213,17 @@ impl From<&CoreError> for WireError {
                  after the delay",
             )
             .retrying_after(OUTCOME_UNKNOWN_RETRY_AFTER_SECONDS),
+            // A quota refused the request (docs/quotas.md "The refusal"): the message names the
+            // quota and its numbers; the delay is when the window turns or a limit change lands.
+            CoreError::Store(StoreError::QuotaExceeded(refusal)) => {
+                crate::metrics::quota_event(
+                    crate::metrics::QUOTA_REFUSED,
+                    refusal.tenant.as_str(),
+                    refusal.quota.name(),
+                );
+                WireError::new(429, "rate_limited", refusal.to_string())
+                    .retrying_after(refusal.retry_after_seconds)
+            }
             CoreError::Store(StoreError::Unavailable { .. }) => WireError::new(
                 503,
                 "internal_error",

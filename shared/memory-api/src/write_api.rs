@@ -74,6 +74,7 @@ async fn handle_as(writer: &MemoryWriter, command: WriteCommand) -> Result<Value
                 ("EntriesWritten", out.written.len() as u64),
                 ("RedactionsApplied", out.redactions as u64),
             ]);
+            crate::metrics::emit_pressure(&out.pressure);
             tracing::info!(
                 memory_ref = %ref_hash(&put.memory_ref),
                 written = out.written.len(),

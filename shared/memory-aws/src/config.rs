@@ -43,6 +43,9 @@ pub struct Settings {
     pub tenant_role_arn: Option<String>,
     /// `TENANT_SESSION_CACHE`: most tenants whose sessions a container keeps.
     pub tenant_session_cache: usize,
+    /// The default quota limits, from variables named like the quotas (`MaxEntriesPerRef`, ...;
+    /// unset, empty or 0: unlimited; docs/quotas.md "Limits").
+    pub quota_limits: memory_core::quota::Limits,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -92,6 +95,8 @@ impl Settings {
             abstractive_model: optional("ABSTRACTIVE_MODEL_ID"),
             tenant_role_arn: optional("TENANT_ROLE_ARN"),
             tenant_session_cache,
+            quota_limits: memory_core::quota::Limits::from_lookup(|name| std::env::var(name).ok())
+                .map_err(|e| MissingSetting::Invalid(e.0, "a whole number (0 = unlimited)"))?,
         })
     }
 }
@@ -197,7 +202,8 @@ impl AwsPorts {
         AwsPorts {
             entries: Arc::new(
                 DynamoEntryStore::new(dynamo.clone(), settings.table.clone())
-                    .with_tenant_sessions(tenant_sessions.clone()),
+                    .with_tenant_sessions(tenant_sessions.clone())
+                    .with_quota_defaults(settings.quota_limits),
             ),
             dynamo,
             tenant_sessions: tenant_sessions.clone(),

@@ -67,6 +67,7 @@ use memory_core::ports::{
     pending_shard, within, Change, EntryStore, IdBound, MarkerState, Page, PageQuery, PassKind,
     MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
+use memory_core::quota::{stored_charges, QuotaCheck};
 use memory_core::tag_filter::tag_key;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, MemoryRef, TenantId};
@@ -76,6 +77,9 @@ use crate::tenant::{DynamoClients, TenantSessions};
 
 /// Path keys of the Claude memory tool (`PathStore`), on this table and its item codec.
 mod paths;
+mod quota;
+
+pub use quota::quota_partition;
 
 pub const SUBJECT_INDEX: &str = "bySubject";
 pub const DIRTY_INDEX: &str = "byDirtyRef";
@@ -102,6 +106,9 @@ pub struct DynamoEntryStore {
     /// (`tenant.rs`): every call below on one tenant's keys takes `clients.data(op)`.
     clients: DynamoClients,
     table: String,
+    /// The deployment's quota limits (docs/quotas.md "Limits"), before a tenant's override.
+    quota_defaults: memory_core::quota::Limits,
+    limits_cache: quota::LimitsCache,
 }
 
 pub fn partition_key(r: &MemoryRef) -> String {
@@ -715,7 +722,9 @@ fn unknown_after(op: &'static str, read: StoreError) -> StoreError {
         StoreError::Unavailable { code, .. }
         | StoreError::Backend { code, .. }
         | StoreError::OutcomeUnknown { code, .. } => code,
-        StoreError::Conflict { .. } | StoreError::Corrupt { .. } => return read,
+        StoreError::Conflict { .. } | StoreError::Corrupt { .. } | StoreError::QuotaExceeded(_) => {
+            return read
+        }
     };
     StoreError::OutcomeUnknown { op, code }
 }
@@ -975,6 +984,8 @@ impl DynamoEntryStore {
         DynamoEntryStore {
             clients: DynamoClients::new(client, None),
             table,
+            quota_defaults: memory_core::quota::Limits::unlimited(),
+            limits_cache: quota::LimitsCache::default(),
         }
     }
 
@@ -1073,6 +1084,13 @@ impl DynamoEntryStore {
             self.delete_overflow(key).await?;
         }
         if let Some(e) = old.and_then(|a| decode(a).ok()) {
+            // A DeleteItem is no transaction: the counters follow it, and the recount repairs
+            // them if this process dies in between.
+            self.apply_uncounted(
+                "delete",
+                &stored_charges(&[], std::slice::from_ref(&e), None),
+            )
+            .await;
             self.remove_postings("delete", &[e]).await;
         }
         Ok(old.is_some())
@@ -1125,6 +1143,21 @@ impl EntryStore for DynamoEntryStore {
         entries: &[StoredEntry],
         completion: Option<&Completion>,
     ) -> Result<(), StoreError> {
+        // The stored counters are kept on every put, unconditionally on this path (a dream's
+        // output, an import): only the writer's checked puts can be refused.
+        let check = QuotaCheck {
+            charges: stored_charges(entries, &[], None),
+            at: None,
+        };
+        self.put_entries_checked(entries, completion, &check).await
+    }
+
+    async fn put_entries_checked(
+        &self,
+        entries: &[StoredEntry],
+        completion: Option<&Completion>,
+        check: &QuotaCheck,
+    ) -> Result<(), StoreError> {
         const OP: &str = "put_entries";
         if entries.is_empty() {
             return Ok(());
@@ -1137,7 +1170,7 @@ impl EntryStore for DynamoEntryStore {
         let changes = change_items(entries.iter().map(|e| (&e.memory_ref, e.entry.id.as_str())));
         within(
             OP,
-            items.len() + usize::from(completion.is_some()) + changes.len(),
+            items.len() + usize::from(completion.is_some()) + changes.len() + check.charges.len(),
             MAX_ITEMS_PER_TRANSACTION,
         )?;
         if let Some(c) = completion {
@@ -1146,6 +1179,10 @@ impl EntryStore for DynamoEntryStore {
         for change in changes {
             items.push(self.unconditional_put(OP, change)?);
         }
+        let first_charge = items.len();
+        for charge in &check.charges {
+            items.push(quota::charge_item(OP, &self.table, charge)?);
+        }
         self.put_postings(OP, entries).await?;
         match self.transact(OP, items).await {
             Ok(()) => {}
@@ -1153,11 +1190,26 @@ impl EntryStore for DynamoEntryStore {
             // this very revision (and this attempt's result on the key) means an earlier
             // attempt of this same call was applied and its answer lost (a broken connection,
             // then a retry): that is success.
-            Err(TxError::Conditions(_)) => match self.applied_already(entries, completion).await {
+            Err(TxError::Conditions(failed)) => match self.applied_already(entries, completion).await {
                 Ok(true) => tracing::info!(
                     entries = entries.len(),
                     "put already applied by an earlier attempt"
                 ),
+                // A quota's condition failed: refused, nothing written.
+                Ok(false) if check.charges.iter().any(|c| c.room().is_some()) => {
+                    let at = check
+                        .at
+                        .unwrap_or_else(|| Timestamp::from_millis(wall_clock_ms()));
+                    return Err(
+                        match self
+                            .refusal(OP, &failed, first_charge, &check.charges, at)
+                            .await?
+                        {
+                            Some(refusal) => StoreError::QuotaExceeded(refusal),
+                            None => StoreError::Conflict { op: OP },
+                        },
+                    );
+                }
                 Ok(false) => return Err(StoreError::Conflict { op: OP }),
                 // Cancelled by its own conditions, so perhaps applied by an earlier attempt,
                 // and the read that would tell failed.
@@ -1382,6 +1434,10 @@ impl EntryStore for DynamoEntryStore {
             self.complete_item(OP, completion)?,
             self.unconditional_put(OP, change_item(&key.memory_ref, [key.id.as_str()]))?,
         ];
+        let mut items = items;
+        for charge in stored_charges(&[], existing.as_slice(), None) {
+            items.push(quota::charge_item(OP, &self.table, &charge)?);
+        }
         match self.transact(OP, items).await {
             Ok(()) => {
                 self.delete_overflow(key).await?;
@@ -1675,8 +1731,18 @@ impl EntryStore for DynamoEntryStore {
             return Ok(());
         }
         let changes = self.change_record_items(OP, put, delete)?;
-        within(OP, items.len() + changes.len(), MAX_ITEMS_PER_TRANSACTION)?;
+        // Rewrites keep or shrink what is stored and are never refused; their counters move in
+        // the same transaction.
+        let charges = stored_charges(put, delete, None);
+        within(
+            OP,
+            items.len() + changes.len() + charges.len(),
+            MAX_ITEMS_PER_TRANSACTION,
+        )?;
         items.extend(changes);
+        for charge in &charges {
+            items.push(quota::charge_item(OP, &self.table, charge)?);
+        }
         self.swap(OP, items, put, delete).await
     }
 

@@ -145,6 +145,7 @@ async fn ports(proxy: &Proxy) -> AwsPorts {
         abstractive_model: None,
         tenant_role_arn: Some(ROLE_ARN.to_owned()),
         tenant_session_cache: 100,
+        quota_limits: memory_core::quota::Limits::unlimited(),
     };
     AwsPorts::from_sdk_config(&sdk, &settings)
 }

@@ -27,6 +27,10 @@ pub enum StoreError {
     /// A stored item could not be decoded (schema drift or manual edit); `key` is the item key.
     #[error("stored item {key} is not in the expected shape")]
     Corrupt { key: String },
+    /// The write would take a tenant past one of its quotas (docs/quotas.md "Quotas"); nothing
+    /// was written. Numbers only.
+    #[error(transparent)]
+    QuotaExceeded(#[from] crate::quota::Refusal),
 }
 
 #[derive(Debug, Error, Clone, PartialEq, Eq)]

@@ -20,6 +20,7 @@ pub mod listing;
 pub mod model;
 pub mod paths;
 pub mod ports;
+pub mod quota;
 pub mod reader;
 pub mod ref_index;
 pub mod search;

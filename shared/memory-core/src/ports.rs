@@ -8,6 +8,8 @@ use crate::error::StoreError;
 use crate::events::DomainEvent;
 use crate::idempotency::{Claim, Completion, IdempotencyKey, KeyClaim};
 use crate::model::{Embedding, EntryKey, StoredEntry, SubjectKey, Tier};
+use crate::quota::{Counter, Limits, Quota, QuotaCheck};
+
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 use serde::{Deserialize, Serialize};
@@ -194,6 +196,20 @@ pub trait EntryStore: Send + Sync {
         completion: Option<&Completion>,
     ) -> Result<(), StoreError>;
 
+    /// `put_entries_completing` that also applies `check` (the put's quota charges,
+    /// [`QuotaCheck::for_put`]) in the same all-or-nothing write: `QuotaExceeded` when a
+    /// conditional charge would pass its limit, and then nothing was written. A store that keeps
+    /// no quota counters ignores the check.
+    async fn put_entries_checked(
+        &self,
+        entries: &[StoredEntry],
+        completion: Option<&Completion>,
+        check: &QuotaCheck,
+    ) -> Result<(), StoreError> {
+        let _ = check;
+        self.put_entries_completing(entries, completion).await
+    }
+
     /// Marks `memory_ref` as waiting for a `kind` pass since `since`, touching its marker only
     /// when it is not pending yet or a pass is reading it. `put_entries_completing` does this
     /// itself; a replayed keyed put calls it again because the attempt that stored the
@@ -338,6 +354,41 @@ pub trait EntryStore: Send + Sync {
         let _ = (memory_ref, seqs);
         Ok(())
     }
+}
+
+/// Where quota limits and counters live (docs/quotas.md "Quotas"). The entry store charges a
+/// put's stored counters itself, in the put's own write; this port serves the rest: limits,
+/// the windowed charges that go with no entry write (searches, tokens), reading counters back,
+/// and the recount that repairs them.
+#[async_trait]
+pub trait QuotaStore: Send + Sync {
+    /// The limits of `tenant`: the deployment's defaults with the tenant's override applied,
+    /// read at most [`crate::quota::LIMITS_CACHE_MILLIS`] ago.
+    async fn limits(&self, tenant: &TenantId) -> Result<Limits, StoreError>;
+
+    /// Applies each charge of `check` (one conditional add each, in order, stopping at the first
+    /// refusal: `QuotaExceeded`) and answers the counters' values after.
+    async fn charge(&self, check: &QuotaCheck) -> Result<Vec<(Counter, i64)>, StoreError>;
+
+    /// The counters' values now (an absent counter is 0), read-your-writes consistent: what
+    /// a put left (the near-limit warning) and the recount's fence.
+    async fn counters_consistent(
+        &self,
+        counters: &[Counter],
+    ) -> Result<Vec<(Counter, i64)>, StoreError>;
+
+    /// Applies a recount in one all-or-nothing write: sets the ref's counters to what was
+    /// counted and moves the tenant's by the difference, only if the ref's counters still hold
+    /// what was seen. `Ok(false)` when they moved (nothing changed; the next pass repairs).
+    async fn repair(&self, recount: &crate::quota::Recount) -> Result<bool, StoreError>;
+
+    /// Replaces a tenant's override of the defaults (an operator action); an empty list
+    /// removes it.
+    async fn set_overrides(
+        &self,
+        tenant: &TenantId,
+        overrides: &[(Quota, u64)],
+    ) -> Result<(), StoreError>;
 }
 
 /// One pass over one ref, as queued between the fan-out and the function that runs it.

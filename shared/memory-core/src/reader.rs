@@ -10,7 +10,7 @@ use crate::cursor;
 use crate::error::CoreError;
 use crate::listing::{ListOptions, ListPage};
 use crate::model::{is_valid_entry_id, EntryKey, MemoryEntry};
-use crate::ports::{ArchiveStore, Clock, Embedder, EntryStore, PageQuery};
+use crate::ports::{ArchiveStore, Clock, Embedder, EntryStore, PageQuery, QuotaStore};
 use crate::ref_index::IndexReader;
 use crate::tag_filter::tagged_page;
 use memory_guard::TenantScope;
@@ -25,6 +25,8 @@ pub struct MemoryReader {
     terms: Arc<TermCache>,
     /// The refs' search indexes, when the function can read them (docs/search.md "The index").
     index: Option<Arc<IndexReader>>,
+    /// Where searches are counted against the tenant's quota; without it they are not.
+    quotas: Option<Arc<dyn QuotaStore>>,
 }
 
 impl MemoryReader {
@@ -35,7 +37,34 @@ impl MemoryReader {
             embedder: None,
             terms: Arc::default(),
             index: None,
+            quotas: None,
         }
+    }
+
+    /// Counts every search against the tenant's searches per minute (docs/quotas.md "Quotas").
+    pub fn with_quotas(mut self, quotas: Option<Arc<dyn QuotaStore>>) -> Self {
+        self.quotas = quotas;
+        self
+    }
+
+    /// Charges one search of `tenant` at `now` (a conditional add on the minute's counter, so
+    /// concurrent searches never overshoot); the pressure it left.
+    pub(crate) async fn charge_search(
+        &self,
+        tenant: &memory_guard::TenantId,
+        now: crate::time::Timestamp,
+    ) -> Result<Vec<crate::quota::Pressure>, CoreError> {
+        let Some(quotas) = &self.quotas else {
+            return Ok(Vec::new());
+        };
+        let limits = quotas.limits(tenant).await?;
+        // Unlimited: nothing to count (the metering of searches is not a quota's job).
+        if limits.get(crate::quota::Quota::SearchesPerMinute).is_none() {
+            return Ok(Vec::new());
+        }
+        let check = crate::quota::QuotaCheck::for_search(&limits, tenant, now);
+        let values = quotas.charge(&check).await?;
+        Ok(crate::quota::pressure(&check, &values))
     }
 
     /// Searches read each ref's index from `archive` where one exists.

@@ -418,6 +418,7 @@ impl IndexReader {
             results,
             unembedded: vectors.then_some(unembedded),
             path: SearchPath::Index,
+            pressure: Vec::new(),
         })
     }
 }

@@ -155,6 +155,10 @@ pub struct SearchResults {
     /// How the answer was found, for the read function's metrics; not on the wire.
     #[serde(skip)]
     pub path: crate::ref_index::SearchPath,
+    /// Not on the wire: the searches-per-minute quota, when this search left it near its limit
+    /// (docs/quotas.md "Metrics").
+    #[serde(skip)]
+    pub pressure: Vec<crate::quota::Pressure>,
 }
 
 impl MemoryReader {
@@ -181,6 +185,23 @@ impl MemoryReader {
             }
         };
         let now = self.clock().now();
+        // Counted (and refused at the tenant's limit) before anything is read.
+        let pressure = self.charge_search(memory_ref.tenant(), now).await?;
+        let mut results = self
+            .search_admitted(&memory_ref, options, embedder, now)
+            .await?;
+        results.pressure = pressure;
+        Ok(results)
+    }
+
+    async fn search_admitted(
+        &self,
+        memory_ref: &memory_guard::MemoryRef,
+        options: &SearchOptions,
+        embedder: Option<&dyn crate::ports::Embedder>,
+        now: crate::time::Timestamp,
+    ) -> Result<SearchResults, CoreError> {
+        let memory_ref = memory_ref.clone();
         let store = self.store();
         let limit = options
             .limit
@@ -286,6 +307,7 @@ impl MemoryReader {
                 .collect(),
             unembedded,
             path,
+            pressure: Vec::new(),
         })
     }
 }

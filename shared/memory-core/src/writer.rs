@@ -26,7 +26,8 @@ use crate::idempotency::{
 use crate::model::{
     is_valid_entry_id, Attribution, EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier,
 };
-use crate::ports::{CorePorts, Embedder, IdSource, PassKind, PassQueue, QueuedPass};
+use crate::ports::{CorePorts, Embedder, IdSource, PassKind, PassQueue, QueuedPass, QuotaStore};
+use crate::quota::{Pressure, QuotaCheck};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, SecretRegistry, TenantId, TenantScope};
 
@@ -118,6 +119,10 @@ pub struct PutOutput {
     /// same idempotency key, and nothing was written.
     #[serde(skip)]
     pub replayed: bool,
+    /// Not on the wire: quotas this put left at or above their warning share
+    /// (docs/quotas.md "Metrics"), for the `QuotaNearLimit` metric.
+    #[serde(skip)]
+    pub pressure: Vec<Pressure>,
 }
 
 #[derive(Clone)]
@@ -134,6 +139,9 @@ pub struct MemoryWriter {
     /// Whether an entry may have empty content (files of the Claude memory tool may be empty,
     /// as on a filesystem); other doors keep refusing empty entries.
     empty_content: bool,
+    /// Where the tenant's quota limits are read; without it puts are not refused by a quota
+    /// (the store still keeps the stored counters).
+    quotas: Option<Arc<dyn QuotaStore>>,
 }
 
 /// Embedding calls one write makes at a time (a put holds up to 25 entries; Bedrock throttles
@@ -368,6 +376,45 @@ impl MemoryWriter {
             embed_queue: None,
             configured: Arc::from(Vec::new()),
             empty_content: false,
+            quotas: None,
+        }
+    }
+
+    /// Enforces the tenant's quotas on every put (docs/quotas.md "Quotas").
+    pub fn with_quotas(mut self, quotas: Option<Arc<dyn QuotaStore>>) -> Self {
+        self.quotas = quotas;
+        self
+    }
+
+    /// The quota check of a put of `stored` at `now`: empty without quotas.
+    async fn quota_check(
+        &self,
+        stored: &[StoredEntry],
+        now: Timestamp,
+    ) -> Result<QuotaCheck, CoreError> {
+        let (Some(quotas), Some(first)) = (&self.quotas, stored.first()) else {
+            return Ok(QuotaCheck::default());
+        };
+        let limits = quotas.limits(first.memory_ref.tenant()).await?;
+        Ok(QuotaCheck::for_put(&limits, stored, now))
+    }
+
+    /// The quotas an accepted put left near their limits: its limited counters read back (a
+    /// `GetItem` each, at most four). A failed read loses only the warning.
+    async fn pressure_after(&self, check: &QuotaCheck) -> Vec<Pressure> {
+        let Some(quotas) = &self.quotas else {
+            return Vec::new();
+        };
+        let counters: Vec<_> = check.limited().map(|(c, _, _)| c.clone()).collect();
+        if counters.is_empty() {
+            return Vec::new();
+        }
+        match quotas.counters_consistent(&counters).await {
+            Ok(values) => crate::quota::pressure(check, &values),
+            Err(e) => {
+                tracing::warn!(error = %e, "quota counters not read back");
+                Vec::new()
+            }
         }
     }
 
@@ -678,11 +725,21 @@ impl MemoryWriter {
             },
             |_| None,
         );
+        let check = match self.quota_check(&stored, now).await {
+            Ok(check) => check,
+            Err(e) => {
+                if let Some(h) = &held {
+                    self.release(h).await;
+                }
+                return Err(e);
+            }
+        };
         let missing = self.embed(&mut stored).await;
-        let output = PutOutput {
+        let mut output = PutOutput {
             written: written_of(&stored),
             redactions,
             replayed: false,
+            pressure: Vec::new(),
         };
         let completion = match &held {
             Some(h) => Some(Completion {
@@ -699,7 +756,7 @@ impl MemoryWriter {
         match (
             self.ports
                 .store
-                .put_entries_completing(&stored, completion.as_ref())
+                .put_entries_checked(&stored, completion.as_ref(), &check)
                 .await,
             &held,
         ) {
@@ -715,6 +772,7 @@ impl MemoryWriter {
             }
         }
 
+        output.pressure = self.pressure_after(&check).await;
         self.embed_later(&memory_ref, missing, created_at).await;
         self.announce_written(&memory_ref, &stored).await;
         tracing::info!(
@@ -848,6 +906,7 @@ impl MemoryWriter {
             written: written_of(&stored),
             redactions,
             replayed: false,
+            pressure: Vec::new(),
         })
     }
 

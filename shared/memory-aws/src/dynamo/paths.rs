@@ -19,8 +19,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, TransactWriteItem}
 
 use memory_core::model::SubjectKey;
 use memory_core::paths::{LinkedPath, PathChange, PathRecord, PathStore, PathWrite};
+use memory_core::ports::QuotaStore;
 use memory_core::ports::{within, EntryStore, PassKind, MAX_ITEMS_PER_TRANSACTION};
-use memory_core::StoreError;
+use memory_core::quota::QuotaCheck;
+use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
 use super::{
@@ -183,11 +185,39 @@ impl PathStore for DynamoEntryStore {
             items.extend(self.path_items(OP, memory_ref, w)?);
         }
         items.extend(self.change_record_items(OP, &change.put, &change.delete)?);
-        within(OP, items.len(), MAX_ITEMS_PER_TRANSACTION)?;
         if items.is_empty() {
             return Ok(());
         }
-        self.swap(OP, items, &change.put, &change.delete).await?;
+        // The memory tool is a user's door: what an edit adds is charged against the tenant's
+        // quotas in the same transaction (docs/quotas.md "Quotas").
+        let now = Timestamp::from_millis(super::wall_clock_ms());
+        let limits = QuotaStore::limits(self, memory_ref.tenant()).await?;
+        let check = QuotaCheck::for_rewrite(&limits, &change.put, &change.delete, now);
+        let first_charge = items.len();
+        for charge in &check.charges {
+            items.push(super::quota::charge_item(OP, &self.table, charge)?);
+        }
+        within(OP, items.len(), MAX_ITEMS_PER_TRANSACTION)?;
+        self.put_postings(OP, &change.put).await?;
+        match self.transact(OP, items).await {
+            Ok(()) => {}
+            Err(super::TxError::Conditions(failed)) => {
+                return Err(
+                    match self
+                        .refusal(OP, &failed, first_charge, &check.charges, now)
+                        .await?
+                    {
+                        Some(refusal) => StoreError::QuotaExceeded(refusal),
+                        None => StoreError::Conflict { op: OP },
+                    },
+                )
+            }
+            Err(e) => return Err(e.into_store(OP)),
+        }
+        for e in &change.delete {
+            self.delete_overflow(&e.key()).await?;
+        }
+        self.remove_postings(OP, &change.delete).await;
         if let Some(since) = change.put.iter().map(|e| e.entry.created_at).min() {
             self.mark_pending(memory_ref, PassKind::Index, since).await;
         }

@@ -1,0 +1,346 @@
+//! Quota counters and limits on the entries table (docs/quotas.md "Counters"):
+//!
+//!   pk `{tenantId}#@quota`, sk `Q#bytes`                     `n`: content bytes stored now
+//!   pk `{tenantId}#@quota`, sk `Q#entries`                   `n`: entries stored now
+//!   pk `{tenantId}#@quota`, sk `Q#writes#{epochMinute}`      `n`, `ttl`
+//!   pk `{tenantId}#@quota`, sk `Q#searches#{epochMinute}`    `n`, `ttl`
+//!   pk `{tenantId}#@quota`, sk `Q#tokens#{yyyy-mm-dd}`       `n`, `ttl`
+//!   pk `{tenantId}#@quota`, sk `Q#limits`                    the tenant's override: a number
+//!                                                            attribute per quota name
+//!   pk `{tenantId}#{agentId}`, sk `Q#entries`                `n`: entries the ref stores now
+//!   pk `{tenantId}#{agentId}`, sk `Q#bytes`                  `n`: content bytes the ref stores now
+//!
+//! Agent ids hold no `@`, so the tenant's quota partition is never a ref's. Every charge is an
+//! `ADD` on `n`, conditional when it can refuse (`attribute_not_exists(n) OR n <= :room`), so
+//! concurrent writers never both take the last unit. A child of `dynamo` so puts, rewrites and
+//! deletes charge the counters in their own transactions.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use async_trait::async_trait;
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
+
+use memory_core::ports::QuotaStore;
+use memory_core::quota::{
+    Charge, Counter, Limits, Quota, QuotaCheck, Recount, Refusal, LIMITS_CACHE_MILLIS,
+};
+use memory_core::{StoreError, Timestamp};
+use memory_guard::TenantId;
+
+use super::{build_error, get_n, n, partition_key, read_item, s, DynamoEntryStore, Item};
+
+use crate::error::backend;
+
+const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
+const LIMITS_SORT_KEY: &str = "Q#limits";
+
+/// The partition of a tenant's own counters and limits.
+pub fn quota_partition(tenant: &TenantId) -> String {
+    format!("{}#@quota", tenant.as_str())
+}
+
+pub(crate) fn counter_key(counter: &Counter) -> Item {
+    let pk = match counter {
+        Counter::RefEntries(r) | Counter::RefBytes(r) => partition_key(r),
+        other => quota_partition(other.tenant()),
+    };
+    HashMap::from([
+        ("pk".to_owned(), s(pk)),
+        ("sk".to_owned(), s(counter.sort_key())),
+    ])
+}
+
+fn limits_key(tenant: &TenantId) -> Item {
+    HashMap::from([
+        ("pk".to_owned(), s(quota_partition(tenant))),
+        ("sk".to_owned(), s(LIMITS_SORT_KEY)),
+    ])
+}
+
+/// The update of one charge: `ADD n :d` (and the window's `ttl`), under its condition.
+pub(crate) fn charge_update(
+    op: &'static str,
+    table: &str,
+    charge: &Charge,
+) -> Result<Update, StoreError> {
+    let mut builder = Update::builder()
+        .table_name(table)
+        .set_key(Some(counter_key(&charge.counter)))
+        .expression_attribute_names("#n", "n")
+        .expression_attribute_values(":d", n(charge.delta));
+    let expression = match charge.counter.expires_at() {
+        Some(at) => {
+            builder = builder
+                .expression_attribute_names("#ttl", "ttl")
+                .expression_attribute_values(":ttl", n(at.epoch_seconds_ceil()));
+            "ADD #n :d SET #ttl = :ttl"
+        }
+        None => "ADD #n :d",
+    };
+    builder = builder.update_expression(expression);
+    if let Some(room) = charge.room() {
+        // A charge bigger than the limit by itself fails even on a counter not yet written.
+        let condition = if room >= 0 {
+            "attribute_not_exists(#n) OR #n <= :room"
+        } else {
+            "#n <= :room"
+        };
+        builder = builder
+            .condition_expression(condition)
+            .expression_attribute_values(":room", n(room));
+    }
+    builder.build().map_err(|_| build_error(op))
+}
+
+pub(crate) fn charge_item(
+    op: &'static str,
+    table: &str,
+    charge: &Charge,
+) -> Result<TransactWriteItem, StoreError> {
+    Ok(TransactWriteItem::builder()
+        .update(charge_update(op, table, charge)?)
+        .build())
+}
+
+/// The cached limits of the tenants one container served: read again after
+/// [`LIMITS_CACHE_MILLIS`].
+#[derive(Clone, Debug, Default)]
+pub(crate) struct LimitsCache {
+    entries: Arc<Mutex<HashMap<TenantId, (i64, Limits)>>>,
+}
+
+impl LimitsCache {
+    fn fresh(&self, tenant: &TenantId, now_ms: i64) -> Option<Limits> {
+        let map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        map.get(tenant)
+            .filter(|(at, _)| now_ms.saturating_sub(*at) < LIMITS_CACHE_MILLIS)
+            .map(|(_, l)| *l)
+    }
+
+    fn keep(&self, tenant: &TenantId, now_ms: i64, limits: Limits) {
+        let mut map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        // Bounded: a container serving very many tenants forgets them all rather than grow.
+        if map.len() >= 10_000 {
+            map.clear();
+        }
+        map.insert(tenant.clone(), (now_ms, limits));
+    }
+
+    fn forget(&self, tenant: &TenantId) {
+        let mut map = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        map.remove(tenant);
+    }
+}
+
+/// The overrides an override item names (numbers only; other attributes ignored).
+fn overrides_of(item: &Item) -> Vec<(Quota, u64)> {
+    Quota::ALL
+        .into_iter()
+        .filter_map(|q| {
+            get_n(item, q.name())
+                .and_then(|v| u64::try_from(v).ok())
+                .map(|v| (q, v))
+        })
+        .collect()
+}
+
+impl DynamoEntryStore {
+    /// Applies unconditional charges one `UpdateItem` each (the counters of a delete that was no
+    /// transaction). A failure is logged, not returned: the entry is gone either way, and the
+    /// recount repairs the counter.
+    pub(crate) async fn apply_uncounted(&self, op: &'static str, charges: &[Charge]) {
+        for charge in charges {
+            if let Err(e) = self.send_charge(op, charge).await {
+                tracing::warn!(error = %e, "quota counter not updated; the recount repairs it");
+            }
+        }
+    }
+
+    /// One charge, alone; the counter's value after.
+    async fn send_charge(&self, op: &'static str, charge: &Charge) -> Result<i64, StoreError> {
+        let client = self.clients.data(op).await?;
+        let update = charge_update(op, &self.table, charge)?;
+        let out = crate::retry::send(op, || {
+            client
+                .update_item()
+                .table_name(&self.table)
+                .set_key(Some(update.key.clone()))
+                .update_expression(update.update_expression.clone())
+                .set_condition_expression(update.condition_expression.clone())
+                .set_expression_attribute_names(update.expression_attribute_names.clone())
+                .set_expression_attribute_values(update.expression_attribute_values.clone())
+                .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+                .send()
+        })
+        .await;
+        match out {
+            Ok(out) => Ok(out
+                .attributes
+                .as_ref()
+                .and_then(|a| get_n(a, "n"))
+                .unwrap_or(0)),
+            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
+                let current = self.counter_value(op, &charge.counter).await?;
+                let at = Timestamp::from_millis(super::wall_clock_ms());
+                Err(Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
+                    .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded))
+            }
+            Err(e) => Err(backend(op, &e)),
+        }
+    }
+
+    /// A counter's value now, strongly consistent (absent: 0).
+    pub(crate) async fn counter_value(
+        &self,
+        op: &'static str,
+        counter: &Counter,
+    ) -> Result<i64, StoreError> {
+        let client = self.clients.data(op).await?;
+        let item = read_item(&client, &self.table, counter_key(counter), op).await?;
+        Ok(item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0))
+    }
+
+    /// The refusal of the first failed charge among `charges` (whose transaction items start at
+    /// `first` in `failed`), with the counter read now.
+    pub(crate) async fn refusal(
+        &self,
+        op: &'static str,
+        failed: &[bool],
+        first: usize,
+        charges: &[Charge],
+        at: Timestamp,
+    ) -> Result<Option<Refusal>, StoreError> {
+        for (i, charge) in charges.iter().enumerate() {
+            if failed.get(first + i).copied().unwrap_or(false) {
+                let current = self.counter_value(op, &charge.counter).await?;
+                return Ok(Refusal::of(charge, u64::try_from(current).unwrap_or(0), at));
+            }
+        }
+        Ok(None)
+    }
+
+    /// The deployment's default limits, which a tenant's override item adjusts.
+    pub fn with_quota_defaults(mut self, defaults: Limits) -> Self {
+        self.quota_defaults = defaults;
+        self
+    }
+}
+
+#[async_trait]
+impl QuotaStore for DynamoEntryStore {
+    async fn limits(&self, tenant: &TenantId) -> Result<Limits, StoreError> {
+        const OP: &str = "quota_limits";
+        let now = super::wall_clock_ms();
+        if let Some(limits) = self.limits_cache.fresh(tenant, now) {
+            return Ok(limits);
+        }
+        let client = self.clients.data(OP).await?;
+        let item = read_item(&client, &self.table, limits_key(tenant), OP).await?;
+        let limits = self
+            .quota_defaults
+            .overridden(&item.as_ref().map(overrides_of).unwrap_or_default());
+        self.limits_cache.keep(tenant, now, limits);
+        Ok(limits)
+    }
+
+    async fn charge(&self, check: &QuotaCheck) -> Result<Vec<(Counter, i64)>, StoreError> {
+        let mut values = Vec::with_capacity(check.charges.len());
+        for charge in &check.charges {
+            let value = self.send_charge("quota_charge", charge).await?;
+            values.push((charge.counter.clone(), value));
+        }
+        Ok(values)
+    }
+
+    async fn counters_consistent(
+        &self,
+        counters: &[Counter],
+    ) -> Result<Vec<(Counter, i64)>, StoreError> {
+        let mut values = Vec::with_capacity(counters.len());
+        for c in counters {
+            values.push((c.clone(), self.counter_value("quota_counters", c).await?));
+        }
+        Ok(values)
+    }
+
+    async fn repair(&self, recount: &Recount) -> Result<bool, StoreError> {
+        const OP: &str = "quota_repair";
+        let r = &recount.memory_ref;
+        let mut items = Vec::with_capacity(4);
+        for (counter, seen, counted) in [
+            (
+                Counter::RefEntries(r.clone()),
+                recount.seen.0,
+                recount.counted.0,
+            ),
+            (
+                Counter::RefBytes(r.clone()),
+                recount.seen.1,
+                recount.counted.1,
+            ),
+        ] {
+            // The fence: the counter still holds what the recount read before listing.
+            let condition = if seen == 0 {
+                "attribute_not_exists(#n) OR #n = :seen"
+            } else {
+                "#n = :seen"
+            };
+            let update = Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(counter_key(&counter)))
+                .update_expression("SET #n = :counted")
+                .condition_expression(condition)
+                .expression_attribute_names("#n", "n")
+                .expression_attribute_values(":seen", n(seen))
+                .expression_attribute_values(":counted", n(counted))
+                .build()
+                .map_err(|_| build_error(OP))?;
+            items.push(TransactWriteItem::builder().update(update).build());
+        }
+        for (counter, delta) in [
+            (
+                Counter::TenantEntries(r.tenant().clone()),
+                recount.counted.0 - recount.seen.0,
+            ),
+            (
+                Counter::TenantBytes(r.tenant().clone()),
+                recount.counted.1 - recount.seen.1,
+            ),
+        ] {
+            if delta != 0 {
+                let charge = Charge {
+                    counter,
+                    delta,
+                    limit: None,
+                };
+                items.push(charge_item(OP, &self.table, &charge)?);
+            }
+        }
+        match self.transact(OP, items).await {
+            Ok(()) => Ok(true),
+            Err(super::TxError::Conditions(_)) => Ok(false),
+            Err(e) => Err(e.into_store(OP)),
+        }
+    }
+
+    async fn set_overrides(
+        &self,
+        tenant: &TenantId,
+        overrides: &[(Quota, u64)],
+    ) -> Result<(), StoreError> {
+        const OP: &str = "quota_set_overrides";
+        let client = self.clients.data(OP).await?;
+        if overrides.is_empty() {
+            super::delete_plain(&client, &self.table, limits_key(tenant), OP).await?;
+        } else {
+            let mut item = limits_key(tenant);
+            for (quota, max) in overrides {
+                item.insert(quota.name().to_owned(), AttributeValue::N(max.to_string()));
+            }
+            super::put_plain(&client, &self.table, item, OP).await?;
+        }
+        self.limits_cache.forget(tenant);
+        Ok(())
+    }
+}
