@@ -25,6 +25,9 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
+#[cfg(feature = "archive")]
+use futures_util::FutureExt as _;
+use futures_util::TryFutureExt as _;
 use memory_core::SubjectKey;
 use memory_core::{StoreError, TenantId, Timestamp};
 use oap_exchange::receipt::Tip;
@@ -465,9 +468,15 @@ impl ExchangeStore for DynamoExchangeStore {
             .expression_attribute_values(":a", s(receipt_sk(page.from)))
             .expression_attribute_values(":b", s(receipt_sk(u64::MAX)))
             .limit(i32::try_from(page.limit).unwrap_or(i32::MAX));
-        let out = crate::retry::send(OP, || request.clone().send())
-            .await
-            .map_err(|e| backend(OP, &e))?;
+        let out = crate::retry::send(OP, || {
+            request
+                .clone()
+                .return_consumed_capacity(crate::meter::TOTAL)
+                .send()
+                .map_ok(crate::meter::metered)
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
         out.items()
             .iter()
             .map(|item| {
@@ -531,6 +540,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .key(key.as_str())
                 .content_type("application/x-ndjson")
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await
         .map_err(|e| backend(OP, &e))?;
@@ -550,6 +560,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
         bytes: Vec<u8>,
     ) -> Result<String, StoreError> {
         const OP: &str = "bundle part";
+        let part_bytes = bytes.len() as u64;
         let body = aws_sdk_s3::primitives::ByteStream::from(bytes);
         // One attempt per part body: the stream is consumed by the send, and a failed part
         // fails the export (the upload is then aborted), which the caller may retry whole.
@@ -562,6 +573,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
             .part_number(number)
             .body(body)
             .send()
+            .inspect(|r| crate::meter::s3_answered(r, part_bytes, |_| 0))
             .await
             .map_err(|e| backend(OP, &e))?;
         out.e_tag().map(str::to_owned).ok_or(StoreError::Backend {
@@ -594,6 +606,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .upload_id(upload)
                 .multipart_upload(done.clone())
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await
         .map_err(|e| backend(OP, &e))?;
@@ -609,6 +622,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .key(key.as_str())
                 .upload_id(upload)
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await;
         if let Err(e) = result {
@@ -630,6 +644,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .key(key.as_str())
                 .body(aws_sdk_s3::primitives::ByteStream::from(bytes.clone()))
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, bytes.len() as u64, |_| 0))
         })
         .await
         .map_err(|e| backend(OP, &e))?;
@@ -644,6 +659,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .bucket(&self.bucket)
                 .key(key.as_str())
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await
         {
@@ -671,6 +687,9 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .key(key.as_str())
                 .range(&range)
                 .send()
+                .inspect(|r| {
+                    crate::meter::s3_answered(r, 0, |o| crate::meter::length(o.content_length()))
+                })
         })
         .await
         .map_err(|e| backend(OP, &e))?;
