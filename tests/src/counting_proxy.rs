@@ -29,7 +29,8 @@ impl CountingProxy {
             .arg(root.join("tests/fault/proxy.py"))
             .args(["--port", "0", "--upstream", upstream])
             .stdout(Stdio::piped())
-            .stderr(Stdio::null())
+            // One line per upstream failure or 5xx answer, never a body.
+            .stderr(Stdio::inherit())
             .spawn()
             .unwrap_or_else(|e| panic!("proxy.py did not start: {e}"));
         let mut line = String::new();
