@@ -247,8 +247,10 @@ impl UsageStore for DynamoUsageStore {
         let day_item = counted_item(usage_pk(tenant), format!("D#{day}"), usage);
         let mut list_item = counted_item(list_pk(day), tenant.as_str().to_owned(), usage);
         list_item.insert("tenantId".into(), s(tenant.as_str()));
-        let (a, b) = tokio::join!(self.put(OP, day_item), self.put(OP, list_item));
-        a.and(b)
+        // In this order: a list line equal to the hours' sum means the day item is current
+        // (`memory_core::metering::roll_up` skips such a tenant).
+        self.put(OP, day_item).await?;
+        self.put(OP, list_item).await
     }
 
     async fn days(

@@ -305,7 +305,8 @@ pub trait UsageStore: Send + Sync {
     /// Every hour item of `day` (all hours, all shards).
     async fn hours(&self, tenant: &TenantId, day: &str) -> Result<Vec<Usage>, StoreError>;
 
-    /// Sets the tenant's day item to `usage`, and its line in the day's tenant list.
+    /// Sets the tenant's day item to `usage`, then (only once that is written) its line in the
+    /// day's tenant list.
     async fn set_day(&self, tenant: &TenantId, day: &str, usage: &Usage) -> Result<(), StoreError>;
 
     /// The tenant's day items from `from` to `to` (inclusive, `YYYY-MM-DD`).
@@ -341,21 +342,39 @@ pub async fn roll_up_day(
 #[serde(rename_all = "camelCase")]
 pub struct RollupReport {
     pub day: String,
+    /// Tenants whose day item was written.
     pub tenants: usize,
+    /// Tenants whose hours still sum to what was rolled up last time: nothing written.
+    pub unchanged: usize,
     pub failed: usize,
 }
 
 /// Rolls up every tenant listed for `day`; a tenant that fails is counted and left for the
-/// next run (the rollup is idempotent, so a rerun finishes it).
+/// next run (the rollup is idempotent, so a rerun finishes it). A tenant whose hours sum to the
+/// totals its list line already holds is skipped: [`UsageStore::set_day`] writes that line only
+/// after the day item, so equal totals mean the day item is current, and an idle tenant costs
+/// the hourly schedule one Query and no write.
 pub async fn roll_up(store: &dyn UsageStore, day: &str) -> Result<RollupReport, StoreError> {
     let tenants = store.tenants_of_day(day).await?;
     let mut report = RollupReport {
         day: day.to_owned(),
         ..RollupReport::default()
     };
-    for (tenant, _) in tenants {
-        match roll_up_day(store, &tenant, day).await {
-            Ok(_) => report.tenants += 1,
+    for (tenant, listed) in tenants {
+        let summed = match store.hours(&tenant, day).await {
+            Ok(hours) => Usage::sum(&hours),
+            Err(e) => {
+                tracing::warn!(tenant = %tenant, error = %e, "usage rollup failed for a tenant");
+                report.failed += 1;
+                continue;
+            }
+        };
+        if summed == listed && !listed.is_empty() {
+            report.unchanged += 1;
+            continue;
+        }
+        match store.set_day(&tenant, day, &summed).await {
+            Ok(()) => report.tenants += 1,
             Err(e) => {
                 tracing::warn!(tenant = %tenant, error = %e, "usage rollup failed for a tenant");
                 report.failed += 1;

@@ -212,10 +212,25 @@ pub async fn usage_contract(store: &dyn UsageStore, unique: &str) {
         .expect("days")
         .is_empty());
 
-    metering::roll_up_day(store, &b, day)
+    // The whole day's rollup: a's totals are current, b's are written; a rerun writes nothing.
+    let first_run = metering::roll_up(store, day)
         .await
-        .expect("rollup b");
-    let top = metering::top_tenants(store, &[day.to_owned()], 10, &PriceTable::default())
+        .expect("roll up the day");
+    let again = metering::roll_up(store, day)
+        .await
+        .expect("roll up the day again");
+    assert!(
+        first_run.tenants >= 1 && again.failed == 0,
+        "{first_run:?} {again:?}"
+    );
+    assert_eq!(again.tenants, 0, "nothing changed since: {again:?}");
+    assert_eq!(
+        store.days(&b, day, day).await.expect("days")[0]
+            .usage
+            .write_units,
+        4.0e5
+    );
+    let top = metering::top_tenants(store, &[day.to_owned()], 1000, &PriceTable::default())
         .await
         .expect("top");
     let mine: Vec<&str> = top

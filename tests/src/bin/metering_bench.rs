@@ -94,8 +94,7 @@ async fn main() {
         latencies.sort();
         let count = latencies.len() as f64;
         let counted = (usages.len() * BLOCK) as f64;
-        let total =
-            |names: &[&str]| // `+ 0.0` turns a negative zero into zero.
+        let total = |names: &[&str]| // `+ 0.0` turns a negative zero into zero.
             usages.iter().map(|u| sum(u, names)).sum::<f64>() / counted + 0.0;
         println!(
             "METERING={mode:<3} puts {count:>5}  p50 {:>6.2} ms  p90 {:>6.2} ms  DynamoDB writes/put {:>5.2} (meter's {:>4.2})  \
