@@ -225,7 +225,7 @@ async fn usage_answers_the_callers_own_days_and_refuses_bad_ranges() {
         .await;
     assert_eq!(anonymous.status, 401);
     // Without a usage store the route does not exist.
-    let (plain, _, _) = api().await;
+    let (plain, _, _) = crate::api().await;
     let absent = plain
         .handle(&req(path, &[("from", &day), ("to", &day)], Some(TENANT)))
         .await;
