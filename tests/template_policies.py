@@ -77,7 +77,13 @@ KEY_ROUTES = {("ANY", "/api/v1/{proxy+}")}
 KEY_AUTHORIZER_FUNCTION = "MemoryIntentAuthFunction"
 # The only items the authorizer may read: API key records, outside every tenant's partitions.
 KEY_RECORDS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["@apikey#*"]}}
-QUOTA_COUNTERS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["*#@quota"]}}
+# The meter's writes (docs/metering.md): a function that otherwise updates nothing may update only
+# the usage partitions.
+USAGE_PARTITIONS = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["*#@usage", "@usage#*"]}}
+METER_ONLY = ("MemoryForgetFunction", "MemoryCommitmentsFunction")
+# memory-read's one update: the meter's, and a search's count on its tenant's quota counters.
+READ_UPDATES = {"ForAllValues:StringLike": {"dynamodb:LeadingKeys": ["*#@usage", "@usage#*",
+                                                                     "*#@quota"]}}
 
 
 def pairs(actions: list[str], resource: str) -> set[tuple[str, str]]:
@@ -105,8 +111,11 @@ EXPECTED: dict[str, dict[str, Any]] = {
         | pairs(["s3:ListBucket"], BUCKET)
         | pairs(["s3:GetObject"], OBJECTS)
         # Semantic / hybrid search embed the query.
-        | pairs(["bedrock:InvokeModel"], EMBED_MODEL),
+        | pairs(["bedrock:InvokeModel"], EMBED_MODEL)
+        # The meter's writes, on the usage partitions only (METER_ONLY).
+        | pairs(["dynamodb:UpdateItem"], TABLE),
         "routes": {
+            ("GET", f"{API_PREFIX}/usage"),
             ("GET", f"{API_PREFIX}/entries"),
             ("GET", f"{API_PREFIX}/entries/{{id}}"),
             ("GET", f"{API_PREFIX}/search"),
@@ -135,8 +144,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "binary": "memory-forget",
         "memory": 256,
         "iam": pairs(["dynamodb:Query"], SUBJECT_INDEX)
-        # PutItem: the exchange door's forget notice.
-        | pairs(["dynamodb:DeleteItem", "dynamodb:PutItem"], TABLE)
+        # PutItem: the exchange door's forget notice. UpdateItem: the meter's, on the usage
+        # partitions only (METER_ONLY).
+        | pairs(["dynamodb:DeleteItem", "dynamodb:PutItem", "dynamodb:UpdateItem"], TABLE)
         | pairs(["s3:ListBucket", "s3:ListBucketVersions"], BUCKET)
         | pairs(
             [
@@ -260,6 +270,8 @@ EXPECTED: dict[str, dict[str, Any]] = {
             "ENQUEUE_RUNS": "true",
         },
         "iam": pairs(["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query"], TABLE)
+        # The meter's writes, on the usage partitions only (METER_ONLY).
+        | pairs(["dynamodb:UpdateItem"], TABLE)
         | pairs(["dynamodb:Query"], DUE_INDEX)
         | pairs(["events:PutEvents"], BUS)
         | pairs(SQS_SEND, BACKGROUND_DLQ_ARN),
@@ -281,6 +293,12 @@ SCHEDULED: dict[str, dict[str, Any]] = {
         "window": {"Mode": "OFF"},
         "expression": "rate(5 minutes)",
         "condition": "HasEmbeddingModel",
+    },
+    # memory-dream's fourth schedule: the hourly usage rollup (docs/metering.md).
+    "MemoryDreamFunction/usage-rollup": {
+        "input": {"action": "usage-rollup"},
+        "window": {"Mode": "OFF"},
+        "expression": "rate(1 hour)",
     },
     # memory-dream's third schedule: the search index sweep.
     "MemoryDreamFunction/index": {
@@ -634,16 +652,24 @@ def check_function(
                      (WRITE_LIKE.search(a.split(":", 1)[-1]) or
                       not (a.startswith("dynamodb:") or (a, r) in reads)))
         rep.check(not bad, f"{name}: no write, delete or action beyond DynamoDB reads, index "
-                  "object reads, the quota counters and the configured embedding model",
-                  f"found {bad}")
-        # Its one update is fenced to the tenants' quota partitions.
+                  "object reads, the meter's and the quota counters' updates and the configured "
+                  "embedding model", f"found {bad}")
+        # Its one update is fenced to the usage and quota partitions.
         updates = [st.get("Condition") for pol in as_list(props.get("Policies", []))
                    if isinstance(pol, dict) for st in as_list(pol.get("Statement", []))
                    if isinstance(st, dict) and "dynamodb:UpdateItem" in as_list(st.get("Action"))]
-        rep.check(updates == [QUOTA_COUNTERS], f"{name}: updates only quota counters "
-                  "(dynamodb:LeadingKeys *#@quota)", f"conditions {updates!r}")
+        rep.check(updates == [READ_UPDATES], f"{name}: updates only usage items and quota "
+                  "counters (dynamodb:LeadingKeys *#@usage, @usage#*, *#@quota)",
+                  f"conditions {updates!r}")
         idx = sorted(r for _, r in got if "/index/" in r)
         rep.check(not idx, f"{name}: no index access (base-table reads only)", f"found {idx}")
+    if name in METER_ONLY:
+        # Its one update is the meter's, on the usage partitions only.
+        conds = [st.get("Condition") for pol in as_list(props.get("Policies", []))
+                 if isinstance(pol, dict) for st in as_list(pol.get("Statement", []))
+                 if isinstance(st, dict) and "dynamodb:UpdateItem" in as_list(st.get("Action"))]
+        rep.check(conds == [USAGE_PARTITIONS], f"{name}: UpdateItem only on the usage partitions "
+                  "(dynamodb:LeadingKeys *#@usage, @usage#*)", f"conditions {conds!r}")
     if name == KEY_AUTHORIZER_FUNCTION:
         conds = [st.get("Condition") for pol in as_list(props.get("Policies", []))
                  if isinstance(pol, dict) for st in as_list(pol.get("Statement", []))
@@ -824,8 +850,11 @@ def check_scheduler(resources: dict[str, Any], params: dict[str, Any], rep: Repo
     for sname, sched in schedules.items():
         target = getatt((props_of(sched).get("Target") or {}).get("Arn"), "Arn")
         # A function's second schedule is told apart by the pass its Input names.
-        kind = next((v.get("pass") for v in input_variants(
-            (props_of(sched).get("Target") or {}).get("Input")) if isinstance(v, dict)), None)
+        # A function's second schedule is told apart by the pass its Input names, or by the
+        # usage rollup's action.
+        kind = next((v.get("pass") or (v.get("action") if v.get("action") == "usage-rollup" else None)
+                     for v in input_variants((props_of(sched).get("Target") or {}).get("Input"))
+                     if isinstance(v, dict)), None)
         by_target.setdefault(f"{target}/{kind}" if kind else (target or "?"), []).append(sname)
     stray = sorted(k for k in by_target if k not in SCHEDULED)
     rep.check(not stray, "schedules target only the scheduled functions "

@@ -19,8 +19,10 @@ from `random.Random(f"{seed}/{n}")`; requests `--only` does not admit take no dr
 seed and the same order of admitted requests give the same faults.
 
 Control API (answered by the proxy itself, never forwarded): `GET /__fault/stats`,
-`GET|POST /__fault/config`, `POST /__fault/reset`, `GET /__fault/faults`, and
-`GET /__fault/credentials` (which credentials signed each data call: tenant_iam.py).
+`GET|POST /__fault/config`, `POST /__fault/reset`, `GET /__fault/faults`,
+`GET /__fault/credentials` (which credentials signed each data call: tenant_iam.py), and
+`GET /__fault/usage` (DynamoDB units, S3 requests and bytes and events the upstream answered,
+summed since the last reset; the meter's own calls apart: docs/metering.md).
 
 Prints exactly one line, `listening http://127.0.0.1:PORT`, on stdout, then serves until
 SIGTERM/SIGINT. One line per injected fault goes to stderr, and one per upstream failure or 5xx
@@ -381,6 +383,132 @@ class Counters:
                 "upstream5xx": self.upstream_5xx}
 
 
+DYNAMODB_READS = {"GetItem", "Query", "Scan", "BatchGetItem", "TransactGetItems"}
+# The meter's own items (docs/metering.md): its writes and reads are not in the usage it records.
+USAGE_MARKERS = (b"#@usage", b"@usage#")
+
+
+def _units(capacity: Any, read_op: bool) -> tuple[float, float]:
+    """(read, write) units of one ConsumedCapacity answer (an object or a list of them)."""
+    read = write = 0.0
+    for c in capacity if isinstance(capacity, list) else [capacity]:
+        if not isinstance(c, dict):
+            continue
+        if "ReadCapacityUnits" in c or "WriteCapacityUnits" in c:
+            read += float(c.get("ReadCapacityUnits", 0))
+            write += float(c.get("WriteCapacityUnits", 0))
+        elif read_op:
+            read += float(c.get("CapacityUnits", 0))
+        else:
+            write += float(c.get("CapacityUnits", 0))
+    return read, write
+
+
+def _value_size(v: Any) -> int:
+    """DynamoDB's size of one attribute value (item size rules; numbers approximated)."""
+    if not isinstance(v, dict) or len(v) != 1:
+        return 0
+    (kind, x), = v.items()
+    if kind == "S":
+        return len(str(x).encode())
+    if kind == "N":
+        digits = str(x).lstrip("-").replace(".", "").lstrip("0")
+        return (len(digits) + 1) // 2 + 1
+    if kind == "B":
+        return len(str(x)) * 3 // 4
+    if kind in ("BOOL", "NULL"):
+        return 1
+    if kind == "L":
+        return 3 + sum(1 + _value_size(e) for e in x)
+    if kind == "M":
+        return 3 + sum(1 + len(k.encode()) + _value_size(e) for k, e in x.items())
+    if kind in ("SS", "NS", "BS"):
+        return sum(_value_size({kind[0]: e}) for e in x)
+    return 0
+
+
+def _item_size(item: Any) -> int:
+    if not isinstance(item, dict):
+        return 0
+    return sum(len(k.encode()) + _value_size(v) for k, v in item.items())
+
+
+def _kb_units(size: int) -> int:
+    return max(1, -(-size // 1024))
+
+
+def billed_write_units(operation: str, request: Any) -> float:
+    """What DynamoDB on-demand bills for a write request, from the sizes of the items it sends:
+    1 unit per KB, 2 in a transaction. An update is sized by its key and values (the stored
+    item's size is not in the request), so this is an estimate."""
+    if not isinstance(request, dict):
+        return 0.0
+
+    def update_size(u: dict[str, Any]) -> int:
+        return _item_size(u.get("Key")) + _item_size(u.get("ExpressionAttributeValues"))
+
+    if operation == "PutItem":
+        return _kb_units(_item_size(request.get("Item")))
+    if operation in ("UpdateItem", "DeleteItem"):
+        return _kb_units(update_size(request))
+    if operation == "BatchWriteItem":
+        total = 0
+        for writes in (request.get("RequestItems") or {}).values():
+            for w in writes:
+                put = (w.get("PutRequest") or {}).get("Item")
+                total += _kb_units(_item_size(put)) if put else 1
+        return float(total)
+    if operation == "TransactWriteItems":
+        total = 0
+        for t in request.get("TransactItems") or []:
+            if "Put" in t:
+                total += 2 * _kb_units(_item_size(t["Put"].get("Item")))
+            elif "Update" in t:
+                total += 2 * _kb_units(update_size(t["Update"]))
+            else:
+                total += 2
+        return float(total)
+    return 0.0
+
+
+def usage_of(service: str, operation: str, headers: dict[str, str], body: bytes, status: int,
+             data: bytes) -> dict[str, float]:
+    """What one forwarded request consumed, as the emulator answered it: the independent side of
+    the metering checks (tests/tests/metering.rs). The meter's own calls (docs/metering.md) are
+    summed apart, under `meter...` names."""
+    if service == "dynamodb":
+        meter = any(m in body for m in USAGE_MARKERS)
+        try:
+            request = json.loads(body or b"{}")
+            answer = json.loads(data or b"{}")
+        except ValueError:
+            return {}
+        out: dict[str, float] = {}
+        if status == 200 and operation not in DYNAMODB_READS:
+            out["billedWriteUnits"] = billed_write_units(operation, request)
+            out["writes"] = 1
+        if isinstance(answer, dict) and "ConsumedCapacity" in answer:
+            read, write = _units(answer["ConsumedCapacity"], operation in DYNAMODB_READS)
+            out["readUnits"], out["writeUnits"] = read, write
+        if meter:
+            return {"meter" + k[0].upper() + k[1:]: v for k, v in out.items()}
+        return out
+    if service == "s3" and status < 500:
+        sent = 0
+        if operation in ("PutObject", "UploadPart"):
+            decoded = headers.get("x-amz-decoded-content-length")
+            sent = int(decoded) if decoded and decoded.isdigit() else len(body)
+        got = len(data) if operation == "GetObject" and status in (200, 206) else 0
+        return {"s3Requests": 1, "s3BytesIn": sent, "s3BytesOut": got}
+    if service == "events" and operation == "PutEvents" and status == 200:
+        try:
+            sent_doc, answer = json.loads(body or b"{}"), json.loads(data or b"{}")
+        except ValueError:
+            return {}
+        return {"events": len(sent_doc.get("Entries", [])) - int(answer.get("FailedEntryCount", 0))}
+    return {}
+
+
 class State:
     """Configuration and counters, behind one lock."""
 
@@ -410,6 +538,14 @@ class State:
         self.total = Counters()
         self.by_op: dict[str, Counters] = {}
         self.faults: deque[dict[str, Any]] = deque(maxlen=MAX_FAULT_LOG)
+        self.usage: dict[str, float] = {}
+
+    def tally(self, gen: int, usage: dict[str, float]) -> None:
+        with self.lock:
+            if gen != self.generation or not usage:
+                return
+            for k, v in usage.items():
+                self.usage[k] = self.usage.get(k, 0) + v
 
     def reset(self) -> None:
         """Zeroes the counters, the fault log and the sequence (the config stays). Requests
@@ -631,6 +767,7 @@ class Handler(BaseHTTPRequestHandler):
                 self._send(*denial(service, self.command))
                 return
             finish("forwarded", None, status)
+            state.tally(gen, usage_of(service, operation, headers, body or b"", status, data))
             if state.read_delay_s and (service, operation) in DELAYED_READS:
                 time.sleep(state.read_delay_s)
             if status >= 500:
@@ -733,6 +870,9 @@ class Handler(BaseHTTPRequestHandler):
                 self._send_json(200, state.configure(doc))
             except ValueError as err:
                 self._send_json(400, {"error": str(err)})
+        elif path == f"{CONTROL_PREFIX}/usage" and method == "GET":
+            with state.lock:
+                self._send_json(200, dict(state.usage))
         elif path == f"{CONTROL_PREFIX}/credentials" and method == "GET":
             self._send_json(200, state.iam.as_json())
         elif path == f"{CONTROL_PREFIX}/reset" and method == "POST":

@@ -6,6 +6,7 @@
 mod embed;
 mod index;
 mod pass;
+mod usage;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,7 +17,7 @@ use dream_service::dream::Dreamer;
 use embed::EmbedRefPass;
 use index::IndexRefPass;
 use lambda_runtime::Error;
-use memory_api::background_api::RefPass;
+use memory_api::background_api::{self, RefPass};
 use memory_aws::AwsPorts;
 use memory_core::embed_pass::EmbedPass;
 use memory_core::ports::{ArchiveStore, PassQueue};
@@ -85,5 +86,22 @@ async fn serve() -> Result<(), Error> {
     passes.push(&index);
     let queue: Option<Arc<dyn PassQueue>> = ports.queue.clone().map(|q| q as Arc<dyn PassQueue>);
     let (store, queue) = (ports.entries.as_ref(), queue.as_deref());
-    lambda_adapter::run_pass(&passes, store, queue).await
+    // The usage rollup and the operator view (docs/metering.md "The items and the rollup").
+    let prices = usage::prices_from_env()?;
+    let (usage_store, prices, passes) = (ports.usage.as_ref(), &prices, &passes);
+    lambda_adapter::run(usage::decode, |trigger| async move {
+        match trigger {
+            usage::Trigger::Pass(command) => {
+                let outcome = background_api::handle(passes, store, queue, command).await?;
+                Ok(lambda_adapter::pass_answer(outcome))
+            }
+            usage::Trigger::Rollup(day) => Ok(lambda_adapter::Answer::Json(
+                usage::rollup(usage_store, day).await?,
+            )),
+            usage::Trigger::Top { days, limit } => Ok(lambda_adapter::Answer::Json(
+                usage::top(usage_store, &days, limit, prices).await?,
+            )),
+        }
+    })
+    .await
 }

@@ -7,6 +7,7 @@ use lambda_runtime::Error;
 use memory_api::read_api::ReadApi;
 use memory_aws::AwsPorts;
 use memory_core::capabilities::HOST_MODEL;
+use memory_core::metering::UsageStore;
 use memory_core::ports::{ArchiveStore, QuotaStore, SystemClock};
 use memory_core::reader::MemoryReader;
 
@@ -27,7 +28,9 @@ async fn serve() -> Result<(), Error> {
             // Searches per minute (docs/quotas.md "Quotas").
             .with_quotas(Some(ports.entries.clone() as Arc<dyn QuotaStore>)),
         HOST_MODEL.with_embedding_model(model),
-    );
+    )
+    // The calling tenant's usage (docs/metering.md "The usage API").
+    .with_usage(Some(ports.usage.clone() as Arc<dyn UsageStore>));
     let claim = lambda_adapter::tenant_claim_name();
     let (api, claim) = (&api, claim.as_str());
     lambda_adapter::run(

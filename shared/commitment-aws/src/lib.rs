@@ -25,6 +25,7 @@ use memory_aws::dynamo::{
     subject_attr, subject_items,
 };
 use memory_aws::error::{backend, service_code};
+use memory_aws::meter::TryFutureExt as _;
 use memory_aws::DynamoClients;
 
 pub const DUE_INDEX: &str = "byDue";
@@ -175,7 +176,9 @@ impl DynamoCommitmentStore {
                 .set_item(Some(item.clone()))
                 .condition_expression(condition)
                 .set_expression_attribute_values(values.clone())
+                .return_consumed_capacity(memory_aws::meter::TOTAL)
                 .send()
+                .map_ok(memory_aws::meter::metered)
         })
         .await;
         match out {
@@ -220,7 +223,9 @@ impl CommitmentStore for DynamoCommitmentStore {
                 .table_name(&self.table)
                 .set_key(Some(key_item(key)))
                 .consistent_read(true)
+                .return_consumed_capacity(memory_aws::meter::TOTAL)
                 .send()
+                .map_ok(memory_aws::meter::metered)
         })
         .await
         .map_err(|e| backend("get_commitment", &e))?;

@@ -23,7 +23,8 @@ use lambda_runtime::{layers::TracingLayer, service_fn, Diagnostic, LambdaEvent, 
 use memory_api::background_api::{self, PassCommand, PassMessage, PassOutcome, RefPass};
 use memory_api::read_api::{Query, ReadRequest};
 use memory_api::{decode, HttpResponse, WireError};
-use memory_core::ports::{EntryStore, PassKind, PassQueue};
+use memory_core::metering::{self, Meter, Usage};
+use memory_core::ports::{Clock, EntryStore, PassKind, PassQueue, SystemClock};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -88,18 +89,27 @@ where
     Fut: Future<Output = Result<Answer, WireError>>,
 {
     let (decode, handler) = (&decode, &handler);
+    let metering_on = metering::enabled_from(std::env::var("METERING").ok().as_deref());
     let service = service_fn(move |event: LambdaEvent<Option<String>>| async move {
         // Adapter retries stop in time for this invocation to answer (typed, retryable).
         memory_core::deadline::set_invocation_deadline(event.context.deadline);
-        let Some(text) = event.payload else {
-            return Err(invoke_error(WireError::validation(
-                "payload",
-                "payload is not UTF-8",
-            )));
+        let work = async move {
+            let Some(text) = event.payload else {
+                return Err(invoke_error(WireError::validation(
+                    "payload",
+                    "payload is not UTF-8",
+                )));
+            };
+            let trigger = decode::json(&text).and_then(decode).map_err(invoke_error)?;
+            handler(trigger).await.map_err(invoke_error)
         };
-        let answer = match decode::json(&text).and_then(decode) {
-            Ok(trigger) => handler(trigger).await.map_err(invoke_error),
-            Err(e) => Err(invoke_error(e)),
+        let answer = if metering_on {
+            let (meter, started) = (Meter::new(), std::time::Instant::now());
+            let answer = metering::metered(&meter, work).await;
+            flush_usage(&meter, started).await;
+            answer
+        } else {
+            work.await
         };
         let retries = memory_core::deadline::take_retries();
         if retries > 0 {
@@ -112,6 +122,51 @@ where
         .layer(MapRequestLayer::new(payload_as_text))
         .run()
         .await
+}
+
+/// Ends an invocation's metering (docs/metering.md "What is measured"): one EMF line per
+/// tenant touched (and one for work no tenant asked for, with the rest of the invocation's
+/// time), and each tenant's counts added to its hour item. The meter's own writes run outside
+/// the meter, so they are not counted; a failed write is logged and never fails the
+/// invocation, which has already done its work.
+async fn flush_usage(meter: &Meter, started: std::time::Instant) {
+    let mut taken = meter.take();
+    let elapsed = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let attributed: u64 = taken
+        .iter()
+        .filter(|(t, _)| t.is_some())
+        .map(|(_, u)| u.lambda_ms)
+        .sum();
+    let rest = elapsed.saturating_sub(attributed);
+    let nothing = taken.is_empty();
+    match taken.iter_mut().find(|(t, _)| t.is_none()) {
+        Some((_, shared)) => shared.lambda_ms = rest,
+        None if rest > 0 || nothing => taken.push((
+            None,
+            Usage {
+                lambda_ms: rest,
+                requests: 1,
+                ..Usage::default()
+            },
+        )),
+        None => {}
+    }
+    let lines: Vec<(Option<&str>, &Usage)> = taken
+        .iter()
+        .map(|(t, u)| (t.as_ref().map(|t| t.as_str()), u))
+        .collect();
+    memory_api::metrics::emit_usage(&lines);
+    let Some(sink) = metering::sink() else {
+        return;
+    };
+    let now = SystemClock.now();
+    let (hour, shard) = (metering::hour_of(now), metering::shard_of(now));
+    for (tenant, usage) in &taken {
+        let Some(tenant) = tenant else { continue };
+        if let Err(e) = sink.add_hour(tenant, &hour, shard, usage).await {
+            tracing::warn!(tenant = %tenant, error = %e, "usage not recorded");
+        }
+    }
 }
 
 /// Re-encodes the invocation body as one JSON string (or `null` when it is not UTF-8), which

@@ -5,6 +5,7 @@
 
 use std::io::Write;
 
+use memory_core::metering::Usage;
 use serde_json::{json, Map, Value};
 
 pub const NAMESPACE: &str = "WopMemory";
@@ -99,7 +100,13 @@ pub fn quota_document(function: &str, name: &str, tenant: &str, quota: &str, ts:
 
 /// Writes one quota event line.
 pub fn quota_event(name: &str, tenant: &str, quota: &str) {
-    write_line(&quota_document(&function_name(), name, tenant, quota, now_ms()));
+    write_line(&quota_document(
+        &function_name(),
+        name,
+        tenant,
+        quota,
+        now_ms(),
+    ));
 }
 
 /// `QuotaNearLimit` for each quota a put left under pressure.
@@ -109,9 +116,111 @@ pub fn emit_pressure(pressure: &[memory_core::quota::Pressure]) {
     }
 }
 
+/// The metric names of a usage line, in [`Usage`] order (the Contributor Insights rules key on
+/// them and on `$.tenant`).
+pub const USAGE_METRICS: [&str; 8] = [
+    "ReadUnits",
+    "WriteUnits",
+    "S3Requests",
+    "S3BytesIn",
+    "S3BytesOut",
+    "EventsPublished",
+    "BedrockTokens",
+    "DurationMs",
+];
+
+/// What an invocation's usage line names a tenant no work was attributed to (fan-out Queries
+/// over the sparse indexes); tenant ids cannot contain `@`.
+pub const UNATTRIBUTED: &str = "@shared";
+
+/// The usage line of one tenant (docs/metering.md "The EMF line"): the tenant is a property,
+/// never a dimension, so the metrics stay per function and Contributor Insights ranks tenants.
+pub fn usage_document(function: &str, tenant: &str, usage: &Usage, timestamp_ms: i64) -> Value {
+    let values = [
+        json!(usage.read_units),
+        json!(usage.write_units),
+        json!(usage.s3_requests),
+        json!(usage.s3_bytes_in),
+        json!(usage.s3_bytes_out),
+        json!(usage.events),
+        json!(usage.bedrock_tokens),
+        json!(usage.lambda_ms),
+    ];
+    let metrics: Vec<Value> = USAGE_METRICS
+        .iter()
+        .map(|name| {
+            let unit = match *name {
+                "S3BytesIn" | "S3BytesOut" => "Bytes",
+                "DurationMs" => "Milliseconds",
+                _ => "Count",
+            };
+            json!({"Name": name, "Unit": unit})
+        })
+        .collect();
+    let mut doc = Map::new();
+    doc.insert(
+        "_aws".into(),
+        json!({
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [["Function"]],
+                "Metrics": metrics,
+            }]
+        }),
+    );
+    doc.insert("Function".into(), json!(function));
+    doc.insert("tenant".into(), json!(tenant));
+    for (name, value) in USAGE_METRICS.iter().zip(values) {
+        doc.insert((*name).to_owned(), value);
+    }
+    Value::Object(doc)
+}
+
+/// Writes one usage line per attribution (failures to write stdout are ignored).
+pub fn emit_usage(lines: &[(Option<&str>, &Usage)]) {
+    let (now, function) = (now_ms(), function_name());
+    for (tenant, usage) in lines {
+        write_line(&usage_document(
+            &function,
+            tenant.unwrap_or(UNATTRIBUTED),
+            usage,
+            now,
+        ));
+    }
+}
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_usage_line_names_the_tenant_as_a_property_only() {
+        let usage = Usage {
+            read_units: 1.5,
+            write_units: 4.0,
+            s3_bytes_in: 10,
+            lambda_ms: 7,
+            ..Usage::default()
+        };
+        let doc = usage_document("memory-write", "acme", &usage, 42);
+        let spec = &doc["_aws"]["CloudWatchMetrics"][0];
+        assert_eq!(spec["Dimensions"], json!([["Function"]]));
+        let names: Vec<&str> = spec["Metrics"]
+            .as_array()
+            .map(|m| m.iter().filter_map(|x| x["Name"].as_str()).collect())
+            .unwrap_or_default();
+        assert_eq!(names, USAGE_METRICS);
+        assert_eq!(doc["tenant"], "acme");
+        assert_eq!(
+            (doc["ReadUnits"].clone(), doc["WriteUnits"].clone()),
+            (json!(1.5), json!(4.0))
+        );
+        assert_eq!(
+            (doc["S3BytesIn"].clone(), doc["DurationMs"].clone()),
+            (json!(10), json!(7))
+        );
+        assert_eq!(spec["Metrics"][3]["Unit"], "Bytes");
+    }
+
     use super::*;
 
     #[test]

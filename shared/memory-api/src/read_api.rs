@@ -6,6 +6,7 @@
 use memory_core::acting_tenant::acting_for;
 use memory_core::capabilities::HostMemoryModel;
 use memory_core::listing::{parse_limit, ListOptions};
+use memory_core::metering::{self, UsageStore};
 use memory_core::reader::MemoryReader;
 use memory_core::ref_index::SearchPath;
 use memory_core::search::{SearchMode, SearchOptions};
@@ -13,6 +14,7 @@ use memory_core::tag_filter::TagFilter;
 use memory_core::CoreError;
 use memory_guard::{TenantId, TenantScope};
 use serde_json::json;
+use std::sync::Arc;
 
 use crate::{ref_hash, HttpResponse};
 
@@ -70,6 +72,8 @@ pub struct ReadRequest {
 pub struct ReadApi {
     reader: MemoryReader,
     model: HostMemoryModel,
+    /// The usage route's store (docs/metering.md "The usage API"); `None`: the route is absent.
+    usage: Option<Arc<dyn UsageStore>>,
 }
 
 enum Route<'a> {
@@ -77,6 +81,7 @@ enum Route<'a> {
     Search,
     Get(&'a str),
     Capabilities,
+    Usage,
 }
 
 fn route(path: &str) -> Option<Route<'_>> {
@@ -85,6 +90,7 @@ fn route(path: &str) -> Option<Route<'_>> {
         None if rest == "entries" => Some(Route::List),
         None if rest == "search" => Some(Route::Search),
         None if rest == "capabilities" => Some(Route::Capabilities),
+        None if rest == "usage" => Some(Route::Usage),
         Some(("entries", id)) if !id.is_empty() && !id.contains('/') => Some(Route::Get(id)),
         _ => None,
     }
@@ -92,7 +98,17 @@ fn route(path: &str) -> Option<Route<'_>> {
 
 impl ReadApi {
     pub fn new(reader: MemoryReader, model: HostMemoryModel) -> Self {
-        ReadApi { reader, model }
+        ReadApi {
+            reader,
+            model,
+            usage: None,
+        }
+    }
+
+    /// Serves `GET .../usage` from `store`.
+    pub fn with_usage(mut self, store: Option<Arc<dyn UsageStore>>) -> Self {
+        self.usage = store;
+        self
     }
 
     /// Acts for the verified claim's tenant (tenant-scoped credentials sign the reads with it).
@@ -116,8 +132,11 @@ impl ReadApi {
             .as_deref()
             .and_then(|t| TenantId::parse(t).ok())
             .ok_or(CoreError::NoTenant)?;
-        let scope = TenantScope::new(tenant);
         let query = &request.query;
+        if let Route::Usage = route {
+            return self.usage(&tenant, query).await;
+        }
+        let scope = TenantScope::new(tenant);
         let memory_ref = query
             .single("memoryRef")?
             .ok_or_else(|| CoreError::invalid("memoryRef", "query parameter is required"))?;
@@ -191,6 +210,26 @@ impl ReadApi {
                     .ok_or(CoreError::NotFound)
             }
             Route::Capabilities => Ok(HttpResponse::ok(self.model.document())),
+            Route::Usage => Err(CoreError::NotFound),
         }
+    }
+
+    /// The calling tenant's usage by day and what it stores now. The tenant is the verified
+    /// claim's and nothing else: the route takes no tenant parameter, so there is no way to ask
+    /// for another tenant's.
+    async fn usage(&self, tenant: &TenantId, query: &Query) -> Result<HttpResponse, CoreError> {
+        let Some(store) = &self.usage else {
+            return Err(CoreError::NotFound);
+        };
+        let days = metering::day_range(query.single("from")?, query.single("to")?)?;
+        let now = self.reader.now();
+        let (used, stored) = metering::usage_of(store.as_ref(), tenant, &days, now).await?;
+        tracing::info!(tenant = %tenant, days = days.len(), reported = used.len(), "usage");
+        Ok(HttpResponse::ok(json!({
+            "from": days.first(),
+            "to": days.last(),
+            "days": used,
+            "now": stored,
+        })))
     }
 }

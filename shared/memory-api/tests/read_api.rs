@@ -150,3 +150,84 @@ async fn routes_and_statuses() {
         (200, HOST_MODEL.document())
     );
 }
+
+/// The usage route over the in-memory usage store: the caller's own days only, bad ranges 400.
+#[tokio::test]
+async fn usage_answers_the_callers_own_days_and_refuses_bad_ranges() {
+    use memory_core::metering::{StoredNow, Usage, UsageStore};
+    use memory_testkit::usage::InMemoryUsageStore;
+    let usage = Arc::new(InMemoryUsageStore::default());
+    let mine = TenantId::parse(TENANT).expect("tenant");
+    let theirs = TenantId::parse("tenant-b").expect("tenant");
+    let day = memory_core::metering::day_of(Timestamp::from_millis(T0 + 100));
+    let spent = Usage {
+        write_units: 4.0,
+        requests: 1,
+        ..Usage::default()
+    };
+    for t in [&mine, &theirs] {
+        usage
+            .add_hour(t, &format!("{day}T00"), 0, &spent)
+            .await
+            .expect("add");
+    }
+    usage.set_stored(
+        &theirs,
+        StoredNow {
+            entries: 9,
+            bytes: 9,
+        },
+    );
+    let (plain_api, _, _) = api().await;
+    let routes = plain_api.with_usage(Some(usage as Arc<dyn UsageStore>));
+    let path = "/v1/host/wop-memory/usage";
+    let ok = routes
+        .handle(&req(
+            path,
+            &[("from", &day), ("to", &day), ("tenantId", "tenant-b")],
+            Some(TENANT),
+        ))
+        .await;
+    assert_eq!(ok.status, 200, "{}", ok.body);
+    assert_eq!(ok.body["days"][0]["day"], json!(day));
+    assert_eq!(ok.body["days"][0]["writeUnits"], json!(4.0));
+    assert_eq!(
+        ok.body["now"],
+        json!({"entries": 0, "bytes": 0}),
+        "the claim's tenant, never the query's"
+    );
+    let fresh = routes
+        .handle(&req(
+            path,
+            &[("from", &day), ("to", &day)],
+            Some("tenant-c"),
+        ))
+        .await;
+    assert_eq!((fresh.status, &fresh.body["days"]), (200, &json!([])));
+    for (query, field) in [
+        (vec![("from", "2026-01-02"), ("to", "2026-01-01")], "to"),
+        (vec![("from", "2026-1-02"), ("to", "2026-01-03")], "from"),
+        (vec![("from", "2025-01-01"), ("to", "2026-01-02")], "to"),
+        (vec![("from", "2026-01-01")], "to"),
+    ] {
+        let bad = routes.handle(&req(path, &query, Some(TENANT))).await;
+        assert_eq!(bad.status, 400, "{query:?}");
+        assert_eq!(
+            (
+                bad.body["error"].clone(),
+                bad.body["details"]["field"].clone()
+            ),
+            (json!("validation_error"), json!(field))
+        );
+    }
+    let anonymous = routes
+        .handle(&req(path, &[("from", &day), ("to", &day)], None))
+        .await;
+    assert_eq!(anonymous.status, 401);
+    // Without a usage store the route does not exist.
+    let (plain, _, _) = crate::api().await;
+    let absent = plain
+        .handle(&req(path, &[("from", &day), ("to", &day)], Some(TENANT)))
+        .await;
+    assert_eq!(absent.status, 404);
+}

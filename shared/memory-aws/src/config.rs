@@ -112,6 +112,8 @@ pub struct AwsPorts {
     /// those), also where no embedder is built.
     pub embedding_model: Option<String>,
     pub entries: Arc<DynamoEntryStore>,
+    /// Metered usage: hour and day items, the per-day tenant lists, the quota counters.
+    pub usage: Arc<crate::usage::DynamoUsageStore>,
     /// Per-tenant sessions when `TENANT_ROLE_ARN` is set, for adapters of other crates over the
     /// same table (`commitment-aws`); `None`: everything runs on the function's role.
     pub tenant_sessions: Option<Arc<TenantSessions>>,
@@ -146,7 +148,11 @@ impl AwsPorts {
             .http_client(https_client())
             .load()
             .await;
-        Ok(Self::from_sdk_config(&sdk, &settings))
+        let ports = Self::from_sdk_config(&sdk, &settings);
+        // The function's composition root: where the edge writes each invocation's usage
+        // (docs/metering.md "The items and the rollup").
+        memory_core::metering::install_sink(ports.usage.clone());
+        Ok(ports)
     }
 
     /// The ports every service writes through, on the system clock.
@@ -205,6 +211,10 @@ impl AwsPorts {
                     .with_tenant_sessions(tenant_sessions.clone())
                     .with_quota_defaults(settings.quota_limits),
             ),
+            usage: Arc::new(crate::usage::DynamoUsageStore::new(
+                dynamo.clone(),
+                settings.table.clone(),
+            )),
             dynamo,
             tenant_sessions: tenant_sessions.clone(),
             table: settings.table.clone(),

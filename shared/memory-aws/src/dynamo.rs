@@ -74,6 +74,7 @@ use memory_guard::{AgentId, MemoryRef, TenantId};
 
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
+use futures_util::TryFutureExt as _;
 
 /// Path keys of the Claude memory tool (`PathStore`), on this table and its item codec.
 mod paths;
@@ -545,7 +546,12 @@ pub async fn query_all(
     loop {
         let from = start.take();
         let out = crate::retry::send(op, || {
-            request.clone().set_exclusive_start_key(from.clone()).send()
+            request
+                .clone()
+                .set_exclusive_start_key(from.clone())
+                .return_consumed_capacity(crate::meter::TOTAL)
+                .send()
+                .map_ok(crate::meter::metered)
         })
         .await
         .map_err(|e| backend(op, &e))?;
@@ -600,7 +606,9 @@ pub(crate) async fn read_item(
             .table_name(table)
             .set_key(Some(k.clone()))
             .consistent_read(true)
+            .return_consumed_capacity(crate::meter::TOTAL)
             .send()
+            .map_ok(crate::meter::metered)
     })
     .await
     .map_err(|e| backend(op, &e))?;
@@ -619,7 +627,9 @@ pub(crate) async fn put_plain(
             .put_item()
             .table_name(table)
             .set_item(Some(item.clone()))
+            .return_consumed_capacity(crate::meter::TOTAL)
             .send()
+            .map_ok(crate::meter::metered)
     })
     .await
     .map_err(|e| backend(op, &e))?;
@@ -664,7 +674,9 @@ async fn delete_one(
             .table_name(table)
             .set_key(Some(key.clone()))
             .return_values(returning.clone())
+            .return_consumed_capacity(crate::meter::TOTAL)
             .send()
+            .map_ok(crate::meter::metered)
     })
     .await
     .map_err(|e| backend(op, &e))?;
@@ -684,7 +696,9 @@ pub(crate) async fn transact_with(
             client
                 .transact_write_items()
                 .set_transact_items(Some(items.clone()))
+                .return_consumed_capacity(crate::meter::TOTAL)
                 .send()
+                .map_ok(crate::meter::metered)
         },
         |err| is_transaction_race(err) || crate::retry::is_retryable(err),
     )
@@ -1032,7 +1046,9 @@ impl DynamoEntryStore {
                 .table_name(&self.table)
                 .set_key(Some(key.clone()))
                 .consistent_read(true)
+                .return_consumed_capacity(crate::meter::TOTAL)
                 .send()
+                .map_ok(crate::meter::metered)
         })
         .await
         .map_err(|e| backend(op, &e))?;
@@ -1190,31 +1206,33 @@ impl EntryStore for DynamoEntryStore {
             // this very revision (and this attempt's result on the key) means an earlier
             // attempt of this same call was applied and its answer lost (a broken connection,
             // then a retry): that is success.
-            Err(TxError::Conditions(failed)) => match self.applied_already(entries, completion).await {
-                Ok(true) => tracing::info!(
-                    entries = entries.len(),
-                    "put already applied by an earlier attempt"
-                ),
-                // A quota's condition failed: refused, nothing written.
-                Ok(false) if check.charges.iter().any(|c| c.room().is_some()) => {
-                    let at = check
-                        .at
-                        .unwrap_or_else(|| Timestamp::from_millis(wall_clock_ms()));
-                    return Err(
-                        match self
-                            .refusal(OP, &failed, first_charge, &check.charges, at)
-                            .await?
-                        {
-                            Some(refusal) => StoreError::QuotaExceeded(refusal),
-                            None => StoreError::Conflict { op: OP },
-                        },
-                    );
+            Err(TxError::Conditions(failed)) => {
+                match self.applied_already(entries, completion).await {
+                    Ok(true) => tracing::info!(
+                        entries = entries.len(),
+                        "put already applied by an earlier attempt"
+                    ),
+                    // A quota's condition failed: refused, nothing written.
+                    Ok(false) if check.charges.iter().any(|c| c.room().is_some()) => {
+                        let at = check
+                            .at
+                            .unwrap_or_else(|| Timestamp::from_millis(wall_clock_ms()));
+                        return Err(
+                            match self
+                                .refusal(OP, &failed, first_charge, &check.charges, at)
+                                .await?
+                            {
+                                Some(refusal) => StoreError::QuotaExceeded(refusal),
+                                None => StoreError::Conflict { op: OP },
+                            },
+                        );
+                    }
+                    Ok(false) => return Err(StoreError::Conflict { op: OP }),
+                    // Cancelled by its own conditions, so perhaps applied by an earlier attempt,
+                    // and the read that would tell failed.
+                    Err(e) => return Err(unknown_after(OP, e)),
                 }
-                Ok(false) => return Err(StoreError::Conflict { op: OP }),
-                // Cancelled by its own conditions, so perhaps applied by an earlier attempt,
-                // and the read that would tell failed.
-                Err(e) => return Err(unknown_after(OP, e)),
-            },
+            }
             Err(e) => return Err(e.into_store(OP)),
         }
         let mut marks: BTreeMap<(MemoryRef, PassKind), Timestamp> = BTreeMap::new();
@@ -1262,7 +1280,7 @@ impl EntryStore for DynamoEntryStore {
                     s(format!("{:013}", since.as_millis().max(0))),
                 )
                 .expression_attribute_values(":one", n(1))
-                .send()
+                .return_consumed_capacity(crate::meter::TOTAL).send().map_ok(crate::meter::metered)
         })
         .await;
         match result {
@@ -1296,7 +1314,9 @@ impl EntryStore for DynamoEntryStore {
                     .set_item(Some(item.clone()))
                     .condition_expression("attribute_not_exists(pk) OR expiresAtMs <= :now")
                     .expression_attribute_values(":now", n(claim.now.as_millis()))
+                    .return_consumed_capacity(crate::meter::TOTAL)
                     .send()
+                    .map_ok(crate::meter::metered)
             })
             .await;
             match fresh {
@@ -1330,7 +1350,9 @@ impl EntryStore for DynamoEntryStore {
                     .expression_attribute_values(":now", n(claim.now.as_millis()))
                     .expression_attribute_values(":p", s(&claim.payload))
                     .return_values(ReturnValue::AllNew)
+                    .return_consumed_capacity(crate::meter::TOTAL)
                     .send()
+                    .map_ok(crate::meter::metered)
             })
             .await;
             match takeover {
@@ -1375,7 +1397,9 @@ impl EntryStore for DynamoEntryStore {
                 .set_condition_expression(u.condition_expression)
                 .set_expression_attribute_names(u.expression_attribute_names)
                 .set_expression_attribute_values(u.expression_attribute_values)
+                .return_consumed_capacity(crate::meter::TOTAL)
                 .send()
+                .map_ok(crate::meter::metered)
         })
         .await;
         match out {
@@ -1402,7 +1426,9 @@ impl EntryStore for DynamoEntryStore {
                 .condition_expression("attempt = :a AND attribute_not_exists(#r)")
                 .expression_attribute_names("#r", "result")
                 .expression_attribute_values(":a", s(attempt))
+                .return_consumed_capacity(crate::meter::TOTAL)
                 .send()
+                .map_ok(crate::meter::metered)
         })
         .await;
         match out {
@@ -1520,9 +1546,15 @@ impl EntryStore for DynamoEntryStore {
                 .exclusive_start_key("sk", s(entry_sort_key(after)));
         }
         let request = request.filter_expression(filter);
-        let out = crate::retry::send(OP, || request.clone().send())
-            .await
-            .map_err(|e| backend(OP, &e))?;
+        let out = crate::retry::send(OP, || {
+            request
+                .clone()
+                .return_consumed_capacity(crate::meter::TOTAL)
+                .send()
+                .map_ok(crate::meter::metered)
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
         let mut entries = Vec::with_capacity(out.items().len());
         for item in out.items() {
             entries.push(self.decode_full(item).await?);
@@ -1584,9 +1616,15 @@ impl EntryStore for DynamoEntryStore {
         };
         let mut ids = Vec::new();
         loop {
-            let out = crate::retry::send(OP, || request.clone().send())
-                .await
-                .map_err(|e| backend(OP, &e))?;
+            let out = crate::retry::send(OP, || {
+                request
+                    .clone()
+                    .return_consumed_capacity(crate::meter::TOTAL)
+                    .send()
+                    .map_ok(crate::meter::metered)
+            })
+            .await
+            .map_err(|e| backend(OP, &e))?;
             ids.extend(
                 out.items()
                     .iter()
@@ -1628,9 +1666,15 @@ impl EntryStore for DynamoEntryStore {
             let request = client
                 .batch_get_item()
                 .request_items(&self.table, pending.clone());
-            let out = crate::retry::send(OP, || request.clone().send())
-                .await
-                .map_err(|e| backend(OP, &e))?;
+            let out = crate::retry::send(OP, || {
+                request
+                    .clone()
+                    .return_consumed_capacity(crate::meter::TOTAL)
+                    .send()
+                    .map_ok(crate::meter::metered)
+            })
+            .await
+            .map_err(|e| backend(OP, &e))?;
             for item in out
                 .responses()
                 .and_then(|r| r.get(&self.table))
@@ -1774,7 +1818,9 @@ impl EntryStore for DynamoEntryStore {
                 .update_expression("SET passRunning = :now")
                 .expression_attribute_values(":now", n(wall_clock_ms()))
                 .return_values(ReturnValue::AllNew)
+                .return_consumed_capacity(crate::meter::TOTAL)
                 .send()
+                .map_ok(crate::meter::metered)
         })
         .await
         .map_err(|e| backend(OP, &e))?;
@@ -1801,7 +1847,9 @@ impl EntryStore for DynamoEntryStore {
                     .update_expression("SET watermarkMs = :w")
                     .condition_expression("attribute_not_exists(watermarkMs) OR watermarkMs < :w")
                     .expression_attribute_values(":w", n(w.as_millis()))
+                    .return_consumed_capacity(crate::meter::TOTAL)
                     .send()
+                    .map_ok(crate::meter::metered)
             })
             .await
             {
@@ -1825,7 +1873,15 @@ impl EntryStore for DynamoEntryStore {
             None => clear.condition_expression("attribute_not_exists(dirtyVersion)"),
         };
         let clear = clear.return_values(ReturnValue::UpdatedOld);
-        match crate::retry::send(OP, || clear.clone().send()).await {
+        match crate::retry::send(OP, || {
+            clear
+                .clone()
+                .return_consumed_capacity(crate::meter::TOTAL)
+                .send()
+                .map_ok(crate::meter::metered)
+        })
+        .await
+        {
             Ok(out) => Ok(out
                 .attributes()
                 .is_some_and(|old| old.contains_key("dirtyPartition"))),

@@ -55,7 +55,11 @@ impl EventBridgePublisher {
                 Ok(out) => out,
                 Err(e) => return Err(backend(OP, &e)),
             };
-            if out.failed_entry_count() == 0 {
+            let sent = pending.len() as u64;
+            let failed = u64::try_from(out.failed_entry_count()).unwrap_or(0);
+            // Entries the bus accepted are what EventBridge bills.
+            memory_core::metering::events(sent.saturating_sub(failed));
+            if failed == 0 {
                 return Ok(());
             }
             // Result entries are positional: entry i answers request entry i.

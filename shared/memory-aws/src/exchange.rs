@@ -25,6 +25,9 @@ use std::collections::HashMap;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
+#[cfg(feature = "archive")]
+use futures_util::FutureExt as _;
+use futures_util::TryFutureExt as _;
 use memory_core::SubjectKey;
 use memory_core::{StoreError, TenantId, Timestamp};
 use oap_exchange::receipt::Tip;
@@ -459,9 +462,15 @@ impl ExchangeStore for DynamoExchangeStore {
             .expression_attribute_values(":a", s(receipt_sk(page.from)))
             .expression_attribute_values(":b", s(receipt_sk(u64::MAX)))
             .limit(i32::try_from(page.limit).unwrap_or(i32::MAX));
-        let out = crate::retry::send(OP, || request.clone().send())
-            .await
-            .map_err(|e| backend(OP, &e))?;
+        let out = crate::retry::send(OP, || {
+            request
+                .clone()
+                .return_consumed_capacity(crate::meter::TOTAL)
+                .send()
+                .map_ok(crate::meter::metered)
+        })
+        .await
+        .map_err(|e| backend(OP, &e))?;
         out.items()
             .iter()
             .map(|item| {
@@ -525,6 +534,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .key(key.as_str())
                 .content_type("application/x-ndjson")
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await
         .map_err(|e| backend(OP, &e))?;
@@ -544,6 +554,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
         bytes: Vec<u8>,
     ) -> Result<String, StoreError> {
         const OP: &str = "bundle part";
+        let part_bytes = bytes.len() as u64;
         let body = aws_sdk_s3::primitives::ByteStream::from(bytes);
         // One attempt per part body: the stream is consumed by the send, and a failed part
         // fails the export (the upload is then aborted), which the caller may retry whole.
@@ -556,6 +567,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
             .part_number(number)
             .body(body)
             .send()
+            .inspect(|r| crate::meter::s3_answered(r, part_bytes, |_| 0))
             .await
             .map_err(|e| backend(OP, &e))?;
         out.e_tag().map(str::to_owned).ok_or(StoreError::Backend {
@@ -588,6 +600,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .upload_id(upload)
                 .multipart_upload(done.clone())
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await
         .map_err(|e| backend(OP, &e))?;
@@ -603,6 +616,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .key(key.as_str())
                 .upload_id(upload)
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await;
         if let Err(e) = result {
@@ -624,6 +638,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .key(key.as_str())
                 .body(aws_sdk_s3::primitives::ByteStream::from(bytes.clone()))
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, bytes.len() as u64, |_| 0))
         })
         .await
         .map_err(|e| backend(OP, &e))?;
@@ -638,6 +653,7 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .bucket(&self.bucket)
                 .key(key.as_str())
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await
         {
@@ -665,6 +681,9 @@ impl oap_exchange::BundleStore for S3BundleStore {
                 .key(key.as_str())
                 .range(&range)
                 .send()
+                .inspect(|r| {
+                    crate::meter::s3_answered(r, 0, |o| crate::meter::length(o.content_length()))
+                })
         })
         .await
         .map_err(|e| backend(OP, &e))?;

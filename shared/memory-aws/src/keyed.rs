@@ -41,6 +41,7 @@ use crate::dynamo::{
 };
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
+use futures_util::TryFutureExt as _;
 
 const SEMANTIC: &str = "@semantic";
 const ENTRY: &str = "I#E#";
@@ -239,9 +240,15 @@ impl DynamoKeyedStore {
         let request =
             crate::dynamo::prefix_query(&client, &self.table, pk, prefix).set_limit(limit);
         if limit.is_some() {
-            let out = crate::retry::send(op, || request.clone().send())
-                .await
-                .map_err(|e| backend(op, &e))?;
+            let out = crate::retry::send(op, || {
+                request
+                    .clone()
+                    .return_consumed_capacity(crate::meter::TOTAL)
+                    .send()
+                    .map_ok(crate::meter::metered)
+            })
+            .await
+            .map_err(|e| backend(op, &e))?;
             return Ok(out.items().to_vec());
         }
         Ok(query_all(request, op).await?.0)
@@ -323,9 +330,14 @@ impl DynamoKeyedStore {
                 None => u.update_expression("REMOVE #t"),
             };
             let u = u.expression_attribute_names("#t", "ttl");
-            crate::retry::send(OP, || u.clone().send())
-                .await
-                .map_err(|err| backend(OP, &err))?;
+            crate::retry::send(OP, || {
+                u.clone()
+                    .return_consumed_capacity(crate::meter::TOTAL)
+                    .send()
+                    .map_ok(crate::meter::metered)
+            })
+            .await
+            .map_err(|err| backend(OP, &err))?;
         }
         Ok(())
     }
@@ -877,7 +889,9 @@ impl KeyRegistry for DynamoKeyRegistry {
                 .table_name(&self.table)
                 .set_item(Some(item.clone()))
                 .condition_expression("attribute_not_exists(pk)")
+                .return_consumed_capacity(crate::meter::TOTAL)
                 .send()
+                .map_ok(crate::meter::metered)
         })
         .await
         .map_err(|e| match crate::error::service_code(&e) {
@@ -897,7 +911,9 @@ impl KeyRegistry for DynamoKeyRegistry {
                 .update_expression("SET revokedMs = if_not_exists(revokedMs, :at)")
                 .condition_expression("attribute_exists(pk)")
                 .expression_attribute_values(":at", n(at.as_millis()))
+                .return_consumed_capacity(crate::meter::TOTAL)
                 .send()
+                .map_ok(crate::meter::metered)
         })
         .await;
         match result {

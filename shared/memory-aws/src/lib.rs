@@ -15,12 +15,14 @@ pub mod eventbridge;
 pub mod exchange;
 #[cfg(feature = "keyed")]
 pub mod keyed;
+pub mod meter;
 pub mod retry;
 #[cfg(feature = "archive")]
 pub mod s3;
 #[cfg(feature = "queue")]
 pub mod sqs;
 pub mod tenant;
+pub mod usage;
 
 pub use config::{https_client, AwsPorts, Settings};
 pub use dynamo::DynamoEntryStore;

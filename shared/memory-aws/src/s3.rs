@@ -2,6 +2,7 @@
 //! index uses `If-Match: <etag>` compare-and-swap, so two racing writers cannot lose an update.
 //! Objects are tagged with their kind, which the bucket lifecycle uses to expire archives.
 
+use futures_util::FutureExt as _;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -84,6 +85,7 @@ impl S3ArchiveStore {
                 .prefix(key.as_str())
                 .max_keys(1)
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await
         .map_err(|e| backend(OP, &e))?;
@@ -110,6 +112,7 @@ impl S3ArchiveStore {
                     .set_key_marker(key_marker.take())
                     .set_version_id_marker(version_marker.take())
                     .send()
+                    .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
             })
             .await
             .map_err(|e| backend(OP, &e))?;
@@ -152,6 +155,7 @@ impl S3ArchiveStore {
                 .key(key.as_str())
                 .set_version_id(version.clone())
                 .send()
+                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
         })
         .await
         .map_err(|e| backend("delete", &e))?;
@@ -182,7 +186,10 @@ impl ArchiveStore for S3ArchiveStore {
     async fn put_if_absent(&self, put: ObjectPut<'_>) -> Result<PutOutcome, StoreError> {
         let client = self.client("put_if_absent").await?;
         match crate::retry::send("put_if_absent", || {
-            self.put(&client, &put).if_none_match("*").send()
+            self.put(&client, &put)
+                .if_none_match("*")
+                .send()
+                .inspect(|r| crate::meter::s3_answered(r, put.body.len() as u64, |_| 0))
         })
         .await
         {
@@ -206,6 +213,7 @@ impl ArchiveStore for S3ArchiveStore {
                 Expect::ETag(etag) => request.if_match(etag),
             }
             .send()
+            .inspect(|r| crate::meter::s3_answered(r, put.body.len() as u64, |_| 0))
         };
         match crate::retry::send(OP, attempt).await {
             Ok(out) => out.e_tag().map(str::to_owned).ok_or(StoreError::Backend {
@@ -226,6 +234,9 @@ impl ArchiveStore for S3ArchiveStore {
                 .bucket(&self.bucket)
                 .key(key.as_str())
                 .send()
+                .inspect(|r| {
+                    crate::meter::s3_answered(r, 0, |o| crate::meter::length(o.content_length()))
+                })
         })
         .await
         {
@@ -340,6 +351,7 @@ impl ArchiveStore for S3ArchiveStore {
                     .prefix(&full)
                     .set_continuation_token(token.take())
                     .send()
+                    .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
             })
             .await
             .map_err(|e| backend("list", &e))?;

@@ -361,3 +361,44 @@ async fn a_posting_left_behind_is_skipped_and_the_page_stays_full() {
         "only the one left behind by the raw delete"
     );
 }
+
+#[tokio::test]
+async fn the_usage_store_keeps_the_usage_contract() {
+    let sdk = emulator_config().await;
+    let store = memory_aws::usage::DynamoUsageStore::new(
+        aws_sdk_dynamodb::Client::new(&sdk),
+        required_env("MEMORY_TABLE"),
+    );
+    let unique = ulid::Ulid::new().to_string().to_lowercase();
+    memory_testkit::usage::usage_contract(&store, &unique).await;
+}
+
+#[tokio::test]
+async fn the_store_reports_what_dynamodb_answered_to_the_acting_tenants_meter() {
+    use memory_core::acting_tenant::acting_for;
+    use memory_core::metering::{metered, Meter};
+    let store = dynamo(None).await;
+    let (tenant, r) = fresh_ref("meter");
+    let e = entry(&r, 1, "metered", &[]);
+    let meter = Meter::new();
+    metered(
+        &meter,
+        acting_for(Some(tenant.as_str()), async {
+            store
+                .put_entries(std::slice::from_ref(&e))
+                .await
+                .expect("put");
+            store.get(&e.key()).await.expect("get");
+        }),
+    )
+    .await;
+    // Outside a metered scope nothing is recorded.
+    store.get(&e.key()).await.expect("get");
+    let taken = meter.take();
+    assert_eq!(taken.len(), 1, "{taken:?}");
+    let (who, usage) = &taken[0];
+    assert_eq!(who.as_ref().map(|t| t.as_str()), Some(tenant.as_str()));
+    // The emulator answers half a unit for a GetItem.
+    assert!(usage.read_units >= 0.5, "{usage:?}");
+    assert_eq!(usage.requests, 1);
+}

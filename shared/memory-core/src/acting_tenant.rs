@@ -20,9 +20,20 @@ tokio::task_local! {
 }
 
 /// Runs `work` acting for `tenant` (when it is a valid tenant id; otherwise with no tenant).
+/// The time it takes is metered as the tenant's function time (docs/metering.md "What is
+/// measured").
 pub async fn acting_for<F: Future>(tenant: Option<&str>, work: F) -> F::Output {
     match tenant.and_then(|t| TenantId::parse(t).ok()) {
-        Some(tenant) => ACTING.scope(tenant, work).await,
+        Some(tenant) => {
+            let started = std::time::Instant::now();
+            ACTING
+                .scope(tenant, async move {
+                    let out = work.await;
+                    crate::metering::acted(started);
+                    out
+                })
+                .await
+        }
         None => work.await,
     }
 }

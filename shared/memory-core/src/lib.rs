@@ -17,6 +17,7 @@ pub mod forget;
 pub mod history;
 pub mod idempotency;
 pub mod listing;
+pub mod metering;
 pub mod model;
 pub mod paths;
 pub mod ports;

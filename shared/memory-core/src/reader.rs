@@ -95,6 +95,11 @@ impl MemoryReader {
         &*self.store
     }
 
+    /// The reader's clock's instant (the usage route's notion of today).
+    pub fn now(&self) -> crate::time::Timestamp {
+        self.clock.now()
+    }
+
     pub(crate) fn clock(&self) -> &dyn Clock {
         &*self.clock
     }

@@ -11,3 +11,4 @@ pub mod keyed;
 pub mod keyed_contract;
 pub mod paths;
 pub mod paths_contract;
+pub mod usage;

@@ -104,6 +104,10 @@ impl AbstractiveModel for BedrockAbstractiveModel {
         })
         .await
         .map_err(|e| backend(OP, &e))?;
+        // Metered as the tenant's Bedrock tokens, whatever the stop reason: they were billed.
+        if let Some(usage) = out.usage() {
+            memory_core::metering::bedrock_tokens(u64::try_from(usage.total_tokens()).unwrap_or(0));
+        }
         // Only a finished answer is a summary: one cut at the token limit, filtered or refused
         // would be stored as if it were the whole memory.
         match out.stop_reason() {

@@ -31,6 +31,9 @@ struct Request<'a> {
 #[derive(Deserialize)]
 struct Response {
     embedding: Vec<f32>,
+    /// What the model counted (Titan answers it; metered as the tenant's Bedrock tokens).
+    #[serde(default, rename = "inputTextTokenCount")]
+    input_text_token_count: u64,
 }
 
 pub struct BedrockEmbedder {
@@ -85,6 +88,7 @@ impl Embedder for BedrockEmbedder {
             serde_json::from_slice(out.body().as_ref()).map_err(|_| StoreError::Corrupt {
                 key: format!("{OP} answer of {}", self.model),
             })?;
+        memory_core::metering::bedrock_tokens(answer.input_text_token_count);
         if answer.embedding.is_empty() || answer.embedding.iter().any(|x| !x.is_finite()) {
             return Err(StoreError::Corrupt {
                 key: format!("{OP} answer of {}", self.model),

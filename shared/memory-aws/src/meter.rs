@@ -1,0 +1,148 @@
+//! What each AWS call consumed, reported to the invocation's meter (`memory_core::metering`;
+//! docs/metering.md "What is measured"). Every DynamoDB call asks for
+//! `ReturnConsumedCapacity::TOTAL` ([`TOTAL`]) and reports the units DynamoDB answered
+//! ([`Consumed`]); S3, EventBridge and Bedrock calls report requests, bytes, entries and tokens at
+//! their call sites. Nothing here decides anything: the adapter records what the service said.
+
+use aws_sdk_dynamodb::types::{ConsumedCapacity, ReturnConsumedCapacity};
+use aws_smithy_runtime_api::client::result::SdkError;
+/// For adapters of other crates: `.send().map_ok(metered)`.
+pub use futures_util::TryFutureExt;
+use memory_core::metering;
+
+/// What every DynamoDB request asks for.
+pub const TOTAL: ReturnConsumedCapacity = ReturnConsumedCapacity::Total;
+
+/// Whether a call's units are read or write units when DynamoDB answers a plain total.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Class {
+    Read,
+    Write,
+}
+
+/// Reports one `ConsumedCapacity`: the read and write split where DynamoDB gives one (a
+/// transaction), otherwise the total as the call's class.
+pub fn report(capacity: &ConsumedCapacity, class: Class) {
+    let (read, write) = (
+        capacity.read_capacity_units(),
+        capacity.write_capacity_units(),
+    );
+    if read.is_some() || write.is_some() {
+        metering::read_units(read.unwrap_or(0.0));
+        metering::write_units(write.unwrap_or(0.0));
+        return;
+    }
+    let total = capacity.capacity_units().unwrap_or(0.0);
+    match class {
+        Class::Read => metering::read_units(total),
+        Class::Write => metering::write_units(total),
+    }
+}
+
+/// A DynamoDB output that carries consumed capacity.
+pub trait Consumed {
+    fn report(&self);
+}
+
+macro_rules! single {
+    ($($module:ident :: $output:ident => $class:expr),* $(,)?) => {$(
+        impl Consumed for aws_sdk_dynamodb::operation::$module::$output {
+            fn report(&self) {
+                if let Some(c) = self.consumed_capacity() {
+                    report(c, $class);
+                }
+            }
+        }
+    )*};
+}
+
+macro_rules! many {
+    ($($module:ident :: $output:ident => $class:expr),* $(,)?) => {$(
+        impl Consumed for aws_sdk_dynamodb::operation::$module::$output {
+            fn report(&self) {
+                for c in self.consumed_capacity() {
+                    report(c, $class);
+                }
+            }
+        }
+    )*};
+}
+
+single!(
+    get_item::GetItemOutput => Class::Read,
+    query::QueryOutput => Class::Read,
+    scan::ScanOutput => Class::Read,
+    put_item::PutItemOutput => Class::Write,
+    update_item::UpdateItemOutput => Class::Write,
+    delete_item::DeleteItemOutput => Class::Write,
+);
+
+many!(
+    batch_get_item::BatchGetItemOutput => Class::Read,
+    transact_get_items::TransactGetItemsOutput => Class::Read,
+    batch_write_item::BatchWriteItemOutput => Class::Write,
+    transact_write_items::TransactWriteItemsOutput => Class::Write,
+);
+
+/// Reports what `out` consumed and hands it back: `metered(send().await?)`.
+pub fn metered<T: Consumed>(out: T) -> T {
+    out.report();
+    out
+}
+
+/// One S3 attempt that S3 answered (a success or an error answer, both billed requests):
+/// `bytes_in` sent, and what `bytes_out` says a success returned. An attempt that never got
+/// an answer (timeout, broken connection) is not counted.
+pub fn s3_answered<T, E, R>(
+    result: &Result<T, SdkError<E, R>>,
+    bytes_in: u64,
+    bytes_out: impl Fn(&T) -> u64,
+) {
+    match result {
+        Ok(out) => metering::s3(bytes_in, bytes_out(out)),
+        Err(SdkError::ServiceError(_)) => metering::s3(bytes_in, 0),
+        Err(_) => {}
+    }
+}
+
+/// The byte count S3 stated, never negative.
+pub fn length(bytes: Option<i64>) -> u64 {
+    bytes.and_then(|b| u64::try_from(b).ok()).unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use memory_core::acting_tenant::acting_for;
+    use memory_core::metering::{metered as scope, Meter};
+
+    #[tokio::test]
+    async fn a_total_goes_by_class_and_a_split_as_given() {
+        let meter = Meter::new();
+        scope(
+            &meter,
+            acting_for(Some("t"), async {
+                report(
+                    &ConsumedCapacity::builder().capacity_units(1.5).build(),
+                    Class::Read,
+                );
+                report(
+                    &ConsumedCapacity::builder().capacity_units(2.0).build(),
+                    Class::Write,
+                );
+                report(
+                    &ConsumedCapacity::builder()
+                        .capacity_units(6.0)
+                        .read_capacity_units(2.0)
+                        .write_capacity_units(4.0)
+                        .build(),
+                    Class::Write,
+                );
+            }),
+        )
+        .await;
+        let taken = meter.take();
+        assert_eq!(taken.len(), 1);
+        assert_eq!((taken[0].1.read_units, taken[0].1.write_units), (3.5, 6.0));
+    }
+}
