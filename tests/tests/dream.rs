@@ -69,9 +69,10 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
     );
     assert_eq!(
         table_before.len(),
-        14 + 14 + 2 + 1,
+        14 + 14 + 2 + 1 + 4,
         "positive control: 14 entries, their 14 tag postings (one tag each), the work markers \
-         of the dream and of the search index, and the put's change record"
+         of the dream and of the search index, the put's change record, and the quota counters \
+         of the ref and of the tenant (entries and bytes each: docs/quotas.md)"
     );
     // (A budget below the floor, the fixed overhead of a summary, is a request error; a budget
     // that cannot hold the top-ranked fact with its sources is `token_budget_exceeded`, tested

@@ -31,6 +31,7 @@ use memory_guard::TenantId;
 use super::{build_error, get_n, n, partition_key, read_item, s, DynamoEntryStore, Item};
 
 use crate::error::backend;
+use futures_util::TryFutureExt as _;
 
 const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
 const LIMITS_SORT_KEY: &str = "Q#limits";
@@ -171,7 +172,9 @@ impl DynamoEntryStore {
                 .set_expression_attribute_names(update.expression_attribute_names.clone())
                 .set_expression_attribute_values(update.expression_attribute_values.clone())
                 .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+                .return_consumed_capacity(crate::meter::TOTAL)
                 .send()
+                .map_ok(crate::meter::metered)
         })
         .await;
         match out {
