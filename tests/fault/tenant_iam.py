@@ -198,9 +198,13 @@ class TenantIam:
             allowed = self._allows(tenant, service, operation, index, leading)
         key_tenants = sorted({k.split("#" if service == "dynamodb" else "/", 1)[0]
                               for k in leading if k})
+        # The meter's usage items (docs/metering.md "The items and the rollup"): the host's own
+        # accounting of what a tenant's work cost, counts only, written on the function's role.
+        accounting = service == "dynamodb" and bool(leading) and all(
+            k.split("#", 1)[-1] == "@usage" or k.startswith("@usage#") for k in leading)
         record = {"seq": seq, "service": service, "operation": operation, "accessKey": key,
                   "signer": f"tenant:{tenant}" if tenant is not None else "own",
-                  "keyTenants": key_tenants, "index": index,
+                  "keyTenants": key_tenants, "index": index, "accounting": accounting,
                   "denied": not allowed and self.enforce}
         with self.lock:
             self.calls.append(record)

@@ -108,7 +108,13 @@ def credentials(proxy: FaultProxy) -> dict[str, Any]:
 
 
 def data_calls(doc: dict[str, Any]) -> list[dict[str, Any]]:
-    return [c for c in doc["calls"] if c["service"] in DATA_SERVICES]
+    """Calls on tenant data: every DynamoDB / S3 call but the meter's usage items."""
+    return [c for c in doc["calls"] if c["service"] in DATA_SERVICES and not c["accounting"]]
+
+
+def accounting_calls(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The meter's calls on the usage partitions (docs/metering.md "The items and the rollup")."""
+    return [c for c in doc["calls"] if c["accounting"]]
 
 
 def test_every_tenant_data_call_is_signed_by_that_tenants_vended_credentials(rig: Any) -> None:
@@ -156,6 +162,12 @@ def test_every_tenant_data_call_is_signed_by_that_tenants_vended_credentials(rig
     calls = data_calls(doc)
     mine = [c for c in calls if set(c["keyTenants"]) & {a, b}]
     assert mine, "no data call of the test's tenants was recorded"
+    # The meter touches only the usage partitions (counts, no content): its hour items by ADD,
+    # the day's tenant list, and the rollup's reads and day items.
+    metered = accounting_calls(doc)
+    assert any(c["operation"] == "UpdateItem" for c in metered), \
+        "positive control: the meter's usage writes were not seen"
+    assert {c["operation"] for c in metered} <= {"UpdateItem", "PutItem", "Query"}, metered[:5]
     wrong = [c for c in mine if c["keyTenants"] != [c["signer"].removeprefix("tenant:")]]
     assert not wrong, f"calls not signed by their tenant's credentials: {wrong[:5]}"
     denied = [c for c in calls if c["denied"]]
