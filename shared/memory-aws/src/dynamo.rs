@@ -534,6 +534,22 @@ pub fn prefix_query(
         .expression_attribute_values(":prefix", s(prefix))
 }
 
+/// One page of a Query, metered and retried like every call of this crate.
+pub(crate) async fn query_page(
+    request: &aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    op: &'static str,
+) -> Result<aws_sdk_dynamodb::operation::query::QueryOutput, StoreError> {
+    crate::retry::send(op, || {
+        request
+            .clone()
+            .return_consumed_capacity(crate::meter::TOTAL)
+            .send()
+            .map_ok(crate::meter::metered)
+    })
+    .await
+    .map_err(|e| backend(op, &e))
+}
+
 /// Every page of a Query, following `LastEvaluatedKey`; also the total `ScannedCount`, the
 /// items DynamoDB read (what a Query costs).
 pub async fn query_all(
@@ -1546,15 +1562,7 @@ impl EntryStore for DynamoEntryStore {
                 .exclusive_start_key("sk", s(entry_sort_key(after)));
         }
         let request = request.filter_expression(filter);
-        let out = crate::retry::send(OP, || {
-            request
-                .clone()
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
+        let out = query_page(&request, OP).await?;
         let mut entries = Vec::with_capacity(out.items().len());
         for item in out.items() {
             entries.push(self.decode_full(item).await?);
@@ -1616,15 +1624,7 @@ impl EntryStore for DynamoEntryStore {
         };
         let mut ids = Vec::new();
         loop {
-            let out = crate::retry::send(OP, || {
-                request
-                    .clone()
-                    .return_consumed_capacity(crate::meter::TOTAL)
-                    .send()
-                    .map_ok(crate::meter::metered)
-            })
-            .await
-            .map_err(|e| backend(OP, &e))?;
+            let out = query_page(&request, OP).await?;
             ids.extend(
                 out.items()
                     .iter()

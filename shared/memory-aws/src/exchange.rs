@@ -27,7 +27,6 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use aws_sdk_dynamodb::Client;
 #[cfg(feature = "archive")]
 use futures_util::FutureExt as _;
-use futures_util::TryFutureExt as _;
 use memory_core::SubjectKey;
 use memory_core::{StoreError, TenantId, Timestamp};
 use oap_exchange::receipt::Tip;
@@ -462,15 +461,7 @@ impl ExchangeStore for DynamoExchangeStore {
             .expression_attribute_values(":a", s(receipt_sk(page.from)))
             .expression_attribute_values(":b", s(receipt_sk(u64::MAX)))
             .limit(i32::try_from(page.limit).unwrap_or(i32::MAX));
-        let out = crate::retry::send(OP, || {
-            request
-                .clone()
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
+        let out = crate::dynamo::query_page(&request, OP).await?;
         out.items()
             .iter()
             .map(|item| {
