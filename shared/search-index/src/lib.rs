@@ -10,13 +10,15 @@
 //! over the table give the same results in the same order.
 
 mod codec;
+pub mod ivf;
 pub mod manifest;
 pub mod merge;
 pub mod query;
 pub mod segment;
 
+pub use ivf::Ann;
 pub use manifest::{segment_name, Manifest, Retired, SegmentRef};
-pub use query::{Candidates, Location, TagQuery, TailDoc, TextHit, View};
+pub use query::{Candidates, Location, Shortlist, TagQuery, TailDoc, TextHit, View};
 pub use segment::{DocMeta, Encoded, IndexedDoc, Posting, Segment};
 
 use text_search::{rank_scored, Analyzer, Ranking, TermCache};
@@ -62,16 +64,40 @@ pub fn search_counting<'a>(
     model: &str,
     limit: usize,
 ) -> (Vec<TextHit<'a>>, usize) {
+    let probes = Ann::default().probes;
+    search_probing(view, tags, analyzer, cache, query, ranking, model, limit, probes)
+}
+
+/// [`search_counting`] reading `probes` lists of each segment that has an approximate index
+/// (the trade between recall and time the default [`Ann::probes`] settles; a segment without
+/// one is scanned exactly whatever `probes` says).
+#[allow(clippy::too_many_arguments)]
+pub fn search_probing<'a>(
+    view: &View<'a>,
+    tags: &TagQuery<'_>,
+    analyzer: &Analyzer,
+    cache: &TermCache,
+    query: &str,
+    ranking: Ranking<'_>,
+    model: &str,
+    limit: usize,
+    probes: usize,
+) -> (Vec<TextHit<'a>>, usize) {
     if matches!(ranking, Ranking::Text) && tags.all.is_empty() && tags.any.is_empty() {
         return (query::text_top(view, analyzer, cache, query, limit), 0);
     }
-    let mut candidates = Candidates::collect(view, tags, model);
+    let terms = text_search::query_terms(analyzer, query);
+    let shortlist = match ranking {
+        Ranking::Text => Shortlist::every(),
+        Ranking::Semantic(q) => Shortlist::probe(view, q, probes, None),
+        Ranking::Hybrid(q) => Shortlist::probe(view, q, probes, Some((&terms, analyzer.stems()))),
+    };
+    let mut candidates = Candidates::collect_shortlisted(view, tags, model, &shortlist);
     let unembedded = if matches!(ranking, Ranking::Text) {
         0
     } else {
-        candidates.vectors.iter().filter(|v| v.is_none()).count()
+        candidates.unembedded
     };
-    let terms = text_search::query_terms(analyzer, query);
     if terms.is_empty() || limit == 0 {
         // A query of stop words only has no results in any mode.
         return (Vec::new(), unembedded);

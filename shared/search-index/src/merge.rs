@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 
 use text_search::Analyzer;
 
+use crate::ivf::Ann;
 use crate::segment::{DocMeta, IndexedDoc, Segment};
 
 /// The documents of `segments` that `keep` admits (given the segment's position and the
@@ -21,6 +22,21 @@ pub fn merge(
     vector_model: &str,
     analyzer: &Analyzer,
 ) -> Segment {
+    merge_with(segments, keep, extra, vector_model, analyzer, &Ann::default())
+}
+
+/// [`merge`], building the result's approximate index as `ann` says. The lists and their
+/// centroids are trained again on the kept vectors only, so a forgotten entry's vector leaves
+/// no trace in them either. The segments must have every vector loaded (decoded whole).
+pub fn merge_with(
+    segments: &[&Segment],
+    keep: impl Fn(usize, &DocMeta) -> bool,
+    extra: Vec<IndexedDoc>,
+    vector_model: &str,
+    analyzer: &Analyzer,
+    ann: &Ann,
+) -> Segment {
+    debug_assert!(segments.iter().all(|s| s.vectors_complete()));
     let mut docs: BTreeMap<String, IndexedDoc> = BTreeMap::new();
     for (si, segment) in segments.iter().enumerate() {
         let mut terms: Vec<Vec<String>> = vec![Vec::new(); segment.docs().len()];
@@ -67,5 +83,5 @@ pub fn merge(
     for doc in extra {
         docs.insert(doc.id.clone(), doc);
     }
-    Segment::build(docs.into_values().collect(), vector_model, analyzer)
+    Segment::build_with(docs.into_values().collect(), vector_model, analyzer, ann)
 }

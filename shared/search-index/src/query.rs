@@ -71,17 +71,107 @@ pub struct Candidates<'a> {
     pub locations: Vec<Location>,
     lengths: Vec<u32>,
     /// Per segment, per document: its position among the candidates ([`NOT_A_CANDIDATE`] for
-    /// none), for the postings walk. A flat array, not a map: a semantic query admits every
-    /// live document, and 100,000 map insertions cost more than the vector scan itself.
+    /// none, [`ADMITTED`] for a live admitted document left out by a shortlist), for the
+    /// postings walk. A flat array, not a map: a semantic query admits every live document, and
+    /// 100,000 map insertions cost more than the vector scan itself.
     by_segment_doc: Vec<Vec<u32>>,
+    /// The live documents the tags admit in the segments (candidates or not) and their total
+    /// length: BM25's collection, which a shortlist does not change.
+    admitted: u64,
+    admitted_length: u64,
+    /// How many of the admitted documents have no vector of the query's model.
+    pub unembedded: usize,
 }
 
 const NOT_A_CANDIDATE: u32 = u32::MAX;
+const ADMITTED: u32 = u32::MAX - 1;
+
+/// Which documents of each segment a semantic or hybrid query ranks, per segment: `None` for
+/// every admitted one (an exact segment), else the documents of the lists it probes and, for
+/// hybrid, those holding a query term (docs/search.md "Vectors at scale"). Built by
+/// [`Shortlist::probe`]; [`Shortlist::every`] changes nothing.
+#[derive(Debug, Default)]
+pub struct Shortlist {
+    segments: Vec<Option<SegmentShortlist>>,
+}
+
+#[derive(Debug)]
+struct SegmentShortlist {
+    /// Documents ranked (probed, or holding a query term).
+    ranked: Vec<u64>,
+}
+
+fn set(bits: &mut [u64], p: u32) {
+    bits[p as usize / 64] |= 1 << (p % 64);
+}
+
+fn has(bits: &[u64], p: u32) -> bool {
+    bits[p as usize / 64] & (1 << (p % 64)) != 0
+}
+
+impl Shortlist {
+    /// No shortlist: every admitted document is ranked and compared.
+    pub fn every() -> Self {
+        Shortlist::default()
+    }
+
+    /// The shortlist of a query vector over `view`: for each segment holding lists, the
+    /// documents of its `probes` nearest lists (that are loaded), plus, when `terms` are given
+    /// (hybrid), the documents holding one of them.
+    pub fn probe(
+        view: &View<'_>,
+        query: &[f32],
+        probes: usize,
+        terms: Option<(&[String], bool)>,
+    ) -> Self {
+        let segments = view
+            .segments
+            .iter()
+            .map(|segment| {
+                if !segment.is_approximate() {
+                    return None;
+                }
+                let words = segment.docs().len().div_ceil(64);
+                let mut ranked = vec![0u64; words];
+                for list in segment.probe(query, probes) {
+                    for &doc in segment.list_docs(list) {
+                        set(&mut ranked, doc);
+                    }
+                }
+                if let Some((terms, stemmed)) = terms {
+                    for term in terms {
+                        for p in segment.postings(term, stemmed) {
+                            set(&mut ranked, p.doc);
+                        }
+                    }
+                }
+                Some(SegmentShortlist { ranked })
+            })
+            .collect();
+        Shortlist { segments }
+    }
+
+    fn of(&self, segment: usize) -> Option<&SegmentShortlist> {
+        self.segments.get(segment).and_then(Option::as_ref)
+    }
+}
 
 impl<'a> Candidates<'a> {
     /// The live, admitted documents of `view`, for an embedding `model` (vectors of another
     /// model are not comparable and count as missing).
     pub fn collect(view: &View<'a>, tags: &TagQuery<'_>, model: &str) -> Self {
+        Candidates::collect_shortlisted(view, tags, model, &Shortlist::every())
+    }
+
+    /// [`Candidates::collect`], ranking only what `shortlist` keeps of the segments that have
+    /// one (the others' and the tail's documents all), while the BM25 collection stays every
+    /// admitted live document.
+    pub fn collect_shortlisted(
+        view: &View<'a>,
+        tags: &TagQuery<'_>,
+        model: &str,
+        shortlist: &Shortlist,
+    ) -> Self {
         let tail_ids: HashSet<&str> = view.tail.iter().map(|d| d.id).collect();
         let mut out = Candidates::default();
         for (si, segment) in view.segments.iter().enumerate() {
@@ -118,11 +208,22 @@ impl<'a> Candidates<'a> {
                     continue;
                 }
                 let meta = &segment.docs()[doc as usize];
+                out.admitted += 1;
+                out.admitted_length += u64::from(meta.length);
+                if !(same_model && segment.has_vector(doc)) {
+                    out.unembedded += 1;
+                }
+                if shortlist.of(si).is_some_and(|s| !has(&s.ranked, doc)) {
+                    positions[doc as usize] = ADMITTED;
+                    continue;
+                }
                 positions[doc as usize] = out.docs.len() as u32;
                 out.docs.push(Candidate {
                     id: &meta.id,
                     created_ms: meta.created_at_ms,
                 });
+                // A text hit outside the probed lists is compared too when its vector is at
+                // hand (a warm function holds every list; a cold one only the probed lists).
                 out.vectors
                     .push(same_model.then(|| segment.vector(doc)).flatten());
                 out.locations.push(Location::Segment { segment: si, doc });
@@ -133,6 +234,9 @@ impl<'a> Candidates<'a> {
         for (i, d) in view.tail.iter().enumerate() {
             if !tags.admits(|t| d.tags.iter().any(|x| x == t)) {
                 continue;
+            }
+            if d.vector.is_none() {
+                out.unembedded += 1;
             }
             out.docs.push(Candidate {
                 id: d.id,
@@ -196,6 +300,8 @@ impl<'a> Candidates<'a> {
                     let at = positions[p.doc as usize];
                     if at != NOT_A_CANDIDATE {
                         df[ti] += 1;
+                    }
+                    if at < ADMITTED {
                         frequencies[at as usize * width + ti] = p.tf;
                     }
                 }
@@ -215,8 +321,16 @@ impl<'a> Candidates<'a> {
                 frequencies[at * width + ti] = f;
             }
         }
-        let total_length: u64 = self.lengths.iter().map(|&l| u64::from(l)).sum();
-        let statistics = Bm25::new(self.len() as u64, total_length, &df);
+        // The segments' admitted documents (candidates or not), then the tail's.
+        let mut documents = self.admitted;
+        let mut total_length = self.admitted_length;
+        for (at, location) in self.locations.iter().enumerate() {
+            if let Location::Tail(_) = location {
+                documents += 1;
+                total_length += u64::from(self.lengths[at]);
+            }
+        }
+        let statistics = Bm25::new(documents, total_length, &df);
         TextScores::from_counts(
             &statistics,
             self.len(),

@@ -22,6 +22,7 @@ use text_search::similarity::norm_squared;
 use text_search::Analyzer;
 
 use crate::codec::{Reader, Writer};
+use crate::ivf::{self, Ann};
 use crate::SegmentError;
 
 /// First bytes of every segment: the format and its version. Version 2: terms of the analyzer
@@ -105,6 +106,62 @@ impl<T: Copy> Lists<T> {
     }
 }
 
+/// A segment's vectors grouped into lists (docs/search.md "Vectors at scale"): one list and no
+/// centroid below the size where a segment gets an approximate index (the exact scan), else the
+/// lists of [`crate::ivf`], each stored contiguously so that it can be read by byte range.
+#[derive(Clone, Debug, PartialEq, Default)]
+struct VectorLists {
+    /// Unit centroids, `dimensions` each; empty for one list (exact).
+    centroids: Vec<f32>,
+    /// List `l` holds slots `starts[l]..starts[l + 1]` (one entry, 0, without vectors).
+    starts: Vec<u32>,
+    /// Per list: the row of `vectors` where it begins, none when it is not loaded.
+    loaded_at: Vec<Option<u32>>,
+    /// Per slot, its document.
+    doc_of_slot: Vec<u32>,
+    /// Per list, the SHA-256 of its bytes, from the verified directory: kept while lists are
+    /// still to be loaded ([`Segment::load_list`]), empty otherwise.
+    digests: Vec<[u8; 32]>,
+    /// Where the lists' bytes begin in the vector block.
+    lists_at: u64,
+}
+
+impl VectorLists {
+    fn count(&self) -> usize {
+        self.starts.len().saturating_sub(1)
+    }
+
+    fn slots(&self, list: usize) -> std::ops::Range<usize> {
+        self.starts[list] as usize..self.starts[list + 1] as usize
+    }
+
+    /// Every list loaded, in slot order.
+    fn whole(starts: Vec<u32>, centroids: Vec<f32>, vector_of: &[Option<u32>]) -> Self {
+        let loaded_at = starts[..starts.len().saturating_sub(1)]
+            .iter()
+            .map(|&s| Some(s))
+            .collect();
+        VectorLists {
+            doc_of_slot: doc_of_slot(vector_of, *starts.last().unwrap_or(&0)),
+            centroids,
+            starts,
+            loaded_at,
+            digests: Vec::new(),
+            lists_at: 0,
+        }
+    }
+}
+
+fn doc_of_slot(vector_of: &[Option<u32>], slots: u32) -> Vec<u32> {
+    let mut out = vec![0u32; slots as usize];
+    for (doc, slot) in vector_of.iter().enumerate() {
+        if let Some(slot) = slot {
+            out[*slot as usize] = doc as u32;
+        }
+    }
+    out
+}
+
 /// An immutable segment, decoded.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Segment {
@@ -116,8 +173,12 @@ pub struct Segment {
     /// The embedding model of `vectors` (empty: the segment holds none).
     vector_model: String,
     dimensions: u32,
-    /// Per document: its vector's position in `vectors`, or none.
+    /// Per document: its vector's slot, or none. Slots are numbered list by list.
     vector_of: Vec<Option<u32>>,
+    /// How the slots are grouped into lists, and which lists are loaded.
+    lists: VectorLists,
+    /// The loaded lists' vectors, `dimensions` each (every list's, in slot order, unless the
+    /// segment was read list by list: [`Segment::decode_head`]).
     vectors: Vec<f32>,
     /// Per stored vector, its squared norm (`similarity::norm_squared`): computed once when the
     /// segment is built or decoded, so a query's exact scan is one dot product per vector.
@@ -131,7 +192,17 @@ impl Segment {
     /// Builds a segment. Documents are ordered by id; a repeated id keeps its last version.
     /// Vectors of another length than the first one seen are left out (a document without a
     /// comparable vector is "not yet embedded", never compared).
-    pub fn build(mut input: Vec<IndexedDoc>, vector_model: &str, analyzer: &Analyzer) -> Self {
+    pub fn build(input: Vec<IndexedDoc>, vector_model: &str, analyzer: &Analyzer) -> Self {
+        Segment::build_with(input, vector_model, analyzer, &Ann::default())
+    }
+
+    /// [`Segment::build`], with lists of vectors when `ann` says the segment is large enough.
+    pub fn build_with(
+        mut input: Vec<IndexedDoc>,
+        vector_model: &str,
+        analyzer: &Analyzer,
+        ann: &Ann,
+    ) -> Self {
         input.reverse();
         input.sort_by(|a, b| a.id.cmp(&b.id));
         input.dedup_by(|later, kept| later.id == kept.id);
@@ -182,6 +253,23 @@ impl Segment {
                 length,
             });
         }
+        let d = dimensions.max(1) as usize;
+        let (lists, vector_of, vectors) = match ann.lists_for(vectors.len() / d) {
+            1 => {
+                let slots = (vectors.len() / d) as u32;
+                (
+                    VectorLists::whole(vec![0, slots], Vec::new(), &vector_of),
+                    vector_of,
+                    vectors,
+                )
+            }
+            count => grouped(&vectors, d, count, vector_of),
+        };
+        let lists = if dimensions == 0 {
+            VectorLists::whole(vec![0], Vec::new(), &vector_of)
+        } else {
+            lists
+        };
         let terms = Lists::from_map(terms);
         let mut stems: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for (i, term) in terms.keys.iter().enumerate() {
@@ -202,6 +290,7 @@ impl Segment {
             expiring: expiring_of(&docs),
             docs,
             vector_of,
+            lists,
             norms: norms_of(&vectors, dimensions),
             vectors,
             total_length,
@@ -289,12 +378,96 @@ impl Segment {
 
     /// The vector of document `doc` with its squared norm, if it has one.
     pub fn vector_normed(&self, doc: u32) -> Option<(&[f32], f64)> {
-        let at = self.vector_of.get(doc as usize).copied().flatten()? as usize;
+        let slot = self.vector_of.get(doc as usize).copied().flatten()?;
+        let at = self.row_of(slot)?;
         let d = self.dimensions as usize;
         Some((
             self.vectors.get(at * d..(at + 1) * d)?,
             *self.norms.get(at)?,
         ))
+    }
+
+    /// Whether document `doc` has a vector (loaded or not).
+    pub fn has_vector(&self, doc: u32) -> bool {
+        self.vector_of.get(doc as usize).copied().flatten().is_some()
+    }
+
+    /// The row of `vectors` holding `slot`, when its list is loaded.
+    fn row_of(&self, slot: u32) -> Option<usize> {
+        let lists = &self.lists;
+        let list = if lists.count() == 1 {
+            0
+        } else {
+            lists.starts.partition_point(|&s| s <= slot).checked_sub(1)?
+        };
+        let base = (*lists.loaded_at.get(list)?)?;
+        Some((base + slot - lists.starts[list]) as usize)
+    }
+
+    /// Whether the segment compares a query with centroids first (it holds lists).
+    pub fn is_approximate(&self) -> bool {
+        !self.lists.centroids.is_empty()
+    }
+
+    /// Every list's vectors are loaded (merging and rewriting need them all).
+    pub fn vectors_complete(&self) -> bool {
+        self.lists.loaded_at.iter().all(Option::is_some)
+    }
+
+    /// The lists a query vector reads: the `probes` whose centroids are nearest to it, or the
+    /// one list of an exact segment.
+    pub fn probe(&self, query: &[f32], probes: usize) -> Vec<usize> {
+        let d = self.dimensions as usize;
+        if !self.is_approximate() || query.len() != d {
+            return (0..self.lists.count()).collect();
+        }
+        ivf::probe(&self.lists.centroids, d, query, probes)
+    }
+
+    /// The documents of list `list` that have their vector loaded, for a query's shortlist.
+    pub fn list_docs(&self, list: usize) -> &[u32] {
+        if self.lists.loaded_at.get(list).copied().flatten().is_none() {
+            return &[];
+        }
+        &self.lists.doc_of_slot[self.lists.slots(list)]
+    }
+
+    /// Where list `list`'s bytes are in the vector block (a segment read by
+    /// [`Segment::decode_head`]): the range to fetch for [`Segment::load_list`].
+    pub fn list_range(&self, list: usize) -> std::ops::Range<u64> {
+        let width = u64::from(self.dimensions) * 4;
+        let slots = self.lists.slots(list);
+        self.lists.lists_at + slots.start as u64 * width..self.lists.lists_at + slots.end as u64 * width
+    }
+
+    /// Adds list `list`'s vectors from its bytes ([`Segment::list_range`]), checked against the
+    /// digest the verified directory names for it.
+    pub fn load_list(&mut self, list: usize, bytes: &[u8]) -> Result<(), SegmentError> {
+        if list >= self.lists.count() {
+            return Err(SegmentError::Corrupt("no such list"));
+        }
+        if self.lists.loaded_at[list].is_some() {
+            return Ok(());
+        }
+        let expected = self
+            .lists
+            .digests
+            .get(list)
+            .ok_or(SegmentError::Corrupt("list digest"))?;
+        if Sha256::digest(bytes).as_slice() != expected {
+            return Err(SegmentError::Corrupt("list checksum"));
+        }
+        let d = self.dimensions as usize;
+        let slots = self.lists.slots(list);
+        if bytes.len() != slots.len() * d * 4 {
+            return Err(SegmentError::Corrupt("list size"));
+        }
+        let row = (self.vectors.len() / d.max(1)) as u32;
+        let added = floats(bytes);
+        self.norms.extend(norms_of(&added, self.dimensions));
+        self.vectors.extend(added);
+        self.lists.loaded_at[list] = Some(row);
+        Ok(())
     }
 
     /// The byte forms: the text part (everything a text query reads) and, when the segment holds
@@ -330,28 +503,191 @@ impl Segment {
             *previous = *d;
         });
         let text = sealed(w);
-        let vectors = (self.dimensions > 0).then(|| {
-            let mut w = Writer::default();
-            w.bytes(VECTORS_MAGIC);
-            // Bound to the text part: a vector block of another segment is refused.
-            w.bytes(&text[text.len() - 32..]);
-            w.str(&self.vector_model);
-            w.uint(u64::from(self.dimensions));
-            w.uint(self.docs.len() as u64);
-            for v in &self.vector_of {
-                w.uint(v.map_or(0, |at| u64::from(at) + 1));
-            }
-            for x in &self.vectors {
-                w.bytes(&x.to_le_bytes());
-            }
-            sealed(w)
-        });
+        let vectors = (self.dimensions > 0).then(|| self.encode_vectors(&text[text.len() - 32..]));
         Encoded { text, vectors }
+    }
+
+    /// The vector block: its directory (sealed by its own digest, bound to the text part's),
+    /// then each list's vectors, contiguous, each verified by the digest the directory lists.
+    /// A segment read list by list needs only the directory and the lists it probes.
+    fn encode_vectors(&self, text_digest: &[u8]) -> Vec<u8> {
+        debug_assert!(self.vectors_complete(), "a partly read segment is not re-encoded");
+        let d = self.dimensions as usize;
+        let lists: Vec<Vec<u8>> = (0..self.lists.count())
+            .map(|l| {
+                let rows = self.lists.slots(l);
+                self.vectors[rows.start * d..rows.end * d]
+                    .iter()
+                    .flat_map(|x| x.to_le_bytes())
+                    .collect()
+            })
+            .collect();
+        let mut w = Writer::default();
+        // Bound to the text part: a vector block of another segment is refused.
+        w.bytes(text_digest);
+        w.str(&self.vector_model);
+        w.uint(u64::from(self.dimensions));
+        w.uint(self.docs.len() as u64);
+        for v in &self.vector_of {
+            w.uint(v.map_or(0, |at| u64::from(at) + 1));
+        }
+        w.uint(self.lists.count() as u64);
+        for l in 0..self.lists.count() {
+            w.uint(self.lists.slots(l).len() as u64);
+            w.bytes(&Sha256::digest(&lists[l]));
+        }
+        for x in &self.lists.centroids {
+            w.bytes(&x.to_le_bytes());
+        }
+        let directory = sealed(w);
+        let mut block = Vec::with_capacity(16 + directory.len() + lists.iter().map(Vec::len).sum::<usize>());
+        block.extend_from_slice(VECTORS_MAGIC);
+        block.extend_from_slice(&(directory.len() as u64).to_le_bytes());
+        block.extend_from_slice(&directory);
+        for list in lists {
+            block.extend_from_slice(&list);
+        }
+        block
     }
 
     /// Reads a segment's text part, and its vector block when given (semantic and hybrid
     /// queries); anything that does not verify is [`SegmentError::Corrupt`].
     pub fn decode(text: &[u8], vectors: Option<&[u8]>) -> Result<Segment, SegmentError> {
+        let mut segment = Segment::decode_text(text)?;
+        let Some(block) = vectors else {
+            return Ok(segment);
+        };
+        let text_digest = &text[text.len() - 32..];
+        if block.starts_with(VECTORS_MAGIC_1) {
+            let (model, dimensions, vector_of, vectors) =
+                decode_vectors_1(block, text_digest, segment.docs.len())?;
+            let slots = (vectors.len() / dimensions.max(1) as usize) as u32;
+            segment.lists = VectorLists::whole(vec![0, slots], Vec::new(), &vector_of);
+            segment.vector_model = model;
+            segment.dimensions = dimensions;
+            segment.vector_of = vector_of;
+            segment.norms = norms_of(&vectors, dimensions);
+            segment.vectors = vectors;
+            return Ok(segment);
+        }
+        let lists_at = segment.read_directory(block, text_digest)?;
+        let d = segment.dimensions as usize;
+        let mut rest = &block[lists_at as usize..];
+        for l in 0..segment.lists.count() {
+            let n = segment.lists.slots(l).len() * d * 4;
+            if rest.len() < n {
+                return Err(SegmentError::Corrupt("truncated list"));
+            }
+            let (list, tail) = rest.split_at(n);
+            segment.load_list(l, list)?;
+            rest = tail;
+        }
+        if !rest.is_empty() {
+            return Err(SegmentError::Corrupt("trailing bytes"));
+        }
+        // Read whole: nothing is left to load by range.
+        segment.lists.digests = Vec::new();
+        segment.lists.lists_at = 0;
+        Ok(segment)
+    }
+
+    /// How many bytes of a vector block its head is (the magic, the directory's length and the
+    /// directory), from at least its first 16 bytes: what to fetch for [`Segment::decode_head`].
+    pub fn vector_head_len(prefix: &[u8]) -> Result<u64, SegmentError> {
+        if prefix.len() < 16 || !prefix.starts_with(VECTORS_MAGIC) {
+            return Err(SegmentError::Corrupt("not a vector block of this version"));
+        }
+        let mut length = [0u8; 8];
+        length.copy_from_slice(&prefix[8..16]);
+        Ok(16 + u64::from_le_bytes(length))
+    }
+
+    /// Reads a segment's text part and the head of its vector block ([`Segment::vector_head_len`]
+    /// bytes; more are ignored) with no list loaded: a cold query then probes the centroids and
+    /// loads the lists it reads ([`Segment::list_range`], [`Segment::load_list`]), not the
+    /// whole block.
+    pub fn decode_head(text: &[u8], head: &[u8]) -> Result<Segment, SegmentError> {
+        let mut segment = Segment::decode_text(text)?;
+        let length = Segment::vector_head_len(head)?;
+        let head = usize::try_from(length)
+            .ok()
+            .and_then(|n| head.get(..n))
+            .ok_or(SegmentError::Corrupt("truncated directory"))?;
+        segment.read_directory(head, &text[text.len() - 32..])?;
+        Ok(segment)
+    }
+
+    /// Reads the vector block's directory into `self` (no list loaded); answers where the
+    /// lists begin.
+    fn read_directory(&mut self, block: &[u8], text_digest: &[u8]) -> Result<u64, SegmentError> {
+        let head = Segment::vector_head_len(block)?;
+        let directory = usize::try_from(head)
+            .ok()
+            .and_then(|n| block.get(16..n))
+            .ok_or(SegmentError::Corrupt("truncated directory"))?;
+        let mut r = Reader::new(unsealed(directory)?);
+        if r.bytes(32)? != text_digest {
+            return Err(SegmentError::Corrupt("a vector block of another segment"));
+        }
+        let model = r.str()?;
+        let dimensions = r.u32()?;
+        let docs = self.docs.len();
+        if r.uint()? != docs as u64 || dimensions == 0 {
+            return Err(SegmentError::Corrupt("vector block size"));
+        }
+        let mut vector_of = Vec::with_capacity(docs);
+        for _ in 0..docs {
+            vector_of.push(r.u32()?.checked_sub(1));
+        }
+        let count = r.count()?;
+        let mut starts = Vec::with_capacity(count + 1);
+        let mut digests = Vec::with_capacity(count);
+        let mut slots = 0u32;
+        starts.push(0);
+        for _ in 0..count {
+            slots = slots
+                .checked_add(r.u32()?)
+                .ok_or(SegmentError::Corrupt("list size"))?;
+            starts.push(slots);
+            let mut digest = [0u8; 32];
+            digest.copy_from_slice(r.bytes(32)?);
+            digests.push(digest);
+        }
+        let mut seen = vec![false; slots as usize];
+        for slot in vector_of.iter().flatten() {
+            match seen.get_mut(*slot as usize) {
+                Some(s) if !*s => *s = true,
+                _ => return Err(SegmentError::Corrupt("vector position")),
+            }
+        }
+        if seen.iter().any(|s| !s) {
+            return Err(SegmentError::Corrupt("vector position"));
+        }
+        let centroids = if count > 1 {
+            floats(r.bytes(count * dimensions as usize * 4)?)
+        } else {
+            Vec::new()
+        };
+        if !r.is_empty() {
+            return Err(SegmentError::Corrupt("trailing bytes"));
+        }
+        self.lists = VectorLists {
+            doc_of_slot: doc_of_slot(&vector_of, slots),
+            centroids,
+            loaded_at: vec![None; count],
+            starts,
+            digests,
+            lists_at: head,
+        };
+        self.vector_model = model;
+        self.dimensions = dimensions;
+        self.vector_of = vector_of;
+        self.vectors = Vec::new();
+        self.norms = Vec::new();
+        Ok(head)
+    }
+
+    fn decode_text(text: &[u8]) -> Result<Segment, SegmentError> {
         let body = unsealed(text)?;
         let mut r = Reader::new(body);
         if r.bytes(MAGIC.len())? != MAGIC {
@@ -405,21 +741,19 @@ impl Segment {
         if !r.is_empty() {
             return Err(SegmentError::Corrupt("trailing bytes"));
         }
-        let (vector_model, dimensions, vector_of, vectors) = match vectors {
-            None => (String::new(), 0, vec![None; docs.len()], Vec::new()),
-            Some(block) => decode_vectors(block, &text[text.len() - 32..], docs.len())?,
-        };
+        let vector_of = vec![None; docs.len()];
         Ok(Segment {
             expiring: expiring_of(&docs),
+            lists: VectorLists::whole(vec![0], Vec::new(), &vector_of),
             docs,
             terms,
             stems,
             tags,
-            vector_model,
-            dimensions,
+            vector_model: String::new(),
+            dimensions: 0,
             vector_of,
-            norms: norms_of(&vectors, dimensions),
-            vectors,
+            norms: Vec::new(),
+            vectors: Vec::new(),
             total_length,
         })
     }
@@ -432,8 +766,11 @@ pub struct Encoded {
     pub vectors: Option<Vec<u8>>,
 }
 
-/// First bytes of a segment's vector block.
-const VECTORS_MAGIC: &[u8; 8] = b"WOPVEC\x00\x01";
+/// First bytes of a segment's vector block. Version 2: a directory, then the vectors list by
+/// list, each with its own digest (an approximate index's lists are read by byte range).
+const VECTORS_MAGIC: &[u8; 8] = b"WOPVEC\x00\x02";
+/// Version 1: one sealed block, every vector in document order (still read).
+const VECTORS_MAGIC_1: &[u8; 8] = b"WOPVEC\x00\x01";
 
 type Vectors = (String, u32, Vec<Option<u32>>, Vec<f32>);
 
@@ -456,9 +793,59 @@ fn unsealed(bytes: &[u8]) -> Result<&[u8], SegmentError> {
     Ok(body)
 }
 
-fn decode_vectors(block: &[u8], text_digest: &[u8], docs: usize) -> Result<Vectors, SegmentError> {
+fn floats(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+/// The lists of an approximate index: centroids trained on the vectors, each vector in the
+/// list of its nearest centroid, slots renumbered list by list (documents in order within a
+/// list).
+fn grouped(
+    vectors: &[f32],
+    d: usize,
+    count: usize,
+    vector_of: Vec<Option<u32>>,
+) -> (VectorLists, Vec<Option<u32>>, Vec<f32>) {
+    let centroids = ivf::train(vectors, d, count);
+    let list_of: Vec<usize> = vectors
+        .chunks_exact(d)
+        .map(|v| ivf::nearest(&centroids, d, v))
+        .collect();
+    let mut starts = vec![0u32; count + 1];
+    for &l in &list_of {
+        starts[l + 1] += 1;
+    }
+    for l in 0..count {
+        starts[l + 1] += starts[l];
+    }
+    let mut next: Vec<u32> = starts[..count].to_vec();
+    let mut slot_of_old = vec![0u32; list_of.len()];
+    for (old, &l) in list_of.iter().enumerate() {
+        slot_of_old[old] = next[l];
+        next[l] += 1;
+    }
+    let mut grouped = vec![0f32; vectors.len()];
+    for (old, &slot) in slot_of_old.iter().enumerate() {
+        grouped[slot as usize * d..(slot as usize + 1) * d]
+            .copy_from_slice(&vectors[old * d..(old + 1) * d]);
+    }
+    let vector_of: Vec<Option<u32>> = vector_of
+        .into_iter()
+        .map(|v| v.map(|old| slot_of_old[old as usize]))
+        .collect();
+    (
+        VectorLists::whole(starts, centroids, &vector_of),
+        vector_of,
+        grouped,
+    )
+}
+
+fn decode_vectors_1(block: &[u8], text_digest: &[u8], docs: usize) -> Result<Vectors, SegmentError> {
     let mut r = Reader::new(unsealed(block)?);
-    if r.bytes(VECTORS_MAGIC.len())? != VECTORS_MAGIC {
+    if r.bytes(VECTORS_MAGIC_1.len())? != VECTORS_MAGIC_1 {
         return Err(SegmentError::Corrupt("not a vector block of this version"));
     }
     if r.bytes(32)? != text_digest {

@@ -42,8 +42,54 @@ pub fn vocabulary(rng: &mut Rng, n: usize) -> Vec<String> {
     words
 }
 
+/// Topics of the generated vectors: an entry's vector is its topic's centre plus noise, as
+/// embeddings of real text gather by subject (vectors drawn uniformly would have no nearest
+/// neighbours to speak of, the worst case of any approximate index).
+pub const VECTOR_TOPICS: usize = 1_000;
+
+/// The generated vectors: per topic a centre, uniform in [-1, 1] per dimension; a vector is a
+/// centre (topics Zipf-distributed) plus uniform noise of `NOISE` times that amplitude.
+pub struct Vectors {
+    centres: Vec<Vec<f32>>,
+    rng: Rng,
+}
+
+const NOISE: f32 = 0.8;
+
+impl Vectors {
+    pub fn new(dims: usize, seed: u64) -> Self {
+        let mut rng = Rng(seed ^ 0x7EC7_0125 | 1);
+        let centres = (0..VECTOR_TOPICS)
+            .map(|_| (0..dims).map(|_| unit_noise(&mut rng)).collect())
+            .collect();
+        Vectors { centres, rng }
+    }
+
+    pub fn next(&mut self) -> Vec<f32> {
+        let topic = self.rng.zipf(VECTOR_TOPICS);
+        let rng = &mut self.rng;
+        self.centres[topic]
+            .iter()
+            .map(|c| c + NOISE * unit_noise(rng))
+            .collect()
+    }
+}
+
+fn unit_noise(rng: &mut Rng) -> f32 {
+    (rng.below(2001) as f32 - 1000.0) / 1000.0
+}
+
+/// Query vectors for a corpus of `generate(_, dims, seed)`: drawn like its entries' (a topic's
+/// centre plus noise), from a stream of their own.
+pub fn query_vectors(count: usize, dims: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut vectors = Vectors::new(dims, seed);
+    vectors.rng = Rng(seed ^ 0x0E1E_5EED | 1);
+    (0..count).map(|_| vectors.next()).collect()
+}
+
 pub fn generate(n: usize, dims: usize, seed: u64) -> (Vec<Entry>, Vec<String>) {
     let mut rng = Rng(seed);
+    let mut vectors = Vectors::new(dims, seed);
     let words = vocabulary(&mut rng, 30_000);
     const COMMON: &[&str] = &["the", "customer", "asked", "about", "and", "for", "with", "order"];
     let entries = (0..n)
@@ -58,11 +104,7 @@ pub fn generate(n: usize, dims: usize, seed: u64) -> (Vec<Entry>, Vec<String>) {
                     }
                 })
                 .collect();
-            let vector = (dims > 0).then(|| {
-                (0..dims)
-                    .map(|_| (rng.below(2001) as f32 - 1000.0) / 1000.0)
-                    .collect()
-            });
+            let vector = (dims > 0).then(|| vectors.next());
             Entry {
                 id: format!("01K{:023}", i),
                 content: content.join(" "),

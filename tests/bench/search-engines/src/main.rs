@@ -17,7 +17,7 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use search_engines_bench::{generate, row, rss_mib, Entry, NOW, SEGMENT_DOCS};
+use search_engines_bench::{generate, query_vectors, row, rss_mib, Entry, NOW, SEGMENT_DOCS};
 use search_index::{indexed_doc, Segment, TagQuery, TailDoc, View};
 use text_search::{searchable_text, Analyzer, Document, Ranking, TermCache};
 
@@ -27,6 +27,12 @@ struct Sizes {
     scan_queries_at_1m: usize,
     /// `--scan off`: the index and tantivy alone (no full scan, so no parity check).
     scan: bool,
+    /// `--segment-docs`: documents per segment (the first pass builds one segment of the whole
+    /// ref; merges keep at most a few).
+    segment_docs: usize,
+    /// `--probes 4,8,16`: the lists a semantic or hybrid query reads, measured against the
+    /// exact scan of the same segments (segments past the approximate index's threshold only).
+    probes: Vec<usize>,
 }
 
 fn args() -> Sizes {
@@ -35,6 +41,8 @@ fn args() -> Sizes {
         dims: 384,
         scan_queries_at_1m: 3,
         scan: true,
+        segment_docs: SEGMENT_DOCS,
+        probes: vec![4, 8, 16, 32, 64],
     };
     let argv: Vec<String> = std::env::args().collect();
     for pair in argv[1..].chunks(2) {
@@ -44,8 +52,12 @@ fn args() -> Sizes {
             }
             ("--dims", Some(v)) => sizes.dims = v.parse().unwrap_or(384),
             ("--scan", Some(v)) => sizes.scan = v != "off",
+            ("--segment-docs", Some(v)) => sizes.segment_docs = v.parse().unwrap_or(SEGMENT_DOCS),
+            ("--probes", Some(v)) => {
+                sizes.probes = v.split(',').filter_map(|s| s.parse().ok()).collect()
+            }
             _ => {
-                eprintln!("usage: search-engines-bench [--sizes 10000,100000,1000000] [--dims 384] [--scan off]");
+                eprintln!("usage: search-engines-bench [--sizes 10000,100000,1000000] [--dims 384] [--scan off] [--segment-docs 100000] [--probes 4,8,16,32,64]");
                 std::process::exit(2);
             }
         }
@@ -67,14 +79,14 @@ fn run(n: usize, sizes: &Sizes) {
     let (entries, queries) = generate(n, sizes.dims, 0x5EED ^ n as u64);
     let stem = Analyzer::new(true);
     let model = "bench-model";
-    let query_vector: Vec<f32> = (0..sizes.dims).map(|i| ((i * 37 % 101) as f32 - 50.0) / 50.0).collect();
+    let query_vectors = query_vectors(queries.len(), sizes.dims, 0x5EED ^ n as u64);
 
     // --- the index: segments of SEGMENT_DOCS, the newest 1% as tail.
     let tail_len = n / 100;
     let indexed = n - tail_len;
     let started = Instant::now();
     let segments: Vec<Segment> = entries[..indexed]
-        .chunks(SEGMENT_DOCS)
+        .chunks(sizes.segment_docs)
         .map(|chunk| {
             let docs = chunk
                 .iter()
@@ -115,15 +127,16 @@ fn run(n: usize, sizes: &Sizes) {
         tail: &tail,
         now_ms: NOW,
     };
-    let modes: Vec<(&str, Ranking<'_>)> = if sizes.dims > 0 {
-        vec![
-            ("text", Ranking::Text),
-            ("semantic", Ranking::Semantic(&query_vector)),
-            ("hybrid", Ranking::Hybrid(&query_vector)),
-        ]
-    } else {
-        vec![("text", Ranking::Text)]
+    // Each mode's ranking of query `i` (its own query vector).
+    let mode_names: &[&str] = if sizes.dims > 0 { &["text", "semantic", "hybrid"] } else { &["text"] };
+    let ranking_of = |mode: &str, i: usize| -> Ranking<'_> {
+        match mode {
+            "semantic" => Ranking::Semantic(&query_vectors[i]),
+            "hybrid" => Ranking::Hybrid(&query_vectors[i]),
+            _ => Ranking::Text,
+        }
     };
+    let approximate = segments.iter().any(Segment::is_approximate);
 
     // --- the full scan over the same live entries (the reference answers).
     let texts: Vec<String> = entries
@@ -144,11 +157,12 @@ fn run(n: usize, sizes: &Sizes) {
         queries.len().min(24)
     };
     let scan_cache = TermCache::default();
-    for (mode, ranking) in &modes {
+    for &mode in mode_names {
         let mut warm = Vec::new();
         let mut cold = Vec::new();
         let mut agree = 0usize;
-        for q in &queries[..scan_queries] {
+        for (i, q) in queries[..scan_queries].iter().enumerate() {
+            let ranking = &ranking_of(mode, i);
             let t = Instant::now();
             let want = text_search::search(&stem, &TermCache::with_budget(0), &documents, &vectors, q, *ranking, 10);
             cold.push(t.elapsed());
@@ -156,7 +170,8 @@ fn run(n: usize, sizes: &Sizes) {
             let again = text_search::search(&stem, &scan_cache, &documents, &vectors, q, *ranking, 10);
             warm.push(t.elapsed());
             assert_eq!(want, again);
-            let hits = search_index::search(&view, &no_tags, &stem, &cache, q, *ranking, model, 10);
+            // The exact path of the index (every list read) is the scan's answer bit for bit.
+            let hits = search_index::search_probing(&view, &no_tags, &stem, &cache, q, *ranking, model, 10, usize::MAX).0;
             let got: Vec<(&str, u64)> = hits.iter().map(|h| (h.id, h.score.to_bits())).collect();
             let want: Vec<(&str, u64)> = want.iter().map(|h| (documents[h.index].id, h.score.to_bits())).collect();
             assert_eq!(got, want, "the index ranks as the scan ({mode}, {q:?})");
@@ -169,34 +184,69 @@ fn run(n: usize, sizes: &Sizes) {
         row("scan (cold)", mode, &mut cold, "every entry analysed");
     }
 
-    for (mode, ranking) in &modes {
+    let default_probes = search_index::Ann::default().probes;
+    for &mode in mode_names {
         let mut warm = Vec::new();
-        for q in &queries {
+        let mut exact_top: Vec<Vec<&str>> = Vec::new();
+        for (i, q) in queries.iter().enumerate() {
             let t = Instant::now();
-            let _ = search_index::search(&view, &no_tags, &stem, &cache, q, *ranking, model, 10);
+            let hits = search_index::search_probing(&view, &no_tags, &stem, &cache, q, ranking_of(mode, i), model, 10, usize::MAX).0;
             warm.push(t.elapsed());
+            exact_top.push(hits.iter().map(|h| h.id).collect());
         }
-        row("index (warm)", mode, &mut warm, &format!("{} segments + {} tail; build {:.1} s", segments.len(), tail_len, build.as_secs_f64()));
+        let what = if approximate && mode != "text" { "index exact (warm)" } else { "index (warm)" };
+        row(what, mode, &mut warm, &format!("{} segments + {} tail; build {:.1} s", segments.len(), tail_len, build.as_secs_f64()));
+        if approximate && mode != "text" {
+            for &probes in &sizes.probes {
+                let mut warm = Vec::new();
+                let (mut found, mut wanted) = (0usize, 0usize);
+                for (i, q) in queries.iter().enumerate() {
+                    let t = Instant::now();
+                    let hits = search_index::search_probing(&view, &no_tags, &stem, &cache, q, ranking_of(mode, i), model, 10, probes).0;
+                    warm.push(t.elapsed());
+                    found += hits.iter().filter(|h| exact_top[i].contains(&h.id)).count();
+                    wanted += exact_top[i].len();
+                }
+                let recall = found as f64 / wanted.max(1) as f64;
+                row(&format!("index ANN {probes} lists (warm)"), mode, &mut warm, &format!("recall@10 vs exact {recall:.3} ({} queries)", queries.len()));
+            }
+        }
         let mut cold = Vec::new();
-        for q in queries.iter().take(8) {
+        let mut fetched = 0usize;
+        for (i, q) in queries.iter().take(8).enumerate() {
+            let ranking = ranking_of(mode, i);
+            fetched = 0;
             let t = Instant::now();
             let decoded: Vec<Segment> = bytes
                 .iter()
                 .map(|b| {
-                    let vectors = match ranking {
-                        Ranking::Text => None,
-                        _ => b.vectors.as_deref(),
-                    };
-                    Segment::decode(&b.text, vectors).expect("decodes")
+                    fetched += b.text.len();
+                    match (ranking, b.vectors.as_deref()) {
+                        (Ranking::Semantic(v) | Ranking::Hybrid(v), Some(block)) => {
+                            // What a cold function fetches by byte range: the text part, the
+                            // vector block's directory, the lists the query probes.
+                            let head = Segment::vector_head_len(block).expect("head") as usize;
+                            let mut s = Segment::decode_head(&b.text, &block[..head]).expect("decodes");
+                            fetched += head;
+                            for list in s.probe(v, default_probes) {
+                                let r = s.list_range(list);
+                                let r = r.start as usize..r.end as usize;
+                                fetched += r.len();
+                                s.load_list(list, &block[r]).expect("list verifies");
+                            }
+                            s
+                        }
+                        _ => Segment::decode(&b.text, None).expect("decodes"),
+                    }
                 })
                 .collect();
             let refs: Vec<&Segment> = decoded.iter().collect();
             let view = View { segments: &refs, ..view };
-            let _ = search_index::search(&view, &no_tags, &stem, &TermCache::with_budget(0), q, *ranking, model, 10);
+            let _ = search_index::search(&view, &no_tags, &stem, &TermCache::with_budget(0), q, ranking, model, 10);
             cold.push(t.elapsed());
         }
-        let fetched = text_bytes + if *mode == "text" { 0 } else { vector_bytes };
-        row("index (cold)", mode, &mut cold, &format!("decodes {:.1} MiB of segments", fetched as f64 / 1048576.0));
+        let all = text_bytes + if mode == "text" { 0 } else { vector_bytes };
+        row("index (cold)", mode, &mut cold, &format!("decodes {:.1} of {:.1} MiB of segments", fetched as f64 / 1048576.0, all as f64 / 1048576.0));
     }
 
     tantivy_engine::run(&entries, &queries, &stem, &documents);
