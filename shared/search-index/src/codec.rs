@@ -51,6 +51,11 @@ impl Writer {
         self.str(&s[shared..]);
     }
 
+    /// Bytes written so far.
+    pub fn len(&self) -> usize {
+        self.out.len()
+    }
+
     pub fn finish(self) -> Vec<u8> {
         self.out
     }

@@ -64,7 +64,8 @@ pub fn search_counting<'a>(
     model: &str,
     limit: usize,
 ) -> (Vec<TextHit<'a>>, usize) {
-    let probes = Ann::default().probes;
+    let lists = view.segments.iter().map(|s| s.list_count()).max();
+    let probes = Ann::default().probes_for(lists.unwrap_or(0));
     search_probing(view, tags, analyzer, cache, query, ranking, model, limit, probes)
 }
 

@@ -27,8 +27,11 @@ use crate::SegmentError;
 
 /// First bytes of every segment: the format and its version. Version 2: terms of the analyzer
 /// that drops stop words and indexes identifier parts, lengths by BM25's rule; a version-1
-/// segment would rank otherwise, so it is refused like a corrupt one and rebuilt.
-const MAGIC: &[u8; 8] = b"WOPSEG\x00\x02";
+/// segment would rank otherwise, so it is refused like a corrupt one and rebuilt. Version 3:
+/// each term's postings list has its byte length in the term directory, so a read decodes the
+/// directory and leaves the lists as bytes until a query names their term; a version-2
+/// segment is refused and rebuilt the same way.
+const MAGIC: &[u8; 8] = b"WOPSEG\x00\x03";
 
 /// What a segment is built from: one live entry, analysed without stemming.
 #[derive(Clone, Debug, PartialEq)]
@@ -124,6 +127,8 @@ struct VectorLists {
     digests: Vec<[u8; 32]>,
     /// Where the lists' bytes begin in the vector block.
     lists_at: u64,
+    /// Every list loaded, in slot order: a slot is its row of `vectors`.
+    whole: bool,
 }
 
 impl VectorLists {
@@ -148,6 +153,7 @@ impl VectorLists {
             loaded_at,
             digests: Vec::new(),
             lists_at: 0,
+            whole: true,
         }
     }
 }
@@ -162,11 +168,117 @@ fn doc_of_slot(vector_of: &[Option<u32>], slots: u32) -> Vec<u32> {
     out
 }
 
+/// The terms and their postings, each list kept in its byte form (delta-coded varints) and
+/// decoded when a query reads that term: a cold query over a million documents decodes the
+/// term directory and its own terms' lists, not tens of millions of postings, and a warm
+/// function holds a few bytes a posting instead of eight.
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+struct TermPostings {
+    keys: Vec<Box<str>>,
+    /// Per term, its number of postings.
+    counts: Vec<u32>,
+    /// Term `i`'s list is `bytes[offsets[i]..offsets[i + 1]]`.
+    offsets: Vec<usize>,
+    bytes: Vec<u8>,
+    /// Documents of the segment: a posting naming another is never answered.
+    docs: u32,
+}
+
+impl TermPostings {
+    fn from_map(map: BTreeMap<String, Vec<Posting>>, docs: u32) -> Self {
+        let mut out = TermPostings {
+            docs,
+            offsets: vec![0],
+            ..TermPostings::default()
+        };
+        let mut w = Writer::default();
+        for (key, list) in map {
+            let mut previous = 0u32;
+            for p in &list {
+                w.uint(u64::from(p.doc - previous));
+                w.uint(u64::from(p.tf));
+                previous = p.doc;
+            }
+            out.keys.push(key.into_boxed_str());
+            out.counts.push(list.len() as u32);
+            out.offsets.push(w.len());
+        }
+        out.bytes = w.finish();
+        out
+    }
+
+    fn find(&self, key: &str) -> Option<usize> {
+        self.keys.binary_search_by(|k| (**k).cmp(key)).ok()
+    }
+
+    /// Term `i`'s postings. The bytes were verified with the segment's digest, so they are the
+    /// encoder's; a list that would not decode (never written so) ends where it stops decoding.
+    fn at(&self, i: usize) -> Vec<Posting> {
+        let mut r = Reader::new(&self.bytes[self.offsets[i]..self.offsets[i + 1]]);
+        let mut out = Vec::with_capacity(self.counts[i] as usize);
+        let mut previous = 0u32;
+        for _ in 0..self.counts[i] {
+            let (Ok(delta), Ok(tf)) = (r.u32(), r.u32()) else {
+                break;
+            };
+            match previous.checked_add(delta).filter(|d| *d < self.docs) {
+                Some(doc) => {
+                    out.push(Posting { doc, tf });
+                    previous = doc;
+                }
+                None => break,
+            }
+        }
+        out
+    }
+
+    fn encode(&self, w: &mut Writer) {
+        w.uint(self.keys.len() as u64);
+        let mut previous = "";
+        for (i, key) in self.keys.iter().enumerate() {
+            w.shared_prefix_str(previous, key);
+            previous = key;
+            w.uint(u64::from(self.counts[i]));
+            w.uint((self.offsets[i + 1] - self.offsets[i]) as u64);
+        }
+        w.bytes(&self.bytes);
+    }
+
+    fn decode(r: &mut Reader<'_>, docs: u32) -> Result<Self, SegmentError> {
+        let n = r.count()?;
+        let mut out = TermPostings {
+            docs,
+            keys: Vec::with_capacity(n),
+            counts: Vec::with_capacity(n),
+            offsets: Vec::with_capacity(n + 1),
+            bytes: Vec::new(),
+        };
+        out.offsets.push(0);
+        let mut previous = String::new();
+        let mut end = 0usize;
+        for _ in 0..n {
+            let key = r.shared_prefix_str(&previous)?;
+            if !out.keys.is_empty() && key.as_str() <= previous.as_str() {
+                return Err(SegmentError::Corrupt("keys out of order"));
+            }
+            previous.clone_from(&key);
+            out.keys.push(key.into_boxed_str());
+            out.counts.push(r.u32()?);
+            end = end
+                .checked_add(r.count()?)
+                .ok_or(SegmentError::Corrupt("postings"))?;
+            out.offsets.push(end);
+        }
+        out.bytes = r.bytes(end)?.to_vec();
+        Ok(out)
+    }
+}
+
 /// An immutable segment, decoded.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Segment {
     docs: Vec<DocMeta>,
-    terms: Lists<Posting>,
+    terms: TermPostings,
     /// Stem -> ids of the terms (positions in `terms`) that stem to it.
     stems: Lists<u32>,
     tags: Lists<u32>,
@@ -270,7 +382,7 @@ impl Segment {
         } else {
             lists
         };
-        let terms = Lists::from_map(terms);
+        let terms = TermPostings::from_map(terms, docs.len() as u32);
         let mut stems: BTreeMap<String, Vec<u32>> = BTreeMap::new();
         for (i, term) in terms.keys.iter().enumerate() {
             if let Some(stem) = analyzer.stem_term(term) {
@@ -325,16 +437,16 @@ impl Segment {
         if !stemmed || !is_stemmable(term) {
             // Unstemmed, or a term the analyzer never stems (a number, a CJK bigram, a word
             // with other letters): the documents hold it as it is.
-            return self.terms.get(term).to_vec();
+            return self.terms.find(term).map_or_else(Vec::new, |i| self.terms.at(i));
         }
         let group = self.stems.get(term);
         if let [only] = group {
             // Most stems have one surface form here: its postings are already the answer.
-            return self.terms.at(*only as usize).to_vec();
+            return self.terms.at(*only as usize);
         }
         let mut all: Vec<Posting> = group
             .iter()
-            .flat_map(|&t| self.terms.at(t as usize).iter().copied())
+            .flat_map(|&t| self.terms.at(t as usize))
             .collect();
         all.sort_unstable_by_key(|p| p.doc);
         let mut merged: Vec<Posting> = Vec::with_capacity(all.len());
@@ -348,7 +460,7 @@ impl Segment {
     }
 
     /// Every term with its postings, in term order (merging reads them all).
-    pub fn all_postings(&self) -> impl Iterator<Item = (&str, &[Posting])> {
+    pub fn all_postings(&self) -> impl Iterator<Item = (&str, Vec<Posting>)> {
         (0..self.terms.keys.len()).map(|i| (&*self.terms.keys[i], self.terms.at(i)))
     }
 
@@ -395,6 +507,9 @@ impl Segment {
     /// The row of `vectors` holding `slot`, when its list is loaded.
     fn row_of(&self, slot: u32) -> Option<usize> {
         let lists = &self.lists;
+        if lists.whole {
+            return Some(slot as usize);
+        }
         let list = if lists.count() == 1 {
             0
         } else {
@@ -402,6 +517,11 @@ impl Segment {
         };
         let base = (*lists.loaded_at.get(list)?)?;
         Some((base + slot - lists.starts[list]) as usize)
+    }
+
+    /// The number of vector lists (1 for an exact segment, 0 without vectors).
+    pub fn list_count(&self) -> usize {
+        self.lists.count()
     }
 
     /// Whether the segment compares a query with centroids first (it holds lists).
@@ -492,11 +612,7 @@ impl Segment {
             }
             w.uint(u64::from(d.length));
         }
-        encode_lists(&mut w, &self.terms, |w, p: &Posting, previous: &mut u32| {
-            w.uint(u64::from(p.doc - *previous));
-            w.uint(u64::from(p.tf));
-            *previous = p.doc;
-        });
+        self.terms.encode(&mut w);
         encode_lists(&mut w, &self.stems, |w, t: &u32, _| w.uint(u64::from(*t)));
         encode_lists(&mut w, &self.tags, |w, d: &u32, previous: &mut u32| {
             w.uint(u64::from(*d - *previous));
@@ -588,6 +704,7 @@ impl Segment {
         // Read whole: nothing is left to load by range.
         segment.lists.digests = Vec::new();
         segment.lists.lists_at = 0;
+        segment.lists.whole = true;
         Ok(segment)
     }
 
@@ -678,6 +795,7 @@ impl Segment {
             starts,
             digests,
             lists_at: head,
+            whole: false,
         };
         self.vector_model = model;
         self.dimensions = dimensions;
@@ -715,14 +833,7 @@ impl Segment {
             });
         }
         let doc_count = docs.len() as u32;
-        let terms = decode_lists(&mut r, |r, previous: &mut u32| {
-            let doc = previous
-                .checked_add(r.u32()?)
-                .filter(|d| *d < doc_count)
-                .ok_or(SegmentError::Corrupt("posting"))?;
-            *previous = doc;
-            Ok(Posting { doc, tf: r.u32()? })
-        })?;
+        let terms = TermPostings::decode(&mut r, doc_count)?;
         let term_count = terms.keys.len() as u32;
         let stems = decode_lists(&mut r, |r, _| {
             let t = r.u32()?;

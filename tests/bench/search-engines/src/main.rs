@@ -184,7 +184,6 @@ fn run(n: usize, sizes: &Sizes) {
         row("scan (cold)", mode, &mut cold, "every entry analysed");
     }
 
-    let default_probes = search_index::Ann::default().probes;
     for &mode in mode_names {
         let mut warm = Vec::new();
         let mut exact_top: Vec<Vec<&str>> = Vec::new();
@@ -228,7 +227,8 @@ fn run(n: usize, sizes: &Sizes) {
                             let head = Segment::vector_head_len(block).expect("head") as usize;
                             let mut s = Segment::decode_head(&b.text, &block[..head]).expect("decodes");
                             fetched += head;
-                            for list in s.probe(v, default_probes) {
+                            let probes = search_index::Ann::default().probes_for(s.list_count());
+                            for list in s.probe(v, probes) {
                                 let r = s.list_range(list);
                                 let r = r.start as usize..r.end as usize;
                                 fetched += r.len();
