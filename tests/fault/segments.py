@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 
-MAGIC = b"WOPSEG\x00\x02"
+MAGIC = b"WOPSEG\x00\x03"
 
 
 class Unreadable(ValueError):
@@ -63,6 +63,24 @@ def _lists(r: _Reader, items_per_entry: int) -> list[str]:
     return keys
 
 
+def _term_directory(r: _Reader) -> list[str]:
+    """The terms, then past their postings: each key with its list's count and byte length,
+    the lists' bytes after the directory."""
+    keys: list[str] = []
+    previous = ""
+    length = 0
+    for _ in range(r.uint()):
+        key = r.shared(previous)
+        previous = key
+        keys.append(key)
+        r.uint()
+        length += r.uint()
+    if r.at + length > len(r.body):
+        raise Unreadable("truncated postings")
+    r.at += length
+    return keys
+
+
 def read(blob: bytes) -> dict[str, list[str]]:
     """`{"ids": [...], "terms": [...], "tags": [...]}` of one segment's text part."""
     if len(blob) < len(MAGIC) + 32 or hashlib.sha256(blob[:-32]).digest() != blob[-32:]:
@@ -81,7 +99,7 @@ def read(blob: bytes) -> dict[str, list[str]]:
         if r.uint():
             r.int()
         r.uint()
-    terms = _lists(r, 2)   # postings: doc delta, frequency
+    terms = _term_directory(r)
     _lists(r, 1)           # stem groups: term positions
     tags = _lists(r, 1)    # tag postings: doc deltas
     return {"ids": ids, "terms": terms, "tags": tags}
@@ -113,7 +131,14 @@ def encode(ids: list[str], terms: list[str], tags: list[str]) -> bytes:
     for i in ids:
         body += _shared(previous, i) + _uint(0) + _uint(0) + _uint(1)
         previous = i
-    for keys, items in ((terms, [0, 1]), ([], []), (tags, [0])):
+    body += _uint(len(terms))
+    previous = ""
+    for k in terms:
+        # One posting (document 0, frequency 1): two bytes.
+        body += _shared(previous, k) + _uint(1) + _uint(2)
+        previous = k
+    body += b"".join(_uint(0) + _uint(1) for _ in terms)
+    for keys, items in (([], []), (tags, [0])):
         body += _uint(len(keys))
         previous = ""
         for k in keys:

@@ -73,7 +73,10 @@ pub(crate) fn train(vectors: &[f32], d: usize, lists: usize) -> Vec<f32> {
     // Seeds: farthest first (each next seed the sample vector least similar to its nearest
     // seed so far), so that seeds spread over the clusters whatever order the vectors came in.
     let mut centroids: Vec<f32> = sample[..d].to_vec();
-    let mut closest: Vec<f32> = sample.chunks_exact(d).map(|v| dot(v, &sample[..d])).collect();
+    let mut closest: Vec<f32> = sample
+        .chunks_exact(d)
+        .map(|v| dot(v, &sample[..d]))
+        .collect();
     while centroids.len() < lists * d {
         let far = (0..m)
             .min_by(|&a, &b| closest[a].total_cmp(&closest[b]))
@@ -189,14 +192,23 @@ mod tests {
             .map(|v| nearest(&centroids, d, v))
             .collect();
         for axis in 0..4 {
-            let mine: Vec<usize> = (0..400).filter(|i| i % 4 == axis).map(|i| lists[i]).collect();
-            assert!(mine.iter().all(|&l| l == mine[0]), "a cluster split: {mine:?}");
+            let mine: Vec<usize> = (0..400)
+                .filter(|i| i % 4 == axis)
+                .map(|i| lists[i])
+                .collect();
+            assert!(
+                mine.iter().all(|&l| l == mine[0]),
+                "a cluster split: {mine:?}"
+            );
         }
         let mut distinct: Vec<usize> = (0..4).map(|a| lists[a]).collect();
         distinct.sort_unstable();
         distinct.dedup();
         assert_eq!(distinct.len(), 4, "two clusters share a list");
-        assert_eq!(probe(&centroids, d, &[0.0, 0.0, 1.0, 0.0], 1), vec![lists[2]]);
+        assert_eq!(
+            probe(&centroids, d, &[0.0, 0.0, 1.0, 0.0], 1),
+            vec![lists[2]]
+        );
         assert_eq!(probe(&centroids, d, &[0.0, 0.0, 1.0, 0.0], 9).len(), 4);
     }
 

@@ -66,7 +66,9 @@ pub fn search_counting<'a>(
 ) -> (Vec<TextHit<'a>>, usize) {
     let lists = view.segments.iter().map(|s| s.list_count()).max();
     let probes = Ann::default().probes_for(lists.unwrap_or(0));
-    search_probing(view, tags, analyzer, cache, query, ranking, model, limit, probes)
+    search_probing(
+        view, tags, analyzer, cache, query, ranking, model, limit, probes,
+    )
 }
 
 /// [`search_counting`] reading `probes` lists of each segment that has an approximate index

@@ -22,7 +22,14 @@ pub fn merge(
     vector_model: &str,
     analyzer: &Analyzer,
 ) -> Segment {
-    merge_with(segments, keep, extra, vector_model, analyzer, &Ann::default())
+    merge_with(
+        segments,
+        keep,
+        extra,
+        vector_model,
+        analyzer,
+        &Ann::default(),
+    )
 }
 
 /// [`merge`], building the result's approximate index as `ann` says. The lists and their

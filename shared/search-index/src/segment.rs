@@ -437,7 +437,10 @@ impl Segment {
         if !stemmed || !is_stemmable(term) {
             // Unstemmed, or a term the analyzer never stems (a number, a CJK bigram, a word
             // with other letters): the documents hold it as it is.
-            return self.terms.find(term).map_or_else(Vec::new, |i| self.terms.at(i));
+            return self
+                .terms
+                .find(term)
+                .map_or_else(Vec::new, |i| self.terms.at(i));
         }
         let group = self.stems.get(term);
         if let [only] = group {
@@ -501,7 +504,11 @@ impl Segment {
 
     /// Whether document `doc` has a vector (loaded or not).
     pub fn has_vector(&self, doc: u32) -> bool {
-        self.vector_of.get(doc as usize).copied().flatten().is_some()
+        self.vector_of
+            .get(doc as usize)
+            .copied()
+            .flatten()
+            .is_some()
     }
 
     /// The row of `vectors` holding `slot`, when its list is loaded.
@@ -513,7 +520,10 @@ impl Segment {
         let list = if lists.count() == 1 {
             0
         } else {
-            lists.starts.partition_point(|&s| s <= slot).checked_sub(1)?
+            lists
+                .starts
+                .partition_point(|&s| s <= slot)
+                .checked_sub(1)?
         };
         let base = (*lists.loaded_at.get(list)?)?;
         Some((base + slot - lists.starts[list]) as usize)
@@ -557,7 +567,8 @@ impl Segment {
     pub fn list_range(&self, list: usize) -> std::ops::Range<u64> {
         let width = u64::from(self.dimensions) * 4;
         let slots = self.lists.slots(list);
-        self.lists.lists_at + slots.start as u64 * width..self.lists.lists_at + slots.end as u64 * width
+        self.lists.lists_at + slots.start as u64 * width
+            ..self.lists.lists_at + slots.end as u64 * width
     }
 
     /// Adds list `list`'s vectors from its bytes ([`Segment::list_range`]), checked against the
@@ -627,7 +638,10 @@ impl Segment {
     /// then each list's vectors, contiguous, each verified by the digest the directory lists.
     /// A segment read list by list needs only the directory and the lists it probes.
     fn encode_vectors(&self, text_digest: &[u8]) -> Vec<u8> {
-        debug_assert!(self.vectors_complete(), "a partly read segment is not re-encoded");
+        debug_assert!(
+            self.vectors_complete(),
+            "a partly read segment is not re-encoded"
+        );
         let d = self.dimensions as usize;
         let lists: Vec<Vec<u8>> = (0..self.lists.count())
             .map(|l| {
@@ -648,15 +662,16 @@ impl Segment {
             w.uint(v.map_or(0, |at| u64::from(at) + 1));
         }
         w.uint(self.lists.count() as u64);
-        for l in 0..self.lists.count() {
+        for (l, list) in lists.iter().enumerate() {
             w.uint(self.lists.slots(l).len() as u64);
-            w.bytes(&Sha256::digest(&lists[l]));
+            w.bytes(&Sha256::digest(list));
         }
         for x in &self.lists.centroids {
             w.bytes(&x.to_le_bytes());
         }
         let directory = sealed(w);
-        let mut block = Vec::with_capacity(16 + directory.len() + lists.iter().map(Vec::len).sum::<usize>());
+        let mut block =
+            Vec::with_capacity(16 + directory.len() + lists.iter().map(Vec::len).sum::<usize>());
         block.extend_from_slice(VECTORS_MAGIC);
         block.extend_from_slice(&(directory.len() as u64).to_le_bytes());
         block.extend_from_slice(&directory);
@@ -954,7 +969,11 @@ fn grouped(
     )
 }
 
-fn decode_vectors_1(block: &[u8], text_digest: &[u8], docs: usize) -> Result<Vectors, SegmentError> {
+fn decode_vectors_1(
+    block: &[u8],
+    text_digest: &[u8],
+    docs: usize,
+) -> Result<Vectors, SegmentError> {
     let mut r = Reader::new(unsealed(block)?);
     if r.bytes(VECTORS_MAGIC_1.len())? != VECTORS_MAGIC_1 {
         return Err(SegmentError::Corrupt("not a vector block of this version"));

@@ -154,7 +154,10 @@ fn a_segment_read_list_by_list_answers_as_one_read_whole() {
     let masked = HashSet::new();
     for q in &queries[..10] {
         let head = Segment::vector_head_len(block).expect("head") as usize;
-        assert!(head < block.len() / 4, "the directory is a small part of the block");
+        assert!(
+            head < block.len() / 4,
+            "the directory is a small part of the block"
+        );
         let mut partial = Segment::decode_head(&bytes.text, &block[..head]).expect("head decodes");
         let mut read = head;
         for list in partial.probe(q, ann().probes) {
@@ -164,7 +167,11 @@ fn a_segment_read_list_by_list_answers_as_one_read_whole() {
                 .load_list(list, &block[r.start as usize..r.end as usize])
                 .expect("list verifies");
         }
-        assert!(read < block.len() / 2, "read {read} of {} bytes", block.len());
+        assert!(
+            read < block.len() / 2,
+            "read {read} of {} bytes",
+            block.len()
+        );
         let (a, b) = ([&whole], [&partial]);
         for ranking in [Ranking::Semantic(q), Ranking::Hybrid(q)] {
             let full = search_probing(

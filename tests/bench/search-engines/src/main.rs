@@ -9,6 +9,12 @@
 //!   are identical), BM25 top 10, warm (searcher open) and cold (index opened from its files in a
 //!   temporary directory, as a function would after downloading them to /tmp).
 //!
+//! Segments past the approximate index's threshold (`--segment-docs` large enough) are also
+//! measured per number of lists read (`--probes`), with recall@10 against the exact scan of the
+//! same segments; a cold semantic or hybrid query reads the text part, the vector block's
+//! directory and the lists it probes, as a function would by byte range. Beside wall time, the
+//! index rows give the thread's CPU time, which a loaded machine inflates less.
+//!
 //! For each it prints p50 / p95 query time, build time, bytes a cold query fetches, and how far
 //! the top 10 agree with the full scan: the index must agree exactly (asserted: same ids, same
 //! scores); tantivy is compared on BM25 alone (it has no newer-first rule or fusion), as overlap
@@ -186,36 +192,44 @@ fn run(n: usize, sizes: &Sizes) {
 
     for &mode in mode_names {
         let mut warm = Vec::new();
+        let mut warm_cpu = Vec::new();
         let mut exact_top: Vec<Vec<&str>> = Vec::new();
         for (i, q) in queries.iter().enumerate() {
             let t = Instant::now();
+            let cpu = bench_support::thread_cpu().unwrap_or_default();
             let hits = search_index::search_probing(&view, &no_tags, &stem, &cache, q, ranking_of(mode, i), model, 10, usize::MAX).0;
             warm.push(t.elapsed());
+            warm_cpu.push(bench_support::thread_cpu().unwrap_or_default().saturating_sub(cpu));
             exact_top.push(hits.iter().map(|h| h.id).collect());
         }
         let what = if approximate && mode != "text" { "index exact (warm)" } else { "index (warm)" };
-        row(what, mode, &mut warm, &format!("{} segments + {} tail; build {:.1} s", segments.len(), tail_len, build.as_secs_f64()));
+        row(what, mode, &mut warm, &format!("{} segments + {} tail; build {:.1} s; CPU p50 {:.1} ms", segments.len(), tail_len, build.as_secs_f64(), search_engines_bench::percentile(&mut warm_cpu, 0.5)));
         if approximate && mode != "text" {
             for &probes in &sizes.probes {
                 let mut warm = Vec::new();
+                let mut warm_cpu = Vec::new();
                 let (mut found, mut wanted) = (0usize, 0usize);
                 for (i, q) in queries.iter().enumerate() {
                     let t = Instant::now();
+                    let cpu = bench_support::thread_cpu().unwrap_or_default();
                     let hits = search_index::search_probing(&view, &no_tags, &stem, &cache, q, ranking_of(mode, i), model, 10, probes).0;
                     warm.push(t.elapsed());
+                    warm_cpu.push(bench_support::thread_cpu().unwrap_or_default().saturating_sub(cpu));
                     found += hits.iter().filter(|h| exact_top[i].contains(&h.id)).count();
                     wanted += exact_top[i].len();
                 }
                 let recall = found as f64 / wanted.max(1) as f64;
-                row(&format!("index ANN {probes} lists (warm)"), mode, &mut warm, &format!("recall@10 vs exact {recall:.3} ({} queries)", queries.len()));
+                row(&format!("index ANN {probes} lists (warm)"), mode, &mut warm, &format!("recall@10 vs exact {recall:.3} ({} queries); CPU p50 {:.1} ms", queries.len(), search_engines_bench::percentile(&mut warm_cpu, 0.5)));
             }
         }
         let mut cold = Vec::new();
+        let (mut decode_cpu, mut query_cpu) = (Vec::new(), Vec::new());
         let mut fetched = 0usize;
         for (i, q) in queries.iter().take(8).enumerate() {
             let ranking = ranking_of(mode, i);
             fetched = 0;
             let t = Instant::now();
+            let cpu = bench_support::thread_cpu().unwrap_or_default();
             let decoded: Vec<Segment> = bytes
                 .iter()
                 .map(|b| {
@@ -240,13 +254,22 @@ fn run(n: usize, sizes: &Sizes) {
                     }
                 })
                 .collect();
+            let decoded_at = bench_support::thread_cpu().unwrap_or_default();
+            decode_cpu.push(decoded_at.saturating_sub(cpu));
             let refs: Vec<&Segment> = decoded.iter().collect();
             let view = View { segments: &refs, ..view };
             let _ = search_index::search(&view, &no_tags, &stem, &TermCache::with_budget(0), q, ranking, model, 10);
             cold.push(t.elapsed());
+            query_cpu.push(bench_support::thread_cpu().unwrap_or_default().saturating_sub(decoded_at));
         }
         let all = text_bytes + if mode == "text" { 0 } else { vector_bytes };
-        row("index (cold)", mode, &mut cold, &format!("decodes {:.1} of {:.1} MiB of segments", fetched as f64 / 1048576.0, all as f64 / 1048576.0));
+        row("index (cold)", mode, &mut cold, &format!(
+            "decodes {:.1} of {:.1} MiB of segments; CPU p50 decode {:.0} ms + query {:.0} ms",
+            fetched as f64 / 1048576.0,
+            all as f64 / 1048576.0,
+            search_engines_bench::percentile(&mut decode_cpu, 0.5),
+            search_engines_bench::percentile(&mut query_cpu, 0.5),
+        ));
     }
 
     tantivy_engine::run(&entries, &queries, &stem, &documents);
