@@ -72,8 +72,9 @@ pub fn search_counting<'a>(
 }
 
 /// [`search_counting`] reading `probes` lists of each segment that has an approximate index
-/// (the trade between recall and time the default [`Ann::probes`] settles; a segment without
-/// one is scanned exactly whatever `probes` says).
+/// (the trade between recall and time that [`Ann::probes_for`] settles by default; a segment
+/// without one is scanned exactly whatever `probes` says, and `usize::MAX` reads every list:
+/// the exact scan).
 #[allow(clippy::too_many_arguments)]
 pub fn search_probing<'a>(
     view: &View<'a>,

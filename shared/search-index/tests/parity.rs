@@ -242,8 +242,21 @@ fn over_index(
         now_ms: NOW,
     };
     let cache = TermCache::with_budget(0);
-    search_index::search(&view, tags, analyzer, &cache, query, ranking, MODEL, 10)
-        .into_iter()
+    let (hits, unembedded) =
+        search_index::search_counting(&view, tags, analyzer, &cache, query, ranking, MODEL, 10);
+    // What the answer reports as not yet embedded: the ranked live entries without a vector.
+    let want_unembedded = match ranking {
+        Ranking::Text => 0,
+        _ => s
+            .live
+            .iter()
+            .filter(|e| tags.all.iter().all(|t| e.tags.contains(t)))
+            .filter(|e| tags.any.is_empty() || tags.any.iter().any(|t| e.tags.contains(t)))
+            .filter(|e| e.vector.is_none())
+            .count(),
+    };
+    assert_eq!(unembedded, want_unembedded, "unembedded count");
+    hits.into_iter()
         .map(|h| (h.id.to_owned(), h.score.to_bits()))
         .collect()
 }
