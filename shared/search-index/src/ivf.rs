@@ -222,5 +222,8 @@ mod tests {
         assert_eq!(ann.lists_for(999), 1);
         assert_eq!(ann.lists_for(1_000), 10);
         assert_eq!(ann.lists_for(1_001), 11);
+        // At least `probes`, an eighth of the lists past that.
+        assert_eq!(ann.probes_for(10), 2);
+        assert_eq!(ann.probes_for(245), 31);
     }
 }
