@@ -180,6 +180,7 @@ impl<'a> Candidates<'a> {
             // search of the (few) ids, instead of hashing every document's id.
             let dead = Dead::of(si, segment, view, &tail_ids);
             let same_model = !model.is_empty() && segment.vector_model() == model;
+            let short = shortlist.of(si);
             let admitted: Box<dyn Iterator<Item = u32>> = if tags.is_open() {
                 Box::new(0..segment.docs().len() as u32)
             } else {
@@ -213,7 +214,7 @@ impl<'a> Candidates<'a> {
                 if !(same_model && segment.has_vector(doc)) {
                     out.unembedded += 1;
                 }
-                if shortlist.of(si).is_some_and(|s| !has(&s.ranked, doc)) {
+                if short.is_some_and(|s| !has(&s.ranked, doc)) {
                     positions[doc as usize] = ADMITTED;
                     continue;
                 }
