@@ -2,7 +2,8 @@
 //! a search through the index answers what the full scan of the same table answers (same ids,
 //! same scores, bit for bit) in every mode, after writes, deletes, expiries, vector backfills,
 //! folds and merges; duplicate passes install one manifest; forget leaves no object holding a
-//! forgotten entry's terms or id; a missing segment falls back to the scan and says so.
+//! forgotten entry's terms or id; a missing segment falls back to the scan and says so, and so
+//! does a changed byte in a segment's vectors for the queries that read them.
 
 mod common;
 
@@ -353,6 +354,57 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
     let report = s.pass().run(TENANT, REF).await.expect("pass");
     assert_eq!(report.status, "built");
     s.assert_parity("rebuilt").await;
+}
+
+#[tokio::test]
+async fn a_changed_byte_in_the_vectors_falls_back_for_the_queries_that_read_them() {
+    let s = Setup::new();
+    s.put(entries(25, 7), true).await;
+    s.pass().run(TENANT, REF).await.expect("pass");
+    let (segment, mut body) = s
+        .archive
+        .dump()
+        .into_iter()
+        .find(|(k, _)| !k.as_str().ends_with("manifest.json"))
+        .expect("a segment object");
+    // The last byte is in the vector block's last list: the text part still verifies.
+    let last = body.len() - 1;
+    body[last] ^= 1;
+    let etag = s
+        .archive
+        .get(&segment)
+        .await
+        .expect("get")
+        .expect("present")
+        .etag;
+    s.archive
+        .put_expecting(
+            memory_core::ports::ObjectPut {
+                key: &segment,
+                body,
+                kind: memory_core::ports::ObjectKind::Index,
+                content_type: "application/octet-stream",
+            },
+            memory_core::ports::Expect::ETag(etag),
+        )
+        .await
+        .expect("replace");
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        let scan = s.search_untagged(false, "invoice payment", mode).await;
+        let fallback = s.search_untagged(true, "invoice payment", mode).await;
+        assert_eq!(fallback.path, SearchPath::Fallback, "{mode:?}");
+        assert_eq!(fallback.results, scan.results);
+        assert_eq!(fallback.unembedded, scan.unembedded);
+    }
+    // A text query reads the text part alone, which is intact: the index still answers it.
+    let text = s
+        .search_untagged(true, "invoice payment", SearchMode::Text)
+        .await;
+    assert_eq!(text.path, SearchPath::Index);
+    let scan = s
+        .search_untagged(false, "invoice payment", SearchMode::Text)
+        .await;
+    assert_eq!(text.results, scan.results);
 }
 
 #[tokio::test]
