@@ -445,7 +445,10 @@ impl EntryStore for InMemoryEntryStore {
         if !completion_holds(&keys, completion) {
             return Err(StoreError::Conflict { op: "delete" });
         }
-        if let Some(gone) = refs.get_mut(&key.memory_ref).and_then(|m| m.remove(&key.id)) {
+        if let Some(gone) = refs
+            .get_mut(&key.memory_ref)
+            .and_then(|m| m.remove(&key.id))
+        {
             self.quota
                 .apply_unconditional(&stored_charges(&[], &[gone], None));
         }

@@ -114,11 +114,8 @@ impl QuotaStore for InMemoryEntryStore {
         let mut values = Vec::with_capacity(check.charges.len());
         let mut counters = self.quota.counters();
         for charge in &check.charges {
-            let value = QuotaState::apply_all(
-                &mut counters,
-                std::slice::from_ref(charge),
-                at_of(check),
-            )?;
+            let value =
+                QuotaState::apply_all(&mut counters, std::slice::from_ref(charge), at_of(check))?;
             values.extend(value);
         }
         Ok(values)

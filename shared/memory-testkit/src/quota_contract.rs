@@ -47,7 +47,10 @@ pub async fn overrides_replace_only_what_they_name<S: QuotaPorts>(store: Arc<S>)
     let (t, _) = fresh_ref("qlim");
     let before = store.limits(&t).await.expect("limits");
     store
-        .set_overrides(&t, &[(Quota::EntriesPerRef, 3), (Quota::WritesPerMinute, 0)])
+        .set_overrides(
+            &t,
+            &[(Quota::EntriesPerRef, 3), (Quota::WritesPerMinute, 0)],
+        )
         .await
         .expect("override");
     let after = store.limits(&t).await.expect("limits");
@@ -140,7 +143,13 @@ pub async fn deletes_and_rewrites_return_the_counters<S: QuotaPorts>(store: Arc<
     assert!(store.delete(&entries[0].key()).await.expect("delete"));
     assert_eq!(
         store
-            .delete_many(&[entries[1].key(), EntryKey { memory_ref: r.clone(), id: "absent".to_owned() }])
+            .delete_many(&[
+                entries[1].key(),
+                EntryKey {
+                    memory_ref: r.clone(),
+                    id: "absent".to_owned()
+                }
+            ])
             .await
             .expect("delete many"),
         1
