@@ -32,7 +32,9 @@ impl BedrockStandIn {
             .arg(&port_file)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
+            // One line per request (model, status, tokens); the test's assertions say what
+            // went wrong, so the lines are not kept.
+            .stderr(Stdio::null())
             .spawn()
             .unwrap_or_else(|e| panic!("{name} stand-in did not start: {e}"));
         let deadline = Instant::now() + Duration::from_secs(60);

@@ -662,18 +662,43 @@ async fn bedrock_tokens_per_day_stop_embeddings_and_the_embed_pass_defers() {
         (24, 0),
         "a refused embedding never refuses the put"
     );
+    // A call can also miss the write's 3 s embedding budget on a loaded machine (then it is
+    // neither admitted to the store nor charged): the bounds below hold whatever the load, and
+    // the lower one is exact once a refusal shows the counter reached the limit.
+    let refusals = |t: &str| {
+        writers
+            .iter()
+            .map(|w| {
+                w.logs()
+                    .lines()
+                    .filter(|l| l.contains("\"QuotaRefused\":1") && l.contains(t))
+                    .count()
+            })
+            .sum::<usize>()
+    };
     let (embedded, stored) = embedded_entries(&db, &racing, "agent-1").await;
     assert_eq!(stored, 16);
-    assert!(
-        (6..=6 + WRITERS - 1).contains(&embedded),
-        "{embedded}: at least the six calls the limit admits, at most seven more admitted side by side"
-    );
     assert_eq!(
         tokens(racing.clone()).await,
         embedded as i64 * per_call,
         "every admitted call charged in full, no refused call charged"
     );
-    assert_eq!(embedded_entries(&db, &neighbour, "agent-1").await, (8, 8));
+    assert!(
+        embedded <= 6 + WRITERS - 1,
+        "{embedded}: at most seven calls admitted beside the six the limit admits"
+    );
+    let refused = refusals(&racing);
+    assert!(refused + embedded <= 16);
+    if refused > 0 {
+        assert!(embedded >= 6, "{embedded}: refused before the limit");
+    }
+    let (neighbour_embedded, neighbour_stored) = embedded_entries(&db, &neighbour, "agent-1").await;
+    assert_eq!(neighbour_stored, 8);
+    assert_eq!(refusals(&neighbour), 0, "another tenant is never refused");
+    assert_eq!(
+        tokens(neighbour.clone()).await,
+        neighbour_embedded as i64 * per_call
+    );
 
     // The embed pass: refused at admission while the day is spent, then, once the operator
     // raises the limit, a new container gives the rest their vectors.
