@@ -487,6 +487,8 @@ def usage_of(service: str, operation: str, headers: dict[str, str], body: bytes,
         if status == 200 and operation not in DYNAMODB_READS:
             out["billedWriteUnits"] = billed_write_units(operation, request)
             out["writes"] = 1
+        if status == 200 and operation in DYNAMODB_READS:
+            out["reads"] = 1
         if isinstance(answer, dict) and "ConsumedCapacity" in answer:
             read, write = _units(answer["ConsumedCapacity"], operation in DYNAMODB_READS)
             out["readUnits"], out["writeUnits"] = read, write

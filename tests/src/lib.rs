@@ -4,6 +4,7 @@
 //! the binaries (`gateway`, served by the `local_gateway` bin) for HTTP clients.
 
 pub mod apigw;
+pub mod bedrock_standin;
 pub mod counting_proxy;
 pub mod gateway;
 pub mod queue;

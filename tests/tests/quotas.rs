@@ -555,3 +555,166 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     let m = if mp < 10 { mp + 3 } else { mp - 9 };
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
+
+/// Entry items of a ref stored now, and how many of them carry a vector.
+async fn embedded_entries(db: &aws_sdk_dynamodb::Client, t: &str, agent: &str) -> (usize, usize) {
+    let out = db
+        .query()
+        .table_name(required_env("MEMORY_TABLE"))
+        .key_condition_expression("pk = :pk AND begins_with(sk, :e)")
+        .expression_attribute_values(":pk", AttributeValue::S(ref_pk(t, agent)))
+        .expression_attribute_values(":e", AttributeValue::S("E#".to_owned()))
+        .consistent_read(true)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("query: {e:?}"));
+    let with_vector = out
+        .items()
+        .iter()
+        .filter(|i| i.contains_key("embedding"))
+        .count();
+    (with_vector, out.items().len())
+}
+
+fn today() -> String {
+    let days = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs() / 86_400)
+        .unwrap_or(0);
+    // Civil date of a day count (Howard Hinnant's algorithm), as the functions' UTC day.
+    let z = days as i64 + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// `MaxBedrockTokensPerDay` through the real binaries and the local embedding stand-in
+/// (docs/quotas.md "Bedrock tokens"): one writer at a time, the call that crosses the limit
+/// completes and the next is refused (the entry stored without a vector); eight writers at once
+/// never charge a refused call and pass the limit by at most the calls admitted side by side;
+/// the embed pass defers the tenant's work until the limit is raised, with no redeploy; another
+/// tenant's embeddings go on all along.
+#[tokio::test]
+async fn bedrock_tokens_per_day_stop_embeddings_and_the_embed_pass_defers() {
+    let standin = e2e::bedrock_standin::BedrockStandIn::start("embedder");
+    let env = [
+        ("EMBEDDING_MODEL_ID", "amazon.titan-embed-text-v2:0"),
+        ("AWS_ENDPOINT_URL_BEDROCK_RUNTIME", standin.url()),
+    ];
+    let db = dynamo().await;
+    let mut writers = Vec::with_capacity(WRITERS);
+    for _ in 0..WRITERS {
+        writers.push(LambdaProcess::start("memory-write", &env).await);
+    }
+    let text = "the customer asked for the march invoice again";
+    let one = |t: &str| put(t, &memory_ref(t, "agent-1"), json!([{"content": text}]));
+    let tokens = |t: String| {
+        let db = db.clone();
+        async move { counter(&db, &quota_pk(&t), &format!("Q#tokens#{}", today())).await }
+    };
+
+    // What one call of this text costs, on a tenant whose limit is never reached.
+    let probe = tenant("tokens-probe");
+    set_limits(&db, &probe, &[("MaxBedrockTokensPerDay", 1_000_000)]).await;
+    writers[0].respond(&one(&probe)).await;
+    let per_call = tokens(probe.clone()).await;
+    assert!(per_call > 0, "the stand-in counts tokens");
+
+    // One writer: limit 2 calls + 1 token: the third call crosses it, the fourth is refused.
+    let t = tenant("tokens-serial");
+    let limit = 2 * per_call + 1;
+    set_limits(&db, &t, &[("MaxBedrockTokensPerDay", limit as u64)]).await;
+    for _ in 0..5 {
+        writers[1].respond(&one(&t)).await;
+    }
+    assert_eq!(embedded_entries(&db, &t, "agent-1").await, (3, 5));
+    assert_eq!(tokens(t.clone()).await, 3 * per_call);
+    let logs = writers[1].logs();
+    assert!(
+        logs.contains("\"QuotaRefused\":1") && logs.contains("MaxBedrockTokensPerDay"),
+        "the refusal is a metric"
+    );
+
+    // Eight writers at once, and a neighbour beside them.
+    let racing = tenant("tokens-race");
+    let neighbour = tenant("tokens-neighbour");
+    let limit = 5 * per_call + 1;
+    set_limits(&db, &racing, &[("MaxBedrockTokensPerDay", limit as u64)]).await;
+    set_limits(&db, &neighbour, &[("MaxBedrockTokensPerDay", 1_000_000)]).await;
+    let requests = (0..24)
+        .map(|i| {
+            if i % 3 == 2 {
+                one(&neighbour)
+            } else {
+                one(&racing)
+            }
+        })
+        .collect();
+    let tally = Tally::of(race(&writers, requests).await);
+    assert_eq!(
+        (tally.accepted, tally.refused.len()),
+        (24, 0),
+        "a refused embedding never refuses the put"
+    );
+    // A call can also miss the write's 3 s embedding budget on a loaded machine (then it is
+    // neither admitted to the store nor charged): the bounds below hold whatever the load, and
+    // the lower one is exact once a refusal shows the counter reached the limit.
+    let refusals = |t: &str| {
+        writers
+            .iter()
+            .map(|w| {
+                w.logs()
+                    .lines()
+                    .filter(|l| l.contains("\"QuotaRefused\":1") && l.contains(t))
+                    .count()
+            })
+            .sum::<usize>()
+    };
+    let (embedded, stored) = embedded_entries(&db, &racing, "agent-1").await;
+    assert_eq!(stored, 16);
+    assert_eq!(
+        tokens(racing.clone()).await,
+        embedded as i64 * per_call,
+        "every admitted call charged in full, no refused call charged"
+    );
+    assert!(
+        embedded < 6 + WRITERS,
+        "{embedded}: at most seven calls admitted beside the six the limit admits"
+    );
+    let refused = refusals(&racing);
+    assert!(refused + embedded <= 16);
+    if refused > 0 {
+        assert!(embedded >= 6, "{embedded}: refused before the limit");
+    }
+    let (neighbour_embedded, neighbour_stored) = embedded_entries(&db, &neighbour, "agent-1").await;
+    assert_eq!(neighbour_stored, 8);
+    assert_eq!(refusals(&neighbour), 0, "another tenant is never refused");
+    assert_eq!(
+        tokens(neighbour.clone()).await,
+        neighbour_embedded as i64 * per_call
+    );
+
+    // The embed pass: refused at admission while the day is spent, then, once the operator
+    // raises the limit, a new container gives the rest their vectors.
+    let pass = json!({"tenantId": t, "memoryRef": memory_ref(&t, "agent-1"), "pass": "embed"});
+    let dream = LambdaProcess::start("memory-dream", &env).await;
+    let report = dream.respond(&pass).await;
+    assert_eq!(
+        (report["embedded"].as_u64(), report["pending"].as_bool()),
+        (Some(0), Some(true)),
+        "{report}"
+    );
+    assert!(dream.logs().contains("\"QuotaRefused\":1"));
+    assert_eq!(tokens(t.clone()).await, 3 * per_call, "no model call");
+    set_limits(&db, &t, &[("MaxBedrockTokensPerDay", 0)]).await;
+    let dream = LambdaProcess::start("memory-dream", &env).await;
+    let report = dream.respond(&pass).await;
+    assert_eq!(report["embedded"].as_u64(), Some(2), "{report}");
+    assert_eq!(embedded_entries(&db, &t, "agent-1").await, (5, 5));
+}

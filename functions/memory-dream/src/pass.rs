@@ -20,7 +20,18 @@ memory_api::ref_pass!(DreamPass(Dreamer), Dream, |dreamer, run| {
     let outcome = dreamer
         .run(&run.tenant_id, &run.memory_ref, run.token_budget, &redactor)
         .await;
+    let tenant = run.tenant_id.clone();
     metered(outcome, "DreamFailures", |report| {
+        // The tenant's token quota kept the model from being called (docs/quotas.md "Bedrock
+        // tokens"): the dream stored the deterministic summary.
+        if report.summary_fallback == Some(dream_service::abstractive::Fallback::TokenQuota.code())
+        {
+            memory_api::metrics::quota_event(
+                memory_api::metrics::QUOTA_REFUSED,
+                &tenant,
+                memory_core::quota::Quota::BedrockTokensPerDay.name(),
+            );
+        }
         let mut counts = vec![
             ("Dreams", u64::from(report.status == "distilled")),
             ("TokensUsed", u64::from(report.tokens_used)),

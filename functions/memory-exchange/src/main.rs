@@ -72,7 +72,11 @@ fn build(
         },
         key,
         redactor.clone(),
-    );
+    )
+    // Imports are refused over the tenant's quotas (docs/quotas.md "Limits").
+    .with_quotas(Some(
+        ports.entries.clone() as Arc<dyn memory_core::ports::QuotaStore>
+    ));
     Ok(Door { exchange, docs })
 }
 

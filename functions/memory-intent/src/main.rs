@@ -54,7 +54,12 @@ async fn serve() -> Result<(), Error> {
         },
         limits,
         Arc::new(redactor),
-    );
+    )
+    // Creates and updates count against the tenant's writes per minute (docs/quotas.md
+    // "Limits").
+    .with_quotas(Some(
+        ports.entries.clone() as Arc<dyn memory_core::ports::QuotaStore>
+    ));
     let keys = DynamoKeyRegistry::new(ports.dynamo.clone(), ports.table.clone());
     let (memory, keys, clock, ids) = (&memory, &keys, clock.as_ref(), ids.as_ref());
     lambda_adapter::run(Trigger::decode, |trigger| async move {

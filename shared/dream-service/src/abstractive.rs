@@ -66,6 +66,9 @@ pub enum Fallback {
     /// Another run of the same dream (a redelivered or retried pass) stored the deterministic
     /// summary under this archive key first; put-if-absent keeps the first, and this run adopts it.
     EarlierRun,
+    /// The tenant's Bedrock token quota for the day is spent (docs/quotas.md "Bedrock tokens"):
+    /// the model was not called.
+    TokenQuota,
 }
 
 impl Fallback {
@@ -78,6 +81,7 @@ impl Fallback {
             Fallback::OverBudget => "over-budget",
             Fallback::NoFacts => "no-facts",
             Fallback::EarlierRun => "earlier-run",
+            Fallback::TokenQuota => "token-quota",
         }
     }
 }
@@ -160,6 +164,7 @@ impl Abstractive {
         };
         let answer = match tokio::time::timeout(self.timeout, self.model.rewrite(&request)).await {
             Err(_) => return Err(Fallback::TimedOut),
+            Ok(Err(StoreError::QuotaExceeded(_))) => return Err(Fallback::TokenQuota),
             Ok(Err(e)) => {
                 tracing::warn!(model = self.model(), error = %e, "abstractive model failed");
                 return Err(Fallback::Failed);
@@ -347,6 +352,7 @@ mod tests {
             Fallback::OverBudget,
             Fallback::NoFacts,
             Fallback::EarlierRun,
+            Fallback::TokenQuota,
         ];
         let codes: std::collections::BTreeSet<_> = all.iter().map(|f| f.code()).collect();
         assert_eq!(codes.len(), all.len());

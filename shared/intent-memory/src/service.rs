@@ -74,6 +74,9 @@ pub struct IntentMemory {
     ports: IntentPorts,
     limits: Limits,
     redactor: Arc<Redactor>,
+    /// The host's per-tenant quotas (docs/quotas.md "Limits"): each create and update is one
+    /// write against `MaxWritesPerMinute`. Without it, writes are not limited.
+    quotas: Option<Arc<dyn memory_core::ports::QuotaStore>>,
 }
 
 fn retry_later(op: &'static str) -> IntentError {
@@ -86,7 +89,41 @@ impl IntentMemory {
             ports,
             limits,
             redactor,
+            quotas: None,
         }
+    }
+
+    /// Counts this door's writes against the host's per-tenant quotas.
+    pub fn with_quotas(mut self, quotas: Option<Arc<dyn memory_core::ports::QuotaStore>>) -> Self {
+        self.quotas = quotas;
+        self
+    }
+
+    /// Charges one write of `tenant` against `MaxWritesPerMinute` before anything is written:
+    /// a conditional add on the minute's counter, refused (`QuotaExceeded`, answered 429
+    /// `rate_limited` with `Retry-After`) once the minute's writes reached the limit.
+    async fn charge_write(&self, tenant: &memory_core::TenantId) -> Result<(), IntentError> {
+        let Some(quotas) = &self.quotas else {
+            return Ok(());
+        };
+        let limits = quotas.limits(tenant).await?;
+        let Some(max) = limits.get(memory_core::quota::Quota::WritesPerMinute) else {
+            return Ok(());
+        };
+        let now = self.now();
+        let check = memory_core::quota::QuotaCheck {
+            charges: vec![memory_core::quota::Charge {
+                counter: memory_core::quota::Counter::Writes(
+                    tenant.clone(),
+                    memory_core::quota::epoch_minute(now),
+                ),
+                delta: 1,
+                limit: Some((memory_core::quota::Quota::WritesPerMinute, max)),
+            }],
+            at: Some(now),
+        };
+        quotas.charge(&check).await?;
+        Ok(())
     }
 
     pub fn limits(&self) -> Limits {
@@ -238,6 +275,7 @@ impl IntentMemory {
         };
         let mut capacity = counted();
         let mut repaired = false;
+        self.charge_write(&caller.tenant).await?;
         for _ in 0..ATTEMPTS {
             match self
                 .ports
@@ -401,6 +439,7 @@ impl IntentMemory {
     ) -> Result<IntentEntry, IntentError> {
         let expected = if_match.ok_or(IntentError::PreconditionRequired)?;
         let mut previous = self.visible(caller, id).await?;
+        self.charge_write(&caller.tenant).await?;
         for _ in 0..ATTEMPTS {
             if previous.entry.version != expected {
                 return Err(Self::mismatch(&previous));

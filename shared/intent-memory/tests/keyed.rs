@@ -255,3 +255,83 @@ async fn version_records_read_back_whole() {
         assert_eq!(back.as_ref(), Some(r), "the stored form reads back whole");
     }
 }
+
+/// The host's per-tenant quotas (docs/quotas.md "Limits"): creates and updates are writes
+/// against `MaxWritesPerMinute`, refused with the quota's numbers once the minute's writes
+/// reached the limit, and admitted again the next minute; another tenant is never refused.
+#[tokio::test]
+async fn creates_and_updates_count_against_writes_per_minute() {
+    use intent_memory::{IntentMemory, IntentPorts};
+    use memory_core::ports::QuotaStore;
+    use memory_core::quota::Quota;
+    use memory_testkit::in_memory::{InMemoryEntryStore, RecordingPublisher};
+
+    let quotas = Arc::new(InMemoryEntryStore::new());
+    let clock = Arc::new(ManualClock::at(Timestamp::from_millis(1_800_000_000_000)));
+    let memory = IntentMemory::new(
+        IntentPorts {
+            store: Arc::new(InMemoryIntentStore::default()),
+            archives: Arc::new(InMemoryArchiveStore::new()),
+            publisher: Arc::new(RecordingPublisher::new()),
+            clock: clock.clone(),
+            ids: Arc::new(SequentialIds::default()),
+        },
+        Limits::default(),
+        Arc::new(memory_guard::SecretRegistry::new().redactor()),
+    )
+    .with_quotas(Some(quotas.clone() as Arc<dyn QuotaStore>));
+    let (a, b) = (caller("intent-quota"), caller("intent-other"));
+    quotas
+        .set_overrides(&a.tenant, &[(Quota::WritesPerMinute, 3)])
+        .await
+        .expect("limits");
+    quotas
+        .set_overrides(&b.tenant, &[(Quota::WritesPerMinute, 3)])
+        .await
+        .expect("limits");
+    let first = memory
+        .create(&a, create(&a.agent, "ns", "k0", json!({"n": 0}), json!({})))
+        .await
+        .expect("write 1");
+    memory
+        .create(&a, create(&a.agent, "ns", "k1", json!({"n": 1}), json!({})))
+        .await
+        .expect("write 2");
+    memory
+        .update(&a, &first.id, Some(1), patch(json!({"value": {"n": 9}})))
+        .await
+        .expect("write 3");
+    match memory
+        .create(&a, create(&a.agent, "ns", "k2", json!({}), json!({})))
+        .await
+    {
+        Err(IntentError::Store(memory_core::StoreError::QuotaExceeded(r))) => {
+            assert_eq!((r.quota, r.current, r.max), (Quota::WritesPerMinute, 3, 3));
+            assert_eq!(r.retry_after_seconds, 60, "the minute just began");
+        }
+        other => panic!("expected a quota refusal, got {other:?}"),
+    }
+    match memory
+        .update(&a, &first.id, Some(2), patch(json!({"value": {"n": 10}})))
+        .await
+    {
+        Err(IntentError::Store(memory_core::StoreError::QuotaExceeded(r))) => {
+            assert_eq!(r.quota, Quota::WritesPerMinute)
+        }
+        other => panic!("expected a quota refusal, got {other:?}"),
+    }
+    assert_eq!(
+        memory.get(&a, &first.id).await.expect("get").version,
+        2,
+        "the refused update wrote nothing"
+    );
+    memory
+        .create(&b, create(&b.agent, "ns", "k0", json!({}), json!({})))
+        .await
+        .expect("another tenant has its own minute");
+    clock.advance_millis(60_000);
+    memory
+        .create(&a, create(&a.agent, "ns", "k2", json!({}), json!({})))
+        .await
+        .expect("the next minute");
+}

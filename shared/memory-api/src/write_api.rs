@@ -75,11 +75,21 @@ async fn handle_as(writer: &MemoryWriter, command: WriteCommand) -> Result<Value
                 ("RedactionsApplied", out.redactions as u64),
             ]);
             crate::metrics::emit_pressure(&out.pressure);
+            // Stored, but some without a vector: the token quota refused the embedding
+            // (docs/quotas.md "Bedrock tokens"); the embed pass gives them one later.
+            if let Some(refusal) = &out.embedding_refused {
+                crate::metrics::quota_event(
+                    crate::metrics::QUOTA_REFUSED,
+                    refusal.tenant.as_str(),
+                    refusal.quota.name(),
+                );
+            }
             tracing::info!(
                 memory_ref = %ref_hash(&put.memory_ref),
                 written = out.written.len(),
                 redactions = out.redactions,
                 replayed = out.replayed,
+                embedding_refused = out.embedding_refused.is_some(),
                 "put"
             );
             Ok(json!(out))

@@ -205,12 +205,13 @@ impl AwsPorts {
             ))
         });
         let dynamo = client!(aws_sdk_dynamodb);
+        let entries = Arc::new(
+            DynamoEntryStore::new(dynamo.clone(), settings.table.clone())
+                .with_tenant_sessions(tenant_sessions.clone())
+                .with_quota_defaults(settings.quota_limits),
+        );
         AwsPorts {
-            entries: Arc::new(
-                DynamoEntryStore::new(dynamo.clone(), settings.table.clone())
-                    .with_tenant_sessions(tenant_sessions.clone())
-                    .with_quota_defaults(settings.quota_limits),
-            ),
+            entries: entries.clone(),
             usage: Arc::new(crate::usage::DynamoUsageStore::new(
                 dynamo.clone(),
                 settings.table.clone(),
@@ -244,10 +245,13 @@ impl AwsPorts {
                 .map(|url| Arc::new(SqsPassQueue::new(client!(aws_sdk_sqs), url))),
             #[cfg(feature = "embeddings")]
             embedder: settings.embedding_model.clone().map(|model| {
-                Arc::new(crate::bedrock::BedrockEmbedder::new(
-                    client!(aws_sdk_bedrockruntime),
-                    model,
-                    settings.embedding_dimensions,
+                Arc::new(token_quota(
+                    &entries,
+                    Arc::new(crate::bedrock::BedrockEmbedder::new(
+                        client!(aws_sdk_bedrockruntime),
+                        model,
+                        settings.embedding_dimensions,
+                    )),
                 )) as Arc<dyn memory_core::ports::Embedder>
             }),
             #[cfg(feature = "signing-key")]
@@ -255,13 +259,30 @@ impl AwsPorts {
             embedding_dimensions: settings.embedding_dimensions,
             #[cfg(feature = "abstractive")]
             abstractive_model: settings.abstractive_model.clone().map(|model| {
-                Arc::new(crate::bedrock::BedrockAbstractiveModel::new(
-                    client!(aws_sdk_bedrockruntime),
-                    model,
+                Arc::new(token_quota(
+                    &entries,
+                    Arc::new(crate::bedrock::BedrockAbstractiveModel::new(
+                        client!(aws_sdk_bedrockruntime),
+                        model,
+                    )),
                 )) as Arc<dyn memory_core::ports::AbstractiveModel>
             }),
         }
     }
+}
+
+/// `inner` under the acting tenant's daily token quota (docs/quotas.md "Bedrock tokens"), so
+/// every model call is admitted and charged whichever service makes it.
+#[cfg(any(feature = "embeddings", feature = "abstractive"))]
+fn token_quota<M: ?Sized>(
+    quotas: &Arc<DynamoEntryStore>,
+    inner: Arc<M>,
+) -> memory_core::token_quota::TokenQuota<M> {
+    memory_core::token_quota::TokenQuota::new(
+        inner,
+        quotas.clone() as Arc<dyn memory_core::ports::QuotaStore>,
+        Arc::new(memory_core::ports::SystemClock),
+    )
 }
 
 /// The HTTPS client every SDK client here uses: hyper with rustls over *ring*. The SDK loads the

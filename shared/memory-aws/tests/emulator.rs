@@ -49,6 +49,12 @@ async fn path_stores() -> (Arc<dyn EntryStore>, Arc<dyn memory_core::paths::Path
 
 memory_testkit::paths_suite!(path_stores());
 
+async fn quota_store() -> Arc<DynamoEntryStore> {
+    Arc::new(dynamo(None).await)
+}
+
+memory_testkit::quota_suite!(quota_store());
+
 #[tokio::test]
 async fn round_trips_are_at_the_floor() {
     let counter = RequestCounter::default();

@@ -26,21 +26,30 @@ struct Emulator {
 impl Behind for Emulator {
     async fn everything(&self, tenant: &TenantId) -> String {
         let mut out = String::new();
-        let scan = self
-            .dynamo
-            .scan()
-            .table_name(required_env("MEMORY_TABLE"))
-            .send()
-            .await
-            .expect("scan");
         let partition = format!("{tenant}#");
-        for item in scan.items() {
-            if item
-                .get("pk")
-                .and_then(|v| v.as_s().ok())
-                .is_some_and(|pk| pk.starts_with(&partition))
-            {
-                out.push_str(&format!("{item:?}"));
+        // Every page: a long-lived emulator's table is larger than one Scan page (1 MB).
+        let mut start = None;
+        loop {
+            let scan = self
+                .dynamo
+                .scan()
+                .table_name(required_env("MEMORY_TABLE"))
+                .set_exclusive_start_key(start.take())
+                .send()
+                .await
+                .expect("scan");
+            for item in scan.items() {
+                if item
+                    .get("pk")
+                    .and_then(|v| v.as_s().ok())
+                    .is_some_and(|pk| pk.starts_with(&partition))
+                {
+                    out.push_str(&format!("{item:?}"));
+                }
+            }
+            match scan.last_evaluated_key() {
+                Some(key) if !key.is_empty() => start = Some(key.clone()),
+                _ => break,
             }
         }
         let bucket = required_env("ARCHIVE_BUCKET");

@@ -39,10 +39,26 @@ pub async fn acting_for<F: Future>(tenant: Option<&str>, work: F) -> F::Output {
 }
 
 /// The tenant the current task acts for, if any. Tasks spawned from a request do not inherit it
-/// (tokio task-locals are per task): only adapters of non-tenant services (the embedder) are
-/// called from spawned tasks.
+/// (tokio task-locals are per task); a request that spawns work for its tenant (the embedding
+/// calls of a write or an embed pass) wraps it in [`carried`].
 pub fn current() -> Option<TenantId> {
     ACTING.try_with(TenantId::clone).ok()
+}
+
+/// `work` acting for the current task's tenant and reporting to its meter, to be spawned: the
+/// spawned task's model calls are then the tenant's (its tokens metered and charged to its token
+/// quota) like calls made in the request's own task. Its time is not metered again (the
+/// request's scope measures the wall time it waits).
+pub fn carried<F: Future>(work: F) -> impl Future<Output = F::Output> {
+    let tenant = current();
+    let meter = crate::metering::current_meter();
+    async move {
+        let work = crate::metering::within(meter, work);
+        match tenant {
+            Some(tenant) => ACTING.scope(tenant, work).await,
+            None => work.await,
+        }
+    }
 }
 
 #[cfg(test)]
@@ -60,5 +76,33 @@ mod tests {
         }
         let nested = acting_for(Some("a"), acting_for(Some("b"), async { current() })).await;
         assert_eq!(nested.as_ref().map(TenantId::as_str), Some("b"));
+    }
+
+    #[tokio::test]
+    async fn a_carried_task_keeps_the_tenant_and_the_meter() {
+        let meter = crate::metering::Meter::new();
+        let (plain, carried_tenant) = crate::metering::metered(
+            &meter,
+            acting_for(Some("acme"), async {
+                let plain = tokio::spawn(async {
+                    crate::metering::bedrock_tokens(5);
+                    current()
+                });
+                let kept = tokio::spawn(carried(async {
+                    crate::metering::bedrock_tokens(7);
+                    current()
+                }));
+                (plain.await.ok().flatten(), kept.await.ok().flatten())
+            }),
+        )
+        .await;
+        assert_eq!(plain, None, "tokio does not carry task-locals by itself");
+        assert_eq!(carried_tenant.as_ref().map(TenantId::as_str), Some("acme"));
+        let usage = meter.take();
+        let tokens: Vec<_> = usage
+            .iter()
+            .map(|(to, u)| (to.as_ref().map(|t| t.as_str().to_owned()), u.bedrock_tokens))
+            .collect();
+        assert_eq!(tokens, vec![(Some("acme".to_owned()), 7)]);
     }
 }

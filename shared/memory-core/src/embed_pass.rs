@@ -25,6 +25,9 @@
 //!   invocation's deadline). What is left keeps the ref pending, so the sweep (a fan-out of this
 //!   kind every few minutes) runs it again; an entry whose call failed (after the adapter's
 //!   retries of throttling) is tried again the same way.
+//! - **Token quota.** A call the tenant's `MaxBedrockTokensPerDay` refuses (docs/quotas.md
+//!   "Bedrock tokens") ends the run's calls: the rest is deferred, the ref stays pending, and
+//!   the sweep's next runs are refused at admission (no model call) until the UTC day turns.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -85,6 +88,10 @@ pub struct EmbedReport {
     pub deferred: usize,
     /// Whether the ref is still pending for an embed pass after this run.
     pub pending: bool,
+    /// The tenant's Bedrock token quota refused a call (docs/quotas.md "Bedrock tokens"): the
+    /// run started no call after it, and what it did not embed is deferred to a later run.
+    #[serde(skip)]
+    pub refused: Option<crate::quota::Refusal>,
 }
 
 /// Runs the embed pass over one ref (`run`).
@@ -168,15 +175,19 @@ impl EmbedPass {
         let mut queue = missing.into_iter();
         let mut calls = tokio::task::JoinSet::new();
         loop {
-            while calls.len() < EMBED_CONCURRENCY && tokio::time::Instant::now() < stop_at {
+            while calls.len() < EMBED_CONCURRENCY
+                && tokio::time::Instant::now() < stop_at
+                && report.refused.is_none()
+            {
                 let Some(entry) = queue.next() else { break };
                 let embedder = self.embedder.clone();
-                calls.spawn(async move {
+                // As the pass's tenant: its tokens are metered and charged to its quota.
+                calls.spawn(crate::acting_tenant::carried(async move {
                     let vector =
                         tokio::time::timeout(CALL_TIMEOUT, embedder.embed(&entry.entry.content))
                             .await;
                     (entry, vector)
-                });
+                }));
             }
             let Some(done) = calls.join_next().await else {
                 break;
@@ -188,6 +199,10 @@ impl EmbedPass {
                     } else {
                         report.skipped += 1;
                     }
+                }
+                Ok((_, Ok(Err(crate::error::StoreError::QuotaExceeded(r))))) => {
+                    report.deferred += 1;
+                    report.refused.get_or_insert(r);
                 }
                 Ok((entry, Ok(Ok(_)))) => {
                     report.failed += 1;
@@ -244,6 +259,7 @@ impl EmbedPass {
             skipped = report.skipped,
             failed = report.failed,
             deferred = report.deferred,
+            token_quota_refused = report.refused.is_some(),
             "embed pass done"
         );
         Ok(report)

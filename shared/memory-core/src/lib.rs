@@ -27,6 +27,7 @@ pub mod ref_index;
 pub mod search;
 pub mod tag_filter;
 pub mod time;
+pub mod token_quota;
 pub mod writer;
 
 pub use error::{CoreError, StoreError};

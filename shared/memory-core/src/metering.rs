@@ -114,11 +114,40 @@ impl Meter {
 
 tokio::task_local! {
     static METER: Meter;
+    /// The tokens reported inside a [`counting_tokens`] scope: how the token quota learns what
+    /// one model call spent from the same report the meter gets.
+    static TOKEN_TAP: std::cell::Cell<u64>;
 }
 
 /// Runs `work` with `meter` collecting what the adapters report.
 pub async fn metered<F: Future>(meter: &Meter, work: F) -> F::Output {
     METER.scope(meter.clone(), work).await
+}
+
+/// The meter of the current task, if any: for a task spawned from a request, which tokio does
+/// not give the parent's task-locals ([`crate::acting_tenant::carried`]).
+pub(crate) fn current_meter() -> Option<Meter> {
+    METER.try_with(Meter::clone).ok()
+}
+
+/// Runs `work` on `meter` when there is one.
+pub(crate) async fn within<F: Future>(meter: Option<Meter>, work: F) -> F::Output {
+    match meter {
+        Some(meter) => METER.scope(meter, work).await,
+        None => work.await,
+    }
+}
+
+/// Runs `work` and answers, beside its output, the Bedrock tokens the adapters reported while
+/// it ran (on top of recording them on the meter): one report of what a model call spent feeds
+/// both the usage and the token quota (docs/quotas.md "Bedrock tokens").
+pub async fn counting_tokens<F: Future>(work: F) -> (F::Output, u64) {
+    TOKEN_TAP
+        .scope(std::cell::Cell::new(0), async move {
+            let out = work.await;
+            (out, TOKEN_TAP.with(std::cell::Cell::get))
+        })
+        .await
 }
 
 /// Records `f` on the current meter for the acting tenant; nothing outside a metered scope.
@@ -159,6 +188,7 @@ pub fn events(count: u64) {
 /// Tokens a Bedrock model answered it counted (input and output together).
 pub fn bedrock_tokens(count: u64) {
     if count > 0 {
+        let _ = TOKEN_TAP.try_with(|tap| tap.set(tap.get().saturating_add(count)));
         record(|u| u.bedrock_tokens = u.bedrock_tokens.saturating_add(count));
     }
 }
@@ -562,6 +592,25 @@ mod tests {
         );
         assert_eq!((b.0.clone(), b.1.events), (Some(tenant("b")), 3));
         assert!(meter.take().is_empty());
+    }
+
+    #[tokio::test]
+    async fn a_token_count_sees_the_tokens_reported_inside_it_and_the_meter_still_gets_them() {
+        let meter = Meter::new();
+        let ((inner, outer), after) = metered(&meter, async {
+            let (inner, outer) = counting_tokens(async {
+                bedrock_tokens(3);
+                let (_, inner) = counting_tokens(async { bedrock_tokens(4) }).await;
+                bedrock_tokens(0);
+                inner
+            })
+            .await;
+            bedrock_tokens(100);
+            ((inner, outer), counting_tokens(async {}).await.1)
+        })
+        .await;
+        assert_eq!((inner, outer, after), (4, 3, 0), "the nearest scope counts");
+        assert_eq!(meter.take()[0].1.bedrock_tokens, 107);
     }
 
     #[test]

@@ -27,7 +27,7 @@ use crate::model::{
     is_valid_entry_id, Attribution, EntryKey, MemoryEntry, NewEntry, StoredEntry, SubjectKey, Tier,
 };
 use crate::ports::{CorePorts, Embedder, IdSource, PassKind, PassQueue, QueuedPass, QuotaStore};
-use crate::quota::{Pressure, QuotaCheck};
+use crate::quota::{Pressure, QuotaCheck, Refusal};
 use crate::time::Timestamp;
 use memory_guard::{MemoryRef, Redactor, SecretRegistry, TenantId, TenantScope};
 
@@ -123,6 +123,11 @@ pub struct PutOutput {
     /// (docs/quotas.md "Metrics"), for the `QuotaNearLimit` metric.
     #[serde(skip)]
     pub pressure: Vec<Pressure>,
+    /// Not on the wire: the tenant's Bedrock token quota refused embedding some of these
+    /// entries; they are stored without a vector and left to the embed pass
+    /// (docs/quotas.md "Bedrock tokens"), for the `QuotaRefused` metric.
+    #[serde(skip)]
+    pub embedding_refused: Option<Refusal>,
 }
 
 #[derive(Clone)]
@@ -474,22 +479,36 @@ impl MemoryWriter {
     /// stored without a vector: the write is not lost to an outage of the model, text search
     /// still finds the entry, the log says how many (ids and counts only), and the embed pass
     /// gives it one later (`embed_later`). Returns how many are missing.
-    async fn embed(&self, entries: &mut [StoredEntry]) -> usize {
+    ///
+    /// The calls run as the request's tenant ([`crate::acting_tenant::carried`]), so their
+    /// tokens are metered and charged to its token quota; once that quota refuses, no further
+    /// call is made and the refusal is answered beside the count.
+    async fn embed(&self, entries: &mut [StoredEntry]) -> (usize, Option<Refusal>) {
         let Some(embedder) = &self.embedder else {
-            return 0;
+            return (0, None);
         };
         let deadline = tokio::time::Instant::now() + EMBED_BUDGET;
         let mut failed = 0usize;
+        let mut refused: Option<Refusal> = None;
         for chunk in entries.chunks_mut(EMBED_CONCURRENCY) {
+            if refused.is_some() {
+                break;
+            }
             let mut calls = tokio::task::JoinSet::new();
             for (index, e) in chunk.iter().enumerate() {
                 let (embedder, text) = (embedder.clone(), e.entry.content.clone());
-                calls.spawn(async move { (index, embedder.embed(&text).await) });
+                calls.spawn(crate::acting_tenant::carried(async move {
+                    (index, embedder.embed(&text).await)
+                }));
             }
             // Past the deadline the calls still running are dropped (the set aborts them).
             while let Ok(Some(done)) = tokio::time::timeout_at(deadline, calls.join_next()).await {
                 match done {
                     Ok((index, Ok(embedding))) => chunk[index].embedding = Some(embedding),
+                    Ok((_, Err(StoreError::QuotaExceeded(r)))) => {
+                        failed += 1;
+                        refused.get_or_insert(r);
+                    }
                     Ok((index, Err(e))) => {
                         failed += 1;
                         tracing::warn!(entry = %chunk[index].entry.id, error = %e, "stored without an embedding");
@@ -504,10 +523,11 @@ impl MemoryWriter {
                 failed,
                 missing,
                 entries = entries.len(),
+                token_quota_refused = refused.is_some(),
                 "embeddings missing, left to the embed pass"
             );
         }
-        missing
+        (missing, refused)
     }
 
     /// How long a key answers with its recorded result (default 24 h).
@@ -734,12 +754,13 @@ impl MemoryWriter {
                 return Err(e);
             }
         };
-        let missing = self.embed(&mut stored).await;
+        let (missing, embedding_refused) = self.embed(&mut stored).await;
         let mut output = PutOutput {
             written: written_of(&stored),
             redactions,
             replayed: false,
             pressure: Vec::new(),
+            embedding_refused,
         };
         let completion = match &held {
             Some(h) => Some(Completion {
@@ -889,7 +910,7 @@ impl MemoryWriter {
             |_| self.ids.next_id(now),
             |index| replaces.get(index).and_then(|old| old.subject.clone()),
         );
-        let missing = self.embed(&mut stored).await;
+        let (missing, embedding_refused) = self.embed(&mut stored).await;
         write(stored.clone()).await?;
         self.mark_tiers_pending(&memory_ref, stored.iter().map(|e| e.tier), now)
             .await;
@@ -907,6 +928,7 @@ impl MemoryWriter {
             redactions,
             replayed: false,
             pressure: Vec::new(),
+            embedding_refused,
         })
     }
 

@@ -20,6 +20,7 @@ use memory_core::ports::{
     ObjectKind, ObjectPut, Page, PageQuery, PassKind, PassQueue, PutOutcome, QueuedPass,
     StoredObject, MAX_ENTRIES_PER_PUT, MAX_ITEMS_PER_TRANSACTION,
 };
+use memory_core::quota::{stored_charges, QuotaCheck};
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
 
@@ -157,6 +158,8 @@ pub struct InMemoryEntryStore {
     racing: bool,
     /// [`InMemoryEntryStore::before_next_replace`]'s step, taken by the replace it runs before.
     before_replace: BeforeReplace,
+    /// The quota counters and limits (`crate::quota`), kept by every put, delete and rewrite.
+    pub(crate) quota: crate::quota::QuotaState,
 }
 
 /// A test's step inside the store: what a concurrent writer does at that moment.
@@ -323,6 +326,21 @@ impl EntryStore for InMemoryEntryStore {
         entries: &[StoredEntry],
         completion: Option<&Completion>,
     ) -> Result<(), StoreError> {
+        // The stored counters are kept on every put, unconditionally on this path (a dream's
+        // output, an import), as the DynamoDB adapter keeps them.
+        let check = QuotaCheck {
+            charges: stored_charges(entries, &[], None),
+            at: None,
+        };
+        self.put_entries_checked(entries, completion, &check).await
+    }
+
+    async fn put_entries_checked(
+        &self,
+        entries: &[StoredEntry],
+        completion: Option<&Completion>,
+        check: &QuotaCheck,
+    ) -> Result<(), StoreError> {
         self.calls.call("put_entries")?;
         within("put_entries", entries.len(), MAX_ENTRIES_PER_PUT)?;
         let mut refs = lock(&self.refs);
@@ -336,6 +354,12 @@ impl EntryStore for InMemoryEntryStore {
         if taken || !key_held || !entries.iter().all(|e| seen.insert(e.key())) {
             return Err(StoreError::Conflict { op: "put_entries" });
         }
+        // The put's charges land with its entries or the put is refused whole.
+        crate::quota::QuotaState::apply_all(
+            &mut self.quota.counters(),
+            &check.charges,
+            check.at.unwrap_or(Timestamp::from_millis(0)),
+        )?;
         for e in entries {
             refs.entry(e.memory_ref.clone())
                 .or_default()
@@ -421,8 +445,12 @@ impl EntryStore for InMemoryEntryStore {
         if !completion_holds(&keys, completion) {
             return Err(StoreError::Conflict { op: "delete" });
         }
-        if let Some(m) = refs.get_mut(&key.memory_ref) {
-            m.remove(&key.id);
+        if let Some(gone) = refs
+            .get_mut(&key.memory_ref)
+            .and_then(|m| m.remove(&key.id))
+        {
+            self.quota
+                .apply_unconditional(&stored_charges(&[], &[gone], None));
         }
         self.record_changes([(&key.memory_ref, key.id.as_str())]);
         record_completion(&mut keys, completion);
@@ -533,11 +561,13 @@ impl EntryStore for InMemoryEntryStore {
     async fn delete(&self, key: &EntryKey) -> Result<bool, StoreError> {
         self.calls.call("delete")?;
         let mut refs = lock(&self.refs);
-        let existed = refs
+        let gone = refs
             .get_mut(&key.memory_ref)
-            .and_then(|m| m.remove(&key.id))
-            .is_some();
-        if existed {
+            .and_then(|m| m.remove(&key.id));
+        let existed = gone.is_some();
+        if let Some(gone) = gone {
+            self.quota
+                .apply_unconditional(&stored_charges(&[], &[gone], None));
             self.record_changes([(&key.memory_ref, key.id.as_str())]);
         }
         Ok(existed)
@@ -586,14 +616,18 @@ impl EntryStore for InMemoryEntryStore {
     async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError> {
         self.calls.call("delete_many")?;
         let mut refs = lock(&self.refs);
+        let mut removed = Vec::new();
         let gone: Vec<&EntryKey> = keys
             .iter()
             .filter(|k| {
                 refs.get_mut(&k.memory_ref)
                     .and_then(|m| m.remove(&k.id))
+                    .map(|e| removed.push(e))
                     .is_some()
             })
             .collect();
+        self.quota
+            .apply_unconditional(&stored_charges(&[], &removed, None));
         self.record_changes(gone.iter().map(|k| (&k.memory_ref, k.id.as_str())));
         Ok(gone.len())
     }
@@ -621,6 +655,8 @@ impl EntryStore for InMemoryEntryStore {
         if !puts_free || !deletes_unchanged {
             return Err(StoreError::Conflict { op: "replace" });
         }
+        self.quota
+            .apply_unconditional(&stored_charges(put, delete, None));
         for d in delete {
             if let Some(m) = refs.get_mut(&d.memory_ref) {
                 m.remove(&d.entry.id);

@@ -11,4 +11,6 @@ pub mod keyed;
 pub mod keyed_contract;
 pub mod paths;
 pub mod paths_contract;
+pub mod quota;
+pub mod quota_contract;
 pub mod usage;

@@ -30,3 +30,9 @@ async fn path_stores() -> (Arc<dyn EntryStore>, Arc<dyn memory_core::paths::Path
 }
 
 memory_testkit::paths_suite!(path_stores());
+
+async fn quota_store() -> Arc<InMemoryEntryStore> {
+    Arc::new(InMemoryEntryStore::racing())
+}
+
+memory_testkit::quota_suite!(quota_store());

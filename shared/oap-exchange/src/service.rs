@@ -95,6 +95,9 @@ pub struct Exchange {
     key: HostKey,
     terms: TermCache,
     redactor: Arc<memory_core::Redactor>,
+    /// Where the tenant's quota limits are read: imports are refused at a limit like the SR-1
+    /// writer's puts (docs/quotas.md "Limits"); without it they are only counted.
+    quotas: Option<Arc<dyn memory_core::ports::QuotaStore>>,
 }
 
 impl Exchange {
@@ -106,7 +109,15 @@ impl Exchange {
             key,
             terms: TermCache::default(),
             redactor,
+            quotas: None,
         }
+    }
+
+    /// Refuses imports over the tenant's quotas (entries per ref, bytes per tenant, writes per
+    /// minute: each batch of an import is one write).
+    pub fn with_quotas(mut self, quotas: Option<Arc<dyn memory_core::ports::QuotaStore>>) -> Self {
+        self.quotas = quotas;
+        self
     }
 
     pub fn key(&self) -> &HostKey {
@@ -785,7 +796,24 @@ impl Exchange {
                 .filter(|e| !there.contains(&e.entry.id))
                 .cloned()
                 .collect();
-            match self.ports.entries.put_entries(&fresh).await {
+            // Charged in the batch's own write: a batch over a quota is refused whole, and
+            // the batches before it stay (a repeated import adds only what is missing).
+            let check = match (&self.quotas, fresh.first()) {
+                (Some(quotas), Some(first)) => {
+                    let limits = quotas.limits(first.memory_ref.tenant()).await?;
+                    memory_core::quota::QuotaCheck::for_put(&limits, &fresh, self.ports.clock.now())
+                }
+                _ => memory_core::quota::QuotaCheck {
+                    charges: memory_core::quota::stored_charges(&fresh, &[], None),
+                    at: None,
+                },
+            };
+            match self
+                .ports
+                .entries
+                .put_entries_checked(&fresh, None, &check)
+                .await
+            {
                 Ok(()) => return Ok((fresh.len() as u64, there.len() as u64)),
                 Err(memory_core::StoreError::Conflict { .. }) => continue,
                 Err(e) => return Err(e.into()),

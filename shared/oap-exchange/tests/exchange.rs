@@ -60,7 +60,10 @@ fn world() -> World {
         },
         key(),
         Arc::new(redactor),
-    );
+    )
+    .with_quotas(Some(
+        entries.clone() as Arc<dyn memory_core::ports::QuotaStore>
+    ));
     World {
         exchange,
         bundles,
@@ -1026,4 +1029,50 @@ async fn a_derived_item_commits_to_the_text_of_each_source() {
     assert_ne!(link["sources"][oslo.as_str()], json!(other));
     // The marks are host-internal: never an id a grantee sees.
     assert!(!link["derived_from"].to_string().contains("srcsha256"));
+}
+
+#[tokio::test]
+async fn an_import_over_a_quota_is_refused_and_a_raised_limit_lets_it_in() {
+    use memory_core::ports::QuotaStore;
+    use memory_core::quota::{Counter, Quota};
+    let w = world();
+    for i in 0..30 {
+        w.write(&format!("fact number {i} about the project"), &[], None)
+            .await;
+    }
+    let exported = w.export("acme", REF).await.unwrap();
+    let globex = TenantId::parse("globex").unwrap();
+    w.entries
+        .set_overrides(&globex, &[(Quota::EntriesPerRef, 20)])
+        .await
+        .unwrap();
+    match w.import("globex", OTHER_REF, &exported["manifest"]).await {
+        Err(ExchangeError::Store(memory_core::StoreError::QuotaExceeded(r))) => {
+            assert_eq!((r.quota, r.max), (Quota::EntriesPerRef, 20));
+            assert!(r.current <= 20, "{r:?}");
+        }
+        other => panic!("expected a quota refusal, got {other:?}"),
+    }
+    let stored = w.entries_in(OTHER_REF).await.len();
+    assert!(stored <= 20, "never past the limit: {stored}");
+    let r = MemoryRef::parse(OTHER_REF).unwrap();
+    assert_eq!(
+        w.entries.counter(&Counter::RefEntries(r.clone())),
+        stored as i64,
+        "the counter is what is stored"
+    );
+    w.entries
+        .set_overrides(&globex, &[(Quota::EntriesPerRef, 100)])
+        .await
+        .unwrap();
+    let imported = w
+        .import("globex", OTHER_REF, &exported["manifest"])
+        .await
+        .unwrap();
+    assert_eq!(
+        added_and_present(&imported),
+        (Some(30 - stored as u64), Some(stored as u64)),
+        "the retry adds only what is missing"
+    );
+    assert_eq!(w.entries.counter(&Counter::RefEntries(r)), 30);
 }

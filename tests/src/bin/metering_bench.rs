@@ -1,10 +1,13 @@
-//! The overhead of metering (docs/metering.md "Accuracy and overhead"): p50 and p90 latency of a
-//! one-entry put through the real memory-write binary with `METERING=on` beside the same binary
-//! with `METERING=off` (the contender), and DynamoDB writes and write units per put, counted by
-//! `tests/fault/proxy.py` in front of the emulator. Alternating blocks, so both modes see the
-//! same emulator load; latency is measured straight to the emulator, counts through the proxy. Run with the emulator settings loaded (`eval "$(infra/local/up)"`):
-//! `cargo build --release --bins && FUNCTION_BIN_DIR=$CARGO_TARGET_DIR/release cargo run --release -p e2e --bin metering_bench`
-//! (`PUTS` per mode, default 400).
+//! The overhead of metering and quotas (docs/metering.md "Accuracy and overhead", docs/quotas.md
+//! "Overhead"): p50 and p90 latency of a one-entry put through the real memory-write binary in
+//! four modes, metering on or off by quotas on or off, and DynamoDB writes and write units per
+//! put, counted by `tests/fault/proxy.py` in front of the emulator. Both off is the contender.
+//! "Quotas off" is every limit 0: no condition, no per-minute counter, no read-back, but the
+//! stored entries and bytes counters are still kept (the usage API and the recount read them);
+//! "quotas on" sets every limit, high enough never to refuse. Alternating blocks, so every mode
+//! sees the same emulator load; latency is measured straight to the emulator, counts through the
+//! proxy. Run with the emulator settings loaded (`eval "$(infra/local/up)"`):
+//! `cargo build --bins && cargo run -p e2e --bin metering_bench` (`PUTS` per mode, default 400).
 
 use std::time::{Duration, Instant};
 
@@ -13,6 +16,20 @@ use e2e::LambdaProcess;
 use serde_json::{json, Value};
 
 const BLOCK: usize = 50;
+
+/// Limits that apply (so every check and counter is exercised) and never refuse in a run.
+const LIMITS_ON: [(&str, &str); 4] = [
+    ("MaxEntriesPerRef", "100000000"),
+    ("MaxBytesPerTenant", "100000000000"),
+    ("MaxWritesPerMinute", "100000000"),
+    ("MaxSearchesPerMinute", "100000000"),
+];
+const LIMITS_OFF: [(&str, &str); 4] = [
+    ("MaxEntriesPerRef", "0"),
+    ("MaxBytesPerTenant", "0"),
+    ("MaxWritesPerMinute", "0"),
+    ("MaxSearchesPerMinute", "0"),
+];
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
     if sorted.is_empty() {
@@ -26,6 +43,32 @@ fn sum(usage: &Value, names: &[&str]) -> f64 {
     names.iter().filter_map(|n| usage[*n].as_f64()).sum()
 }
 
+/// One mode: its label and the two processes (latency straight to the emulator, counts
+/// through the proxy).
+struct Mode {
+    label: &'static str,
+    timed: LambdaProcess,
+    counted: LambdaProcess,
+    latencies: Vec<Duration>,
+    usages: Vec<Value>,
+}
+
+async fn mode(label: &'static str, metering: &str, quotas: bool, proxy: &str) -> Mode {
+    let limits = if quotas { LIMITS_ON } else { LIMITS_OFF };
+    let mut env: Vec<(&str, &str)> = limits.to_vec();
+    env.push(("METERING", metering));
+    let timed = LambdaProcess::start("memory-write", &env).await;
+    env.push(("AWS_ENDPOINT_URL", proxy));
+    let counted = LambdaProcess::start("memory-write", &env).await;
+    Mode {
+        label,
+        timed,
+        counted,
+        latencies: Vec::new(),
+        usages: Vec::new(),
+    }
+}
+
 #[tokio::main]
 async fn main() {
     let upstream = std::env::var("AWS_ENDPOINT_URL")
@@ -36,20 +79,12 @@ async fn main() {
         .unwrap_or(400);
     let proxy = CountingProxy::start(&upstream);
     let url = proxy.url();
-    // Latency straight to the emulator (the proxy would add its own hop to every round trip);
-    // writes and units through the proxy, by separate processes.
-    let on = LambdaProcess::start("memory-write", &[("METERING", "on")]).await;
-    let off = LambdaProcess::start("memory-write", &[("METERING", "off")]).await;
-    let on_counted = LambdaProcess::start(
-        "memory-write",
-        &[("AWS_ENDPOINT_URL", &url), ("METERING", "on")],
-    )
-    .await;
-    let off_counted = LambdaProcess::start(
-        "memory-write",
-        &[("AWS_ENDPOINT_URL", &url), ("METERING", "off")],
-    )
-    .await;
+    let mut modes = vec![
+        mode("metering off, quotas off", "off", false, &url).await,
+        mode("metering on,  quotas off", "on", false, &url).await,
+        mode("metering off, quotas on ", "off", true, &url).await,
+        mode("metering on,  quotas on ", "on", true, &url).await,
+    ];
     let t = format!(
         "bench-meter-{}",
         ulid::Ulid::new().to_string().to_lowercase()
@@ -60,53 +95,52 @@ async fn main() {
             {"content": format!("Customer {n} asked for the March invoice to be re-sent by e-mail; follow up Tuesday"),
              "tags": ["billing", "follow-up"]}]})
     };
-    // Warm all four (connections, the tenant's first listing for the day).
-    for n in 0..20 {
-        for p in [&on, &off, &on_counted, &off_counted] {
-            p.respond(&put(n)).await;
-        }
-    }
-    let (mut lat_on, mut lat_off) = (Vec::new(), Vec::new());
-    let mut n = 1000;
-    while lat_on.len() < puts {
-        for (process, latencies) in [(&off, &mut lat_off), (&on, &mut lat_on)] {
-            for _ in 0..BLOCK {
+    // Warm every process (connections, the tenant's first listing for the day, its limits).
+    let mut n = 0;
+    for _ in 0..20 {
+        for m in &modes {
+            for p in [&m.timed, &m.counted] {
                 n += 1;
-                let started = Instant::now();
-                process.respond(&put(n)).await;
-                latencies.push(started.elapsed());
+                p.respond(&put(n)).await;
             }
         }
     }
-    let (mut use_on, mut use_off) = (Vec::<Value>::new(), Vec::<Value>::new());
-    for (process, usages) in [(&off_counted, &mut use_off), (&on_counted, &mut use_on)] {
+    while modes[0].latencies.len() < puts {
+        for m in modes.iter_mut() {
+            for _ in 0..BLOCK {
+                n += 1;
+                let started = Instant::now();
+                m.timed.respond(&put(n)).await;
+                m.latencies.push(started.elapsed());
+            }
+        }
+    }
+    for m in modes.iter_mut() {
         proxy.reset();
         for _ in 0..BLOCK {
             n += 1;
-            process.respond(&put(n)).await;
+            m.counted.respond(&put(n)).await;
         }
-        usages.push(proxy.usage());
+        m.usages.push(proxy.usage());
     }
-    for (mode, latencies, usages) in [
-        ("off", &mut lat_off, &use_off),
-        ("on", &mut lat_on, &use_on),
-    ] {
-        latencies.sort();
-        let count = latencies.len() as f64;
-        let counted = (usages.len() * BLOCK) as f64;
+    for m in modes.iter_mut() {
+        m.latencies.sort();
+        let count = m.latencies.len() as f64;
+        let counted = (m.usages.len() * BLOCK) as f64;
         let total = |names: &[&str]| // `+ 0.0` turns a negative zero into zero.
-            usages.iter().map(|u| sum(u, names)).sum::<f64>() / counted + 0.0;
+            m.usages.iter().map(|u| sum(u, names)).sum::<f64>() / counted + 0.0;
         println!(
-            "METERING={mode:<3} puts {count:>5}  p50 {:>6.2} ms  p90 {:>6.2} ms  DynamoDB writes/put {:>5.2} (meter's {:>4.2})  \
-             write units/put billed {:>5.2} (meter's {:>4.2})  as the emulator answered {:>5.2} (meter's {:>4.2})",
-            percentile(latencies, 0.5),
-            percentile(latencies, 0.9),
-            total(&["writes", "meterWrites"]),
+            "{:<25} puts {count:>5}  p50 {:>6.2} ms  p90 {:>6.2} ms  DynamoDB calls/put {:>5.2} (meter's {:>4.2}, reads {:>4.2})  \
+             write units/put billed {:>5.2} (meter's {:>4.2})  read units/put {:>4.2}",
+            m.label,
+            percentile(&m.latencies, 0.5),
+            percentile(&m.latencies, 0.9),
+            total(&["writes", "meterWrites"]) + total(&["reads"]),
             total(&["meterWrites"]),
+            total(&["reads"]),
             total(&["billedWriteUnits", "meterBilledWriteUnits"]),
             total(&["meterBilledWriteUnits"]),
-            total(&["writeUnits", "meterWriteUnits"]),
-            total(&["meterWriteUnits"]),
+            total(&["readUnits"]),
         );
     }
 }

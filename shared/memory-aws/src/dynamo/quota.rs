@@ -152,14 +152,20 @@ impl DynamoEntryStore {
     /// recount repairs the counter.
     pub(crate) async fn apply_uncounted(&self, op: &'static str, charges: &[Charge]) {
         for charge in charges {
-            if let Err(e) = self.send_charge(op, charge).await {
+            if let Err(e) = self.send_charge(op, charge, None).await {
                 tracing::warn!(error = %e, "quota counter not updated; the recount repairs it");
             }
         }
     }
 
-    /// One charge, alone; the counter's value after.
-    async fn send_charge(&self, op: &'static str, charge: &Charge) -> Result<i64, StoreError> {
+    /// One charge, alone; the counter's value after. A refusal's retry hint is reckoned from
+    /// `at`, the instant that chose the charge's window (now when not given).
+    async fn send_charge(
+        &self,
+        op: &'static str,
+        charge: &Charge,
+        at: Option<Timestamp>,
+    ) -> Result<i64, StoreError> {
         let client = self.clients.data(op).await?;
         let update = charge_update(op, &self.table, charge)?;
         let out = crate::retry::send(op, || {
@@ -185,7 +191,7 @@ impl DynamoEntryStore {
                 .unwrap_or(0)),
             Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
                 let current = self.counter_value(op, &charge.counter).await?;
-                let at = Timestamp::from_millis(super::wall_clock_ms());
+                let at = at.unwrap_or_else(|| Timestamp::from_millis(super::wall_clock_ms()));
                 Err(Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
                     .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded))
             }
@@ -250,7 +256,7 @@ impl QuotaStore for DynamoEntryStore {
     async fn charge(&self, check: &QuotaCheck) -> Result<Vec<(Counter, i64)>, StoreError> {
         let mut values = Vec::with_capacity(check.charges.len());
         for charge in &check.charges {
-            let value = self.send_charge("quota_charge", charge).await?;
+            let value = self.send_charge("quota_charge", charge, check.at).await?;
             values.push((charge.counter.clone(), value));
         }
         Ok(values)
@@ -260,11 +266,15 @@ impl QuotaStore for DynamoEntryStore {
         &self,
         counters: &[Counter],
     ) -> Result<Vec<(Counter, i64)>, StoreError> {
-        let mut values = Vec::with_capacity(counters.len());
-        for c in counters {
-            values.push((c.clone(), self.counter_value("quota_counters", c).await?));
-        }
-        Ok(values)
+        // Side by side: a put's read-back of up to four counters costs one round trip of
+        // latency, not four (docs/quotas.md "Overhead").
+        let values = futures_util::future::try_join_all(
+            counters
+                .iter()
+                .map(|c| self.counter_value("quota_counters", c)),
+        )
+        .await?;
+        Ok(counters.iter().cloned().zip(values).collect())
     }
 
     async fn repair(&self, recount: &Recount) -> Result<bool, StoreError> {
