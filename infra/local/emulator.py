@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The local AWS emulator: moto_server, with each DynamoDB request applied whole before the next,
-DynamoDB transactions that copy only the items they touch, and Queries that read one partition.
+DynamoDB transactions that copy only the items they touch, Queries that read one partition, and
+SQS sends that do not count the queue's messages.
 
 moto serves requests on threads and evaluates a DynamoDB condition and applies its write as two
 steps, so two concurrent conditional updates of one item can both pass their condition. DynamoDB
@@ -34,6 +35,7 @@ from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
 from moto.dynamodb.models.table import Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
+from moto.sqs import models as sqs_models
 
 _DYNAMODB = threading.Lock()
 _dispatch = DomainDispatcherApplication.__call__
@@ -167,6 +169,46 @@ def _query_reading_what_it_can_match(self, hash_key, *args, **kwargs):
 
 Table.all_items = _items_the_query_can_match
 Table.query = _query_reading_what_it_can_match
+
+# moto 5.2.5's SendMessage reads one setting of the queue (ContentBasedDeduplication) through
+# `Queue.attributes`, which also counts the queue's visible, in-flight and delayed messages by
+# walking every message (three walks, a clock read per message); ReceiveMessage does the same
+# once per message it hands out, to read MessageRetentionPeriod. A queue nobody drains (the
+# provisioned all-events tap receives every event of a test run) made each PutEvents cost
+# O(messages): over one `tests/run` that was most of the emulator's CPU. While SendMessage runs,
+# the counts are left out of `attributes` (none of its reads is a count), and the retention
+# check reads the one setting; GetQueueAttributes still counts.
+_settings_only = threading.local()
+
+
+def _count_unless_settings_only(count):
+    def get(self):
+        return None if getattr(_settings_only, "on", False) else count.fget(self)
+    return property(get)
+
+
+for _count in ("approximate_number_of_messages", "approximate_number_of_messages_not_visible",
+               "approximate_number_of_messages_delayed"):
+    setattr(sqs_models.Queue, _count, _count_unless_settings_only(getattr(sqs_models.Queue, _count)))
+_send_message = sqs_models.SQSBackend.send_message
+
+
+def _send_message_reading_settings_only(self, *args, **kwargs):
+    _settings_only.on = True
+    try:
+        return _send_message(self, *args, **kwargs)
+    finally:
+        _settings_only.on = False
+
+
+def _retained(self, queue_name, message):
+    retain_until = self.get_queue(queue_name).message_retention_period \
+        + message.sent_timestamp / 1000
+    return retain_until > sqs_models.unix_time()
+
+
+sqs_models.SQSBackend.send_message = _send_message_reading_settings_only
+sqs_models.SQSBackend.is_message_valid_based_on_retention_period = _retained
 
 
 # moto's SIGTERM handler calls `sys.exit`, and the interpreter then waits for the request threads,

@@ -7,12 +7,19 @@ the peer. Nothing here is skipped: a missing binary or emulator setting fails th
 
 Run (from the repository root, emulator settings loaded):
     cargo build --bins && eval "$(infra/local/up)" && .venv/bin/python -m pytest tests/python -q
+
+`tests/run` spreads the modules over pytest-xdist workers (`-n 3 --dist loadfile`: a module and
+its gateways stay on one worker), each with its own session gateway, then runs
+test_zz_hygiene.py on its own: every process records its gateways and the sensitive strings it
+registered (`record_session`), and the hygiene check reads them all (docs/testing.md "The
+Python end-to-end suite (official OpenWOP client)").
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,6 +30,7 @@ import pytest
 from wopkit import (
     REQUIRED_ENV,
     ROOT,
+    SENSITIVE,
     Api,
     EventTap,
     Gateway,
@@ -33,11 +41,39 @@ from wopkit import (
 )
 
 START_TIMEOUT = 120
+# An xdist worker's id ("gw0", ...), "" in a run of one process.
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
 
 
 def _target_dir() -> Path:
     target = os.environ.get("CARGO_TARGET_DIR")
     return Path(target) if target else ROOT / "target"
+
+
+def sessions_dir() -> Path:
+    """Where each process of the suite records its gateways and sensitive strings for
+    test_zz_hygiene.py."""
+    return _target_dir() / "python-e2e-sessions"
+
+
+# The gateways this process started: (label, logs file, access log file, the session's own).
+_STARTED: list[tuple[str, Path, Path, bool]] = []
+_SESSION: list[Gateway] = []
+
+
+def record_session() -> None:
+    """Stops this process's session gateway (which writes its functions' logs) and records, for
+    the hygiene check, every gateway it started and every sensitive string it registered."""
+    for gw in _SESSION:
+        gw.stop()
+    if not _STARTED:
+        return
+    out = sessions_dir()
+    out.mkdir(parents=True, exist_ok=True)
+    record = {"gateways": [{"label": label, "logs": str(logs), "access": str(access),
+                            "session": session} for label, logs, access, session in _STARTED],
+              "sensitive": sorted(SENSITIVE)}
+    (out / f"{WORKER or 'main'}.json").write_text(json.dumps(record))
 
 
 def start_gateway(label: str, extra_env: dict[str, str] | None = None, *,
@@ -73,6 +109,7 @@ def start_gateway(label: str, extra_env: dict[str, str] | None = None, *,
             cwd=ROOT, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr,
             text=True)
     gw = Gateway(process, "", stderr_path, logs_path)
+    _STARTED.append((label, logs_path, stderr_path, label == SESSION_LABEL))
     line = read_line_with_timeout(process.stdout, START_TIMEOUT)
     if not line or not line.startswith("listening http://"):
         gw.stop()
@@ -123,14 +160,39 @@ def log_checked_gateway(label: str, extra_env: dict[str, str],
     assert not leaks(logs), f"function logs leak {leaks(logs)}"
 
 
+SESSION_LABEL = f"python-e2e-{WORKER}" if WORKER else "python-e2e"
+
+
 @pytest.fixture(scope="session")
 def gateway() -> Gateway:
     # At DEBUG, the most verbose level an operator can set (AWS_LAMBDA_LOG_LEVEL): the leak
     # scan at the end of the suite (test_zz_hygiene) then covers every line the functions could
     # ever write. The Rust end-to-end tests and the stand-in gateways run at INFO, as deployed.
-    gw = start_gateway("python-e2e", log_level="DEBUG")
+    if not WORKER:
+        # A run of one process owns the records; tests/run clears them before its workers.
+        shutil.rmtree(sessions_dir(), ignore_errors=True)
+    gw = start_gateway(SESSION_LABEL, log_level="DEBUG")
+    _SESSION.append(gw)
     yield gw
     gw.stop()
+
+
+# The modules that take longest, started first when the suite runs on workers, so the workers
+# finish together (the OpenIntent differential is one sequential test of about 3 minutes).
+LONGEST_FIRST = ("test_l_openintent_differential.py", "test_n_embed_backfill.py",
+                 "test_k_openintent.py", "test_j_memory_tool.py", "test_m_oap.py")
+
+
+def pytest_collection_modifyitems(items) -> None:
+    if WORKER:
+        rank = {name: i for i, name in enumerate(LONGEST_FIRST)}
+        items.sort(key=lambda item: rank.get(item.path.name, len(rank)))
+
+
+def pytest_sessionfinish(session, exitstatus) -> None:
+    # An xdist worker records what test_zz_hygiene.py, run after all workers, checks.
+    if WORKER:
+        record_session()
 
 
 @pytest.fixture(scope="session")

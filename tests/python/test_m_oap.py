@@ -1150,7 +1150,9 @@ def test_the_hourly_sweep_announces_an_expiry_nobody_queried(base: str, host: Ho
     Invoker(base).put(tenant, ref, [{"content": f"Sweep probe {new_id()}", "tags": ["sw"]}])
     tap = EventTap(tenant)
     try:
-        out = g.grant(grant_body(ref, expires_at=rfc3339_in(1.5)))
+        # 4 s: the sweep below must run before the expiry even on a loaded machine (at 1.5 s a
+        # slow first sweep already expired the grant and the second found nothing).
+        out = g.grant(grant_body(ref, expires_at=rfc3339_in(4)))
         gid = out["grant"]["grant_id"]
         # Before the expiry the sweep finds nothing of this grant.
         Invoker(base).ok("memory-exchange", {"op": "sweep"})

@@ -139,13 +139,7 @@ class Gateway:
 
     def access_log(self) -> list[tuple[str, str, int]]:
         """(method, path, status) of every request the gateway answered."""
-        out = []
-        text = self.stderr_path.read_text(encoding="utf-8", errors="replace")
-        for line in text.splitlines():
-            m = ACCESS_LINE.match(line)
-            if m:
-                out.append((m.group(1), m.group(2), int(m.group(3))))
-        return out
+        return access_log(self.stderr_path)
 
     def stderr_tail(self, lines: int = 40) -> str:
         try:
@@ -153,6 +147,17 @@ class Gateway:
         except OSError:
             return ""
         return "\n".join(text.splitlines()[-lines:])
+
+
+def access_log(stderr_path: Path) -> list[tuple[str, str, int]]:
+    """(method, path, status) of every request answered by the gateway whose stderr is
+    `stderr_path`."""
+    out = []
+    for line in file_text(stderr_path).splitlines():
+        m = ACCESS_LINE.match(line)
+        if m:
+            out.append((m.group(1), m.group(2), int(m.group(3))))
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
