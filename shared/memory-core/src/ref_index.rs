@@ -55,6 +55,9 @@ use crate::tag_filter::TagFilter;
 use crate::time::Timestamp;
 use memory_guard::MemoryRef;
 
+/// When a pass's segments get an approximate vector index ([`IndexPass::with_ann`]).
+pub use search_index::Ann;
+
 /// Segments a ref keeps before a pass merges them into one.
 pub const MAX_SEGMENTS: usize = 4;
 /// A merge also runs when this share of the segments' documents (per mille) is dead.
@@ -589,7 +592,7 @@ pub struct IndexPass {
     /// The embedding model whose vectors the segments keep ("" for none).
     model: String,
     /// When the segments it builds get an approximate vector index.
-    ann: search_index::Ann,
+    ann: Ann,
 }
 
 impl IndexPass {
@@ -598,13 +601,13 @@ impl IndexPass {
             ports,
             archive,
             model: model.unwrap_or_default(),
-            ann: search_index::Ann::default(),
+            ann: Ann::default(),
         }
     }
 
     /// Builds segments with approximate lists as `ann` says instead of the default threshold:
     /// for tests, which reach a segment with lists without writing 150,000 entries.
-    pub fn with_ann(mut self, ann: search_index::Ann) -> Self {
+    pub fn with_ann(mut self, ann: Ann) -> Self {
         self.ann = ann;
         self
     }
