@@ -437,13 +437,26 @@ impl IndexReader {
         }
         // Out of the cache first, so the segment is (usually) held here alone and gains the
         // lists in place; a copy only when another query holds it at the same time.
-        let held = self.cache.take(&reference.name);
+        let held = match self.cache.take(&reference.name) {
+            // Dropped from the cache meanwhile: count it at the bytes its head read was.
+            0 => reference
+                .vectors_at
+                .zip(reference.vector_head)
+                .map_or(0, |(at, head)| {
+                    usize::try_from(at.saturating_add(head)).unwrap_or(usize::MAX)
+                }),
+            bytes => bytes,
+        };
         let segment = Arc::try_unwrap(segment).unwrap_or_else(|shared| (*shared).clone());
         let (segment, read) =
             load_lists(&*self.archive, memory_ref, reference, segment, lists).await?;
         let segment = Arc::new(segment);
-        self.cache
-            .put(&reference.name, segment.clone(), true, held + read);
+        self.cache.put(
+            &reference.name,
+            segment.clone(),
+            true,
+            held.saturating_add(read),
+        );
         Ok(segment)
     }
 
