@@ -11,10 +11,13 @@ use memory_aws::{DynamoEntryStore, S3ArchiveStore};
 use memory_core::model::StoredEntry;
 use memory_core::ports::{ArchiveStore, CorePorts, Embedder, EntryStore};
 use memory_core::reader::MemoryReader;
-use memory_core::ref_index::{IndexForgetHook, IndexPass};
+use memory_core::ref_index::{IndexForgetHook, IndexPass, SearchPath};
+use memory_core::search::SearchMode;
 use memory_core::tag_filter::TagFilter;
 use memory_core::{MemoryRef, TenantScope, Timestamp};
-use memory_testkit::contract::{assert_index_parity, entry, fresh_ref, SEARCH_WORDS, T0};
+use memory_testkit::contract::{
+    assert_index_parity, entry, fresh_ref, suite_search, SEARCH_WORDS, T0,
+};
 use memory_testkit::in_memory::{ManualClock, RecordingPublisher, WordHashEmbedder};
 
 struct World {
@@ -236,4 +239,72 @@ async fn a_forget_rewrite_leaves_no_version_holding_the_forgotten_entries() {
         assert!(!body.contains(&secret.entry.id), "{key} keeps the id");
     }
     w.assert_parity("after forget").await;
+}
+
+#[tokio::test]
+async fn a_segment_with_lists_is_read_by_range_from_s3_and_answers_the_same_cold_and_warm() {
+    let w = world("ivf").await;
+    // Varied vectors (the word-hash embedder sums one vector per word), so the lists spread.
+    let mut entries = Vec::new();
+    for i in 0..600u64 {
+        let n = i as usize;
+        let a = SEARCH_WORDS[n % SEARCH_WORDS.len()];
+        let b = SEARCH_WORDS[(n / SEARCH_WORDS.len() * 3 + 1) % SEARCH_WORDS.len()];
+        let mut e = entry(&w.r, i, &format!("{a} {b} w{} v{}", n % 37, n % 29), &[]);
+        e.embedding = Some(w.embedder.embed(&e.entry.content).await.expect("embed"));
+        entries.push(e);
+    }
+    for chunk in entries.chunks(25) {
+        w.store.put_entries(chunk).await.expect("put");
+    }
+    w.pass()
+        .with_ann(memory_core::ref_index::Ann {
+            min_vectors: 200,
+            list_size: 8,
+            probes: 16,
+        })
+        .run(w.r.tenant().as_str(), &w.r.to_string())
+        .await
+        .expect("pass");
+    let key = memory_core::ports::ObjectKey::new(
+        w.r.tenant(),
+        &format!("agents/{}/search/manifest.json", w.r.agent().as_str()),
+    )
+    .expect("key");
+    let manifest: serde_json::Value = serde_json::from_slice(
+        &w.archive
+            .get(&key)
+            .await
+            .expect("get")
+            .expect("manifest")
+            .body,
+    )
+    .expect("manifest");
+    assert!(
+        manifest["segments"][0]["vectorHead"].is_u64(),
+        "one segment with lists: {}",
+        manifest["segments"]
+    );
+    let warm = w.reader(true);
+    let ref_name = w.r.to_string();
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        for q in ["invoice payment", "allergy peanuts", "grandmother birthday"] {
+            let cold = suite_search(
+                &w.reader(true),
+                &w.scope,
+                &ref_name,
+                q,
+                &TagFilter::default(),
+                mode,
+            )
+            .await;
+            let held =
+                suite_search(&warm, &w.scope, &ref_name, q, &TagFilter::default(), mode).await;
+            assert_eq!(cold.path, SearchPath::Index, "{mode:?} {q}");
+            assert_eq!(held.path, SearchPath::Index, "{mode:?} {q}");
+            assert!(!cold.results.is_empty(), "{mode:?} {q}");
+            assert_eq!(held.results, cold.results, "{mode:?} {q}: warm = cold");
+            assert_eq!(held.unembedded, cold.unembedded);
+        }
+    }
 }

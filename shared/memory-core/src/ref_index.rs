@@ -5,7 +5,10 @@
 //!
 //! - **Objects.** Per ref, under `{tenant}/agents/{agent}/search/`: immutable segments named by
 //!   their content (`seg-<sha256>`: the text part, then the vector block, so a text query reads
-//!   a byte range and a semantic one the whole object, one call either way), and one
+//!   a byte range and a semantic one the whole object, one call either way; a segment whose
+//!   vectors are in lists is read by a semantic query as the text part and the lists' directory
+//!   in one ranged call, then each list it probes by range: docs/search.md "Vectors at scale"),
+//!   and one
 //!   `manifest.json` naming the live ones, replaced only by a compare-and-swap on its ETag, so
 //!   two writers (a pass, a forget) never both install a segment set.
 //! - **The tail.** Every entry mutation writes a content-free change record in its own request
@@ -51,6 +54,9 @@ use crate::search::{SearchHit, SearchResults};
 use crate::tag_filter::TagFilter;
 use crate::time::Timestamp;
 use memory_guard::MemoryRef;
+
+/// When a pass's segments get an approximate vector index ([`IndexPass::with_ann`]).
+pub use search_index::Ann;
 
 /// Segments a ref keeps before a pass merges them into one.
 pub const MAX_SEGMENTS: usize = 4;
@@ -118,7 +124,8 @@ impl From<StoreError> for Unserved {
 }
 
 /// Decoded segments kept across searches of a warm function. Objects are immutable and named
-/// by content, so a cached segment never goes stale; past the budget the cache starts over.
+/// by content, so a cached segment never goes stale, and the vector lists a query loads into a
+/// segment read by range stay with it for the next; past the budget the cache starts over.
 #[derive(Default)]
 pub struct SegmentCache {
     inner: Mutex<CacheState>,
@@ -126,7 +133,15 @@ pub struct SegmentCache {
 
 #[derive(Default)]
 struct CacheState {
-    segments: HashMap<String, (Arc<Segment>, bool)>,
+    segments: HashMap<String, Cached>,
+    bytes: usize,
+}
+
+struct Cached {
+    segment: Arc<Segment>,
+    /// Its vectors are at hand: all of them, or its lists' directory (lists load on demand).
+    vectors: bool,
+    /// Bytes read for it, counted against the budget.
     bytes: usize,
 }
 
@@ -136,18 +151,37 @@ impl SegmentCache {
         state
             .segments
             .get(name)
-            .filter(|(_, has)| *has || !vectors)
-            .map(|(s, _)| s.clone())
+            .filter(|c| c.vectors || !vectors)
+            .map(|c| c.segment.clone())
+    }
+
+    /// Takes a segment out (answers the bytes it was counted at), so that the caller holds it
+    /// alone and can load more lists into it without a copy.
+    fn take(&self, name: &str) -> usize {
+        let mut state = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        let bytes = state.segments.remove(name).map_or(0, |c| c.bytes);
+        state.bytes -= bytes;
+        bytes
     }
 
     fn put(&self, name: &str, segment: Arc<Segment>, vectors: bool, bytes: usize) {
         let mut state = self.inner.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(old) = state.segments.remove(name) {
+            state.bytes -= old.bytes;
+        }
         if state.bytes + bytes > CACHE_BUDGET_BYTES {
             state.segments.clear();
             state.bytes = 0;
         }
         state.bytes += bytes;
-        state.segments.insert(name.to_owned(), (segment, vectors));
+        state.segments.insert(
+            name.to_owned(),
+            Cached {
+                segment,
+                vectors,
+                bytes,
+            },
+        );
     }
 }
 
@@ -218,6 +252,74 @@ async fn fetch_segment(
     let bytes = text.len() + block.as_ref().map_or(0, Vec::len);
     let decoded = Segment::decode(&text, block.as_deref()).map_err(|_| corrupt())?;
     Ok((decoded, bytes))
+}
+
+/// Reads a segment whose vectors are in lists for a semantic or hybrid query: the text part and
+/// the lists' directory, one ranged call, checked against the manifest's digest of the text part
+/// and the directory's own (bound to the text part's); no list is loaded yet ([`load_lists`]).
+async fn fetch_segment_head(
+    archive: &dyn ArchiveStore,
+    memory_ref: &MemoryRef,
+    segment: &SegmentRef,
+) -> Result<(Segment, usize), StoreError> {
+    let corrupt = || StoreError::Corrupt {
+        key: "search segment".to_owned(),
+    };
+    let (Some(at), Some(head)) = (segment.vectors_at, segment.vector_head) else {
+        return Err(corrupt());
+    };
+    let key = object_key(memory_ref, &segment.name)?;
+    let end = at.checked_add(head).ok_or_else(corrupt)?;
+    let mut text = archive.get_range(&key, 0..end).await?.ok_or_else(corrupt)?;
+    let at = usize::try_from(at).map_err(|_| corrupt())?;
+    if text.len() < at {
+        return Err(corrupt());
+    }
+    let head = text.split_off(at);
+    if hex_sha256(&text) != segment.sha256 {
+        return Err(corrupt());
+    }
+    let bytes = text.len() + head.len();
+    let decoded = Segment::decode_head(&text, &head).map_err(|_| corrupt())?;
+    Ok((decoded, bytes))
+}
+
+/// Loads into `segment` (read by [`fetch_segment_head`]) the lists of `lists` it does not hold
+/// yet, each by its byte range, the calls issued together; each list is checked against the
+/// digest the verified directory names for it, and one that does not verify is `Corrupt`.
+/// Answers the segment and the bytes read.
+async fn load_lists(
+    archive: &dyn ArchiveStore,
+    memory_ref: &MemoryRef,
+    reference: &SegmentRef,
+    mut segment: Segment,
+    lists: &[usize],
+) -> Result<(Segment, usize), StoreError> {
+    let corrupt = || StoreError::Corrupt {
+        key: "search segment".to_owned(),
+    };
+    let missing: Vec<usize> = lists
+        .iter()
+        .copied()
+        .filter(|&l| !segment.list_loaded(l))
+        .collect();
+    if missing.is_empty() {
+        return Ok((segment, 0));
+    }
+    let at = reference.vectors_at.ok_or_else(corrupt)?;
+    let key = object_key(memory_ref, &reference.name)?;
+    let bodies = futures_util::future::try_join_all(missing.iter().map(|&l| {
+        let range = segment.list_range(l);
+        archive.get_range(&key, at + range.start..at + range.end)
+    }))
+    .await?;
+    let mut bytes = 0;
+    for (l, body) in missing.into_iter().zip(bodies) {
+        let body = body.ok_or_else(corrupt)?;
+        segment.load_list(l, &body).map_err(|_| corrupt())?;
+        bytes += body.len();
+    }
+    Ok((segment, bytes))
 }
 
 /// The entries among `ids` of the ref as the table holds them now.
@@ -306,7 +408,11 @@ impl IndexReader {
         if let Some(hit) = self.cache.get(&segment.name, vectors) {
             return Ok(hit);
         }
-        let (decoded, bytes) = fetch_segment(&*self.archive, memory_ref, segment, vectors).await?;
+        let (decoded, bytes) = if vectors && segment.vectors && segment.vector_head.is_some() {
+            fetch_segment_head(&*self.archive, memory_ref, segment).await?
+        } else {
+            fetch_segment(&*self.archive, memory_ref, segment, vectors).await?
+        };
         let decoded = Arc::new(decoded);
         self.cache.put(
             &segment.name,
@@ -315,6 +421,43 @@ impl IndexReader {
             bytes,
         );
         Ok(decoded)
+    }
+
+    /// `segment` with every list of `lists` loaded: the ones it lacks are read by range and kept
+    /// in the cache with it, so a later query reads only lists no query has read before.
+    async fn with_lists(
+        &self,
+        memory_ref: &MemoryRef,
+        reference: &SegmentRef,
+        segment: Arc<Segment>,
+        lists: &[usize],
+    ) -> Result<Arc<Segment>, StoreError> {
+        if lists.iter().all(|&l| segment.list_loaded(l)) {
+            return Ok(segment);
+        }
+        // Out of the cache first, so the segment is (usually) held here alone and gains the
+        // lists in place; a copy only when another query holds it at the same time.
+        let held = match self.cache.take(&reference.name) {
+            // Dropped from the cache meanwhile: count it at the bytes its head read was.
+            0 => reference
+                .vectors_at
+                .zip(reference.vector_head)
+                .map_or(0, |(at, head)| {
+                    usize::try_from(at.saturating_add(head)).unwrap_or(usize::MAX)
+                }),
+            bytes => bytes,
+        };
+        let segment = Arc::try_unwrap(segment).unwrap_or_else(|shared| (*shared).clone());
+        let (segment, read) =
+            load_lists(&*self.archive, memory_ref, reference, segment, lists).await?;
+        let segment = Arc::new(segment);
+        self.cache.put(
+            &reference.name,
+            segment.clone(),
+            true,
+            held.saturating_add(read),
+        );
+        Ok(segment)
     }
 
     /// One search over the ref's index (the module doc says what it reads, in which order).
@@ -337,6 +480,24 @@ impl IndexReader {
         let mut segments = Vec::with_capacity(manifest.segments.len());
         for s in &manifest.segments {
             segments.push(self.segment(memory_ref, s, vectors).await?);
+        }
+        if let Ranking::Semantic(query) | Ranking::Hybrid(query) = q.ranking {
+            // The lists the query will probe (the same count `search_counting` uses), loaded
+            // before it runs: the answer is the same whichever lists were held before.
+            let probes = {
+                let held: Vec<&Segment> = segments.iter().map(|s| &**s).collect();
+                search_index::default_probes(&held)
+            };
+            let mut loaded = Vec::with_capacity(segments.len());
+            for (s, segment) in manifest.segments.iter().zip(segments) {
+                loaded.push(if segment.is_approximate() {
+                    let lists = segment.probe(query, probes);
+                    self.with_lists(memory_ref, s, segment, &lists).await?
+                } else {
+                    segment
+                });
+            }
+            segments = loaded;
         }
         let changed: BTreeSet<String> = changes.into_iter().flat_map(|c| c.ids).collect();
         let tail_entries: Vec<StoredEntry> = read_back(store, memory_ref, changed.iter().cloned())
@@ -443,6 +604,8 @@ pub struct IndexPass {
     archive: Arc<dyn ArchiveStore>,
     /// The embedding model whose vectors the segments keep ("" for none).
     model: String,
+    /// When the segments it builds get an approximate vector index.
+    ann: Ann,
 }
 
 impl IndexPass {
@@ -451,7 +614,15 @@ impl IndexPass {
             ports,
             archive,
             model: model.unwrap_or_default(),
+            ann: Ann::default(),
         }
+    }
+
+    /// Builds segments with approximate lists as `ann` says instead of the default threshold:
+    /// for tests, which reach a segment with lists without writing 150,000 entries.
+    pub fn with_ann(mut self, ann: Ann) -> Self {
+        self.ann = ann;
+        self
     }
 
     /// Folds the ref's changes into its index (builds it the first time).
@@ -544,7 +715,7 @@ impl IndexPass {
             manifest.segments.clear();
             manifest.vector_model = self.model.clone();
             if !docs.is_empty() {
-                let built = Segment::build(docs, &self.model, &analyzer);
+                let built = Segment::build_with(docs, &self.model, &analyzer, &self.ann);
                 manifest
                     .segments
                     .push(put_segment(archive, &memory_ref, &built, &mut uploads).await?);
@@ -562,7 +733,7 @@ impl IndexPass {
                 s.dead = dead.into_iter().collect();
             }
             if !docs.is_empty() {
-                let built = Segment::build(docs, &self.model, &analyzer);
+                let built = Segment::build_with(docs, &self.model, &analyzer, &self.ann);
                 manifest
                     .segments
                     .push(put_segment(archive, &memory_ref, &built, &mut uploads).await?);
@@ -679,7 +850,7 @@ impl IndexPass {
             .map(|s| s.dead.iter().map(String::as_str).collect())
             .collect();
         let refs: Vec<&Segment> = decoded.iter().collect();
-        let merged = search_index::merge::merge(
+        let merged = search_index::merge::merge_with(
             &refs,
             |si, d| {
                 !dead[si].contains(&*d.id) && d.is_live_at(now.as_millis()) && fence.admits(&d.id)
@@ -687,6 +858,7 @@ impl IndexPass {
             Vec::new(),
             &manifest.vector_model,
             &Analyzer::new(true),
+            &self.ann,
         );
         if merged.docs().is_empty() {
             return Ok(None);
@@ -747,6 +919,10 @@ async fn put_segment(
     let sha256 = hex_sha256(&encoded.text);
     let text_bytes = encoded.text.len() as u64;
     let has_vectors = encoded.vectors.is_some();
+    let vector_head = match &encoded.vectors {
+        Some(block) if segment.is_approximate() => Segment::vector_head_len(block).ok(),
+        _ => None,
+    };
     // One object: the text part, then the vector block (fetch_segment reads either).
     let mut body = encoded.text;
     if let Some(block) = encoded.vectors {
@@ -771,6 +947,7 @@ async fn put_segment(
         sha256,
         vectors: has_vectors,
         vectors_at: has_vectors.then_some(text_bytes),
+        vector_head,
         dead: Vec::new(),
     })
 }

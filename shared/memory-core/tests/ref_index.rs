@@ -469,3 +469,209 @@ async fn an_index_built_in_process_from_the_tables_entries_ranks_as_the_scan() {
     assert_eq!(folded.documents, 36, "{folded:?}");
     s.assert_parity("folded").await;
 }
+
+/// A ref whose one segment holds its vectors in lists (the threshold lowered: 3,000 entries in
+/// lists of about 32, of which a query reads 16), with its manifest entry and object.
+async fn listed_ref() -> (Setup, search_index::SegmentRef, Vec<u8>) {
+    let s = Setup::new();
+    // Varied enough that the vectors spread over the lists (the word-hash embedder sums one
+    // vector per word): two of the search words and two words of a few hundred.
+    let varied = (0..3_000)
+        .map(|i: usize| {
+            let a = SEARCH_WORDS[i % SEARCH_WORDS.len()];
+            let b = SEARCH_WORDS[(i / SEARCH_WORDS.len() * 3 + 1) % SEARCH_WORDS.len()];
+            json!({"content": format!("{a} {b} w{} v{}", i % 97, i % 89)})
+        })
+        .collect();
+    s.put(varied, true).await;
+    s.pass()
+        .with_ann(search_index::Ann {
+            min_vectors: 1_000,
+            list_size: 32,
+            probes: 16,
+        })
+        .run(TENANT, REF)
+        .await
+        .expect("pass");
+    let objects = s.archive.dump();
+    let manifest: search_index::Manifest = objects
+        .iter()
+        .find(|(k, _)| k.as_str().ends_with("manifest.json"))
+        .map(|(_, body)| serde_json::from_slice(body).expect("manifest"))
+        .expect("a manifest");
+    assert_eq!(manifest.segments.len(), 1);
+    let reference = manifest.segments[0].clone();
+    assert!(reference.vector_head.is_some(), "a segment with lists");
+    let body = objects
+        .into_iter()
+        .find(|(k, _)| k.as_str().ends_with(&reference.name))
+        .expect("the segment object")
+        .1;
+    (s, reference, body)
+}
+
+/// The segment as a cold query reads it, and the lists it probes for `query`.
+async fn probed_lists(
+    s: &Setup,
+    reference: &search_index::SegmentRef,
+    body: &[u8],
+    query: &str,
+) -> (search_index::Segment, Vec<usize>) {
+    use memory_core::ports::Embedder;
+    let at = reference.vectors_at.expect("vectors") as usize;
+    let head = reference.vector_head.expect("head") as usize;
+    let segment =
+        search_index::Segment::decode_head(&body[..at], &body[at..at + head]).expect("head");
+    let vector = s.embedder.embed(query).await.expect("embed").vector;
+    let probes = search_index::default_probes(&[&segment]);
+    let lists = segment.probe(&vector, probes);
+    (segment, lists)
+}
+
+const LISTED_QUERIES: [&str; 4] = [
+    "invoice payment",
+    "allergy peanuts",
+    "Berlin grandmother birthday",
+    "invoice allergy",
+];
+
+#[tokio::test]
+async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_warm() {
+    let (s, reference, body) = listed_ref().await;
+    let at = reference.vectors_at.expect("vectors");
+    let head = reference.vector_head.expect("head");
+    let manifest_bytes = s
+        .archive
+        .dump()
+        .into_iter()
+        .find(|(k, _)| k.as_str().ends_with("manifest.json"))
+        .expect("manifest")
+        .1
+        .len() as u64;
+    let warm = s.reader(true);
+    let mut warm_lists = std::collections::BTreeSet::new();
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        for q in LISTED_QUERIES {
+            let (segment, lists) = probed_lists(&s, &reference, &body, q).await;
+            assert!(
+                segment.list_count() >= 80 && lists.len() == 16,
+                "{} lists, {} probed",
+                segment.list_count(),
+                lists.len()
+            );
+            let list_bytes: u64 = lists
+                .iter()
+                .map(|&l| {
+                    let r = segment.list_range(l);
+                    r.end - r.start
+                })
+                .sum();
+            // Cold: the manifest, the text part with the directory, then each probed list.
+            s.archive.calls.reset();
+            s.archive
+                .bytes_read
+                .store(0, std::sync::atomic::Ordering::Relaxed);
+            let cold = s.search_untagged(true, q, mode).await;
+            assert_eq!(cold.path, SearchPath::Index, "{mode:?} {q}");
+            assert_eq!(
+                s.archive.calls.get("get"),
+                2 + lists.len() as u64,
+                "{mode:?} {q}: manifest, head, one call per probed list"
+            );
+            let read = s
+                .archive
+                .bytes_read
+                .load(std::sync::atomic::Ordering::Relaxed);
+            assert_eq!(
+                read,
+                manifest_bytes + at + head + list_bytes,
+                "{mode:?} {q}"
+            );
+            let block_lists = body.len() as u64 - at - head;
+            assert!(
+                list_bytes < block_lists / 2,
+                "{mode:?} {q}: read {list_bytes} of {block_lists} bytes of lists"
+            );
+            // Warm: the lists no earlier query of this reader read, nothing else again.
+            let missing = lists.iter().filter(|l| !warm_lists.contains(*l)).count() as u64;
+            let first = warm_lists.is_empty();
+            s.archive.calls.reset();
+            let answer = suite_search(&warm, &scope(), REF, q, &TagFilter::default(), mode).await;
+            assert_eq!(
+                s.archive.calls.get("get"),
+                1 + u64::from(first) + missing,
+                "{mode:?} {q}: warm reads only lists it lacks"
+            );
+            warm_lists.extend(lists);
+            assert_eq!(answer.path, SearchPath::Index);
+            assert_eq!(answer.results, cold.results, "{mode:?} {q}: warm = cold");
+            assert_eq!(answer.unembedded, cold.unembedded);
+            assert!(!answer.results.is_empty(), "{mode:?} {q}");
+        }
+    }
+    assert!(warm_lists.len() > 16, "the queries probed different lists");
+    // Held lists do not change an answer: every query again on the warm reader, which now
+    // holds more lists than any one query probes, answers as a fresh one.
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        for q in LISTED_QUERIES {
+            let again = suite_search(&warm, &scope(), REF, q, &TagFilter::default(), mode).await;
+            let cold = s.search_untagged(true, q, mode).await;
+            assert_eq!(again.results, cold.results, "{mode:?} {q}");
+        }
+    }
+    // Text queries read the text part alone and rank as the scan.
+    let text = s
+        .search_untagged(true, "invoice payment", SearchMode::Text)
+        .await;
+    let scan = s
+        .search_untagged(false, "invoice payment", SearchMode::Text)
+        .await;
+    assert_eq!(text.path, SearchPath::Index);
+    assert_eq!(text.results, scan.results);
+}
+
+#[tokio::test]
+async fn a_changed_byte_in_a_probed_list_falls_back_to_the_scan() {
+    let (s, reference, mut body) = listed_ref().await;
+    let q = "invoice payment";
+    let (segment, lists) = probed_lists(&s, &reference, &body, q).await;
+    let at = reference.vectors_at.expect("vectors");
+    let range = segment.list_range(lists[0]);
+    body[(at + range.start) as usize] ^= 1;
+    let key = s
+        .archive
+        .dump()
+        .into_iter()
+        .find(|(k, _)| k.as_str().ends_with(&reference.name))
+        .expect("segment")
+        .0;
+    let etag = s
+        .archive
+        .get(&key)
+        .await
+        .expect("get")
+        .expect("present")
+        .etag;
+    s.archive
+        .put_expecting(
+            memory_core::ports::ObjectPut {
+                key: &key,
+                body,
+                kind: memory_core::ports::ObjectKind::Index,
+                content_type: "application/octet-stream",
+            },
+            memory_core::ports::Expect::ETag(etag),
+        )
+        .await
+        .expect("replace");
+    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+        let scan = s.search_untagged(false, q, mode).await;
+        let fallback = s.search_untagged(true, q, mode).await;
+        assert_eq!(fallback.path, SearchPath::Fallback, "{mode:?}");
+        assert_eq!(fallback.results, scan.results);
+        assert_eq!(fallback.unembedded, scan.unembedded);
+    }
+    // A text query reads the text part alone, which is intact: the index still answers it.
+    let text = s.search_untagged(true, q, SearchMode::Text).await;
+    assert_eq!(text.path, SearchPath::Index);
+}

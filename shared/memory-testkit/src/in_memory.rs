@@ -780,6 +780,8 @@ impl EntryStore for InMemoryEntryStore {
 pub struct InMemoryArchiveStore {
     objects: Mutex<BTreeMap<ObjectKey, (StoredObject, ObjectKind)>>,
     pub calls: CallCounter,
+    /// Bytes answered by `get` and `get_range`, for tests of what a read fetches.
+    pub bytes_read: std::sync::atomic::AtomicU64,
     /// Stamps `modified_at` on writes when set (as S3's `Last-Modified`); unset, objects carry
     /// no write time.
     clock: Option<Arc<dyn Clock>>,
@@ -804,6 +806,11 @@ impl InMemoryArchiveStore {
             clock: Some(clock),
             ..Self::default()
         }
+    }
+
+    fn count_read(&self, bytes: usize) {
+        self.bytes_read
+            .fetch_add(bytes as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
     fn stamp(&self) -> Option<Timestamp> {
@@ -893,7 +900,27 @@ impl ArchiveStore for InMemoryArchiveStore {
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
         self.calls.call("get")?;
-        Ok(lock(&self.objects).get(key).map(|(o, _)| o.clone()))
+        let object = lock(&self.objects).get(key).map(|(o, _)| o.clone());
+        self.count_read(object.as_ref().map_or(0, |o| o.body.len()));
+        Ok(object)
+    }
+
+    /// One `get` call, as S3's ranged GetObject is one request.
+    async fn get_range(
+        &self,
+        key: &ObjectKey,
+        range: std::ops::Range<u64>,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        self.calls.call("get")?;
+        let part = lock(&self.objects).get(key).map(|(object, _)| {
+            let end = usize::try_from(range.end)
+                .unwrap_or(usize::MAX)
+                .min(object.body.len());
+            let start = usize::try_from(range.start).unwrap_or(usize::MAX).min(end);
+            object.body[start..end].to_vec()
+        });
+        self.count_read(part.as_ref().map_or(0, Vec::len));
+        Ok(part)
     }
 
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {

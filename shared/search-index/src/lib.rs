@@ -64,11 +64,17 @@ pub fn search_counting<'a>(
     model: &str,
     limit: usize,
 ) -> (Vec<TextHit<'a>>, usize) {
-    let lists = view.segments.iter().map(|s| s.list_count()).max();
-    let probes = Ann::default().probes_for(lists.unwrap_or(0));
+    let probes = default_probes(view.segments);
     search_probing(
         view, tags, analyzer, cache, query, ranking, model, limit, probes,
     )
+}
+
+/// How many lists [`search_counting`] reads of each approximate segment among `segments`: a
+/// cold reader fetches exactly those lists (`Segment::probe` with this number) before the query.
+pub fn default_probes(segments: &[&Segment]) -> usize {
+    let lists = segments.iter().map(|s| s.list_count()).max();
+    Ann::default().probes_for(lists.unwrap_or(0))
 }
 
 /// [`search_counting`] reading `probes` lists of each segment that has an approximate index

@@ -61,6 +61,12 @@ pub struct SegmentRef {
     /// `<name>.vec` (segments written before the block moved into the segment's object).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub vectors_at: Option<u64>,
+    /// Bytes of the vector block's head (its magic, the directory's length and the directory:
+    /// `Segment::vector_head_len`), named only for a segment whose vectors are in lists. A cold
+    /// semantic query then reads the text part and the head in one ranged call and each list
+    /// it probes by range; `None`: the whole object, as for an exact segment.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub vector_head: Option<u64>,
     /// Ids whose copy here no longer stands: deleted since, or held again by a later segment.
     #[serde(default)]
     pub dead: Vec<String>,

@@ -99,6 +99,9 @@ pub struct Shortlist {
 struct SegmentShortlist {
     /// Documents ranked (probed, or holding a query term).
     ranked: Vec<u64>,
+    /// Documents of the probed lists: the only ones whose vector is compared, so that the
+    /// answer does not depend on which other lists a warm function happens to hold.
+    probed: Vec<u64>,
 }
 
 fn set(bits: &mut [u64], p: u32) {
@@ -132,12 +135,13 @@ impl Shortlist {
                     return None;
                 }
                 let words = segment.docs().len().div_ceil(64);
-                let mut ranked = vec![0u64; words];
+                let mut probed = vec![0u64; words];
                 for list in segment.probe(query, probes) {
                     for &doc in segment.list_docs(list) {
-                        set(&mut ranked, doc);
+                        set(&mut probed, doc);
                     }
                 }
+                let mut ranked = probed.clone();
                 if let Some((terms, stemmed)) = terms {
                     for term in terms {
                         for p in segment.postings(term, stemmed) {
@@ -145,7 +149,7 @@ impl Shortlist {
                         }
                     }
                 }
-                Some(SegmentShortlist { ranked })
+                Some(SegmentShortlist { ranked, probed })
             })
             .collect();
         Shortlist { segments }
@@ -223,10 +227,12 @@ impl<'a> Candidates<'a> {
                     id: &meta.id,
                     created_ms: meta.created_at_ms,
                 });
-                // A text hit outside the probed lists is compared too when its vector is at
-                // hand (a warm function holds every list; a cold one only the probed lists).
+                // A text hit outside the probed lists is ranked by its text alone, whether or
+                // not its list is at hand: a warm function may hold lists a cold one does not
+                // read, and both must answer the same.
+                let compared = same_model && short.is_none_or(|s| has(&s.probed, doc));
                 out.vectors
-                    .push(same_model.then(|| segment.vector(doc)).flatten());
+                    .push(compared.then(|| segment.vector(doc)).flatten());
                 out.locations.push(Location::Segment { segment: si, doc });
                 out.lengths.push(meta.length);
             }

@@ -554,6 +554,11 @@ impl Segment {
         ivf::probe(&self.lists.centroids, d, query, probes)
     }
 
+    /// Whether list `list`'s vectors are loaded.
+    pub fn list_loaded(&self, list: usize) -> bool {
+        self.lists.loaded_at.get(list).copied().flatten().is_some()
+    }
+
     /// The documents of list `list` that have their vector loaded, for a query's shortlist.
     pub fn list_docs(&self, list: usize) -> &[u32] {
         if self.lists.loaded_at.get(list).copied().flatten().is_none() {
