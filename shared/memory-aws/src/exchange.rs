@@ -461,7 +461,7 @@ impl ExchangeStore for DynamoExchangeStore {
             .expression_attribute_values(":a", s(receipt_sk(page.from)))
             .expression_attribute_values(":b", s(receipt_sk(u64::MAX)))
             .limit(i32::try_from(page.limit).unwrap_or(i32::MAX));
-        let out = crate::dynamo::query_page(&request, OP).await?;
+        let out = crate::dynamo::call(OP, &request).await?;
         out.items()
             .iter()
             .map(|item| {

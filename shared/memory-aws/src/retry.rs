@@ -28,11 +28,10 @@ use memory_core::deadline;
 const BASE_BACKOFF: Duration = Duration::from_millis(25);
 const MAX_BACKOFF: Duration = Duration::from_millis(1_000);
 
-/// Service error codes a later attempt can succeed on.
-const RETRYABLE_CODES: &[&str] = &[
+/// Service codes of a throttled request: refused before it was applied, and worth another
+/// attempt.
+const THROTTLED_CODES: &[&str] = &[
     "ThrottlingException",
-    "ModelNotReadyException",
-    "ModelTimeoutException",
     "Throttling",
     "ThrottledException",
     "ProvisionedThroughputExceededException",
@@ -40,6 +39,12 @@ const RETRYABLE_CODES: &[&str] = &[
     "RequestThrottled",
     "TooManyRequestsException",
     "SlowDown",
+];
+
+/// Service error codes other than throttling a later attempt can succeed on.
+const RETRYABLE_CODES: &[&str] = &[
+    "ModelNotReadyException",
+    "ModelTimeoutException",
     "TransactionConflictException",
     "TransactionInProgressException",
     "InternalServerError",
@@ -59,25 +64,17 @@ pub fn is_retryable<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) ->
             service
                 .err()
                 .code()
-                .is_some_and(|c| RETRYABLE_CODES.contains(&c))
+                .is_some_and(|c| THROTTLED_CODES.contains(&c) || RETRYABLE_CODES.contains(&c))
                 || service.raw().status().as_u16() >= 500
         }
         _ => false,
     }
 }
 
-/// Service codes that say the request was refused before it was applied: throttled, cancelled
-/// (a condition or a concurrent transaction), malformed, denied. Any other failure of a sent
-/// request may have been applied.
+/// Service codes other than throttling that say the request was refused before it was
+/// applied: cancelled (a condition or a concurrent transaction), malformed, denied. Any other
+/// failure of a sent request may have been applied.
 const NOT_APPLIED_CODES: &[&str] = &[
-    "ThrottlingException",
-    "Throttling",
-    "ThrottledException",
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "RequestThrottled",
-    "TooManyRequestsException",
-    "SlowDown",
     "TransactionCanceledException",
     "TransactionConflictException",
     "ConditionalCheckFailedException",
@@ -102,7 +99,7 @@ pub fn may_have_applied<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> boo
         SdkError::ServiceError(service) => !service
             .err()
             .code()
-            .is_some_and(|c| NOT_APPLIED_CODES.contains(&c)),
+            .is_some_and(|c| THROTTLED_CODES.contains(&c) || NOT_APPLIED_CODES.contains(&c)),
         _ => true,
     }
 }
@@ -128,6 +125,14 @@ where
     E: ProvideErrorMetadata,
 {
     send_classified(op, attempt, is_retryable).await
+}
+
+/// One metered DynamoDB request ([`crate::meter::Metered`]) under [`send`].
+pub async fn metered<R: crate::meter::Metered>(
+    op: &'static str,
+    request: &R,
+) -> Result<R::Output, SdkError<R::Error, HttpResponse>> {
+    send(op, || request.clone().send_metered()).await
 }
 
 /// Sends, retrying while `retryable` says so and the deadline allows; the last error is
