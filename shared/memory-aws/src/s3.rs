@@ -6,6 +6,7 @@ use futures_util::FutureExt as _;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use aws_sdk_s3::operation::get_object::GetObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 
@@ -42,6 +43,15 @@ fn precondition_failed(code: Option<&str>) -> bool {
         code,
         Some("PreconditionFailed" | "ConditionalRequestConflict")
     )
+}
+
+/// The whole body of a GetObject answer.
+async fn body(op: &'static str, out: GetObjectOutput) -> Result<Vec<u8>, StoreError> {
+    let bytes = out.body.collect().await.map_err(|_| StoreError::Backend {
+        op,
+        code: "BodyRead".into(),
+    })?;
+    Ok(bytes.into_bytes().to_vec())
 }
 
 impl S3ArchiveStore {
@@ -162,6 +172,41 @@ impl S3ArchiveStore {
         Ok(())
     }
 
+    /// One metered GetObject of `key` (of the byte `range` when one is given); `None` when there
+    /// is no such object, a tenant-scoped denial told from absence by [`Self::exists`].
+    async fn get_object(
+        &self,
+        op: &'static str,
+        key: &ObjectKey,
+        range: Option<String>,
+    ) -> Result<Option<GetObjectOutput>, StoreError> {
+        let client = self.client(op).await?;
+        match crate::retry::send(op, || {
+            client
+                .get_object()
+                .bucket(&self.bucket)
+                .key(key.as_str())
+                .set_range(range.clone())
+                .send()
+                .inspect(|r| {
+                    crate::meter::s3_answered(r, 0, |o| crate::meter::length(o.content_length()))
+                })
+        })
+        .await
+        {
+            Ok(out) => Ok(Some(out)),
+            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => Ok(None),
+            Err(e)
+                if self.tenants.is_some()
+                    && service_code(&e) == Some("AccessDenied")
+                    && !self.exists(&client, key).await? =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(backend(op, &e)),
+        }
+    }
+
     pub fn bucket(&self) -> &str {
         &self.bucket
     }
@@ -227,49 +272,16 @@ impl ArchiveStore for S3ArchiveStore {
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
         const OP: &str = "get";
-        let client = self.client(OP).await?;
-        let out = match crate::retry::send(OP, || {
-            client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .send()
-                .inspect(|r| {
-                    crate::meter::s3_answered(r, 0, |o| crate::meter::length(o.content_length()))
-                })
-        })
-        .await
-        {
-            Ok(out) => out,
-            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => {
-                return Ok(None)
-            }
-            Err(e)
-                if self.tenants.is_some()
-                    && service_code(&e) == Some("AccessDenied")
-                    && !self.exists(&client, key).await? =>
-            {
-                return Ok(None)
-            }
-            Err(e) => return Err(backend(OP, &e)),
+        let Some(out) = self.get_object(OP, key, None).await? else {
+            return Ok(None);
         };
         let etag = out.e_tag().unwrap_or_default().to_owned();
         let modified_at = out
             .last_modified()
             .and_then(|t| t.to_millis().ok())
             .map(Timestamp::from_millis);
-        let body = out
-            .body
-            .collect()
-            .await
-            .map_err(|_| StoreError::Backend {
-                op: OP,
-                code: "BodyRead".into(),
-            })?
-            .into_bytes()
-            .to_vec();
         Ok(Some(StoredObject {
-            body,
+            body: body(OP, out).await?,
             etag,
             modified_at,
         }))
@@ -284,42 +296,11 @@ impl ArchiveStore for S3ArchiveStore {
         if range.is_empty() {
             return Ok(self.get(key).await?.map(|_| Vec::new()));
         }
-        let client = self.client(OP).await?;
         let header = format!("bytes={}-{}", range.start, range.end - 1);
-        let out = match crate::retry::send(OP, || {
-            client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .range(&header)
-                .send()
-        })
-        .await
-        {
-            Ok(out) => out,
-            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => {
-                return Ok(None)
-            }
-            Err(e)
-                if self.tenants.is_some()
-                    && service_code(&e) == Some("AccessDenied")
-                    && !self.exists(&client, key).await? =>
-            {
-                return Ok(None)
-            }
-            Err(e) => return Err(backend(OP, &e)),
-        };
-        let body = out
-            .body
-            .collect()
-            .await
-            .map_err(|_| StoreError::Backend {
-                op: OP,
-                code: "BodyRead".into(),
-            })?
-            .into_bytes()
-            .to_vec();
-        Ok(Some(body))
+        match self.get_object(OP, key, Some(header)).await? {
+            Some(out) => Ok(Some(body(OP, out).await?)),
+            None => Ok(None),
+        }
     }
 
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
