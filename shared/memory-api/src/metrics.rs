@@ -15,11 +15,18 @@ fn function_name() -> String {
     std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".to_owned())
 }
 
-/// Builds the EMF document for `counts` (zero counts included: a zero is information).
-pub fn document(function: &str, counts: &[(&str, u64)], timestamp_ms: i64) -> Value {
-    let metrics: Vec<Value> = counts
+/// One EMF document: `dimensions` name the metric dimensions and carry their values,
+/// `metrics` are (name, unit, value), `properties` are log fields that are no dimension.
+fn emf(
+    timestamp_ms: i64,
+    dimensions: &[(&str, &str)],
+    metrics: Vec<(&str, &str, Value)>,
+    properties: &[(&str, &str)],
+) -> Value {
+    let names: Vec<&str> = dimensions.iter().map(|(name, _)| *name).collect();
+    let specs: Vec<Value> = metrics
         .iter()
-        .map(|(name, _)| json!({"Name": name, "Unit": "Count"}))
+        .map(|(name, unit, _)| json!({"Name": name, "Unit": unit}))
         .collect();
     let mut doc = Map::new();
     doc.insert(
@@ -28,35 +35,39 @@ pub fn document(function: &str, counts: &[(&str, u64)], timestamp_ms: i64) -> Va
             "Timestamp": timestamp_ms,
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [["Function"]],
-                "Metrics": metrics,
+                "Dimensions": [names],
+                "Metrics": specs,
             }]
         }),
     );
-    doc.insert("Function".into(), json!(function));
-    for (name, value) in counts {
+    for (name, value) in dimensions.iter().chain(properties) {
         doc.insert((*name).to_owned(), json!(value));
     }
+    for (name, _, value) in metrics {
+        doc.insert(name.to_owned(), value);
+    }
     Value::Object(doc)
+}
+
+/// Builds the EMF document for `counts` (zero counts included: a zero is information).
+pub fn document(function: &str, counts: &[(&str, u64)], timestamp_ms: i64) -> Value {
+    let metrics = counts
+        .iter()
+        .map(|(name, value)| (*name, "Count", json!(value)))
+        .collect();
+    emf(timestamp_ms, &[("Function", function)], metrics, &[])
 }
 
 /// The EMF document counting one answered error under its wire code: `ErrorAnswered` by
 /// `Function` and `Code`. The codes are the envelope's fixed set (about a dozen), so the extra
 /// dimension stays small, and the dashboard shows each function's errors by code.
 pub fn error_document(function: &str, code: &str, timestamp_ms: i64) -> Value {
-    json!({
-        "_aws": {
-            "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": NAMESPACE,
-                "Dimensions": [["Function", "Code"]],
-                "Metrics": [{"Name": "ErrorAnswered", "Unit": "Count"}],
-            }]
-        },
-        "Function": function,
-        "Code": code,
-        "ErrorAnswered": 1,
-    })
+    emf(
+        timestamp_ms,
+        &[("Function", function), ("Code", code)],
+        vec![("ErrorAnswered", "Count", json!(1))],
+        &[],
+    )
 }
 
 fn now_ms() -> i64 {
@@ -90,12 +101,12 @@ pub const QUOTA_NEAR_LIMIT: &str = "QuotaNearLimit";
 /// the quota as properties (not dimensions, so there is no metric per tenant; CloudWatch
 /// Contributor Insights ranks tenants from the log line).
 pub fn quota_document(function: &str, name: &str, tenant: &str, quota: &str, ts: i64) -> Value {
-    let mut doc = document(function, &[(name, 1)], ts);
-    if let Value::Object(map) = &mut doc {
-        map.insert("tenant".into(), json!(tenant));
-        map.insert("quota".into(), json!(quota));
-    }
-    doc
+    emf(
+        ts,
+        &[("Function", function)],
+        vec![(name, "Count", json!(1))],
+        &[("tenant", tenant), ("quota", quota)],
+    )
 }
 
 /// Writes one quota event line.
@@ -146,35 +157,24 @@ pub fn usage_document(function: &str, tenant: &str, usage: &Usage, timestamp_ms:
         json!(usage.bedrock_tokens),
         json!(usage.lambda_ms),
     ];
-    let metrics: Vec<Value> = USAGE_METRICS
+    let metrics = USAGE_METRICS
         .iter()
-        .map(|name| {
+        .zip(values)
+        .map(|(name, value)| {
             let unit = match *name {
                 "S3BytesIn" | "S3BytesOut" => "Bytes",
                 "DurationMs" => "Milliseconds",
                 _ => "Count",
             };
-            json!({"Name": name, "Unit": unit})
+            (*name, unit, value)
         })
         .collect();
-    let mut doc = Map::new();
-    doc.insert(
-        "_aws".into(),
-        json!({
-            "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": NAMESPACE,
-                "Dimensions": [["Function"]],
-                "Metrics": metrics,
-            }]
-        }),
-    );
-    doc.insert("Function".into(), json!(function));
-    doc.insert("tenant".into(), json!(tenant));
-    for (name, value) in USAGE_METRICS.iter().zip(values) {
-        doc.insert((*name).to_owned(), value);
-    }
-    Value::Object(doc)
+    emf(
+        timestamp_ms,
+        &[("Function", function)],
+        metrics,
+        &[("tenant", tenant)],
+    )
 }
 
 /// Writes one usage line per attribution (failures to write stdout are ignored).
