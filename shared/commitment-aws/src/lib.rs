@@ -173,9 +173,9 @@ impl DynamoCommitmentStore {
             &client
                 .put_item()
                 .table_name(&self.table)
-                .set_item(Some(item.clone()))
+                .set_item(Some(item))
                 .condition_expression(condition)
-                .set_expression_attribute_values(values.clone()),
+                .set_expression_attribute_values(values),
         )
         .await;
         match out {

@@ -1271,7 +1271,7 @@ impl EntryStore for DynamoEntryStore {
                 &client
                     .put_item()
                     .table_name(&self.table)
-                    .set_item(Some(item.clone()))
+                    .set_item(Some(item))
                     .condition_expression("attribute_not_exists(pk) OR expiresAtMs <= :now")
                     .expression_attribute_values(":now", n(claim.now.as_millis())),
             )

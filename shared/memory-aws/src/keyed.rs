@@ -873,7 +873,7 @@ impl KeyRegistry for DynamoKeyRegistry {
                 .client
                 .put_item()
                 .table_name(&self.table)
-                .set_item(Some(item.clone()))
+                .set_item(Some(item))
                 .condition_expression("attribute_not_exists(pk)"),
         )
         .await

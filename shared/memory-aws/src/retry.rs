@@ -114,7 +114,9 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(random % (millis + 1))
 }
 
-/// Sends with the default classification ([`is_retryable`]).
+/// Sends, retrying what [`is_retryable`] says a later attempt can succeed on while the deadline
+/// allows; the last error is returned as it came, for the caller to map (conditions,
+/// not-found, ...).
 pub async fn send<T, E, F, Fut>(
     op: &'static str,
     attempt: F,
@@ -124,7 +126,9 @@ where
     Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
     E: ProvideErrorMetadata,
 {
-    send_classified(op, attempt, is_retryable).await
+    send_tracked(op, attempt, is_retryable)
+        .await
+        .map_err(|failed| failed.error)
 }
 
 /// One metered DynamoDB request ([`crate::meter::Metered`]) under [`send`].
@@ -135,24 +139,6 @@ pub async fn metered<R: crate::meter::Metered>(
     send(op, || request.clone().send_metered()).await
 }
 
-/// Sends, retrying while `retryable` says so and the deadline allows; the last error is
-/// returned as it came, for the caller to map (conditions, not-found, ...).
-pub(crate) async fn send_classified<T, E, R, F, Fut, C>(
-    op: &'static str,
-    attempt: F,
-    retryable: C,
-) -> Result<T, SdkError<E, R>>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, SdkError<E, R>>>,
-    E: ProvideErrorMetadata,
-    C: Fn(&SdkError<E, R>) -> bool,
-{
-    send_tracked(op, attempt, retryable)
-        .await
-        .map_err(|failed| failed.error)
-}
-
 /// The last error of a call that failed, and whether any of its attempts may have been applied
 /// ([`may_have_applied`]): a later attempt that was throttled does not undo an earlier one
 /// whose answer was lost.
@@ -161,7 +147,8 @@ pub(crate) struct Failed<E, R> {
     pub maybe_applied: bool,
 }
 
-/// [`send_classified`] that also says whether the failed call may have been applied.
+/// Sends, retrying while `retryable` says so and the deadline allows; a failure also says
+/// whether the call may have been applied.
 pub(crate) async fn send_tracked<T, E, R, F, Fut, C>(
     op: &'static str,
     mut attempt: F,

@@ -127,7 +127,7 @@ impl DynamoUsageStore {
                 .client
                 .put_item()
                 .table_name(&self.table)
-                .set_item(Some(item.clone())),
+                .set_item(Some(item)),
         )
         .await?;
         Ok(())

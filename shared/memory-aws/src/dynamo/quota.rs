@@ -166,11 +166,11 @@ impl DynamoEntryStore {
             &client
                 .update_item()
                 .table_name(&self.table)
-                .set_key(Some(update.key.clone()))
-                .update_expression(update.update_expression.clone())
-                .set_condition_expression(update.condition_expression.clone())
-                .set_expression_attribute_names(update.expression_attribute_names.clone())
-                .set_expression_attribute_values(update.expression_attribute_values.clone())
+                .set_key(Some(update.key))
+                .update_expression(update.update_expression)
+                .set_condition_expression(update.condition_expression)
+                .set_expression_attribute_names(update.expression_attribute_names)
+                .set_expression_attribute_values(update.expression_attribute_values)
                 .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew),
         )
         .await;
