@@ -223,54 +223,66 @@ mod tests {
 
     use super::*;
 
+    /// The `_aws` block of a line with one dimension set and these metrics.
+    fn aws(timestamp: i64, dimensions: Value, metrics: Value) -> Value {
+        json!({
+            "Timestamp": timestamp,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [dimensions],
+                "Metrics": metrics,
+            }]
+        })
+    }
+
     #[test]
     fn error_shape_counts_by_function_and_code() {
-        let doc = error_document("memory-write", "rate_limited", 7);
-        let cw = &doc["_aws"]["CloudWatchMetrics"][0];
-        assert_eq!(cw["Dimensions"], json!([["Function", "Code"]]));
-        assert_eq!(cw["Metrics"][0]["Name"], "ErrorAnswered");
-        assert_eq!(
-            (&doc["Function"], &doc["Code"], &doc["ErrorAnswered"]),
-            (&json!("memory-write"), &json!("rate_limited"), &json!(1))
-        );
+        let expected = json!({
+            "_aws": aws(
+                7,
+                json!(["Function", "Code"]),
+                json!([{"Name": "ErrorAnswered", "Unit": "Count"}])
+            ),
+            "Function": "memory-write",
+            "Code": "rate_limited",
+            "ErrorAnswered": 1,
+        });
+        assert_eq!(error_document("memory-write", "rate_limited", 7), expected);
     }
 
     #[test]
     fn quota_events_carry_tenant_and_quota_as_properties() {
+        let expected = json!({
+            "_aws": aws(
+                7,
+                json!(["Function"]),
+                json!([{"Name": "QuotaRefused", "Unit": "Count"}])
+            ),
+            "Function": "memory-write",
+            "QuotaRefused": 1,
+            "tenant": "acme",
+            "quota": "MaxEntriesPerRef",
+        });
         let doc = quota_document("memory-write", QUOTA_REFUSED, "acme", "MaxEntriesPerRef", 7);
-        assert_eq!(
-            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
-            json!([["Function"]])
-        );
-        assert_eq!(
-            doc["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"],
-            "QuotaRefused"
-        );
-        assert_eq!(doc["QuotaRefused"], 1);
-        assert_eq!(doc["tenant"], "acme");
-        assert_eq!(doc["quota"], "MaxEntriesPerRef");
+        assert_eq!(doc, expected);
     }
 
     #[test]
     fn emf_shape() {
-        let doc = document(
-            "memory-write",
-            &[("EntriesWritten", 3), ("RedactionsApplied", 0)],
-            42,
-        );
-        assert_eq!(doc["_aws"]["Timestamp"], 42);
-        assert_eq!(doc["_aws"]["CloudWatchMetrics"][0]["Namespace"], NAMESPACE);
-        assert_eq!(
-            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
-            json!([["Function"]])
-        );
-        assert_eq!(
-            doc["_aws"]["CloudWatchMetrics"][0]["Metrics"][1]["Name"],
-            "RedactionsApplied"
-        );
-        assert_eq!(
-            (doc["EntriesWritten"].clone(), doc["Function"].clone()),
-            (json!(3), json!("memory-write"))
-        );
+        let expected = json!({
+            "_aws": aws(
+                42,
+                json!(["Function"]),
+                json!([
+                    {"Name": "EntriesWritten", "Unit": "Count"},
+                    {"Name": "RedactionsApplied", "Unit": "Count"},
+                ])
+            ),
+            "Function": "memory-write",
+            "EntriesWritten": 3,
+            "RedactionsApplied": 0,
+        });
+        let counts = [("EntriesWritten", 3), ("RedactionsApplied", 0)];
+        assert_eq!(document("memory-write", &counts, 42), expected);
     }
 }
