@@ -123,6 +123,47 @@ pub fn s3_answered<T, E, R>(
     }
 }
 
+/// An S3 request without a body whose answers are counted ([`s3_answered`]): a get's
+/// `Content-Length` is what it returned, every other answer returns nothing counted. The
+/// requests that send a body (puts, parts) count their bytes at their call sites.
+#[cfg(feature = "archive")]
+pub trait Counted: Clone + Send + Sync {
+    type Output;
+    type Error: ProvideErrorMetadata;
+    fn send_counted(
+        self,
+    ) -> impl Future<Output = Result<Self::Output, SdkError<Self::Error, HttpResponse>>> + Send;
+}
+
+#[cfg(feature = "archive")]
+macro_rules! counted {
+    ($($module:ident :: ($builder:ident, $output:ident, $error:ident) => $bytes_out:expr;)*) => {$(
+        impl Counted for aws_sdk_s3::operation::$module::builders::$builder {
+            type Output = aws_sdk_s3::operation::$module::$output;
+            type Error = aws_sdk_s3::operation::$module::$error;
+            async fn send_counted(
+                self,
+            ) -> Result<Self::Output, SdkError<Self::Error, HttpResponse>> {
+                let result = self.send().await;
+                s3_answered(&result, 0, $bytes_out);
+                result
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "archive")]
+counted! {
+    get_object::(GetObjectFluentBuilder, GetObjectOutput, GetObjectError) => |o| length(o.content_length());
+    head_object::(HeadObjectFluentBuilder, HeadObjectOutput, HeadObjectError) => |_| 0;
+    list_objects_v2::(ListObjectsV2FluentBuilder, ListObjectsV2Output, ListObjectsV2Error) => |_| 0;
+    list_object_versions::(ListObjectVersionsFluentBuilder, ListObjectVersionsOutput, ListObjectVersionsError) => |_| 0;
+    delete_object::(DeleteObjectFluentBuilder, DeleteObjectOutput, DeleteObjectError) => |_| 0;
+    create_multipart_upload::(CreateMultipartUploadFluentBuilder, CreateMultipartUploadOutput, CreateMultipartUploadError) => |_| 0;
+    complete_multipart_upload::(CompleteMultipartUploadFluentBuilder, CompleteMultipartUploadOutput, CompleteMultipartUploadError) => |_| 0;
+    abort_multipart_upload::(AbortMultipartUploadFluentBuilder, AbortMultipartUploadOutput, AbortMultipartUploadError) => |_| 0;
+}
+
 /// The byte count S3 stated, never negative.
 pub fn length(bytes: Option<i64>) -> u64 {
     bytes.and_then(|b| u64::try_from(b).ok()).unwrap_or(0)

@@ -139,6 +139,15 @@ pub async fn metered<R: crate::meter::Metered>(
     send(op, || request.clone().send_metered()).await
 }
 
+/// One counted S3 request ([`crate::meter::Counted`]) under [`send`].
+#[cfg(feature = "archive")]
+pub async fn counted<R: crate::meter::Counted>(
+    op: &'static str,
+    request: &R,
+) -> Result<R::Output, SdkError<R::Error, HttpResponse>> {
+    send(op, || request.clone().send_counted()).await
+}
+
 /// The last error of a call that failed, and whether any of its attempts may have been applied
 /// ([`may_have_applied`]): a later attempt that was throttled does not undo an earlier one
 /// whose answer was lost.

@@ -88,17 +88,14 @@ impl S3ArchiveStore {
     /// an absent key with 403 instead of 404; this tells "absent" from "denied".
     async fn exists(&self, client: &Client, key: &ObjectKey) -> Result<bool, StoreError> {
         const OP: &str = "get_exists";
-        let out = crate::retry::send(OP, || {
-            client
-                .list_objects_v2()
-                .bucket(&self.bucket)
-                .prefix(key.as_str())
-                .max_keys(1)
-                .send()
-                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
+        let request = client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(key.as_str())
+            .max_keys(1);
+        let out = crate::retry::counted(OP, &request)
+            .await
+            .map_err(|e| backend(OP, &e))?;
         Ok(out.contents().iter().any(|o| o.key() == Some(key.as_str())))
     }
 
@@ -114,18 +111,15 @@ impl S3ArchiveStore {
         let mut ids = Vec::new();
         let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
         loop {
-            let out = crate::retry::send(OP, || {
-                client
-                    .list_object_versions()
-                    .bucket(&self.bucket)
-                    .prefix(key.as_str())
-                    .set_key_marker(key_marker.take())
-                    .set_version_id_marker(version_marker.take())
-                    .send()
-                    .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-            })
-            .await
-            .map_err(|e| backend(OP, &e))?;
+            let request = client
+                .list_object_versions()
+                .bucket(&self.bucket)
+                .prefix(key.as_str())
+                .set_key_marker(key_marker.take())
+                .set_version_id_marker(version_marker.take());
+            let out = crate::retry::counted(OP, &request)
+                .await
+                .map_err(|e| backend(OP, &e))?;
             let wanted = |k: Option<&str>, latest: Option<bool>| {
                 k == Some(key.as_str()) && (with_latest || latest != Some(true))
             };
@@ -158,17 +152,14 @@ impl S3ArchiveStore {
         version: Option<String>,
     ) -> Result<(), StoreError> {
         let client = self.client("delete").await?;
-        crate::retry::send("delete", || {
-            client
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .set_version_id(version.clone())
-                .send()
-                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-        })
-        .await
-        .map_err(|e| backend("delete", &e))?;
+        let request = client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .set_version_id(version);
+        crate::retry::counted("delete", &request)
+            .await
+            .map_err(|e| backend("delete", &e))?;
         Ok(())
     }
 
@@ -181,19 +172,12 @@ impl S3ArchiveStore {
         range: Option<String>,
     ) -> Result<Option<GetObjectOutput>, StoreError> {
         let client = self.client(op).await?;
-        match crate::retry::send(op, || {
-            client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .set_range(range.clone())
-                .send()
-                .inspect(|r| {
-                    crate::meter::s3_answered(r, 0, |o| crate::meter::length(o.content_length()))
-                })
-        })
-        .await
-        {
+        let request = client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .set_range(range);
+        match crate::retry::counted(op, &request).await {
             Ok(out) => Ok(Some(out)),
             Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => Ok(None),
             Err(e)
@@ -325,17 +309,14 @@ impl ArchiveStore for S3ArchiveStore {
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let out = crate::retry::send("list", || {
-                client
-                    .list_objects_v2()
-                    .bucket(&self.bucket)
-                    .prefix(&full)
-                    .set_continuation_token(token.take())
-                    .send()
-                    .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-            })
-            .await
-            .map_err(|e| backend("list", &e))?;
+            let request = client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(&full)
+                .set_continuation_token(token.take());
+            let out = crate::retry::counted("list", &request)
+                .await
+                .map_err(|e| backend("list", &e))?;
             keys.extend(
                 out.contents()
                     .iter()
