@@ -395,35 +395,20 @@ impl World {
 
     /// The whole object at `key` in the bench's bucket (`what` names it in a panic).
     async fn object(&self, key: &str, what: &str) -> Vec<u8> {
-        let out = self
-            .s3
-            .get_object()
-            .bucket(&self.bucket)
-            .key(key)
-            .send()
-            .await
-            .unwrap_or_else(|e| panic!("get {what}: {e}"));
-        let body = out.body.collect().await;
-        body.unwrap_or_else(|e| panic!("{what} body: {e}"))
-            .into_bytes()
-            .to_vec()
+        let request = self.s3.get_object().bucket(&self.bucket).key(key);
+        let out = request.send().await;
+        let body = out.unwrap_or_else(|e| panic!("get {what}: {e}")).body;
+        let bytes = body.collect().await.map(|b| b.to_vec());
+        bytes.unwrap_or_else(|e| panic!("{what} body: {e}"))
     }
 
     /// The keys under `prefix` (one List: the bench's prefixes hold fewer than 1,000 objects).
     async fn keys(&self, prefix: &str) -> Result<Vec<String>, String> {
-        let listed = self
-            .s3
-            .list_objects_v2()
-            .bucket(&self.bucket)
-            .prefix(prefix)
-            .send()
-            .await
-            .map_err(|e| e.to_string())?;
-        Ok(listed
-            .contents()
-            .iter()
-            .filter_map(|o| o.key().map(str::to_owned))
-            .collect())
+        let request = self.s3.list_objects_v2().bucket(&self.bucket);
+        let listed = request.prefix(prefix).send().await;
+        let listed = listed.map_err(|e| e.to_string())?;
+        let keys = listed.contents().iter().filter_map(|o| o.key());
+        Ok(keys.map(str::to_owned).collect())
     }
 
     fn pass(&self) -> IndexPass {
