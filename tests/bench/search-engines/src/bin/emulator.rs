@@ -441,18 +441,19 @@ fn stored(r: &MemoryRef, e: &Entry) -> StoredEntry {
     }
 }
 
-/// Runs `work` on `range` in chunks of `step` entries, `concurrency` chunks at a time (as
-/// several writers would), saying every `every` entries how many are `done`; answers the wall
-/// time.
-async fn in_chunks<F, Fut>(
+/// Runs `work` (with a clone of `state`) on `range` in chunks of `step` entries, `concurrency`
+/// chunks at a time (as several writers would), saying every `every` entries how many are
+/// `done`; answers the wall time.
+async fn in_chunks<S, F, Fut>(
+    state: S,
     range: std::ops::Range<usize>,
-    step: usize,
-    concurrency: usize,
+    (step, concurrency): (usize, usize),
     (done_label, every): (&'static str, usize),
     work: F,
 ) -> Duration
 where
-    F: Fn(std::ops::Range<usize>) -> Fut + Clone + Send + 'static,
+    S: Clone + Send + 'static,
+    F: Fn(S, std::ops::Range<usize>) -> Fut + Copy + Send + 'static,
     Fut: std::future::Future<Output = ()> + Send,
 {
     let started = Instant::now();
@@ -467,7 +468,8 @@ where
     let done = Arc::new(AtomicUsize::new(0));
     let mut workers = tokio::task::JoinSet::new();
     for _ in 0..concurrency {
-        let (work, chunks, next, done) = (work.clone(), chunks.clone(), next.clone(), done.clone());
+        let (state, chunks, next, done) =
+            (state.clone(), chunks.clone(), next.clone(), done.clone());
         workers.spawn(async move {
             loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
@@ -475,7 +477,7 @@ where
                     break;
                 };
                 let len = chunk.len();
-                work(chunk).await;
+                work(state.clone(), chunk).await;
                 let d = done.fetch_add(len, Ordering::Relaxed) + len;
                 if d % every < len {
                     eprintln!("  {done_label} {d} entries");
@@ -498,10 +500,14 @@ async fn load(
     range: std::ops::Range<usize>,
     concurrency: usize,
 ) -> Duration {
-    let (store, entries, r) = (world.store.clone(), entries.clone(), r.clone());
-    let work = move |chunk: std::ops::Range<usize>| {
-        let (store, entries, r) = (store.clone(), entries.clone(), r.clone());
-        async move {
+    let state = (world.store.clone(), entries.clone(), r.clone());
+    let shape = (MAX_ENTRIES_PER_PUT, concurrency);
+    in_chunks(
+        state,
+        range,
+        shape,
+        ("loaded", 20_000),
+        |(store, entries, r), chunk| async move {
             let batch: Vec<StoredEntry> = entries[chunk].iter().map(|e| stored(&r, e)).collect();
             let mut attempt = 0;
             loop {
@@ -515,10 +521,9 @@ async fn load(
                     Err(e) => panic!("put failed: {e}"),
                 }
             }
-        }
-    };
-    let progress = ("loaded", 20_000);
-    in_chunks(range, MAX_ENTRIES_PER_PUT, concurrency, progress, work).await
+        },
+    )
+    .await
 }
 
 /// Writes `entries[range]` as the items `put_entries` writes for them (the entry item and its
@@ -536,16 +541,20 @@ async fn bulk_load(
     const BATCH_ITEMS: usize = 25;
     // Entries per worker task step: enough for a few batches each.
     const STEP: usize = 200;
-    let (client, table, entries, r) = (
+    let state = (
         world.dynamo.clone(),
         world.table.clone(),
         entries.clone(),
         r.clone(),
     );
-    let work = move |chunk: std::ops::Range<usize>| {
-        let (client, table, entries, r) =
-            (client.clone(), table.clone(), entries.clone(), r.clone());
-        async move {
+    let shape = (STEP, concurrency);
+    let progress = ("bulk-loaded", 50_000);
+    in_chunks(
+        state,
+        range,
+        shape,
+        progress,
+        |(client, table, entries, r), chunk| async move {
             let mut items = Vec::new();
             for e in &entries[chunk] {
                 let s = stored(&r, e);
@@ -592,9 +601,9 @@ async fn bulk_load(
                     }
                 }
             }
-        }
-    };
-    in_chunks(range, STEP, concurrency, ("bulk-loaded", 50_000), work).await
+        },
+    )
+    .await
 }
 
 // ---------------------------------------------------------------------------------------------
