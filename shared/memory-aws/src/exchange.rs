@@ -39,6 +39,7 @@ use serde_json::Value;
 use crate::dynamo::{
     build_error, get_n, get_s, n, s, transact_item, transact_with, Item, TxError, Write,
 };
+#[cfg(any(feature = "archive", feature = "signing-key"))]
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
 
