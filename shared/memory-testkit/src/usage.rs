@@ -151,26 +151,27 @@ pub async fn usage_contract(store: &dyn UsageStore, unique: &str) {
     let day = "2001-02-03";
     let before_a = store.hours(&a, day).await.expect("hours");
     assert!(before_a.is_empty(), "a fresh tenant has no hour items");
-    store
-        .add_hour(&a, "2001-02-03T04", 0, &some(1.5, 2.0, 100))
-        .await
-        .expect("add");
-    store
-        .add_hour(&a, "2001-02-03T04", 0, &some(0.5, 1.0, 10))
-        .await
-        .expect("add to the same item");
-    store
-        .add_hour(&a, "2001-02-03T23", 7, &some(1.0, 0.0, 1))
-        .await
-        .expect("add");
-    store
-        .add_hour(&a, "2001-02-04T00", 1, &some(9.0, 9.0, 9))
-        .await
-        .expect("add, next day");
-    store
-        .add_hour(&b, "2001-02-03T05", 3, &some(0.0, 4.0e5, 0))
-        .await
-        .expect("add, other tenant");
+    for (t, hour, shard, usage, what) in [
+        (&a, "2001-02-03T04", 0, some(1.5, 2.0, 100), "add"),
+        (
+            &a,
+            "2001-02-03T04",
+            0,
+            some(0.5, 1.0, 10),
+            "add to the same item",
+        ),
+        (&a, "2001-02-03T23", 7, some(1.0, 0.0, 1), "add"),
+        (&a, "2001-02-04T00", 1, some(9.0, 9.0, 9), "add, next day"),
+        (
+            &b,
+            "2001-02-03T05",
+            3,
+            some(0.0, 4.0e5, 0),
+            "add, other tenant",
+        ),
+    ] {
+        store.add_hour(t, hour, shard, &usage).await.expect(what);
+    }
     let hours = store.hours(&a, day).await.expect("hours");
     assert_eq!(hours.len(), 2, "two hour items of the day: {hours:?}");
     let want = Usage::sum(&[some(1.5, 2.0, 100), some(0.5, 1.0, 10), some(1.0, 0.0, 1)]);
