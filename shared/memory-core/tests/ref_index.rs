@@ -68,6 +68,14 @@ impl Setup {
         }
     }
 
+    /// A setup whose ref holds `n` embedded entries (of `seed`), folded by one index pass.
+    async fn indexed(n: usize, seed: usize) -> Self {
+        let s = Setup::new();
+        s.put(entries(n, seed), true).await;
+        s.fold().await;
+        s
+    }
+
     async fn put(&self, values: Vec<Value>, embed: bool) -> Vec<String> {
         let writer = MemoryWriter::new(self.w.ports.core(), self.ids.clone())
             .with_embedder(embed.then(|| self.embedder.clone() as _));
@@ -243,9 +251,7 @@ async fn writes_deletes_expiries_and_backfills_after_the_pass_are_seen_at_once()
 
 #[tokio::test]
 async fn duplicate_passes_install_one_manifest_and_lose_nothing() {
-    let s = Setup::new();
-    s.put(entries(30, 4), true).await;
-    s.fold().await;
+    let s = Setup::indexed(30, 4).await;
     for round in 0..5 {
         s.put(entries(6, 20 + round), true).await;
         let (pa, pb) = (s.pass(), s.pass());
@@ -312,9 +318,7 @@ async fn forget_leaves_no_segment_or_manifest_holding_the_subject() {
 
 #[tokio::test]
 async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
-    let s = Setup::new();
-    s.put(entries(25, 7), true).await;
-    s.fold().await;
+    let s = Setup::indexed(25, 7).await;
     let segment = s
         .archive
         .dump()
@@ -362,9 +366,7 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
 
 #[tokio::test]
 async fn a_cold_query_reads_one_object_per_segment_whatever_its_mode() {
-    let s = Setup::new();
-    s.put(entries(30, 11), true).await;
-    s.fold().await;
+    let s = Setup::indexed(30, 11).await;
     s.put(entries(10, 12), true).await;
     let folded = s.fold().await;
     assert_eq!(folded.segments, 2);
