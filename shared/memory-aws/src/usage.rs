@@ -19,7 +19,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use memory_core::metering::{DayUsage, StoredNow, Usage, UsageStore};
+use memory_core::metering::{DayUsage, HourItem, StoredNow, Usage, UsageStore};
 use memory_core::StoreError;
 use memory_guard::TenantId;
 
@@ -161,13 +161,12 @@ impl DynamoUsageStore {
 
 #[async_trait]
 impl UsageStore for DynamoUsageStore {
-    async fn add_hour(
-        &self,
-        tenant: &TenantId,
-        hour: &str,
-        shard: u8,
-        usage: &Usage,
-    ) -> Result<(), StoreError> {
+    async fn add_hour(&self, at: HourItem<'_>, usage: &Usage) -> Result<(), StoreError> {
+        let HourItem {
+            tenant,
+            hour,
+            shard,
+        } = at;
         const OP: &str = "usage_add";
         let ttl = wall_clock_seconds() + HOUR_ITEM_DAYS * 86_400;
         let adds: Vec<String> = (0..ATTRIBUTES.len())
@@ -191,7 +190,7 @@ impl UsageStore for DynamoUsageStore {
                 .expression_attribute_values(format!(":a{i}"), value);
         }
         let added = crate::retry::metered(OP, &update);
-        let day = hour.get(..10).unwrap_or(hour).to_owned();
+        let day = at.day().to_owned();
         let key = (day.clone(), tenant.as_str().to_owned());
         let known = self
             .listed
