@@ -379,7 +379,7 @@ impl IndexReader {
             all: &all,
             any: &any,
         };
-        let search_index::Found { hits, unembedded } = search_index::search(
+        let (hits, unembedded) = search_index::search_counting(
             &view,
             &tag_query,
             &Analyzer::new(q.stem),

@@ -28,16 +28,6 @@ pub enum SegmentError {
     Corrupt(&'static str),
 }
 
-/// What one search found: the hits, best first, and how many of the documents a semantic or
-/// hybrid query ranked have no vector of the query's model (0 for a text query, which compares
-/// none): what the answer reports as not yet embedded, counted over the same live documents the
-/// full scan would rank.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Found<'a> {
-    pub hits: Vec<TextHit<'a>>,
-    pub unembedded: usize,
-}
-
 /// One search over a ref's index: the best `limit` live documents the tags admit for `query`,
 /// best first, as `text_search::search` ranks the same documents (same hits, same scores). A
 /// text query without tags reads only the postings of its terms ([`query::text_top`]); the
@@ -54,12 +44,26 @@ pub fn search<'a>(
     ranking: Ranking<'_>,
     model: &str,
     limit: usize,
-) -> Found<'a> {
+) -> Vec<TextHit<'a>> {
+    search_counting(view, tags, analyzer, cache, query, ranking, model, limit).0
+}
+
+/// [`search`], and how many of the documents a semantic or hybrid query ranked have no vector
+/// of `model` (0 for a text query, which compares none): what the answer reports as not yet
+/// embedded, counted over the same live documents the full scan would rank.
+#[allow(clippy::too_many_arguments)]
+pub fn search_counting<'a>(
+    view: &View<'a>,
+    tags: &TagQuery<'_>,
+    analyzer: &Analyzer,
+    cache: &TermCache,
+    query: &str,
+    ranking: Ranking<'_>,
+    model: &str,
+    limit: usize,
+) -> (Vec<TextHit<'a>>, usize) {
     if matches!(ranking, Ranking::Text) && tags.all.is_empty() && tags.any.is_empty() {
-        return Found {
-            hits: query::text_top(view, analyzer, cache, query, limit),
-            unembedded: 0,
-        };
+        return (query::text_top(view, analyzer, cache, query, limit), 0);
     }
     let mut candidates = Candidates::collect(view, tags, model);
     let unembedded = if matches!(ranking, Ranking::Text) {
@@ -70,10 +74,7 @@ pub fn search<'a>(
     let terms = text_search::query_terms(analyzer, query);
     if terms.is_empty() || limit == 0 {
         // A query of stop words only has no results in any mode.
-        return Found {
-            hits: Vec::new(),
-            unembedded,
-        };
+        return (Vec::new(), unembedded);
     }
     let text = candidates.text_scores(view, analyzer, cache, &terms);
     let similarity = match ranking {
@@ -89,7 +90,7 @@ pub fn search<'a>(
             created_at_ms: candidates.docs[h.index].created_ms,
         })
         .collect();
-    Found { hits, unembedded }
+    (hits, unembedded)
 }
 
 /// What a segment is built from for one entry: its searchable text analysed without stemming,

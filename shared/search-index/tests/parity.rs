@@ -243,7 +243,6 @@ fn over_index(
     };
     let cache = TermCache::with_budget(0);
     search_index::search(&view, tags, analyzer, &cache, query, ranking, MODEL, 10)
-        .hits
         .into_iter()
         .map(|h| (h.id.to_owned(), h.score.to_bits()))
         .collect()

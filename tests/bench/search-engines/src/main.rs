@@ -156,7 +156,7 @@ fn run(n: usize, sizes: &Sizes) {
             let again = text_search::search(&stem, &scan_cache, &documents, &vectors, q, *ranking, 10);
             warm.push(t.elapsed());
             assert_eq!(want, again);
-            let hits = search_index::search(&view, &no_tags, &stem, &cache, q, *ranking, model, 10).hits;
+            let hits = search_index::search(&view, &no_tags, &stem, &cache, q, *ranking, model, 10);
             let got: Vec<(&str, u64)> = hits.iter().map(|h| (h.id, h.score.to_bits())).collect();
             let want: Vec<(&str, u64)> = want.iter().map(|h| (documents[h.index].id, h.score.to_bits())).collect();
             assert_eq!(got, want, "the index ranks as the scan ({mode}, {q:?})");
