@@ -373,11 +373,17 @@ class Rule:
     reconverge: Callable[[Op, Resp, Resp, World], None]
 
 
+def refused(variant: str, ours: int, ref: int, kind: str | None = None):
+    """A rule's test for a request of `variant` (and `kind`, when given) that ours refuses
+    with `ours` and a proper error body where the reference answers `ref`."""
+    return lambda op, o, r, w: ((kind is None or op.kind == kind) and op.variant == variant
+                                and o.status == ours and envelope_ok(o) and r.status == ref)
+
+
 RULES = [
     Rule("validation-422", "422 FastAPI `detail` list (pydantic)", "400 VALIDATION_ERROR",
          "RFC-0015 SDK error model; the official client raises ValidationError on 400 only",
-         lambda op, o, r, w: op.variant == "invalid-422" and o.status == 400
-         and envelope_ok(o) and r.status == 422, nothing),
+         refused("invalid-422", 400, 422), nothing),
     Rule("stricter-validation",
          "200: stores any memory_type/priority string, empty namespace/key, any ttl",
          "400 VALIDATION_ERROR naming the field",
@@ -387,17 +393,14 @@ RULES = [
          lambda op, o, r, w: delete_reference_extra(op, o, r, w) if op.kind == "create" else None),
     Rule("value-too-large", "200: any value size", "413 VALUE_TOO_LARGE",
          "§1.3 values SHOULD NOT exceed 64 KB",
-         lambda op, o, r, w: op.kind == "create" and op.variant == "too-large"
-         and o.status == 413 and envelope_ok(o) and r.status == 200, delete_reference_extra),
+         refused("too-large", 413, 200, kind="create"), delete_reference_extra),
     Rule("if-match-format", "428 (a non-integer If-Match reads as absent)",
          "400 VALIDATION_ERROR (field If-Match)",
          "§3.2: If-Match carries the version; a malformed one is a bad request, not a missing one",
-         lambda op, o, r, w: op.kind == "update" and op.variant == "if-match-text"
-         and o.status == 400 and envelope_ok(o) and r.status == 428, nothing),
+         refused("if-match-text", 400, 428, kind="update"), nothing),
     Rule("not-caller", "200: creates an entry for any agent_id", "403 ACCESS_DENIED",
          "§9 isolation: agent_id must be the authenticated agent (X-Agent-ID)",
-         lambda op, o, r, w: op.kind == "create" and op.variant == "other-agent"
-         and o.status == 403 and envelope_ok(o) and r.status == 200, delete_reference_extra),
+         refused("other-agent", 403, 200, kind="create"), delete_reference_extra),
     Rule("unique-key", "200: a second entry with the same key",
          "409 DUPLICATE_KEY with existing_id and current_version",
          "§1.1 key is unique within the namespace for this agent (working+episodic), "

@@ -491,7 +491,7 @@ async fn a_consolidation_pass_recounts_what_ttl_expiry_removed() {
         let secs = ms / 1000;
         // RFC 3339 by hand: the e2e crate carries no date library.
         let days = secs.div_euclid(86_400);
-        let (y, m, d) = civil_from_days(days);
+        let (y, m, d) = e2e::apigw::civil_from_days(days);
         let rem = secs.rem_euclid(86_400);
         format!(
             "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z",
@@ -542,19 +542,6 @@ async fn a_consolidation_pass_recounts_what_ttl_expiry_removed() {
     assert_eq!(counter(&db, &pk, "Q#entries").await, 3);
 }
 
-/// Days since 1970-01-01 to a civil date (Howard Hinnant's algorithm).
-fn civil_from_days(z: i64) -> (i64, i64, i64) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    (if m <= 2 { y + 1 } else { y }, m, d)
-}
 
 /// Entry items of a ref stored now, and how many of them carry a vector.
 async fn embedded_entries(db: &aws_sdk_dynamodb::Client, t: &str, agent: &str) -> (usize, usize) {
@@ -581,16 +568,7 @@ fn today() -> String {
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.as_secs() / 86_400)
         .unwrap_or(0);
-    // Civil date of a day count (Howard Hinnant's algorithm), as the functions' UTC day.
-    let z = days as i64 + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
+    let (y, m, d) = e2e::apigw::civil_from_days(days as i64);
     format!("{y:04}-{m:02}-{d:02}")
 }
 

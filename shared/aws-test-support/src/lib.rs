@@ -1,6 +1,8 @@
 //! Test support for suites that run against the emulator (LocalStack or the moto server that
 //! `infra/local/up` starts). Missing configuration is a loud failure, never a silent skip.
 
+pub mod proxy;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

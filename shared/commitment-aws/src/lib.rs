@@ -25,7 +25,6 @@ use memory_aws::dynamo::{
     subject_attr, subject_items,
 };
 use memory_aws::error::{backend, service_code};
-use memory_aws::meter::TryFutureExt as _;
 use memory_aws::DynamoClients;
 
 pub const DUE_INDEX: &str = "byDue";
@@ -169,17 +168,15 @@ impl DynamoCommitmentStore {
     ) -> Result<bool, StoreError> {
         let values = value.map(|v| HashMap::from([(":v".to_owned(), v)]));
         let client = self.clients.data(op).await?;
-        let out = memory_aws::retry::send(op, || {
-            client
+        let out = memory_aws::retry::metered(
+            op,
+            &client
                 .put_item()
                 .table_name(&self.table)
-                .set_item(Some(item.clone()))
+                .set_item(Some(item))
                 .condition_expression(condition)
-                .set_expression_attribute_values(values.clone())
-                .return_consumed_capacity(memory_aws::meter::TOTAL)
-                .send()
-                .map_ok(memory_aws::meter::metered)
-        })
+                .set_expression_attribute_values(values),
+        )
         .await;
         match out {
             Ok(_) => Ok(true),
@@ -217,18 +214,15 @@ impl CommitmentStore for DynamoCommitmentStore {
 
     async fn get(&self, key: &CommitmentKey) -> Result<Option<StoredCommitment>, StoreError> {
         let client = self.clients.data("get_commitment").await?;
-        let out = memory_aws::retry::send("get_commitment", || {
-            client
+        let out = memory_aws::dynamo::call(
+            "get_commitment",
+            &client
                 .get_item()
                 .table_name(&self.table)
                 .set_key(Some(key_item(key)))
-                .consistent_read(true)
-                .return_consumed_capacity(memory_aws::meter::TOTAL)
-                .send()
-                .map_ok(memory_aws::meter::metered)
-        })
-        .await
-        .map_err(|e| backend("get_commitment", &e))?;
+                .consistent_read(true),
+        )
+        .await?;
         out.item().map(decode).transpose()
     }
 

@@ -103,6 +103,20 @@ pub(crate) fn object_key(tenant: &TenantId, key: &str) -> Result<ObjectKey, Core
     }))
 }
 
+/// Every archive object of `memory_ref` (under its `distill` archive prefix).
+pub(crate) async fn list_archives(
+    archives: &dyn ArchiveStore,
+    memory_ref: &MemoryRef,
+) -> Result<Vec<ObjectKey>, CoreError> {
+    let tenant = memory_ref.tenant();
+    let prefix = distill::keys::archive_prefix(&memory_ref.to_string()).map_err(distill_error)?;
+    let relative = prefix
+        .strip_prefix(tenant.as_str())
+        .and_then(|p| p.strip_prefix('/'))
+        .unwrap_or_default();
+    Ok(archives.list(tenant, relative).await?)
+}
+
 /// The bucket key of a ref's MEMORY-INDEX.json.
 pub(crate) fn index_json_object(
     tenant: &TenantId,
@@ -212,13 +226,8 @@ impl DerivedForgetHook {
             ..Default::default()
         };
         let reference = memory_ref.to_string();
-        let prefix = distill::keys::archive_prefix(&reference).map_err(distill_error)?;
-        let relative = prefix
-            .strip_prefix(tenant.as_str())
-            .and_then(|p| p.strip_prefix('/'))
-            .unwrap_or_default();
         let mut removed_keys: BTreeSet<String> = BTreeSet::new();
-        for key in self.archives.list(tenant, relative).await? {
+        for key in list_archives(self.archives.as_ref(), memory_ref).await? {
             let Some(object) = self.archives.get(&key).await? else {
                 continue;
             };

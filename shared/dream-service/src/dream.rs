@@ -27,7 +27,8 @@ use distill::{DistillError, DistillInput, Distiller, IndexLine, SourceEntry};
 
 use crate::abstractive::{Abstractive, Built};
 use crate::derived::{
-    distill_error, index_json_object, object_key, swap_index, write_markdown, DerivedForgetHook,
+    distill_error, index_json_object, list_archives, object_key, swap_index, write_markdown,
+    DerivedForgetHook,
 };
 use serde_json::json;
 
@@ -547,14 +548,7 @@ impl Dreamer {
     ) -> Result<usize, CoreError> {
         let tenant = memory_ref.tenant();
         let reference = memory_ref.to_string();
-        let prefix = distill::keys::archive_prefix(&reference).map_err(distill_error)?;
-        let relative = prefix
-            .strip_prefix(tenant.as_str())
-            .and_then(|p| p.strip_prefix('/'))
-            .unwrap_or_default();
-        let listed: Vec<ObjectKey> = self
-            .archives
-            .list(tenant, relative)
+        let listed: Vec<ObjectKey> = list_archives(self.archives.as_ref(), memory_ref)
             .await?
             .into_iter()
             .filter(|k| Some(k) != just_written)

@@ -966,6 +966,18 @@ mod saga {
         w
     }
 
+    /// A seeded world whose first dream failed after writing its archive: the entry write
+    /// fails and so does the compensation's delete, so the archive stays, as when the
+    /// archive's own answer was lost and the run could not know it wrote it.
+    async fn world_with_a_left_archive() -> World {
+        let w = clocked_world();
+        seed(&w, 4).await;
+        w.store.calls.fail_on("put_entries", 1);
+        w.archives.calls.fail_on("delete", 1);
+        w.dream(None).await.expect_err("failed after its archive");
+        w
+    }
+
     async fn write(w: &World, n: u64) {
         w.store
             .put_entries(&[entry(
@@ -993,13 +1005,7 @@ mod saga {
 
     #[tokio::test]
     async fn an_archive_left_by_a_failed_run_is_adopted_by_the_same_dream() {
-        let w = clocked_world();
-        seed(&w, 4).await;
-        // The entry write fails and so does the compensation's delete: the archive stays, as
-        // when the archive's own answer was lost and the run could not know it wrote it.
-        w.store.calls.fail_on("put_entries", 1);
-        w.archives.calls.fail_on("delete", 1);
-        w.dream(None).await.expect_err("the entry write failed");
+        let w = world_with_a_left_archive().await;
         assert_eq!(archives_of(&w).len(), 1, "left behind");
         let done = w.dream(None).await.expect("the retry");
         assert_eq!(done.status, "distilled");
@@ -1013,11 +1019,7 @@ mod saga {
 
     #[tokio::test]
     async fn an_orphan_archive_is_swept_after_the_grace_and_never_before() {
-        let w = clocked_world();
-        seed(&w, 4).await;
-        w.store.calls.fail_on("put_entries", 1);
-        w.archives.calls.fail_on("delete", 1);
-        w.dream(None).await.expect_err("failed after its archive");
+        let w = world_with_a_left_archive().await;
         let orphan = archives_of(&w)[0].0.clone();
         // A write arrives before the retry: the next dream has another digest, and the first
         // archive is an orphan (no entry, no index line).

@@ -163,7 +163,12 @@ async fn flush_usage(meter: &Meter, started: std::time::Instant) {
     let (hour, shard) = (metering::hour_of(now), metering::shard_of(now));
     for (tenant, usage) in &taken {
         let Some(tenant) = tenant else { continue };
-        if let Err(e) = sink.add_hour(tenant, &hour, shard, usage).await {
+        let at = metering::HourItem {
+            tenant,
+            hour: &hour,
+            shard,
+        };
+        if let Err(e) = sink.add_hour(at, usage).await {
             tracing::warn!(tenant = %tenant, error = %e, "usage not recorded");
         }
     }

@@ -15,11 +15,18 @@ fn function_name() -> String {
     std::env::var("AWS_LAMBDA_FUNCTION_NAME").unwrap_or_else(|_| "local".to_owned())
 }
 
-/// Builds the EMF document for `counts` (zero counts included: a zero is information).
-pub fn document(function: &str, counts: &[(&str, u64)], timestamp_ms: i64) -> Value {
-    let metrics: Vec<Value> = counts
+/// One EMF document: `dimensions` name the metric dimensions and carry their values,
+/// `metrics` are (name, unit, value), `properties` are log fields that are no dimension.
+fn emf(
+    timestamp_ms: i64,
+    dimensions: &[(&str, &str)],
+    metrics: Vec<(&str, &str, Value)>,
+    properties: &[(&str, &str)],
+) -> Value {
+    let names: Vec<&str> = dimensions.iter().map(|(name, _)| *name).collect();
+    let specs: Vec<Value> = metrics
         .iter()
-        .map(|(name, _)| json!({"Name": name, "Unit": "Count"}))
+        .map(|(name, unit, _)| json!({"Name": name, "Unit": unit}))
         .collect();
     let mut doc = Map::new();
     doc.insert(
@@ -28,35 +35,39 @@ pub fn document(function: &str, counts: &[(&str, u64)], timestamp_ms: i64) -> Va
             "Timestamp": timestamp_ms,
             "CloudWatchMetrics": [{
                 "Namespace": NAMESPACE,
-                "Dimensions": [["Function"]],
-                "Metrics": metrics,
+                "Dimensions": [names],
+                "Metrics": specs,
             }]
         }),
     );
-    doc.insert("Function".into(), json!(function));
-    for (name, value) in counts {
+    for (name, value) in dimensions.iter().chain(properties) {
         doc.insert((*name).to_owned(), json!(value));
     }
+    for (name, _, value) in metrics {
+        doc.insert(name.to_owned(), value);
+    }
     Value::Object(doc)
+}
+
+/// Builds the EMF document for `counts` (zero counts included: a zero is information).
+pub fn document(function: &str, counts: &[(&str, u64)], timestamp_ms: i64) -> Value {
+    let metrics = counts
+        .iter()
+        .map(|(name, value)| (*name, "Count", json!(value)))
+        .collect();
+    emf(timestamp_ms, &[("Function", function)], metrics, &[])
 }
 
 /// The EMF document counting one answered error under its wire code: `ErrorAnswered` by
 /// `Function` and `Code`. The codes are the envelope's fixed set (about a dozen), so the extra
 /// dimension stays small, and the dashboard shows each function's errors by code.
 pub fn error_document(function: &str, code: &str, timestamp_ms: i64) -> Value {
-    json!({
-        "_aws": {
-            "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": NAMESPACE,
-                "Dimensions": [["Function", "Code"]],
-                "Metrics": [{"Name": "ErrorAnswered", "Unit": "Count"}],
-            }]
-        },
-        "Function": function,
-        "Code": code,
-        "ErrorAnswered": 1,
-    })
+    emf(
+        timestamp_ms,
+        &[("Function", function), ("Code", code)],
+        vec![("ErrorAnswered", "Count", json!(1))],
+        &[],
+    )
 }
 
 fn now_ms() -> i64 {
@@ -90,12 +101,12 @@ pub const QUOTA_NEAR_LIMIT: &str = "QuotaNearLimit";
 /// the quota as properties (not dimensions, so there is no metric per tenant; CloudWatch
 /// Contributor Insights ranks tenants from the log line).
 pub fn quota_document(function: &str, name: &str, tenant: &str, quota: &str, ts: i64) -> Value {
-    let mut doc = document(function, &[(name, 1)], ts);
-    if let Value::Object(map) = &mut doc {
-        map.insert("tenant".into(), json!(tenant));
-        map.insert("quota".into(), json!(quota));
-    }
-    doc
+    emf(
+        ts,
+        &[("Function", function)],
+        vec![(name, "Count", json!(1))],
+        &[("tenant", tenant), ("quota", quota)],
+    )
 }
 
 /// Writes one quota event line.
@@ -146,35 +157,24 @@ pub fn usage_document(function: &str, tenant: &str, usage: &Usage, timestamp_ms:
         json!(usage.bedrock_tokens),
         json!(usage.lambda_ms),
     ];
-    let metrics: Vec<Value> = USAGE_METRICS
+    let metrics = USAGE_METRICS
         .iter()
-        .map(|name| {
+        .zip(values)
+        .map(|(name, value)| {
             let unit = match *name {
                 "S3BytesIn" | "S3BytesOut" => "Bytes",
                 "DurationMs" => "Milliseconds",
                 _ => "Count",
             };
-            json!({"Name": name, "Unit": unit})
+            (*name, unit, value)
         })
         .collect();
-    let mut doc = Map::new();
-    doc.insert(
-        "_aws".into(),
-        json!({
-            "Timestamp": timestamp_ms,
-            "CloudWatchMetrics": [{
-                "Namespace": NAMESPACE,
-                "Dimensions": [["Function"]],
-                "Metrics": metrics,
-            }]
-        }),
-    );
-    doc.insert("Function".into(), json!(function));
-    doc.insert("tenant".into(), json!(tenant));
-    for (name, value) in USAGE_METRICS.iter().zip(values) {
-        doc.insert((*name).to_owned(), value);
-    }
-    Value::Object(doc)
+    emf(
+        timestamp_ms,
+        &[("Function", function)],
+        metrics,
+        &[("tenant", tenant)],
+    )
 }
 
 /// Writes one usage line per attribution (failures to write stdout are ignored).
@@ -223,54 +223,66 @@ mod tests {
 
     use super::*;
 
+    /// The `_aws` block of a line with one dimension set and these metrics.
+    fn aws(timestamp: i64, dimensions: Value, metrics: Value) -> Value {
+        json!({
+            "Timestamp": timestamp,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": [dimensions],
+                "Metrics": metrics,
+            }]
+        })
+    }
+
     #[test]
     fn error_shape_counts_by_function_and_code() {
-        let doc = error_document("memory-write", "rate_limited", 7);
-        let cw = &doc["_aws"]["CloudWatchMetrics"][0];
-        assert_eq!(cw["Dimensions"], json!([["Function", "Code"]]));
-        assert_eq!(cw["Metrics"][0]["Name"], "ErrorAnswered");
-        assert_eq!(
-            (&doc["Function"], &doc["Code"], &doc["ErrorAnswered"]),
-            (&json!("memory-write"), &json!("rate_limited"), &json!(1))
-        );
+        let expected = json!({
+            "_aws": aws(
+                7,
+                json!(["Function", "Code"]),
+                json!([{"Name": "ErrorAnswered", "Unit": "Count"}])
+            ),
+            "Function": "memory-write",
+            "Code": "rate_limited",
+            "ErrorAnswered": 1,
+        });
+        assert_eq!(error_document("memory-write", "rate_limited", 7), expected);
     }
 
     #[test]
     fn quota_events_carry_tenant_and_quota_as_properties() {
+        let expected = json!({
+            "_aws": aws(
+                7,
+                json!(["Function"]),
+                json!([{"Name": "QuotaRefused", "Unit": "Count"}])
+            ),
+            "Function": "memory-write",
+            "QuotaRefused": 1,
+            "tenant": "acme",
+            "quota": "MaxEntriesPerRef",
+        });
         let doc = quota_document("memory-write", QUOTA_REFUSED, "acme", "MaxEntriesPerRef", 7);
-        assert_eq!(
-            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
-            json!([["Function"]])
-        );
-        assert_eq!(
-            doc["_aws"]["CloudWatchMetrics"][0]["Metrics"][0]["Name"],
-            "QuotaRefused"
-        );
-        assert_eq!(doc["QuotaRefused"], 1);
-        assert_eq!(doc["tenant"], "acme");
-        assert_eq!(doc["quota"], "MaxEntriesPerRef");
+        assert_eq!(doc, expected);
     }
 
     #[test]
     fn emf_shape() {
-        let doc = document(
-            "memory-write",
-            &[("EntriesWritten", 3), ("RedactionsApplied", 0)],
-            42,
-        );
-        assert_eq!(doc["_aws"]["Timestamp"], 42);
-        assert_eq!(doc["_aws"]["CloudWatchMetrics"][0]["Namespace"], NAMESPACE);
-        assert_eq!(
-            doc["_aws"]["CloudWatchMetrics"][0]["Dimensions"],
-            json!([["Function"]])
-        );
-        assert_eq!(
-            doc["_aws"]["CloudWatchMetrics"][0]["Metrics"][1]["Name"],
-            "RedactionsApplied"
-        );
-        assert_eq!(
-            (doc["EntriesWritten"].clone(), doc["Function"].clone()),
-            (json!(3), json!("memory-write"))
-        );
+        let expected = json!({
+            "_aws": aws(
+                42,
+                json!(["Function"]),
+                json!([
+                    {"Name": "EntriesWritten", "Unit": "Count"},
+                    {"Name": "RedactionsApplied", "Unit": "Count"},
+                ])
+            ),
+            "Function": "memory-write",
+            "EntriesWritten": 3,
+            "RedactionsApplied": 0,
+        });
+        let counts = [("EntriesWritten", 3), ("RedactionsApplied", 0)];
+        assert_eq!(document("memory-write", &counts, 42), expected);
     }
 }

@@ -167,7 +167,14 @@ async fn usage_answers_the_callers_own_days_and_refuses_bad_ranges() {
     };
     for t in [&mine, &theirs] {
         usage
-            .add_hour(t, &format!("{day}T00"), 0, &spent)
+            .add_hour(
+                memory_core::metering::HourItem {
+                    tenant: t,
+                    hour: &format!("{day}T00"),
+                    shard: 0,
+                },
+                &spent,
+            )
             .await
             .expect("add");
     }

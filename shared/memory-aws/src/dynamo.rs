@@ -74,7 +74,6 @@ use memory_guard::{AgentId, MemoryRef, TenantId};
 
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
-use futures_util::TryFutureExt as _;
 
 /// Path keys of the Claude memory tool (`PathStore`), on this table and its item codec.
 mod paths;
@@ -534,20 +533,15 @@ pub fn prefix_query(
         .expression_attribute_values(":prefix", s(prefix))
 }
 
-/// One page of a Query, metered and retried like every call of this crate.
-pub(crate) async fn query_page(
-    request: &aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+/// One DynamoDB call, metered and retried like every call of this crate; a failure that is not
+/// the caller's to interpret is [`backend`]'s answer.
+pub async fn call<R: crate::meter::Metered>(
     op: &'static str,
-) -> Result<aws_sdk_dynamodb::operation::query::QueryOutput, StoreError> {
-    crate::retry::send(op, || {
-        request
-            .clone()
-            .return_consumed_capacity(crate::meter::TOTAL)
-            .send()
-            .map_ok(crate::meter::metered)
-    })
-    .await
-    .map_err(|e| backend(op, &e))
+    request: &R,
+) -> Result<R::Output, StoreError> {
+    crate::retry::metered(op, request)
+        .await
+        .map_err(|e| backend(op, &e))
 }
 
 /// Every page of a Query, following `LastEvaluatedKey`; also the total `ScannedCount`, the
@@ -560,17 +554,8 @@ pub async fn query_all(
     let mut scanned = 0u64;
     let mut start: Option<Item> = None;
     loop {
-        let from = start.take();
-        let out = crate::retry::send(op, || {
-            request
-                .clone()
-                .set_exclusive_start_key(from.clone())
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
-        .await
-        .map_err(|e| backend(op, &e))?;
+        let page = request.clone().set_exclusive_start_key(start.take());
+        let out = call(op, &page).await?;
         scanned += u64::try_from(out.scanned_count()).unwrap_or(0);
         items.extend(out.items().iter().cloned());
         match out.last_evaluated_key() {
@@ -616,19 +601,12 @@ pub(crate) async fn read_item(
     k: Item,
     op: &'static str,
 ) -> Result<Option<Item>, StoreError> {
-    let out = crate::retry::send(op, || {
-        client
-            .get_item()
-            .table_name(table)
-            .set_key(Some(k.clone()))
-            .consistent_read(true)
-            .return_consumed_capacity(crate::meter::TOTAL)
-            .send()
-            .map_ok(crate::meter::metered)
-    })
-    .await
-    .map_err(|e| backend(op, &e))?;
-    Ok(out.item().cloned())
+    let request = client
+        .get_item()
+        .table_name(table)
+        .set_key(Some(k))
+        .consistent_read(true);
+    Ok(call(op, &request).await?.item)
 }
 
 /// Puts `item` unconditionally under the shared retry policy.
@@ -638,18 +616,8 @@ pub(crate) async fn put_plain(
     item: Item,
     op: &'static str,
 ) -> Result<(), StoreError> {
-    crate::retry::send(op, || {
-        client
-            .put_item()
-            .table_name(table)
-            .set_item(Some(item.clone()))
-            .return_consumed_capacity(crate::meter::TOTAL)
-            .send()
-            .map_ok(crate::meter::metered)
-    })
-    .await
-    .map_err(|e| backend(op, &e))?;
-    Ok(())
+    let request = client.put_item().table_name(table).set_item(Some(item));
+    call(op, &request).await.map(drop)
 }
 
 /// Deletes the item at `key` unconditionally under the shared retry policy.
@@ -684,18 +652,12 @@ async fn delete_one(
     returning: ReturnValue,
     op: &'static str,
 ) -> Result<Option<Item>, StoreError> {
-    let out = crate::retry::send(op, || {
-        client
-            .delete_item()
-            .table_name(table)
-            .set_key(Some(key.clone()))
-            .return_values(returning.clone())
-            .return_consumed_capacity(crate::meter::TOTAL)
-            .send()
-            .map_ok(crate::meter::metered)
-    })
-    .await
-    .map_err(|e| backend(op, &e))?;
+    let request = client
+        .delete_item()
+        .table_name(table)
+        .set_key(Some(key))
+        .return_values(returning);
+    let out = call(op, &request).await?;
     Ok(out.attributes.filter(|a| !a.is_empty()))
 }
 
@@ -706,16 +668,12 @@ pub(crate) async fn transact_with(
     op: &'static str,
     items: Vec<TransactWriteItem>,
 ) -> Result<(), TxError> {
+    let request = client
+        .transact_write_items()
+        .set_transact_items(Some(items));
     crate::retry::send_tracked(
         op,
-        || {
-            client
-                .transact_write_items()
-                .set_transact_items(Some(items.clone()))
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        },
+        || crate::meter::Metered::send_metered(request.clone()),
         |err| is_transaction_race(err) || crate::retry::is_retryable(err),
     )
     .await
@@ -1056,19 +1014,7 @@ impl DynamoEntryStore {
     /// One item by key, strongly consistent (read-your-writes).
     async fn get_item(&self, op: &'static str, key: Item) -> Result<Option<Item>, StoreError> {
         let client = self.clients.data(op).await?;
-        let out = crate::retry::send(op, || {
-            client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(key.clone()))
-                .consistent_read(true)
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
-        .await
-        .map_err(|e| backend(op, &e))?;
-        Ok(out.item)
+        read_item(&client, &self.table, key, op).await
     }
 
     async fn read_key(&self, key: &IdempotencyKey) -> Result<Option<KeyRecord>, StoreError> {
@@ -1279,26 +1225,23 @@ impl EntryStore for DynamoEntryStore {
                 return;
             }
         };
-        let result = crate::retry::send(OP, || {
-            client
+        let request = client
                 .update_item()
-                .table_name(&self.table)
-                .set_key(Some(marker_key(r, kind)))
-                .update_expression(
-                    "SET dirtyPartition = :p, dirtySince = if_not_exists(dirtySince, :since) ADD dirtyVersion :one",
-                )
-                .condition_expression(
-                    "attribute_not_exists(dirtyPartition) OR attribute_exists(passRunning)",
-                )
-                .expression_attribute_values(":p", s(dirty_partition(kind, pending_shard(r))))
-                .expression_attribute_values(
-                    ":since",
-                    s(format!("{:013}", since.as_millis().max(0))),
-                )
-                .expression_attribute_values(":one", n(1))
-                .return_consumed_capacity(crate::meter::TOTAL).send().map_ok(crate::meter::metered)
-        })
-        .await;
+            .table_name(&self.table)
+            .set_key(Some(marker_key(r, kind)))
+            .update_expression(
+                "SET dirtyPartition = :p, dirtySince = if_not_exists(dirtySince, :since) ADD dirtyVersion :one",
+            )
+            .condition_expression(
+                "attribute_not_exists(dirtyPartition) OR attribute_exists(passRunning)",
+            )
+            .expression_attribute_values(":p", s(dirty_partition(kind, pending_shard(r))))
+            .expression_attribute_values(
+                ":since",
+                s(format!("{:013}", since.as_millis().max(0))),
+            )
+            .expression_attribute_values(":one", n(1));
+        let result = crate::retry::metered(OP, &request).await;
         match result {
             Ok(_) => {}
             Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
@@ -1323,17 +1266,15 @@ impl EntryStore for DynamoEntryStore {
             item.insert("leaseUntilMs".into(), n(claim.lease_until.as_millis()));
             item.insert("expiresAtMs".into(), n(claim.expires_at.as_millis()));
             item.insert("ttl".into(), n(ttl));
-            let fresh = crate::retry::send(OP, || {
-                client
+            let fresh = crate::retry::metered(
+                OP,
+                &client
                     .put_item()
                     .table_name(&self.table)
-                    .set_item(Some(item.clone()))
+                    .set_item(Some(item))
                     .condition_expression("attribute_not_exists(pk) OR expiresAtMs <= :now")
-                    .expression_attribute_values(":now", n(claim.now.as_millis()))
-                    .return_consumed_capacity(crate::meter::TOTAL)
-                    .send()
-                    .map_ok(crate::meter::metered)
-            })
+                    .expression_attribute_values(":now", n(claim.now.as_millis())),
+            )
             .await;
             match fresh {
                 Ok(_) => {
@@ -1346,8 +1287,9 @@ impl EntryStore for DynamoEntryStore {
             }
             // 2. Taking over a holder whose lease ran out, same payload, no result yet; the
             //    first attempt's instant stays, so the entries (and their ids) stay the same.
-            let takeover = crate::retry::send(OP, || {
-                client
+            let takeover = crate::retry::metered(
+                OP,
+                &client
                     .update_item()
                     .table_name(&self.table)
                     .set_key(Some(key_record_key(&claim.key)))
@@ -1365,11 +1307,8 @@ impl EntryStore for DynamoEntryStore {
                     .expression_attribute_values(":t", n(ttl))
                     .expression_attribute_values(":now", n(claim.now.as_millis()))
                     .expression_attribute_values(":p", s(&claim.payload))
-                    .return_values(ReturnValue::AllNew)
-                    .return_consumed_capacity(crate::meter::TOTAL)
-                    .send()
-                    .map_ok(crate::meter::metered)
-            })
+                    .return_values(ReturnValue::AllNew),
+            )
             .await;
             match takeover {
                 Ok(out) => {
@@ -1403,21 +1342,15 @@ impl EntryStore for DynamoEntryStore {
         const OP: &str = "complete_key";
         let client = self.clients.data(OP).await?;
         let update = self.complete_update(OP, completion)?;
-        let out = crate::retry::send(OP, || {
-            let u = update.clone();
-            client
-                .update_item()
-                .table_name(u.table_name)
-                .set_key(Some(u.key))
-                .update_expression(u.update_expression)
-                .set_condition_expression(u.condition_expression)
-                .set_expression_attribute_names(u.expression_attribute_names)
-                .set_expression_attribute_values(u.expression_attribute_values)
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
-        .await;
+        let request = client
+            .update_item()
+            .table_name(update.table_name)
+            .set_key(Some(update.key))
+            .update_expression(update.update_expression)
+            .set_condition_expression(update.condition_expression)
+            .set_expression_attribute_names(update.expression_attribute_names)
+            .set_expression_attribute_values(update.expression_attribute_values);
+        let out = crate::retry::metered(OP, &request).await;
         match out {
             Ok(_) => Ok(()),
             Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
@@ -1434,18 +1367,16 @@ impl EntryStore for DynamoEntryStore {
     async fn release_key(&self, key: &IdempotencyKey, attempt: &str) -> Result<(), StoreError> {
         const OP: &str = "release_key";
         let client = self.clients.data(OP).await?;
-        let out = crate::retry::send(OP, || {
-            client
+        let out = crate::retry::metered(
+            OP,
+            &client
                 .delete_item()
                 .table_name(&self.table)
                 .set_key(Some(key_record_key(key)))
                 .condition_expression("attempt = :a AND attribute_not_exists(#r)")
                 .expression_attribute_names("#r", "result")
-                .expression_attribute_values(":a", s(attempt))
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
+                .expression_attribute_values(":a", s(attempt)),
+        )
         .await;
         match out {
             Ok(_) => Ok(()),
@@ -1562,7 +1493,7 @@ impl EntryStore for DynamoEntryStore {
                 .exclusive_start_key("sk", s(entry_sort_key(after)));
         }
         let request = request.filter_expression(filter);
-        let out = query_page(&request, OP).await?;
+        let out = call(OP, &request).await?;
         let mut entries = Vec::with_capacity(out.items().len());
         for item in out.items() {
             entries.push(self.decode_full(item).await?);
@@ -1624,7 +1555,7 @@ impl EntryStore for DynamoEntryStore {
         };
         let mut ids = Vec::new();
         loop {
-            let out = query_page(&request, OP).await?;
+            let out = call(OP, &request).await?;
             ids.extend(
                 out.items()
                     .iter()
@@ -1666,15 +1597,7 @@ impl EntryStore for DynamoEntryStore {
             let request = client
                 .batch_get_item()
                 .request_items(&self.table, pending.clone());
-            let out = crate::retry::send(OP, || {
-                request
-                    .clone()
-                    .return_consumed_capacity(crate::meter::TOTAL)
-                    .send()
-                    .map_ok(crate::meter::metered)
-            })
-            .await
-            .map_err(|e| backend(OP, &e))?;
+            let out = crate::dynamo::call(OP, &request).await?;
             for item in out
                 .responses()
                 .and_then(|r| r.get(&self.table))
@@ -1810,20 +1733,17 @@ impl EntryStore for DynamoEntryStore {
     ) -> Result<MarkerState, StoreError> {
         const OP: &str = "begin_pass";
         let client = self.clients.data(OP).await?;
-        let out = crate::retry::send(OP, || {
-            client
+        let out = crate::dynamo::call(
+            OP,
+            &client
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(marker_key(memory_ref, kind)))
                 .update_expression("SET passRunning = :now")
                 .expression_attribute_values(":now", n(wall_clock_ms()))
-                .return_values(ReturnValue::AllNew)
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
+                .return_values(ReturnValue::AllNew),
+        )
+        .await?;
         Ok(out.attributes().map(marker_state_of).unwrap_or_default())
     }
 
@@ -1839,18 +1759,16 @@ impl EntryStore for DynamoEntryStore {
         // 1. The watermark, first and never backwards: a slow duplicate run must not lower
         //    it, and a crash after this step leaves the ref pending, so nothing is skipped.
         if let Some(w) = watermark {
-            match crate::retry::send(OP, || {
-                client
+            match crate::retry::metered(
+                OP,
+                &client
                     .update_item()
                     .table_name(&self.table)
                     .set_key(Some(marker_key(memory_ref, kind)))
                     .update_expression("SET watermarkMs = :w")
                     .condition_expression("attribute_not_exists(watermarkMs) OR watermarkMs < :w")
-                    .expression_attribute_values(":w", n(w.as_millis()))
-                    .return_consumed_capacity(crate::meter::TOTAL)
-                    .send()
-                    .map_ok(crate::meter::metered)
-            })
+                    .expression_attribute_values(":w", n(w.as_millis())),
+            )
             .await
             {
                 Ok(_) => {}
@@ -1873,15 +1791,7 @@ impl EntryStore for DynamoEntryStore {
             None => clear.condition_expression("attribute_not_exists(dirtyVersion)"),
         };
         let clear = clear.return_values(ReturnValue::UpdatedOld);
-        match crate::retry::send(OP, || {
-            clear
-                .clone()
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
-        .await
-        {
+        match crate::retry::metered(OP, &clear).await {
             Ok(out) => Ok(out
                 .attributes()
                 .is_some_and(|old| old.contains_key("dirtyPartition"))),

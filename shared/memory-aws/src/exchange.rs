@@ -39,6 +39,7 @@ use serde_json::Value;
 use crate::dynamo::{
     build_error, get_n, get_s, n, s, transact_item, transact_with, Item, TxError, Write,
 };
+#[cfg(any(feature = "archive", feature = "signing-key"))]
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
 
@@ -461,7 +462,7 @@ impl ExchangeStore for DynamoExchangeStore {
             .expression_attribute_values(":a", s(receipt_sk(page.from)))
             .expression_attribute_values(":b", s(receipt_sk(u64::MAX)))
             .limit(i32::try_from(page.limit).unwrap_or(i32::MAX));
-        let out = crate::dynamo::query_page(&request, OP).await?;
+        let out = crate::dynamo::call(OP, &request).await?;
         out.items()
             .iter()
             .map(|item| {
@@ -518,17 +519,15 @@ impl S3BundleStore {
 impl oap_exchange::BundleStore for S3BundleStore {
     async fn begin(&self, key: &memory_core::ports::ObjectKey) -> Result<String, StoreError> {
         const OP: &str = "bundle begin";
-        let out = crate::retry::send(OP, || {
-            self.client
-                .create_multipart_upload()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .content_type("application/x-ndjson")
-                .send()
-                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
+        let request = self
+            .client
+            .create_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .content_type("application/x-ndjson");
+        let out = crate::retry::counted(OP, &request)
+            .await
+            .map_err(|e| backend(OP, &e))?;
         out.upload_id()
             .map(str::to_owned)
             .ok_or(StoreError::Backend {
@@ -583,34 +582,28 @@ impl oap_exchange::BundleStore for S3BundleStore {
                     .collect(),
             ))
             .build();
-        crate::retry::send(OP, || {
-            self.client
-                .complete_multipart_upload()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .upload_id(upload)
-                .multipart_upload(done.clone())
-                .send()
-                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
+        let request = self
+            .client
+            .complete_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .upload_id(upload)
+            .multipart_upload(done);
+        crate::retry::counted(OP, &request)
+            .await
+            .map_err(|e| backend(OP, &e))?;
         Ok(())
     }
 
     async fn abort(&self, key: &memory_core::ports::ObjectKey, upload: &str) {
         const OP: &str = "bundle abort";
-        let result = crate::retry::send(OP, || {
-            self.client
-                .abort_multipart_upload()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .upload_id(upload)
-                .send()
-                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-        })
-        .await;
-        if let Err(e) = result {
+        let request = self
+            .client
+            .abort_multipart_upload()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .upload_id(upload);
+        if let Err(e) = crate::retry::counted(OP, &request).await {
             // The bucket's lifecycle rule removes incomplete uploads after a day.
             tracing::warn!(error = %backend(OP, &e), "bundle upload not aborted");
         }
@@ -638,16 +631,12 @@ impl oap_exchange::BundleStore for S3BundleStore {
 
     async fn size(&self, key: &memory_core::ports::ObjectKey) -> Result<Option<u64>, StoreError> {
         const OP: &str = "bundle size";
-        match crate::retry::send(OP, || {
-            self.client
-                .head_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .send()
-                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-        })
-        .await
-        {
+        let request = self
+            .client
+            .head_object()
+            .bucket(&self.bucket)
+            .key(key.as_str());
+        match crate::retry::counted(OP, &request).await {
             Ok(out) => Ok(out.content_length().and_then(|n| u64::try_from(n).ok())),
             Err(e) if e.raw_response().is_some_and(|r| r.status().as_u16() == 404) => Ok(None),
             Err(e) => Err(backend(OP, &e)),
@@ -665,19 +654,15 @@ impl oap_exchange::BundleStore for S3BundleStore {
             return Ok(Vec::new());
         }
         let range = format!("bytes={start}-{}", start + len - 1);
-        let out = crate::retry::send(OP, || {
-            self.client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .range(&range)
-                .send()
-                .inspect(|r| {
-                    crate::meter::s3_answered(r, 0, |o| crate::meter::length(o.content_length()))
-                })
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
+        let request = self
+            .client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .range(range);
+        let out = crate::retry::counted(OP, &request)
+            .await
+            .map_err(|e| backend(OP, &e))?;
         let bytes = out
             .body
             .collect()

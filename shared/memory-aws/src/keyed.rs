@@ -41,7 +41,6 @@ use crate::dynamo::{
 };
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
-use futures_util::TryFutureExt as _;
 
 const SEMANTIC: &str = "@semantic";
 const ENTRY: &str = "I#E#";
@@ -240,15 +239,7 @@ impl DynamoKeyedStore {
         let request =
             crate::dynamo::prefix_query(&client, &self.table, pk, prefix).set_limit(limit);
         if limit.is_some() {
-            let out = crate::retry::send(op, || {
-                request
-                    .clone()
-                    .return_consumed_capacity(crate::meter::TOTAL)
-                    .send()
-                    .map_ok(crate::meter::metered)
-            })
-            .await
-            .map_err(|e| backend(op, &e))?;
+            let out = crate::dynamo::call(op, &request).await?;
             return Ok(out.items().to_vec());
         }
         Ok(query_all(request, op).await?.0)
@@ -330,14 +321,7 @@ impl DynamoKeyedStore {
                 None => u.update_expression("REMOVE #t"),
             };
             let u = u.expression_attribute_names("#t", "ttl");
-            crate::retry::send(OP, || {
-                u.clone()
-                    .return_consumed_capacity(crate::meter::TOTAL)
-                    .send()
-                    .map_ok(crate::meter::metered)
-            })
-            .await
-            .map_err(|err| backend(OP, &err))?;
+            crate::dynamo::call(OP, &u).await?;
         }
         Ok(())
     }
@@ -883,16 +867,15 @@ impl KeyRegistry for DynamoKeyRegistry {
                 .plus_millis(86_400_000)
                 .epoch_seconds_ceil()),
         );
-        crate::retry::send(OP, || {
-            self.client
+        crate::retry::metered(
+            OP,
+            &self
+                .client
                 .put_item()
                 .table_name(&self.table)
-                .set_item(Some(item.clone()))
-                .condition_expression("attribute_not_exists(pk)")
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
+                .set_item(Some(item))
+                .condition_expression("attribute_not_exists(pk)"),
+        )
         .await
         .map_err(|e| match crate::error::service_code(&e) {
             Some("ConditionalCheckFailedException") => StoreError::Conflict { op: OP },
@@ -903,18 +886,17 @@ impl KeyRegistry for DynamoKeyRegistry {
 
     async fn revoke(&self, key_id: &str, at: Timestamp) -> Result<bool, StoreError> {
         const OP: &str = "api key revoke";
-        let result = crate::retry::send(OP, || {
-            self.client
+        let result = crate::retry::metered(
+            OP,
+            &self
+                .client
                 .update_item()
                 .table_name(&self.table)
                 .set_key(Some(Self::key_of(key_id)))
                 .update_expression("SET revokedMs = if_not_exists(revokedMs, :at)")
                 .condition_expression("attribute_exists(pk)")
-                .expression_attribute_values(":at", n(at.as_millis()))
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
+                .expression_attribute_values(":at", n(at.as_millis())),
+        )
         .await;
         match result {
             Ok(_) => Ok(true),

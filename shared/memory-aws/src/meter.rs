@@ -4,10 +4,12 @@
 //! ([`Consumed`]); S3, EventBridge and Bedrock calls report requests, bytes, entries and tokens at
 //! their call sites. Nothing here decides anything: the adapter records what the service said.
 
+use std::future::Future;
+
+use aws_sdk_dynamodb::error::ProvideErrorMetadata;
 use aws_sdk_dynamodb::types::{ConsumedCapacity, ReturnConsumedCapacity};
+use aws_smithy_runtime_api::client::orchestrator::HttpResponse;
 use aws_smithy_runtime_api::client::result::SdkError;
-/// For adapters of other crates: `.send().map_ok(metered)`.
-pub use futures_util::TryFutureExt;
 use memory_core::metering;
 
 /// What every DynamoDB request asks for.
@@ -44,45 +46,61 @@ pub trait Consumed {
     fn report(&self);
 }
 
-macro_rules! single {
-    ($($module:ident :: $output:ident => $class:expr),* $(,)?) => {$(
+/// A DynamoDB request that asks for [`TOTAL`] and reports what its answer says it consumed:
+/// the one way this crate (and the other DynamoDB adapters) send a DynamoDB call, so no call
+/// goes unmetered. Retried as `retry::metered`, mapped to a `StoreError` as `dynamo::call`.
+pub trait Metered: Clone + Send + Sync {
+    type Output: Consumed;
+    type Error: ProvideErrorMetadata;
+    fn send_metered(
+        self,
+    ) -> impl Future<Output = Result<Self::Output, SdkError<Self::Error, HttpResponse>>> + Send;
+}
+
+/// `Consumed` and `Metered` for one operation; `$each` reports one capacity (`single`) or a
+/// capacity per table (`many`).
+macro_rules! operations {
+    ($($module:ident :: ($builder:ident, $output:ident, $error:ident) => $class:expr, $each:ident;)*) => {$(
         impl Consumed for aws_sdk_dynamodb::operation::$module::$output {
             fn report(&self) {
-                if let Some(c) = self.consumed_capacity() {
-                    report(c, $class);
-                }
+                operations!(@$each self, $class);
+            }
+        }
+
+        impl Metered for aws_sdk_dynamodb::operation::$module::builders::$builder {
+            type Output = aws_sdk_dynamodb::operation::$module::$output;
+            type Error = aws_sdk_dynamodb::operation::$module::$error;
+            async fn send_metered(
+                self,
+            ) -> Result<Self::Output, SdkError<Self::Error, HttpResponse>> {
+                self.return_consumed_capacity(TOTAL).send().await.map(metered)
             }
         }
     )*};
-}
-
-macro_rules! many {
-    ($($module:ident :: $output:ident => $class:expr),* $(,)?) => {$(
-        impl Consumed for aws_sdk_dynamodb::operation::$module::$output {
-            fn report(&self) {
-                for c in self.consumed_capacity() {
-                    report(c, $class);
-                }
-            }
+    (@single $out:ident, $class:expr) => {
+        if let Some(c) = $out.consumed_capacity() {
+            report(c, $class);
         }
-    )*};
+    };
+    (@many $out:ident, $class:expr) => {
+        for c in $out.consumed_capacity() {
+            report(c, $class);
+        }
+    };
 }
 
-single!(
-    get_item::GetItemOutput => Class::Read,
-    query::QueryOutput => Class::Read,
-    scan::ScanOutput => Class::Read,
-    put_item::PutItemOutput => Class::Write,
-    update_item::UpdateItemOutput => Class::Write,
-    delete_item::DeleteItemOutput => Class::Write,
-);
-
-many!(
-    batch_get_item::BatchGetItemOutput => Class::Read,
-    transact_get_items::TransactGetItemsOutput => Class::Read,
-    batch_write_item::BatchWriteItemOutput => Class::Write,
-    transact_write_items::TransactWriteItemsOutput => Class::Write,
-);
+operations! {
+    get_item::(GetItemFluentBuilder, GetItemOutput, GetItemError) => Class::Read, single;
+    query::(QueryFluentBuilder, QueryOutput, QueryError) => Class::Read, single;
+    scan::(ScanFluentBuilder, ScanOutput, ScanError) => Class::Read, single;
+    put_item::(PutItemFluentBuilder, PutItemOutput, PutItemError) => Class::Write, single;
+    update_item::(UpdateItemFluentBuilder, UpdateItemOutput, UpdateItemError) => Class::Write, single;
+    delete_item::(DeleteItemFluentBuilder, DeleteItemOutput, DeleteItemError) => Class::Write, single;
+    batch_get_item::(BatchGetItemFluentBuilder, BatchGetItemOutput, BatchGetItemError) => Class::Read, many;
+    transact_get_items::(TransactGetItemsFluentBuilder, TransactGetItemsOutput, TransactGetItemsError) => Class::Read, many;
+    batch_write_item::(BatchWriteItemFluentBuilder, BatchWriteItemOutput, BatchWriteItemError) => Class::Write, many;
+    transact_write_items::(TransactWriteItemsFluentBuilder, TransactWriteItemsOutput, TransactWriteItemsError) => Class::Write, many;
+}
 
 /// Reports what `out` consumed and hands it back: `metered(send().await?)`.
 pub fn metered<T: Consumed>(out: T) -> T {
@@ -103,6 +121,47 @@ pub fn s3_answered<T, E, R>(
         Err(SdkError::ServiceError(_)) => metering::s3(bytes_in, 0),
         Err(_) => {}
     }
+}
+
+/// An S3 request without a body whose answers are counted ([`s3_answered`]): a get's
+/// `Content-Length` is what it returned, every other answer returns nothing counted. The
+/// requests that send a body (puts, parts) count their bytes at their call sites.
+#[cfg(feature = "archive")]
+pub trait Counted: Clone + Send + Sync {
+    type Output;
+    type Error: ProvideErrorMetadata;
+    fn send_counted(
+        self,
+    ) -> impl Future<Output = Result<Self::Output, SdkError<Self::Error, HttpResponse>>> + Send;
+}
+
+#[cfg(feature = "archive")]
+macro_rules! counted {
+    ($($module:ident :: ($builder:ident, $output:ident, $error:ident) => $bytes_out:expr;)*) => {$(
+        impl Counted for aws_sdk_s3::operation::$module::builders::$builder {
+            type Output = aws_sdk_s3::operation::$module::$output;
+            type Error = aws_sdk_s3::operation::$module::$error;
+            async fn send_counted(
+                self,
+            ) -> Result<Self::Output, SdkError<Self::Error, HttpResponse>> {
+                let result = self.send().await;
+                s3_answered(&result, 0, $bytes_out);
+                result
+            }
+        }
+    )*};
+}
+
+#[cfg(feature = "archive")]
+counted! {
+    get_object::(GetObjectFluentBuilder, GetObjectOutput, GetObjectError) => |o| length(o.content_length());
+    head_object::(HeadObjectFluentBuilder, HeadObjectOutput, HeadObjectError) => |_| 0;
+    list_objects_v2::(ListObjectsV2FluentBuilder, ListObjectsV2Output, ListObjectsV2Error) => |_| 0;
+    list_object_versions::(ListObjectVersionsFluentBuilder, ListObjectVersionsOutput, ListObjectVersionsError) => |_| 0;
+    delete_object::(DeleteObjectFluentBuilder, DeleteObjectOutput, DeleteObjectError) => |_| 0;
+    create_multipart_upload::(CreateMultipartUploadFluentBuilder, CreateMultipartUploadOutput, CreateMultipartUploadError) => |_| 0;
+    complete_multipart_upload::(CompleteMultipartUploadFluentBuilder, CompleteMultipartUploadOutput, CompleteMultipartUploadError) => |_| 0;
+    abort_multipart_upload::(AbortMultipartUploadFluentBuilder, AbortMultipartUploadOutput, AbortMultipartUploadError) => |_| 0;
 }
 
 /// The byte count S3 stated, never negative.

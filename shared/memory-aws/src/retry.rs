@@ -28,11 +28,10 @@ use memory_core::deadline;
 const BASE_BACKOFF: Duration = Duration::from_millis(25);
 const MAX_BACKOFF: Duration = Duration::from_millis(1_000);
 
-/// Service error codes a later attempt can succeed on.
-const RETRYABLE_CODES: &[&str] = &[
+/// Service codes of a throttled request: refused before it was applied, and worth another
+/// attempt.
+const THROTTLED_CODES: &[&str] = &[
     "ThrottlingException",
-    "ModelNotReadyException",
-    "ModelTimeoutException",
     "Throttling",
     "ThrottledException",
     "ProvisionedThroughputExceededException",
@@ -40,6 +39,12 @@ const RETRYABLE_CODES: &[&str] = &[
     "RequestThrottled",
     "TooManyRequestsException",
     "SlowDown",
+];
+
+/// Service error codes other than throttling a later attempt can succeed on.
+const RETRYABLE_CODES: &[&str] = &[
+    "ModelNotReadyException",
+    "ModelTimeoutException",
     "TransactionConflictException",
     "TransactionInProgressException",
     "InternalServerError",
@@ -59,25 +64,17 @@ pub fn is_retryable<E: ProvideErrorMetadata>(err: &SdkError<E, HttpResponse>) ->
             service
                 .err()
                 .code()
-                .is_some_and(|c| RETRYABLE_CODES.contains(&c))
+                .is_some_and(|c| THROTTLED_CODES.contains(&c) || RETRYABLE_CODES.contains(&c))
                 || service.raw().status().as_u16() >= 500
         }
         _ => false,
     }
 }
 
-/// Service codes that say the request was refused before it was applied: throttled, cancelled
-/// (a condition or a concurrent transaction), malformed, denied. Any other failure of a sent
-/// request may have been applied.
+/// Service codes other than throttling that say the request was refused before it was
+/// applied: cancelled (a condition or a concurrent transaction), malformed, denied. Any other
+/// failure of a sent request may have been applied.
 const NOT_APPLIED_CODES: &[&str] = &[
-    "ThrottlingException",
-    "Throttling",
-    "ThrottledException",
-    "ProvisionedThroughputExceededException",
-    "RequestLimitExceeded",
-    "RequestThrottled",
-    "TooManyRequestsException",
-    "SlowDown",
     "TransactionCanceledException",
     "TransactionConflictException",
     "ConditionalCheckFailedException",
@@ -102,7 +99,7 @@ pub fn may_have_applied<E: ProvideErrorMetadata, R>(err: &SdkError<E, R>) -> boo
         SdkError::ServiceError(service) => !service
             .err()
             .code()
-            .is_some_and(|c| NOT_APPLIED_CODES.contains(&c)),
+            .is_some_and(|c| THROTTLED_CODES.contains(&c) || NOT_APPLIED_CODES.contains(&c)),
         _ => true,
     }
 }
@@ -117,7 +114,9 @@ pub(crate) fn backoff(attempt: u32) -> Duration {
     Duration::from_millis(random % (millis + 1))
 }
 
-/// Sends with the default classification ([`is_retryable`]).
+/// Sends, retrying what [`is_retryable`] says a later attempt can succeed on while the deadline
+/// allows; the last error is returned as it came, for the caller to map (conditions,
+/// not-found, ...).
 pub async fn send<T, E, F, Fut>(
     op: &'static str,
     attempt: F,
@@ -127,25 +126,26 @@ where
     Fut: Future<Output = Result<T, SdkError<E, HttpResponse>>>,
     E: ProvideErrorMetadata,
 {
-    send_classified(op, attempt, is_retryable).await
-}
-
-/// Sends, retrying while `retryable` says so and the deadline allows; the last error is
-/// returned as it came, for the caller to map (conditions, not-found, ...).
-pub(crate) async fn send_classified<T, E, R, F, Fut, C>(
-    op: &'static str,
-    attempt: F,
-    retryable: C,
-) -> Result<T, SdkError<E, R>>
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Result<T, SdkError<E, R>>>,
-    E: ProvideErrorMetadata,
-    C: Fn(&SdkError<E, R>) -> bool,
-{
-    send_tracked(op, attempt, retryable)
+    send_tracked(op, attempt, is_retryable)
         .await
         .map_err(|failed| failed.error)
+}
+
+/// One metered DynamoDB request ([`crate::meter::Metered`]) under [`send`].
+pub async fn metered<R: crate::meter::Metered>(
+    op: &'static str,
+    request: &R,
+) -> Result<R::Output, SdkError<R::Error, HttpResponse>> {
+    send(op, || request.clone().send_metered()).await
+}
+
+/// One counted S3 request ([`crate::meter::Counted`]) under [`send`].
+#[cfg(feature = "archive")]
+pub async fn counted<R: crate::meter::Counted>(
+    op: &'static str,
+    request: &R,
+) -> Result<R::Output, SdkError<R::Error, HttpResponse>> {
+    send(op, || request.clone().send_counted()).await
 }
 
 /// The last error of a call that failed, and whether any of its attempts may have been applied
@@ -156,7 +156,8 @@ pub(crate) struct Failed<E, R> {
     pub maybe_applied: bool,
 }
 
-/// [`send_classified`] that also says whether the failed call may have been applied.
+/// Sends, retrying while `retryable` says so and the deadline allows; a failure also says
+/// whether the call may have been applied.
 pub(crate) async fn send_tracked<T, E, R, F, Fut, C>(
     op: &'static str,
     mut attempt: F,

@@ -6,6 +6,7 @@ use futures_util::FutureExt as _;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use aws_sdk_s3::operation::get_object::GetObjectOutput;
 use aws_sdk_s3::primitives::ByteStream;
 use aws_sdk_s3::Client;
 
@@ -44,6 +45,15 @@ fn precondition_failed(code: Option<&str>) -> bool {
     )
 }
 
+/// The whole body of a GetObject answer.
+async fn body(op: &'static str, out: GetObjectOutput) -> Result<Vec<u8>, StoreError> {
+    let bytes = out.body.collect().await.map_err(|_| StoreError::Backend {
+        op,
+        code: "BodyRead".into(),
+    })?;
+    Ok(bytes.into_bytes().to_vec())
+}
+
 impl S3ArchiveStore {
     pub fn new(client: Client, bucket: String) -> Self {
         S3ArchiveStore {
@@ -78,17 +88,14 @@ impl S3ArchiveStore {
     /// an absent key with 403 instead of 404; this tells "absent" from "denied".
     async fn exists(&self, client: &Client, key: &ObjectKey) -> Result<bool, StoreError> {
         const OP: &str = "get_exists";
-        let out = crate::retry::send(OP, || {
-            client
-                .list_objects_v2()
-                .bucket(&self.bucket)
-                .prefix(key.as_str())
-                .max_keys(1)
-                .send()
-                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-        })
-        .await
-        .map_err(|e| backend(OP, &e))?;
+        let request = client
+            .list_objects_v2()
+            .bucket(&self.bucket)
+            .prefix(key.as_str())
+            .max_keys(1);
+        let out = crate::retry::counted(OP, &request)
+            .await
+            .map_err(|e| backend(OP, &e))?;
         Ok(out.contents().iter().any(|o| o.key() == Some(key.as_str())))
     }
 
@@ -104,18 +111,15 @@ impl S3ArchiveStore {
         let mut ids = Vec::new();
         let (mut key_marker, mut version_marker): (Option<String>, Option<String>) = (None, None);
         loop {
-            let out = crate::retry::send(OP, || {
-                client
-                    .list_object_versions()
-                    .bucket(&self.bucket)
-                    .prefix(key.as_str())
-                    .set_key_marker(key_marker.take())
-                    .set_version_id_marker(version_marker.take())
-                    .send()
-                    .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-            })
-            .await
-            .map_err(|e| backend(OP, &e))?;
+            let request = client
+                .list_object_versions()
+                .bucket(&self.bucket)
+                .prefix(key.as_str())
+                .set_key_marker(key_marker.take())
+                .set_version_id_marker(version_marker.take());
+            let out = crate::retry::counted(OP, &request)
+                .await
+                .map_err(|e| backend(OP, &e))?;
             let wanted = |k: Option<&str>, latest: Option<bool>| {
                 k == Some(key.as_str()) && (with_latest || latest != Some(true))
             };
@@ -148,18 +152,43 @@ impl S3ArchiveStore {
         version: Option<String>,
     ) -> Result<(), StoreError> {
         let client = self.client("delete").await?;
-        crate::retry::send("delete", || {
-            client
-                .delete_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .set_version_id(version.clone())
-                .send()
-                .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-        })
-        .await
-        .map_err(|e| backend("delete", &e))?;
+        let request = client
+            .delete_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .set_version_id(version);
+        crate::retry::counted("delete", &request)
+            .await
+            .map_err(|e| backend("delete", &e))?;
         Ok(())
+    }
+
+    /// One metered GetObject of `key` (of the byte `range` when one is given); `None` when there
+    /// is no such object, a tenant-scoped denial told from absence by [`Self::exists`].
+    async fn get_object(
+        &self,
+        op: &'static str,
+        key: &ObjectKey,
+        range: Option<String>,
+    ) -> Result<Option<GetObjectOutput>, StoreError> {
+        let client = self.client(op).await?;
+        let request = client
+            .get_object()
+            .bucket(&self.bucket)
+            .key(key.as_str())
+            .set_range(range);
+        match crate::retry::counted(op, &request).await {
+            Ok(out) => Ok(Some(out)),
+            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => Ok(None),
+            Err(e)
+                if self.tenants.is_some()
+                    && service_code(&e) == Some("AccessDenied")
+                    && !self.exists(&client, key).await? =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(backend(op, &e)),
+        }
     }
 
     pub fn bucket(&self) -> &str {
@@ -227,49 +256,16 @@ impl ArchiveStore for S3ArchiveStore {
 
     async fn get(&self, key: &ObjectKey) -> Result<Option<StoredObject>, StoreError> {
         const OP: &str = "get";
-        let client = self.client(OP).await?;
-        let out = match crate::retry::send(OP, || {
-            client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .send()
-                .inspect(|r| {
-                    crate::meter::s3_answered(r, 0, |o| crate::meter::length(o.content_length()))
-                })
-        })
-        .await
-        {
-            Ok(out) => out,
-            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => {
-                return Ok(None)
-            }
-            Err(e)
-                if self.tenants.is_some()
-                    && service_code(&e) == Some("AccessDenied")
-                    && !self.exists(&client, key).await? =>
-            {
-                return Ok(None)
-            }
-            Err(e) => return Err(backend(OP, &e)),
+        let Some(out) = self.get_object(OP, key, None).await? else {
+            return Ok(None);
         };
         let etag = out.e_tag().unwrap_or_default().to_owned();
         let modified_at = out
             .last_modified()
             .and_then(|t| t.to_millis().ok())
             .map(Timestamp::from_millis);
-        let body = out
-            .body
-            .collect()
-            .await
-            .map_err(|_| StoreError::Backend {
-                op: OP,
-                code: "BodyRead".into(),
-            })?
-            .into_bytes()
-            .to_vec();
         Ok(Some(StoredObject {
-            body,
+            body: body(OP, out).await?,
             etag,
             modified_at,
         }))
@@ -284,42 +280,11 @@ impl ArchiveStore for S3ArchiveStore {
         if range.is_empty() {
             return Ok(self.get(key).await?.map(|_| Vec::new()));
         }
-        let client = self.client(OP).await?;
         let header = format!("bytes={}-{}", range.start, range.end - 1);
-        let out = match crate::retry::send(OP, || {
-            client
-                .get_object()
-                .bucket(&self.bucket)
-                .key(key.as_str())
-                .range(&header)
-                .send()
-        })
-        .await
-        {
-            Ok(out) => out,
-            Err(e) if matches!(service_code(&e), Some("NoSuchKey" | "NotFound")) => {
-                return Ok(None)
-            }
-            Err(e)
-                if self.tenants.is_some()
-                    && service_code(&e) == Some("AccessDenied")
-                    && !self.exists(&client, key).await? =>
-            {
-                return Ok(None)
-            }
-            Err(e) => return Err(backend(OP, &e)),
-        };
-        let body = out
-            .body
-            .collect()
-            .await
-            .map_err(|_| StoreError::Backend {
-                op: OP,
-                code: "BodyRead".into(),
-            })?
-            .into_bytes()
-            .to_vec();
-        Ok(Some(body))
+        match self.get_object(OP, key, Some(header)).await? {
+            Some(out) => Ok(Some(body(OP, out).await?)),
+            None => Ok(None),
+        }
     }
 
     async fn delete(&self, key: &ObjectKey) -> Result<(), StoreError> {
@@ -344,17 +309,14 @@ impl ArchiveStore for S3ArchiveStore {
         let mut keys = Vec::new();
         let mut token: Option<String> = None;
         loop {
-            let out = crate::retry::send("list", || {
-                client
-                    .list_objects_v2()
-                    .bucket(&self.bucket)
-                    .prefix(&full)
-                    .set_continuation_token(token.take())
-                    .send()
-                    .inspect(|r| crate::meter::s3_answered(r, 0, |_| 0))
-            })
-            .await
-            .map_err(|e| backend("list", &e))?;
+            let request = client
+                .list_objects_v2()
+                .bucket(&self.bucket)
+                .prefix(&full)
+                .set_continuation_token(token.take());
+            let out = crate::retry::counted("list", &request)
+                .await
+                .map_err(|e| backend("list", &e))?;
             keys.extend(
                 out.contents()
                     .iter()

@@ -19,8 +19,7 @@ use std::sync::Mutex;
 use async_trait::async_trait;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::Client;
-use futures_util::TryFutureExt as _;
-use memory_core::metering::{DayUsage, StoredNow, Usage, UsageStore};
+use memory_core::metering::{DayUsage, HourItem, StoredNow, Usage, UsageStore};
 use memory_core::StoreError;
 use memory_guard::TenantId;
 
@@ -122,17 +121,15 @@ impl DynamoUsageStore {
     }
 
     async fn put(&self, op: &'static str, item: Item) -> Result<(), StoreError> {
-        crate::retry::send(op, || {
-            self.client
+        crate::dynamo::call(
+            op,
+            &self
+                .client
                 .put_item()
                 .table_name(&self.table)
-                .set_item(Some(item.clone()))
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
-        .await
-        .map_err(|e| backend(op, &e))?;
+                .set_item(Some(item)),
+        )
+        .await?;
         Ok(())
     }
 
@@ -147,8 +144,7 @@ impl DynamoUsageStore {
             .client
             .query()
             .table_name(&self.table)
-            .expression_attribute_values(":pk", s(pk))
-            .return_consumed_capacity(crate::meter::TOTAL);
+            .expression_attribute_values(":pk", s(pk));
         let request = match (between, prefix) {
             (Some((a, b)), _) => request
                 .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
@@ -165,13 +161,12 @@ impl DynamoUsageStore {
 
 #[async_trait]
 impl UsageStore for DynamoUsageStore {
-    async fn add_hour(
-        &self,
-        tenant: &TenantId,
-        hour: &str,
-        shard: u8,
-        usage: &Usage,
-    ) -> Result<(), StoreError> {
+    async fn add_hour(&self, at: HourItem<'_>, usage: &Usage) -> Result<(), StoreError> {
+        let HourItem {
+            tenant,
+            hour,
+            shard,
+        } = at;
         const OP: &str = "usage_add";
         let ttl = wall_clock_seconds() + HOUR_ITEM_DAYS * 86_400;
         let adds: Vec<String> = (0..ATTRIBUTES.len())
@@ -188,15 +183,14 @@ impl UsageStore for DynamoUsageStore {
                 adds.join(", ")
             ))
             .expression_attribute_names("#ttl", "ttl")
-            .expression_attribute_values(":ttl", n(ttl))
-            .return_consumed_capacity(crate::meter::TOTAL);
+            .expression_attribute_values(":ttl", n(ttl));
         for (i, (name, value)) in ATTRIBUTES.iter().zip(values(usage)).enumerate() {
             update = update
                 .expression_attribute_names(format!("#a{i}"), *name)
                 .expression_attribute_values(format!(":a{i}"), value);
         }
-        let added = crate::retry::send(OP, || update.clone().send().map_ok(crate::meter::metered));
-        let day = hour.get(..10).unwrap_or(hour).to_owned();
+        let added = crate::retry::metered(OP, &update);
+        let day = at.day().to_owned();
         let key = (day.clone(), tenant.as_str().to_owned());
         let known = self
             .listed
@@ -209,18 +203,15 @@ impl UsageStore for DynamoUsageStore {
         }
         // First time this container meters the tenant on this day: list it for the rollup. An
         // UPDATE that sets only the tenant id, so it never clobbers totals a rollup wrote.
-        let list = crate::retry::send(OP, || {
-            self.client
-                .update_item()
-                .table_name(&self.table)
-                .key("pk", s(list_pk(&day)))
-                .key("sk", s(tenant.as_str()))
-                .update_expression("SET tenantId = :t")
-                .expression_attribute_values(":t", s(tenant.as_str()))
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        });
+        let listing = self
+            .client
+            .update_item()
+            .table_name(&self.table)
+            .key("pk", s(list_pk(&day)))
+            .key("sk", s(tenant.as_str()))
+            .update_expression("SET tenantId = :t")
+            .expression_attribute_values(":t", s(tenant.as_str()));
+        let list = crate::retry::metered(OP, &listing);
         let (added, list) = tokio::join!(added, list);
         added.map_err(|e| backend(OP, &e))?;
         list.map_err(|e| backend(OP, &e))?;

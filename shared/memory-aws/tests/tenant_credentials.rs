@@ -14,13 +14,11 @@
 //!
 //! Needs the emulator (`eval "$(infra/local/up)"`) and the project venv (`infra/local/venv`).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::Stdio;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use aws_test_support::proxy::FaultProxy;
 use aws_test_support::required_env;
 use memory_aws::{AwsPorts, Settings};
 use memory_core::acting_tenant::acting_for;
@@ -31,56 +29,18 @@ use serde_json::Value;
 
 const ROLE_ARN: &str = "arn:aws:iam::123456789012:role/wop-memory-tenant-access";
 
-/// `tests/fault/proxy.py --tenant-iam` in front of the emulator; stopped (by its pid) on drop.
-struct Proxy {
-    child: Child,
-    addr: String,
-}
+/// `tests/fault/proxy.py --tenant-iam` in front of the emulator.
+struct Proxy(FaultProxy);
 
 impl Proxy {
     fn start() -> Proxy {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let python = root.join(".venv/bin/python");
-        assert!(
-            python.exists(),
-            "{} is missing: run infra/local/venv (tests/run does)",
-            python.display()
-        );
-        let mut child = Command::new(python)
-            .arg(root.join("tests/fault/proxy.py"))
-            .args(["--port", "0", "--serialize", "--tenant-iam", "--upstream"])
-            .arg(required_env("AWS_ENDPOINT_URL"))
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap_or_else(|e| panic!("proxy.py did not start: {e}"));
-        let mut line = String::new();
-        if let Some(out) = child.stdout.take() {
-            let _ = BufReader::new(out).read_line(&mut line);
-        }
-        let addr = line
-            .trim()
-            .strip_prefix("listening http://")
-            .unwrap_or_else(|| panic!("proxy.py said {line:?}"))
-            .to_owned();
-        Proxy { child, addr }
+        let upstream = required_env("AWS_ENDPOINT_URL");
+        let args = ["--serialize", "--tenant-iam", "--upstream", &upstream];
+        Proxy(FaultProxy::start(&args, Stdio::null()))
     }
 
     fn control(&self, method: &str, path: &str, body: &str) -> Value {
-        let mut stream = TcpStream::connect(&self.addr).expect("proxy control connection");
-        let request = format!(
-            "{method} /__fault/{path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        );
-        stream
-            .write_all(request.as_bytes())
-            .expect("control request");
-        let mut answer = String::new();
-        stream.read_to_string(&mut answer).expect("control answer");
-        let body = answer.split_once("\r\n\r\n").map_or("", |(_, b)| b);
-        serde_json::from_str(body).unwrap_or_else(|e| panic!("control answer {body:?}: {e}"))
+        self.0.control(method, path, body)
     }
 
     /// The data calls recorded for `tenant`'s keys: (operation, signer, denied).
@@ -116,13 +76,6 @@ impl Proxy {
     }
 }
 
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 /// The adapters as a function with `TENANT_ROLE_ARN` set builds them, through `proxy`.
 async fn ports(proxy: &Proxy) -> AwsPorts {
     // The endpoint set on the loader, as AWS_ENDPOINT_URL would be: the environment's own
@@ -130,7 +83,7 @@ async fn ports(proxy: &Proxy) -> AwsPorts {
     required_env("AWS_ENDPOINT_URL");
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(memory_aws::https_client())
-        .endpoint_url(format!("http://{}", proxy.addr))
+        .endpoint_url(proxy.0.url())
         .load()
         .await;
     let settings = Settings {
@@ -280,7 +233,7 @@ async fn a_burst_for_one_tenant_makes_one_assume_role() {
     // the credentials per operation on the function's client (rebuilds the operation's config).
     let sdk = aws_config::defaults(aws_config::BehaviorVersion::latest())
         .http_client(memory_aws::https_client())
-        .endpoint_url(format!("http://{}", proxy.addr))
+        .endpoint_url(proxy.0.url())
         .load()
         .await;
     let creds = aws_sdk_dynamodb::config::Credentials::new("AKID", "SECRET", None, None, "t");

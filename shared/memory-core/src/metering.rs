@@ -318,19 +318,29 @@ pub struct StoredNow {
     pub bytes: u64,
 }
 
+/// One hour item of a tenant's usage partition: the hour (`YYYY-MM-DDTHH`, [`hour_of`]) and the
+/// shard the edge spreads the hour's writes over ([`shard_of`]).
+#[derive(Clone, Copy, Debug)]
+pub struct HourItem<'a> {
+    pub tenant: &'a TenantId,
+    pub hour: &'a str,
+    pub shard: u8,
+}
+
+impl HourItem<'_> {
+    /// The day the hour belongs to (`YYYY-MM-DD`), whose tenant list names the tenant.
+    pub fn day(&self) -> &str {
+        self.hour.get(..10).unwrap_or(self.hour)
+    }
+}
+
 /// Where metered usage is kept: the tenant's usage partition, and the per-day list of tenants
 /// the rollup and the operator view walk instead of scanning the table.
 #[async_trait]
 pub trait UsageStore: Send + Sync {
-    /// Adds one invocation's counts to the tenant's hour item `(hour, shard)`, and makes sure
-    /// the tenant is listed for the hour's day.
-    async fn add_hour(
-        &self,
-        tenant: &TenantId,
-        hour: &str,
-        shard: u8,
-        usage: &Usage,
-    ) -> Result<(), StoreError>;
+    /// Adds one invocation's counts to the tenant's hour item `at`, and makes sure the tenant
+    /// is listed for the hour's day.
+    async fn add_hour(&self, at: HourItem<'_>, usage: &Usage) -> Result<(), StoreError>;
 
     /// Every hour item of `day` (all hours, all shards).
     async fn hours(&self, tenant: &TenantId, day: &str) -> Result<Vec<Usage>, StoreError>;

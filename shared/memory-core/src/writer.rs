@@ -891,31 +891,27 @@ impl MemoryWriter {
                 "not taken by a conditional rewrite",
             ));
         }
-        let Prepared {
-            memory_ref,
-            now,
-            validated,
-            redactions,
-            attribution,
-        } = self.prepare(request)?;
-        if replaces.iter().any(|old| old.memory_ref != memory_ref) {
+        let prepared = self.prepare(request)?;
+        let (memory_ref, now, redactions) =
+            (&prepared.memory_ref, prepared.now, prepared.redactions);
+        if replaces.iter().any(|old| old.memory_ref != *memory_ref) {
             return Err(CoreError::RefNotAdmitted);
         }
         let tenant = memory_ref.tenant().clone();
         let mut stored = stored_entries(
-            &memory_ref,
-            &attribution,
-            validated,
+            memory_ref,
+            &prepared.attribution,
+            prepared.validated,
             now,
             |_| self.ids.next_id(now),
             |index| replaces.get(index).and_then(|old| old.subject.clone()),
         );
         let (missing, embedding_refused) = self.embed(&mut stored).await;
         write(stored.clone()).await?;
-        self.mark_tiers_pending(&memory_ref, stored.iter().map(|e| e.tier), now)
+        self.mark_tiers_pending(memory_ref, stored.iter().map(|e| e.tier), now)
             .await;
-        self.embed_later(&memory_ref, missing, now).await;
-        self.announce_written(&memory_ref, &stored).await;
+        self.embed_later(memory_ref, missing, now).await;
+        self.announce_written(memory_ref, &stored).await;
         tracing::info!(
             tenant = %tenant,
             entries = stored.len(),

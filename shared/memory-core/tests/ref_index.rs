@@ -13,7 +13,7 @@ use common::{world, World};
 use memory_core::forget::Forgetter;
 use memory_core::ports::{ArchiveStore, EntryStore, PassKind};
 use memory_core::reader::MemoryReader;
-use memory_core::ref_index::{IndexForgetHook, IndexPass, SearchPath};
+use memory_core::ref_index::{IndexForgetHook, IndexPass, IndexReport, SearchPath};
 use memory_core::search::{SearchMode, SearchResults};
 use memory_core::tag_filter::TagFilter;
 use memory_core::writer::MemoryWriter;
@@ -69,6 +69,14 @@ impl Setup {
         }
     }
 
+    /// A setup whose ref holds `n` embedded entries (of `seed`), folded by one index pass.
+    async fn indexed(n: usize, seed: usize) -> Self {
+        let s = Setup::new();
+        s.put(entries(n, seed), true).await;
+        s.fold().await;
+        s
+    }
+
     async fn put(&self, values: Vec<Value>, embed: bool) -> Vec<String> {
         let writer = MemoryWriter::new(self.w.ports.core(), self.ids.clone())
             .with_embedder(embed.then(|| self.embedder.clone() as _));
@@ -91,6 +99,11 @@ impl Setup {
             self.archive.clone(),
             Some(self.embedder_model()),
         )
+    }
+
+    /// One index pass over the suite's ref, which must succeed.
+    async fn fold(&self) -> IndexReport {
+        self.pass().run(TENANT, REF).await.expect("index pass")
     }
 
     fn embedder_model(&self) -> String {
@@ -166,7 +179,7 @@ async fn a_ref_without_an_index_is_scanned_and_the_first_pass_builds_one() {
     s.put(entries(30, 1), true).await;
     let before = s.search_untagged(true, "invoice", SearchMode::Text).await;
     assert_eq!(before.path, SearchPath::Scan);
-    let report = s.pass().run(TENANT, REF).await.expect("pass");
+    let report = s.fold().await;
     assert_eq!(report.status, "built");
     assert_eq!(report.segments, 1);
     // Every change it folded is gone; the ref left the pending index.
@@ -192,7 +205,7 @@ async fn a_ref_without_an_index_is_scanned_and_the_first_pass_builds_one() {
 async fn writes_deletes_expiries_and_backfills_after_the_pass_are_seen_at_once() {
     let s = Setup::new();
     let first = s.put(entries(40, 2), true).await;
-    s.pass().run(TENANT, REF).await.expect("pass");
+    s.fold().await;
     // The tail: new entries (some without vectors), deletes, an expiry passing.
     let late = s.put(entries(12, 3), false).await;
     for id in first.iter().step_by(6).chain(late.iter().take(2)) {
@@ -221,7 +234,7 @@ async fn writes_deletes_expiries_and_backfills_after_the_pass_are_seen_at_once()
             }
         }
         s.put(batch, round % 2 == 0).await;
-        let report = s.pass().run(TENANT, REF).await.expect("pass");
+        let report = s.fold().await;
         assert!(
             matches!(report.status, "folded" | "merged"),
             "{}",
@@ -239,9 +252,7 @@ async fn writes_deletes_expiries_and_backfills_after_the_pass_are_seen_at_once()
 
 #[tokio::test]
 async fn duplicate_passes_install_one_manifest_and_lose_nothing() {
-    let s = Setup::new();
-    s.put(entries(30, 4), true).await;
-    s.pass().run(TENANT, REF).await.expect("pass");
+    let s = Setup::indexed(30, 4).await;
     for round in 0..5 {
         s.put(entries(6, 20 + round), true).await;
         let (pa, pb) = (s.pass(), s.pass());
@@ -277,10 +288,10 @@ async fn forget_leaves_no_segment_or_manifest_holding_the_subject() {
             true,
         )
         .await;
-    s.pass().run(TENANT, REF).await.expect("pass");
+    s.fold().await;
     // An update folded later leaves the first copy retired in an older segment too.
     s.put(entries(5, 6), true).await;
-    s.pass().run(TENANT, REF).await.expect("pass");
+    s.fold().await;
     assert!(s.objects_text().contains("zanzibarite"));
     let forgetter = Forgetter::new(s.w.ports.core()).with_hook(Arc::new(IndexForgetHook::new(
         s.archive.clone(),
@@ -308,9 +319,7 @@ async fn forget_leaves_no_segment_or_manifest_holding_the_subject() {
 
 #[tokio::test]
 async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
-    let s = Setup::new();
-    s.put(entries(25, 7), true).await;
-    s.pass().run(TENANT, REF).await.expect("pass");
+    let s = Setup::indexed(25, 7).await;
     let segment = s
         .archive
         .dump()
@@ -351,7 +360,7 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
     );
     // The next pass with something to fold finds the segment gone and rebuilds from the table.
     s.put(entries(3, 8), true).await;
-    let report = s.pass().run(TENANT, REF).await.expect("pass");
+    let report = s.fold().await;
     assert_eq!(report.status, "built");
     s.assert_parity("rebuilt").await;
 }
@@ -409,11 +418,9 @@ async fn a_changed_byte_in_the_vectors_falls_back_for_the_queries_that_read_them
 
 #[tokio::test]
 async fn a_cold_query_reads_one_object_per_segment_whatever_its_mode() {
-    let s = Setup::new();
-    s.put(entries(30, 11), true).await;
-    s.pass().run(TENANT, REF).await.expect("build");
+    let s = Setup::indexed(30, 11).await;
     s.put(entries(10, 12), true).await;
-    let folded = s.pass().run(TENANT, REF).await.expect("fold");
+    let folded = s.fold().await;
     assert_eq!(folded.segments, 2);
     // Segment objects hold their vectors: no second object per segment.
     assert!(
@@ -465,7 +472,7 @@ async fn an_index_built_in_process_from_the_tables_entries_ranks_as_the_scan() {
     s.assert_parity("built in process, then a tail").await;
     // The pass folds every change record, those of the entries built in process too (marked
     // dead in the built segment, so it merges): the answers stay the scan's.
-    let folded = s.pass().run(TENANT, REF).await.expect("fold");
+    let folded = s.fold().await;
     assert_eq!(folded.documents, 36, "{folded:?}");
     s.assert_parity("folded").await;
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use memory_core::metering::{self, DayUsage, PriceTable, StoredNow, Usage, UsageStore};
+use memory_core::metering::{self, DayUsage, HourItem, PriceTable, StoredNow, Usage, UsageStore};
 use memory_core::{StoreError, TenantId};
 
 /// Hour items, day items, the per-day tenant lists and quota counters, in maps.
@@ -36,14 +36,9 @@ fn poisoned() -> StoreError {
 
 #[async_trait]
 impl UsageStore for InMemoryUsageStore {
-    async fn add_hour(
-        &self,
-        tenant: &TenantId,
-        hour: &str,
-        shard: u8,
-        usage: &Usage,
-    ) -> Result<(), StoreError> {
-        let day = hour.get(..10).unwrap_or(hour).to_owned();
+    async fn add_hour(&self, at: HourItem<'_>, usage: &Usage) -> Result<(), StoreError> {
+        let (tenant, hour, shard) = (at.tenant, at.hour, at.shard);
+        let day = at.day().to_owned();
         self.hours
             .lock()
             .map_err(|_| poisoned())?
@@ -151,26 +146,32 @@ pub async fn usage_contract(store: &dyn UsageStore, unique: &str) {
     let day = "2001-02-03";
     let before_a = store.hours(&a, day).await.expect("hours");
     assert!(before_a.is_empty(), "a fresh tenant has no hour items");
-    store
-        .add_hour(&a, "2001-02-03T04", 0, &some(1.5, 2.0, 100))
-        .await
-        .expect("add");
-    store
-        .add_hour(&a, "2001-02-03T04", 0, &some(0.5, 1.0, 10))
-        .await
-        .expect("add to the same item");
-    store
-        .add_hour(&a, "2001-02-03T23", 7, &some(1.0, 0.0, 1))
-        .await
-        .expect("add");
-    store
-        .add_hour(&a, "2001-02-04T00", 1, &some(9.0, 9.0, 9))
-        .await
-        .expect("add, next day");
-    store
-        .add_hour(&b, "2001-02-03T05", 3, &some(0.0, 4.0e5, 0))
-        .await
-        .expect("add, other tenant");
+    for (tenant, hour, shard, usage, what) in [
+        (&a, "2001-02-03T04", 0, some(1.5, 2.0, 100), "add"),
+        (
+            &a,
+            "2001-02-03T04",
+            0,
+            some(0.5, 1.0, 10),
+            "add to the same item",
+        ),
+        (&a, "2001-02-03T23", 7, some(1.0, 0.0, 1), "add"),
+        (&a, "2001-02-04T00", 1, some(9.0, 9.0, 9), "add, next day"),
+        (
+            &b,
+            "2001-02-03T05",
+            3,
+            some(0.0, 4.0e5, 0),
+            "add, other tenant",
+        ),
+    ] {
+        let at = HourItem {
+            tenant,
+            hour,
+            shard,
+        };
+        store.add_hour(at, &usage).await.expect(what);
+    }
     let hours = store.hours(&a, day).await.expect("hours");
     assert_eq!(hours.len(), 2, "two hour items of the day: {hours:?}");
     let want = Usage::sum(&[some(1.5, 2.0, 100), some(0.5, 1.0, 10), some(1.0, 0.0, 1)]);
@@ -259,7 +260,14 @@ mod tests {
         let at = memory_core::Timestamp::parse_rfc3339("2026-05-06T07:08:09Z")
             .unwrap_or_else(|_| panic!("instant"));
         store
-            .add_hour(&t, &metering::hour_of(at), 2, &some(1.0, 1.0, 1))
+            .add_hour(
+                HourItem {
+                    tenant: &t,
+                    hour: &metering::hour_of(at),
+                    shard: 2,
+                },
+                &some(1.0, 1.0, 1),
+            )
             .await
             .unwrap_or_else(|e| panic!("{e}"));
         store.set_stored(

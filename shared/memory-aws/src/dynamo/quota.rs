@@ -31,7 +31,6 @@ use memory_guard::TenantId;
 use super::{build_error, get_n, n, partition_key, read_item, s, DynamoEntryStore, Item};
 
 use crate::error::backend;
-use futures_util::TryFutureExt as _;
 
 const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
 const LIMITS_SORT_KEY: &str = "Q#limits";
@@ -168,20 +167,18 @@ impl DynamoEntryStore {
     ) -> Result<i64, StoreError> {
         let client = self.clients.data(op).await?;
         let update = charge_update(op, &self.table, charge)?;
-        let out = crate::retry::send(op, || {
-            client
+        let out = crate::retry::metered(
+            op,
+            &client
                 .update_item()
                 .table_name(&self.table)
-                .set_key(Some(update.key.clone()))
-                .update_expression(update.update_expression.clone())
-                .set_condition_expression(update.condition_expression.clone())
-                .set_expression_attribute_names(update.expression_attribute_names.clone())
-                .set_expression_attribute_values(update.expression_attribute_values.clone())
-                .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
-                .return_consumed_capacity(crate::meter::TOTAL)
-                .send()
-                .map_ok(crate::meter::metered)
-        })
+                .set_key(Some(update.key))
+                .update_expression(update.update_expression)
+                .set_condition_expression(update.condition_expression)
+                .set_expression_attribute_names(update.expression_attribute_names)
+                .set_expression_attribute_values(update.expression_attribute_values)
+                .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew),
+        )
         .await;
         match out {
             Ok(out) => Ok(out

@@ -393,6 +393,24 @@ impl World {
             .with_index(archive)
     }
 
+    /// The whole object at `key` in the bench's bucket (`what` names it in a panic).
+    async fn object(&self, key: &str, what: &str) -> Vec<u8> {
+        let request = self.s3.get_object().bucket(&self.bucket).key(key);
+        let out = request.send().await;
+        let body = out.unwrap_or_else(|e| panic!("get {what}: {e}")).body;
+        let bytes = body.collect().await.map(|b| b.to_vec());
+        bytes.unwrap_or_else(|e| panic!("{what} body: {e}"))
+    }
+
+    /// The keys under `prefix` (one List: the bench's prefixes hold fewer than 1,000 objects).
+    async fn keys(&self, prefix: &str) -> Result<Vec<String>, String> {
+        let request = self.s3.list_objects_v2().bucket(&self.bucket);
+        let listed = request.prefix(prefix).send().await;
+        let listed = listed.map_err(|e| e.to_string())?;
+        let keys = listed.contents().iter().filter_map(|o| o.key());
+        Ok(keys.map(str::to_owned).collect())
+    }
+
     fn pass(&self) -> IndexPass {
         IndexPass::new(
             CorePorts::new(self.store.clone(), Arc::new(NoEvents), self.clock.clone()),
@@ -423,8 +441,58 @@ fn stored(r: &MemoryRef, e: &Entry) -> StoredEntry {
     }
 }
 
+/// Runs `work` (with a clone of `state`) on `range` in chunks of `step` entries, `concurrency`
+/// chunks at a time (as several writers would), saying every `every` entries how many are
+/// `done`; answers the wall time.
+async fn in_chunks<S, F, Fut>(
+    state: S,
+    range: std::ops::Range<usize>,
+    (step, concurrency): (usize, usize),
+    (done_label, every): (&'static str, usize),
+    work: F,
+) -> Duration
+where
+    S: Clone + Send + 'static,
+    F: Fn(S, std::ops::Range<usize>) -> Fut + Copy + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let started = Instant::now();
+    let chunks: Arc<Vec<std::ops::Range<usize>>> = Arc::new(
+        range
+            .clone()
+            .step_by(step)
+            .map(|s| s..(s + step).min(range.end))
+            .collect(),
+    );
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        let (state, chunks, next, done) =
+            (state.clone(), chunks.clone(), next.clone(), done.clone());
+        workers.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(chunk) = chunks.get(i).cloned() else {
+                    break;
+                };
+                let len = chunk.len();
+                work(state.clone(), chunk).await;
+                let d = done.fetch_add(len, Ordering::Relaxed) + len;
+                if d % every < len {
+                    eprintln!("  {done_label} {d} entries");
+                }
+            }
+        });
+    }
+    while let Some(joined) = workers.join_next().await {
+        joined.expect(done_label);
+    }
+    started.elapsed()
+}
+
 /// Writes `entries[range]` through the adapter, `MAX_ENTRIES_PER_PUT` a call, `concurrency`
-/// calls at a time (as several writers would).
+/// calls at a time.
 async fn load(
     world: &World,
     r: &MemoryRef,
@@ -432,55 +500,30 @@ async fn load(
     range: std::ops::Range<usize>,
     concurrency: usize,
 ) -> Duration {
-    let started = Instant::now();
-    let chunks: Arc<Vec<std::ops::Range<usize>>> = Arc::new(
-        range
-            .clone()
-            .step_by(MAX_ENTRIES_PER_PUT)
-            .map(|s| s..(s + MAX_ENTRIES_PER_PUT).min(range.end))
-            .collect(),
-    );
-    let next = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..concurrency {
-        let (store, entries, chunks, next, done, r) = (
-            world.store.clone(),
-            entries.clone(),
-            chunks.clone(),
-            next.clone(),
-            done.clone(),
-            r.clone(),
-        );
-        workers.spawn(async move {
+    let state = (world.store.clone(), entries.clone(), r.clone());
+    let shape = (MAX_ENTRIES_PER_PUT, concurrency);
+    in_chunks(
+        state,
+        range,
+        shape,
+        ("loaded", 20_000),
+        |(store, entries, r), chunk| async move {
+            let batch: Vec<StoredEntry> = entries[chunk].iter().map(|e| stored(&r, e)).collect();
+            let mut attempt = 0;
             loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(chunk) = chunks.get(i) else { break };
-                let batch: Vec<StoredEntry> =
-                    entries[chunk.clone()].iter().map(|e| stored(&r, e)).collect();
-                let mut attempt = 0;
-                loop {
-                    match store.put_entries(&batch).await {
-                        Ok(()) => break,
-                        Err(e) if attempt < 5 => {
-                            attempt += 1;
-                            eprintln!("put retried ({e})");
-                            tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
-                        }
-                        Err(e) => panic!("put failed: {e}"),
+                match store.put_entries(&batch).await {
+                    Ok(()) => break,
+                    Err(e) if attempt < 5 => {
+                        attempt += 1;
+                        eprintln!("put retried ({e})");
+                        tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
                     }
-                }
-                let d = done.fetch_add(batch.len(), Ordering::Relaxed) + batch.len();
-                if d % 20_000 < batch.len() {
-                    eprintln!("  loaded {d} entries");
+                    Err(e) => panic!("put failed: {e}"),
                 }
             }
-        });
-    }
-    while let Some(joined) = workers.join_next().await {
-        joined.expect("loader");
-    }
-    started.elapsed()
+        },
+    )
+    .await
 }
 
 /// Writes `entries[range]` as the items `put_entries` writes for them (the entry item and its
@@ -496,90 +539,71 @@ async fn bulk_load(
 ) -> Duration {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
     const BATCH_ITEMS: usize = 25;
-    let started = Instant::now();
     // Entries per worker task step: enough for a few batches each.
     const STEP: usize = 200;
-    let chunks: Arc<Vec<std::ops::Range<usize>>> = Arc::new(
-        range
-            .clone()
-            .step_by(STEP)
-            .map(|s| s..(s + STEP).min(range.end))
-            .collect(),
+    let state = (
+        world.dynamo.clone(),
+        world.table.clone(),
+        entries.clone(),
+        r.clone(),
     );
-    let next = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..concurrency {
-        let (client, table, entries, chunks, next, done, r) = (
-            world.dynamo.clone(),
-            world.table.clone(),
-            entries.clone(),
-            chunks.clone(),
-            next.clone(),
-            done.clone(),
-            r.clone(),
-        );
-        workers.spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(chunk) = chunks.get(i) else { break };
-                let mut items = Vec::new();
-                for e in &entries[chunk.clone()] {
-                    let s = stored(&r, e);
-                    items.push(memory_aws::dynamo::entry_item(&s).expect("entry item"));
-                    items.extend(memory_aws::dynamo::posting_items(&s));
-                }
-                for batch in items.chunks(BATCH_ITEMS) {
-                    let mut requests: Vec<WriteRequest> = batch
-                        .iter()
-                        .map(|item| {
-                            WriteRequest::builder()
-                                .put_request(
-                                    PutRequest::builder()
-                                        .set_item(Some(item.clone()))
-                                        .build()
-                                        .expect("put request"),
-                                )
-                                .build()
-                        })
-                        .collect();
-                    let mut attempt = 0u64;
-                    while !requests.is_empty() {
-                        match client
-                            .batch_write_item()
-                            .request_items(&table, requests.clone())
-                            .send()
-                            .await
-                        {
-                            Ok(out) => {
-                                requests = out
-                                    .unprocessed_items()
-                                    .and_then(|u| u.get(&table))
-                                    .cloned()
-                                    .unwrap_or_default();
-                            }
-                            Err(e) if attempt < 5 => {
-                                eprintln!("batch write retried ({e})");
-                            }
-                            Err(e) => panic!("batch write failed: {e}"),
+    let shape = (STEP, concurrency);
+    let progress = ("bulk-loaded", 50_000);
+    in_chunks(
+        state,
+        range,
+        shape,
+        progress,
+        |(client, table, entries, r), chunk| async move {
+            let mut items = Vec::new();
+            for e in &entries[chunk] {
+                let s = stored(&r, e);
+                items.push(memory_aws::dynamo::entry_item(&s).expect("entry item"));
+                items.extend(memory_aws::dynamo::posting_items(&s));
+            }
+            for batch in items.chunks(BATCH_ITEMS) {
+                let mut requests: Vec<WriteRequest> = batch
+                    .iter()
+                    .map(|item| {
+                        WriteRequest::builder()
+                            .put_request(
+                                PutRequest::builder()
+                                    .set_item(Some(item.clone()))
+                                    .build()
+                                    .expect("put request"),
+                            )
+                            .build()
+                    })
+                    .collect();
+                let mut attempt = 0u64;
+                while !requests.is_empty() {
+                    match client
+                        .batch_write_item()
+                        .request_items(&table, requests.clone())
+                        .send()
+                        .await
+                    {
+                        Ok(out) => {
+                            requests = out
+                                .unprocessed_items()
+                                .and_then(|u| u.get(&table))
+                                .cloned()
+                                .unwrap_or_default();
                         }
-                        if !requests.is_empty() {
-                            attempt += 1;
-                            tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+                        Err(e) if attempt < 5 => {
+                            eprintln!("batch write retried ({e})");
                         }
+                        Err(e) => panic!("batch write failed: {e}"),
+                    }
+                    if !requests.is_empty() {
+                        attempt += 1;
+                        tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
                     }
                 }
-                let d = done.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
-                if d % 50_000 < chunk.len() {
-                    eprintln!("  bulk-loaded {d} entries");
-                }
             }
-        });
-    }
-    while let Some(joined) = workers.join_next().await {
-        joined.expect("bulk loader");
-    }
-    started.elapsed()
+        },
+    )
+    .await
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -874,19 +898,7 @@ async fn run(world: &World, n: usize, args: &Args) -> String {
 /// query reads the text range of each segment's object, a semantic one the whole object.
 async fn segment_sizes(world: &World, r: &MemoryRef) -> (u64, u64) {
     let key = format!("{}/agents/{}/search/manifest.json", r.tenant().as_str(), r.agent().as_str());
-    let body = world
-        .s3
-        .get_object()
-        .bucket(&world.bucket)
-        .key(key)
-        .send()
-        .await
-        .expect("manifest")
-        .body
-        .collect()
-        .await
-        .expect("manifest body")
-        .into_bytes();
+    let body = world.object(&key, "manifest").await;
     let manifest: search_index::Manifest = serde_json::from_slice(&body).expect("manifest json");
     let mut text = 0;
     let mut vectors = 0;
@@ -914,29 +926,9 @@ mod tantivy_engine {
 
     /// Downloads every object under `prefix` into `dir` (one List, one GET a file).
     async fn download(world: &World, prefix: &str, dir: &Path) {
-        let listed = world
-            .s3
-            .list_objects_v2()
-            .bucket(&world.bucket)
-            .prefix(prefix)
-            .send()
-            .await
-            .expect("list tantivy files");
-        for o in listed.contents() {
-            let Some(key) = o.key() else { continue };
-            let body = world
-                .s3
-                .get_object()
-                .bucket(&world.bucket)
-                .key(key)
-                .send()
-                .await
-                .expect("get tantivy file")
-                .body
-                .collect()
-                .await
-                .expect("tantivy file body")
-                .into_bytes();
+        let keys = world.keys(prefix).await.expect("list tantivy files");
+        for key in keys {
+            let body = world.object(&key, "tantivy file").await;
             let name = key.rsplit('/').next().expect("file name");
             std::fs::write(dir.join(name), &body).expect("write tantivy file");
         }
@@ -1017,11 +1009,7 @@ mod tantivy_engine {
             let _ = std::fs::remove_dir_all(&dir);
         }
         let _ = std::fs::remove_dir_all(&root);
-        let mut to_delete = Vec::new();
-        if let Ok(listed) = world.s3.list_objects_v2().bucket(&world.bucket).prefix(&prefix).send().await {
-            to_delete.extend(listed.contents().iter().filter_map(|o| o.key().map(str::to_owned)));
-        }
-        for key in to_delete {
+        for key in world.keys(&prefix).await.unwrap_or_default() {
             let _ = world.s3.delete_object().bucket(&world.bucket).key(key).send().await;
         }
         let files_note = format!("{files} files, {}", human_kib(bytes as f64 / 1024.0));
