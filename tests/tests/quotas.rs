@@ -542,7 +542,6 @@ async fn a_consolidation_pass_recounts_what_ttl_expiry_removed() {
     assert_eq!(counter(&db, &pk, "Q#entries").await, 3);
 }
 
-
 /// Entry items of a ref stored now, and how many of them carry a vector.
 async fn embedded_entries(db: &aws_sdk_dynamodb::Client, t: &str, agent: &str) -> (usize, usize) {
     let out = db
