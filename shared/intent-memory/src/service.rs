@@ -126,6 +126,18 @@ impl IntentMemory {
         Ok(())
     }
 
+    /// The tenant's stored quotas (entries per ref, bytes per tenant), which the store applies
+    /// in the write itself; without a quota store, none (the counters are still kept).
+    async fn quota_limits(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<memory_core::quota::Limits, IntentError> {
+        match &self.quotas {
+            Some(quotas) => Ok(quotas.limits(tenant).await?),
+            None => Ok(memory_core::quota::Limits::unlimited()),
+        }
+    }
+
     pub fn limits(&self) -> Limits {
         self.limits
     }
@@ -276,7 +288,13 @@ impl IntentMemory {
         let mut capacity = counted();
         let mut repaired = false;
         self.charge_write(&caller.tenant).await?;
+        let quota_limits = self.quota_limits(&caller.tenant).await?;
         for _ in 0..ATTEMPTS {
+            let victim = match &capacity {
+                Capacity::Evict { victim, .. } => Some(victim.as_ref()),
+                _ => None,
+            };
+            let quota = crate::quota::charges(Some(&stored), victim, Some(&quota_limits));
             match self
                 .ports
                 .store
@@ -284,6 +302,7 @@ impl IntentMemory {
                     entry: &stored,
                     first: &first,
                     capacity: &capacity,
+                    quota: &quota,
                 })
                 .await?
             {
@@ -440,11 +459,13 @@ impl IntentMemory {
         let expected = if_match.ok_or(IntentError::PreconditionRequired)?;
         let mut previous = self.visible(caller, id).await?;
         self.charge_write(&caller.tenant).await?;
+        let quota_limits = self.quota_limits(&caller.tenant).await?;
         for _ in 0..ATTEMPTS {
             if previous.entry.version != expected {
                 return Err(Self::mismatch(&previous));
             }
             let (next, record, drop_version) = self.patched(caller, &previous, &patch)?;
+            let quota = crate::quota::charges(Some(&next), Some(&previous), Some(&quota_limits));
             if self
                 .ports
                 .store
@@ -453,6 +474,7 @@ impl IntentMemory {
                     next: &next,
                     record: &record,
                     drop_version,
+                    quota: &quota,
                 })
                 .await?
             {

@@ -32,6 +32,7 @@ fn world(limits: Limits) -> (World, InMemoryBehind) {
         clock.clone(),
         Arc::new(SequentialIds::default()),
         limits,
+        Arc::new(memory_testkit::in_memory::InMemoryEntryStore::new()),
     );
     let behind = InMemoryBehind {
         store: store.clone(),

@@ -78,7 +78,7 @@ use futures_util::TryFutureExt as _;
 
 /// Path keys of the Claude memory tool (`PathStore`), on this table and its item codec.
 mod paths;
-mod quota;
+pub(crate) mod quota;
 
 pub use quota::quota_partition;
 

@@ -100,6 +100,10 @@ async fn world(limits: Limits) -> (KeyedWorld, Emulator) {
         Arc::new(SystemClock),
         Arc::new(UlidIds::default()),
         limits,
+        Arc::new(memory_aws::DynamoEntryStore::new(
+            dynamo.clone(),
+            required_env("MEMORY_TABLE"),
+        )),
     );
     (keyed, Emulator { dynamo, s3 })
 }
