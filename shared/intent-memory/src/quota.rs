@@ -17,13 +17,27 @@ pub fn value_bytes(e: &StoredIntent) -> i64 {
         .unwrap_or(0)
 }
 
-/// The counter of the entries of `e`'s partition.
-pub fn entries_counter(e: &StoredIntent) -> Counter {
-    let scope = match e.home() {
+/// The name of a partition's quota scope: the agent's id, or `@semantic`.
+pub fn scope(home: &Home) -> String {
+    match home {
         Home::Agent(agent) => agent.as_str().to_owned(),
         Home::Semantic => "@semantic".to_owned(),
-    };
-    Counter::KeyedEntries(e.tenant.clone(), scope)
+    }
+}
+
+/// The counter of the entries of `e`'s partition.
+pub fn entries_counter(e: &StoredIntent) -> Counter {
+    Counter::KeyedEntries(e.tenant.clone(), scope(&e.home()))
+}
+
+/// A recount of one partition's keyed entries: its `(entries, bytes)` counters as read before
+/// the listing (the fence), and what the listing found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScopeRecount {
+    pub tenant: memory_guard::TenantId,
+    pub home: Home,
+    pub seen: (i64, i64),
+    pub counted: (i64, i64),
 }
 
 /// The net charges of writing `put` and removing `removed` (one tenant). With `limits`, the
@@ -61,6 +75,11 @@ pub fn charges(
         })
         .collect();
     if bytes != 0 {
+        out.push(Charge {
+            counter: Counter::KeyedBytes(any.tenant.clone(), scope(&any.home())),
+            delta: bytes,
+            limit: None,
+        });
         out.push(Charge {
             counter: Counter::TenantBytes(any.tenant.clone()),
             delta: bytes,

@@ -289,13 +289,14 @@ impl IntentMemory {
         let mut repaired = false;
         self.charge_write(&caller.tenant).await?;
         let quota_limits = self.quota_limits(&caller.tenant).await?;
+        let mut quota_repaired = false;
         for _ in 0..ATTEMPTS {
             let victim = match &capacity {
                 Capacity::Evict { victim, .. } => Some(victim.as_ref()),
                 _ => None,
             };
             let quota = crate::quota::charges(Some(&stored), victim, Some(&quota_limits));
-            match self
+            let outcome = match self
                 .ports
                 .store
                 .insert(NewIntent {
@@ -304,8 +305,24 @@ impl IntentMemory {
                     capacity: &capacity,
                     quota: &quota,
                 })
-                .await?
+                .await
             {
+                // Before a stored quota refuses: what the backend's TTL deleted is given back.
+                Err(StoreError::QuotaExceeded(r))
+                    if !quota_repaired
+                        && matches!(
+                            r.quota,
+                            memory_core::quota::Quota::EntriesPerRef
+                                | memory_core::quota::Quota::BytesPerTenant
+                        ) =>
+                {
+                    quota_repaired = true;
+                    self.recount_quota(&caller.tenant, &home, now).await?;
+                    continue;
+                }
+                other => other?,
+            };
+            match outcome {
                 InsertOutcome::Inserted => {
                     let mut events = Vec::with_capacity(2);
                     if let Capacity::Evict { victim, .. } = &capacity {
@@ -411,6 +428,42 @@ impl IntentMemory {
             .count() as u64;
         if seen.n > live && store.set_count(&CountRepair { at, seen, to: live }).await? {
             tracing::warn!(tenant = %new.tenant, counted = seen.n, live, "capacity counter repaired");
+        }
+        Ok(())
+    }
+
+    /// Recounts one partition's keyed entries against its quota counters: expired entries are
+    /// removed (each removal gives its charges back), then the counters are read, the live
+    /// entries counted, and the counters set to the count only if they did not move meanwhile
+    /// (docs/quotas.md "The OpenIntent door").
+    async fn recount_quota(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        now: Timestamp,
+    ) -> Result<(), IntentError> {
+        let store = self.ports.store.as_ref();
+        for e in store.list(tenant, home).await? {
+            if e.entry.is_expired(now) {
+                store.remove(&e).await?;
+            }
+        }
+        let seen = store.quota_scope(tenant, home).await?;
+        let live = store.list(tenant, home).await?;
+        let counted = (
+            i64::try_from(live.len()).unwrap_or(i64::MAX),
+            live.iter().map(crate::quota::value_bytes).sum(),
+        );
+        if seen != counted {
+            let recount = crate::quota::ScopeRecount {
+                tenant: tenant.clone(),
+                home: home.clone(),
+                seen,
+                counted,
+            };
+            if store.repair_quota(&recount).await? {
+                tracing::warn!(%tenant, seen_entries = seen.0, live = counted.0, "keyed quota counters repaired");
+            }
         }
         Ok(())
     }

@@ -201,6 +201,15 @@ pub trait IntentStore: Send + Sync {
         subject: &SubjectKey,
     ) -> Result<Vec<SubjectHit>, StoreError>;
 
+    /// The quota counters of one partition's keyed entries, `(entries, bytes)`, strongly
+    /// consistent (absent: 0).
+    async fn quota_scope(&self, tenant: &TenantId, home: &Home) -> Result<(i64, i64), StoreError>;
+
+    /// Sets a partition's quota counters to what `recount` counted, only if both still hold
+    /// what it saw, and moves the tenant's bytes by the difference, in one step. Repairs what
+    /// entries the backend's TTL deleted left charged. `Ok(false)`: they moved.
+    async fn repair_quota(&self, recount: &crate::quota::ScopeRecount) -> Result<bool, StoreError>;
+
     /// Deletes one version record (forget of an entry already gone).
     async fn delete_version(&self, at: &Location, version: u64) -> Result<(), StoreError>;
 }

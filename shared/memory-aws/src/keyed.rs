@@ -32,7 +32,7 @@ use intent_memory::store::{
 };
 use memory_core::model::SubjectKey;
 use memory_core::ports::MAX_ITEMS_PER_TRANSACTION;
-use memory_core::quota::{Charge, Refusal};
+use memory_core::quota::{Charge, Counter, Refusal};
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, TenantId};
 
@@ -414,8 +414,8 @@ impl DynamoKeyedStore {
 }
 
 /// Room in one transaction for the removal of a victim beside the insert (entry, claim, its
-/// version, eviction place, counter check, victim entry, claim and place, two quota charges).
-const VICTIM_VERSIONS_IN_TX: usize = MAX_ITEMS_PER_TRANSACTION - 10;
+/// version, eviction place, counter check, victim entry, claim and place, three quota charges).
+const VICTIM_VERSIONS_IN_TX: usize = MAX_ITEMS_PER_TRANSACTION - 11;
 
 #[async_trait]
 impl IntentStore for DynamoKeyedStore {
@@ -631,11 +631,83 @@ impl IntentStore for DynamoKeyedStore {
         }
     }
 
+    async fn quota_scope(&self, tenant: &TenantId, home: &Home) -> Result<(i64, i64), StoreError> {
+        const OP: &str = "keyed quota scope";
+        let scope = intent_memory::quota::scope(home);
+        let client = self.client(OP).await?;
+        let mut out = [0i64; 2];
+        for (slot, counter) in out.iter_mut().zip([
+            Counter::KeyedEntries(tenant.clone(), scope.clone()),
+            Counter::KeyedBytes(tenant.clone(), scope),
+        ]) {
+            let k = crate::dynamo::quota::counter_key(&counter);
+            let item = read_item(&client, &self.table, k, OP).await?;
+            *slot = item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0);
+        }
+        Ok((out[0], out[1]))
+    }
+
+    async fn repair_quota(
+        &self,
+        recount: &intent_memory::quota::ScopeRecount,
+    ) -> Result<bool, StoreError> {
+        const OP: &str = "keyed quota repair";
+        let scope = intent_memory::quota::scope(&recount.home);
+        let t = &recount.tenant;
+        let mut items = Vec::with_capacity(3);
+        for (counter, seen, counted) in [
+            (
+                Counter::KeyedEntries(t.clone(), scope.clone()),
+                recount.seen.0,
+                recount.counted.0,
+            ),
+            (
+                Counter::KeyedBytes(t.clone(), scope.clone()),
+                recount.seen.1,
+                recount.counted.1,
+            ),
+        ] {
+            // The fence: the counter still holds what the recount read before listing.
+            let condition = if seen == 0 {
+                "attribute_not_exists(#n) OR #n = :seen"
+            } else {
+                "#n = :seen"
+            };
+            let update = aws_sdk_dynamodb::types::Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(crate::dynamo::quota::counter_key(&counter)))
+                .update_expression("SET #n = :counted")
+                .condition_expression(condition)
+                .expression_attribute_names("#n", "n")
+                .expression_attribute_values(":seen", n(seen))
+                .expression_attribute_values(":counted", n(counted))
+                .build()
+                .map_err(|_| build_error(OP))?;
+            items.push(TransactWriteItem::builder().update(update).build());
+        }
+        let delta = recount.counted.1 - recount.seen.1;
+        if delta != 0 {
+            items.extend(self.quota_items(
+                OP,
+                &[Charge {
+                    counter: Counter::TenantBytes(t.clone()),
+                    delta,
+                    limit: None,
+                }],
+            )?);
+        }
+        match self.transact(OP, items).await {
+            Ok(()) => Ok(true),
+            Err(TxError::Conditions(_)) => Ok(false),
+            Err(TxError::Store(e)) => Err(e),
+        }
+    }
+
     async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError> {
         const OP: &str = "keyed remove";
         let versions = self.version_keys(entry).await?;
-        // Room for the entry, its claim and place, its capacity counter and two quota counters.
-        let split = versions.len().min(MAX_ITEMS_PER_TRANSACTION - 6);
+        // Room for the entry, its claim and place, its capacity counter and three quota counters.
+        let split = versions.len().min(MAX_ITEMS_PER_TRANSACTION - 7);
         let holds = self.holds_claim(entry).await?;
         let mut items = self.removal(entry, &versions[..split], holds)?;
         items.extend(self.quota_items(OP, &intent_memory::quota::released(entry))?);

@@ -159,6 +159,9 @@ pub enum Counter {
     /// agent's id, or `@semantic`), limited like a ref's entries: a scope of their own, so the
     /// recount of a ref's entries never resets the door's (docs/quotas.md "The OpenIntent door").
     KeyedEntries(TenantId, String),
+    /// The value bytes of the same scope's keyed entries: not limited itself, kept so a recount
+    /// of the scope can correct the tenant's bytes by the difference.
+    KeyedBytes(TenantId, String),
 }
 
 impl Counter {
@@ -170,7 +173,8 @@ impl Counter {
             | Counter::Writes(t, _)
             | Counter::Searches(t, _)
             | Counter::Tokens(t, _)
-            | Counter::KeyedEntries(t, _) => t,
+            | Counter::KeyedEntries(t, _)
+            | Counter::KeyedBytes(t, _) => t,
         }
     }
 
@@ -185,6 +189,7 @@ impl Counter {
             Counter::Searches(_, minute) => format!("Q#searches#{minute}"),
             Counter::Tokens(_, day) => format!("Q#tokens#{day}"),
             Counter::KeyedEntries(..) => "Q#kentries".to_owned(),
+            Counter::KeyedBytes(..) => "Q#kbytes".to_owned(),
         }
     }
 

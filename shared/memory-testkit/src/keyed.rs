@@ -269,6 +269,40 @@ impl IntentStore for InMemoryIntentStore {
         })
     }
 
+    async fn quota_scope(&self, tenant: &TenantId, home: &Home) -> Result<(i64, i64), StoreError> {
+        let scope = intent_memory::quota::scope(home);
+        self.with(|s| {
+            let get = |c: Counter| s.quota.get(&c).copied().unwrap_or(0);
+            (
+                get(Counter::KeyedEntries(tenant.clone(), scope.clone())),
+                get(Counter::KeyedBytes(tenant.clone(), scope.clone())),
+            )
+        })
+    }
+
+    async fn repair_quota(
+        &self,
+        recount: &intent_memory::quota::ScopeRecount,
+    ) -> Result<bool, StoreError> {
+        let scope = intent_memory::quota::scope(&recount.home);
+        let t = &recount.tenant;
+        let (entries, bytes) = (
+            Counter::KeyedEntries(t.clone(), scope.clone()),
+            Counter::KeyedBytes(t.clone(), scope),
+        );
+        self.with(|s| {
+            let get = |c: &Counter| s.quota.get(c).copied().unwrap_or(0);
+            if (get(&entries), get(&bytes)) != recount.seen {
+                return false;
+            }
+            s.quota.insert(entries, recount.counted.0);
+            s.quota.insert(bytes, recount.counted.1);
+            *s.quota.entry(Counter::TenantBytes(t.clone())).or_insert(0) +=
+                recount.counted.1 - recount.seen.1;
+            true
+        })
+    }
+
     async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError> {
         self.with(|s| {
             let removed = s.remove(entry);
