@@ -881,6 +881,47 @@ def test_concurrent_inserts_at_episodic_capacity(small):
             cl._client.close()
 
 
+def set_quota_limits(tenant: str, **limits: int) -> None:
+    """The tenant's override item (docs/quotas.md "Changing a tenant's limits"), written before
+    the tenant's first request so no container has its limits cached."""
+    item = {"pk": {"S": f"{tenant}#@quota"}, "sk": {"S": "Q#limits"}}
+    item.update({name: {"N": str(v)} for name, v in limits.items()})
+    aws_client("dynamodb").put_item(TableName=os.environ["MEMORY_TABLE"], Item=item)
+
+
+def test_entries_quota_exact_across_two_processes_and_delete_gives_back(small):
+    """MaxEntriesPerRef counts the door's entries, charged in the create's own transaction:
+    eight creates racing on two processes for three places get exactly three, the rest a 429
+    `rate_limited` naming the quota; a delete gives its place back."""
+    a, b = small
+    tenant = new_tenant()
+    set_quota_limits(tenant, MaxEntriesPerRef=3)
+    key = issue(Invoker(a.base_url), tenant, ["*"])
+    clients = [OpenIntentClient(gw.base_url, key, "quota", timeout=60) for gw in (a, b)]
+    try:
+        results = at_once(8, lambda i: clients[i % 2].create_memory(
+            "quota", "q", f"k{i}", {"i": i}, "episodic"))
+        made = [r for r in results if isinstance(r, MemoryEntry)]
+        refused = [r for r in results if not isinstance(r, MemoryEntry)]
+        assert len(made) == 3, [(getattr(r, "status_code", None), getattr(r, "response", r))
+                                for r in refused]
+        for err in refused:
+            assert isinstance(err, OpenIntentError) and err.status_code == 429, err
+            body = json.dumps(err.response)
+            assert "rate_limited" in body and "MaxEntriesPerRef" in body, err.response
+            assert not leaks(body)
+        assert len(clients[0].list_memory("quota", memory_type="episodic")) == 3
+        err = raises(OpenIntentError, lambda: clients[0].create_memory(
+            "quota", "q", "late", {"i": 9}, "episodic"))
+        assert err.status_code == 429 and "3 of at most 3" in json.dumps(err.response), \
+            err.response
+        clients[1].delete_memory(made[0].id)
+        assert clients[0].create_memory("quota", "q", "late", {"i": 9}, "episodic").version == 1
+    finally:
+        for c in clients:
+            c._client.close()
+
+
 # ---------------------------------------------------------------------------------------------
 # 8. Bad input: a clear 4xx, nothing stored, nothing leaked.
 

@@ -12,6 +12,7 @@ pub mod archive;
 pub mod error;
 pub mod forget;
 pub mod model;
+pub mod quota;
 pub mod redact;
 pub mod request;
 pub mod service;

@@ -126,6 +126,18 @@ impl IntentMemory {
         Ok(())
     }
 
+    /// The tenant's stored quotas (entries per ref, bytes per tenant), which the store applies
+    /// in the write itself; without a quota store, none (the counters are still kept).
+    async fn quota_limits(
+        &self,
+        tenant: &TenantId,
+    ) -> Result<memory_core::quota::Limits, IntentError> {
+        match &self.quotas {
+            Some(quotas) => Ok(quotas.limits(tenant).await?),
+            None => Ok(memory_core::quota::Limits::unlimited()),
+        }
+    }
+
     pub fn limits(&self) -> Limits {
         self.limits
     }
@@ -276,17 +288,41 @@ impl IntentMemory {
         let mut capacity = counted();
         let mut repaired = false;
         self.charge_write(&caller.tenant).await?;
+        let quota_limits = self.quota_limits(&caller.tenant).await?;
+        let mut quota_repaired = false;
         for _ in 0..ATTEMPTS {
-            match self
+            let victim = match &capacity {
+                Capacity::Evict { victim, .. } => Some(victim.as_ref()),
+                _ => None,
+            };
+            let quota = crate::quota::charges(Some(&stored), victim, Some(&quota_limits));
+            let outcome = match self
                 .ports
                 .store
                 .insert(NewIntent {
                     entry: &stored,
                     first: &first,
                     capacity: &capacity,
+                    quota: &quota,
                 })
-                .await?
+                .await
             {
+                // Before a stored quota refuses: what the backend's TTL deleted is given back.
+                Err(StoreError::QuotaExceeded(r))
+                    if !quota_repaired
+                        && matches!(
+                            r.quota,
+                            memory_core::quota::Quota::EntriesPerRef
+                                | memory_core::quota::Quota::BytesPerTenant
+                        ) =>
+                {
+                    quota_repaired = true;
+                    self.recount_quota(&caller.tenant, &home, now).await?;
+                    continue;
+                }
+                other => other?,
+            };
+            match outcome {
                 InsertOutcome::Inserted => {
                     let mut events = Vec::with_capacity(2);
                     if let Capacity::Evict { victim, .. } = &capacity {
@@ -396,6 +432,42 @@ impl IntentMemory {
         Ok(())
     }
 
+    /// Recounts one partition's keyed entries against its quota counters: expired entries are
+    /// removed (each removal gives its charges back), then the counters are read, the live
+    /// entries counted, and the counters set to the count only if they did not move meanwhile
+    /// (docs/quotas.md "The OpenIntent door").
+    async fn recount_quota(
+        &self,
+        tenant: &TenantId,
+        home: &Home,
+        now: Timestamp,
+    ) -> Result<(), IntentError> {
+        let store = self.ports.store.as_ref();
+        for e in store.list(tenant, home).await? {
+            if e.entry.is_expired(now) {
+                store.remove(&e).await?;
+            }
+        }
+        let seen = store.quota_scope(tenant, home).await?;
+        let live = store.list(tenant, home).await?;
+        let counted = (
+            i64::try_from(live.len()).unwrap_or(i64::MAX),
+            live.iter().map(crate::quota::value_bytes).sum(),
+        );
+        if seen != counted {
+            let recount = crate::quota::ScopeRecount {
+                tenant: tenant.clone(),
+                home: home.clone(),
+                seen,
+                counted,
+            };
+            if store.repair_quota(&recount).await? {
+                tracing::warn!(%tenant, seen_entries = seen.0, live = counted.0, "keyed quota counters repaired");
+            }
+        }
+        Ok(())
+    }
+
     /// The live entry at `id` as the caller may see it.
     async fn visible(&self, caller: &Caller, id: &str) -> Result<StoredIntent, IntentError> {
         let at = Location::for_id(caller, id).ok_or(IntentError::NotFound)?;
@@ -440,11 +512,13 @@ impl IntentMemory {
         let expected = if_match.ok_or(IntentError::PreconditionRequired)?;
         let mut previous = self.visible(caller, id).await?;
         self.charge_write(&caller.tenant).await?;
+        let quota_limits = self.quota_limits(&caller.tenant).await?;
         for _ in 0..ATTEMPTS {
             if previous.entry.version != expected {
                 return Err(Self::mismatch(&previous));
             }
             let (next, record, drop_version) = self.patched(caller, &previous, &patch)?;
+            let quota = crate::quota::charges(Some(&next), Some(&previous), Some(&quota_limits));
             if self
                 .ports
                 .store
@@ -453,6 +527,7 @@ impl IntentMemory {
                     next: &next,
                     record: &record,
                     drop_version,
+                    quota: &quota,
                 })
                 .await?
             {

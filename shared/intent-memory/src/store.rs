@@ -6,6 +6,7 @@
 use async_trait::async_trait;
 use memory_core::model::SubjectKey;
 use memory_core::ports::ObjectKey;
+use memory_core::quota::Charge;
 use memory_core::time::Timestamp;
 use memory_core::StoreError;
 use memory_guard::{AgentId, TenantId};
@@ -37,23 +38,28 @@ pub enum Capacity {
     },
 }
 
-/// A new entry as [`IntentStore::insert`] writes it: the entry, its first version record, and
-/// how it counts against its memory type's capacity.
+/// A new entry as [`IntentStore::insert`] writes it: the entry, its first version record, how
+/// it counts against its memory type's capacity, and its charges on the host's quota counters
+/// (`crate::quota::charges`, net of an evicted victim), applied in the same step: a charge
+/// that does not fit refuses the insert with `StoreError::QuotaExceeded`.
 #[derive(Clone, Copy, Debug)]
 pub struct NewIntent<'a> {
     pub entry: &'a StoredIntent,
     pub first: &'a VersionRecord,
     pub capacity: &'a Capacity,
+    pub quota: &'a [Charge],
 }
 
 /// One update as [`IntentStore::update`] writes it: `previous` (as read) replaced by `next`,
-/// with the version record `record`, dropping the version record `drop_version` (retention).
+/// with the version record `record`, dropping the version record `drop_version` (retention),
+/// and applying `quota` (the value's change of bytes) in the same step.
 #[derive(Clone, Copy, Debug)]
 pub struct IntentUpdate<'a> {
     pub previous: &'a StoredIntent,
     pub next: &'a StoredIntent,
     pub record: &'a VersionRecord,
     pub drop_version: Option<u64>,
+    pub quota: &'a [Charge],
 }
 
 /// A repair of a capacity counter: set it `to`, only if it is still as `seen`.
@@ -125,7 +131,8 @@ pub trait IntentStore: Send + Sync {
 
     /// Replaces `previous` by `next` (version + 1) and adds `record`, only if the stored entry
     /// is still at `previous`'s version; drops the version record `drop_version` (retention).
-    /// `Ok(false)`: the version moved (someone else updated or deleted it first).
+    /// `Ok(false)`: the version moved (someone else updated or deleted it first); a quota
+    /// charge that does not fit: `StoreError::QuotaExceeded`, nothing written.
     async fn update(&self, update: IntentUpdate<'_>) -> Result<bool, StoreError>;
 
     /// Records an access for LRU (§2.2), only if the entry is still at `entry`'s version and
@@ -133,7 +140,8 @@ pub trait IntentStore: Send + Sync {
     async fn touch(&self, entry: &StoredIntent, at: Timestamp) -> Result<(), StoreError>;
 
     /// Deletes the entry, its claim, its place in the eviction order and every version
-    /// record, and counts it out of its counter, if it is still at `entry`'s version.
+    /// record, and counts it out of its counter and the quota counters
+    /// (`crate::quota::released`), if it is still at `entry`'s version.
     /// `Ok(false)`: it changed or was gone.
     async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError>;
 
@@ -192,6 +200,15 @@ pub trait IntentStore: Send + Sync {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<SubjectHit>, StoreError>;
+
+    /// The quota counters of one partition's keyed entries, `(entries, bytes)`, strongly
+    /// consistent (absent: 0).
+    async fn quota_scope(&self, tenant: &TenantId, home: &Home) -> Result<(i64, i64), StoreError>;
+
+    /// Sets a partition's quota counters to what `recount` counted, only if both still hold
+    /// what it saw, and moves the tenant's bytes by the difference, in one step. Repairs what
+    /// entries the backend's TTL deleted left charged. `Ok(false)`: they moved.
+    async fn repair_quota(&self, recount: &crate::quota::ScopeRecount) -> Result<bool, StoreError>;
 
     /// Deletes one version record (forget of an entry already gone).
     async fn delete_version(&self, at: &Location, version: u64) -> Result<(), StoreError>;

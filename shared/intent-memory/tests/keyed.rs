@@ -32,6 +32,7 @@ fn world(limits: Limits) -> (World, InMemoryBehind) {
         clock.clone(),
         Arc::new(SequentialIds::default()),
         limits,
+        Arc::new(memory_testkit::in_memory::InMemoryEntryStore::new()),
     );
     let behind = InMemoryBehind {
         store: store.clone(),
@@ -334,4 +335,63 @@ async fn creates_and_updates_count_against_writes_per_minute() {
         .create(&a, create(&a.agent, "ns", "k2", json!({}), json!({})))
         .await
         .expect("the next minute");
+}
+
+#[tokio::test]
+async fn entries_the_backend_expired_are_given_back_before_a_quota_refuses() {
+    use memory_core::quota::{Counter, Quota};
+    use memory_core::StoreError;
+    let (w, _) = world(Limits::default());
+    let (k, a) = (&w.keyed, caller("quota-ttl"));
+    let value = json!({"v": "x".repeat(30)});
+    let size = serde_json::to_vec(&value).map_or(0, |v| v.len()) as i64;
+    k.quotas
+        .set_overrides(
+            &a.tenant,
+            &[
+                (Quota::EntriesPerRef, 2),
+                (Quota::BytesPerTenant, 2 * size as u64),
+            ],
+        )
+        .await
+        .unwrap_or_else(|e| panic!("overrides: {e}"));
+    let short = episodic(json!({"ttl": "duration:PT1M"}));
+    k.put(&a, "ns", "a", value.clone(), short.clone()).await;
+    k.put(&a, "ns", "b", value.clone(), short).await;
+    match k
+        .memory
+        .create(
+            &a,
+            create(&a.agent, "ns", "c", value.clone(), episodic(json!({}))),
+        )
+        .await
+    {
+        Err(IntentError::Store(StoreError::QuotaExceeded(r))) => {
+            assert_eq!(r.quota, Quota::EntriesPerRef)
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    w.clock.advance_millis(120_000);
+    // DynamoDB's TTL deletes the items silently: no write gives their charges back.
+    w.store.expire(w.clock.now());
+    let entries = Counter::KeyedEntries(a.tenant.clone(), a.agent.as_str().to_owned());
+    let bytes = Counter::TenantBytes(a.tenant.clone());
+    assert_eq!(w.store.quota_counter(&entries), 2);
+    // The create that would be refused recounts the partition first, and fits.
+    k.put(&a, "ns", "c", value.clone(), episodic(json!({})))
+        .await;
+    assert_eq!(w.store.quota_counter(&entries), 1);
+    assert_eq!(w.store.quota_counter(&bytes), size);
+    k.put(&a, "ns", "d", value.clone(), episodic(json!({})))
+        .await;
+    match k
+        .memory
+        .create(&a, create(&a.agent, "ns", "e", value, episodic(json!({}))))
+        .await
+    {
+        Err(IntentError::Store(StoreError::QuotaExceeded(r))) => {
+            assert_eq!((r.current, r.max), (2, 2), "{r}")
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
 }

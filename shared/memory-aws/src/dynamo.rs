@@ -77,7 +77,7 @@ use crate::tenant::{DynamoClients, TenantSessions};
 
 /// Path keys of the Claude memory tool (`PathStore`), on this table and its item codec.
 mod paths;
-mod quota;
+pub(crate) mod quota;
 
 pub use quota::quota_partition;
 

@@ -32,6 +32,7 @@ use intent_memory::store::{
 };
 use memory_core::model::SubjectKey;
 use memory_core::ports::MAX_ITEMS_PER_TRANSACTION;
+use memory_core::quota::{Charge, Counter, Refusal};
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, TenantId};
 
@@ -342,6 +343,42 @@ impl DynamoKeyedStore {
         Ok(())
     }
 
+    /// The quota charges' transaction items (docs/quotas.md "The OpenIntent door").
+    fn quota_items(
+        &self,
+        op: &'static str,
+        charges: &[Charge],
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        charges
+            .iter()
+            .map(|c| crate::dynamo::quota::charge_item(op, &self.table, c))
+            .collect()
+    }
+
+    /// The refusal of the first quota charge that failed (its items start at `first` in
+    /// `failed`), with the counter as it stands now; `None` if no charge failed.
+    async fn quota_refusal(
+        &self,
+        op: &'static str,
+        failed: &[bool],
+        first: usize,
+        charges: &[Charge],
+        at: Timestamp,
+    ) -> Result<Option<StoreError>, StoreError> {
+        for (i, charge) in charges.iter().enumerate() {
+            if failed.get(first + i).copied().unwrap_or(false) {
+                let k = crate::dynamo::quota::counter_key(&charge.counter);
+                let item = read_item(&self.client(op).await?, &self.table, k, op).await?;
+                let current = item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0);
+                return Ok(Some(
+                    Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
+                        .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded),
+                ));
+            }
+        }
+        Ok(None)
+    }
+
     fn counter_update(
         &self,
         e: &StoredIntent,
@@ -361,8 +398,8 @@ impl DynamoKeyedStore {
 }
 
 /// Room in one transaction for the removal of a victim beside the insert (entry, claim, its
-/// version, eviction place, counter check, victim entry, claim and place).
-const VICTIM_VERSIONS_IN_TX: usize = MAX_ITEMS_PER_TRANSACTION - 10;
+/// version, eviction place, counter check, victim entry, claim and place, three quota charges).
+const VICTIM_VERSIONS_IN_TX: usize = MAX_ITEMS_PER_TRANSACTION - 11;
 
 #[async_trait]
 impl IntentStore for DynamoKeyedStore {
@@ -422,12 +459,25 @@ impl IntentStore for DynamoKeyedStore {
                 items.extend(self.removal(victim, &versions[..split], holds)?);
             }
         }
+        let quota_at = items.len();
+        items.extend(self.quota_items(OP, new.quota)?);
         match self.transact(OP, items).await {
             Ok(()) => {
                 self.delete_items(OP, &overflow).await?;
                 Ok(InsertOutcome::Inserted)
             }
             Err(TxError::Conditions(failed)) => {
+                // Any other failed condition is a race the service resolves first; a quota
+                // refuses only when the rest of the write would have landed.
+                let others = failed.iter().take(quota_at).any(|f| *f);
+                if !others {
+                    if let Some(refused) = self
+                        .quota_refusal(OP, &failed, quota_at, new.quota, entry.entry.created_at)
+                        .await?
+                    {
+                        return Err(refused);
+                    }
+                }
                 if failed.get(1).copied().unwrap_or(false) {
                     let claim =
                         read_item(&self.client(OP).await?, t, self.claim_key(entry), OP).await?;
@@ -506,12 +556,23 @@ impl IntentStore for DynamoKeyedStore {
                 items.push(put(t, self.lru_item(next), None)?);
             }
         }
+        let quota_at = items.len();
+        items.extend(self.quota_items(OP, update.quota)?);
         match self.transact(OP, items).await {
             Ok(()) => {
                 if previous.entry.expires_at != next.entry.expires_at {
                     self.retime_versions(next).await?;
                 }
                 Ok(true)
+            }
+            Err(TxError::Conditions(failed)) if !failed.iter().take(quota_at).any(|f| *f) => {
+                match self
+                    .quota_refusal(OP, &failed, quota_at, update.quota, next.entry.updated_at)
+                    .await?
+                {
+                    Some(refused) => Err(refused),
+                    None => Ok(false),
+                }
             }
             Err(TxError::Conditions(_)) => Ok(false),
             Err(TxError::Store(e)) => Err(e),
@@ -554,12 +615,86 @@ impl IntentStore for DynamoKeyedStore {
         }
     }
 
+    async fn quota_scope(&self, tenant: &TenantId, home: &Home) -> Result<(i64, i64), StoreError> {
+        const OP: &str = "keyed quota scope";
+        let scope = intent_memory::quota::scope(home);
+        let client = self.client(OP).await?;
+        let mut out = [0i64; 2];
+        for (slot, counter) in out.iter_mut().zip([
+            Counter::KeyedEntries(tenant.clone(), scope.clone()),
+            Counter::KeyedBytes(tenant.clone(), scope),
+        ]) {
+            let k = crate::dynamo::quota::counter_key(&counter);
+            let item = read_item(&client, &self.table, k, OP).await?;
+            *slot = item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0);
+        }
+        Ok((out[0], out[1]))
+    }
+
+    async fn repair_quota(
+        &self,
+        recount: &intent_memory::quota::ScopeRecount,
+    ) -> Result<bool, StoreError> {
+        const OP: &str = "keyed quota repair";
+        let scope = intent_memory::quota::scope(&recount.home);
+        let t = &recount.tenant;
+        let mut items = Vec::with_capacity(3);
+        for (counter, seen, counted) in [
+            (
+                Counter::KeyedEntries(t.clone(), scope.clone()),
+                recount.seen.0,
+                recount.counted.0,
+            ),
+            (
+                Counter::KeyedBytes(t.clone(), scope.clone()),
+                recount.seen.1,
+                recount.counted.1,
+            ),
+        ] {
+            // The fence: the counter still holds what the recount read before listing.
+            let condition = if seen == 0 {
+                "attribute_not_exists(#n) OR #n = :seen"
+            } else {
+                "#n = :seen"
+            };
+            let update = aws_sdk_dynamodb::types::Update::builder()
+                .table_name(&self.table)
+                .set_key(Some(crate::dynamo::quota::counter_key(&counter)))
+                .update_expression("SET #n = :counted")
+                .condition_expression(condition)
+                .expression_attribute_names("#n", "n")
+                .expression_attribute_values(":seen", n(seen))
+                .expression_attribute_values(":counted", n(counted))
+                .build()
+                .map_err(|_| build_error(OP))?;
+            items.push(TransactWriteItem::builder().update(update).build());
+        }
+        let delta = recount.counted.1 - recount.seen.1;
+        if delta != 0 {
+            items.extend(self.quota_items(
+                OP,
+                &[Charge {
+                    counter: Counter::TenantBytes(t.clone()),
+                    delta,
+                    limit: None,
+                }],
+            )?);
+        }
+        match self.transact(OP, items).await {
+            Ok(()) => Ok(true),
+            Err(TxError::Conditions(_)) => Ok(false),
+            Err(TxError::Store(e)) => Err(e),
+        }
+    }
+
     async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError> {
         const OP: &str = "keyed remove";
         let versions = self.version_keys(entry).await?;
-        let split = versions.len().min(MAX_ITEMS_PER_TRANSACTION - 4);
+        // Room for the entry, its claim and place, its capacity counter and three quota counters.
+        let split = versions.len().min(MAX_ITEMS_PER_TRANSACTION - 7);
         let holds = self.holds_claim(entry).await?;
         let mut items = self.removal(entry, &versions[..split], holds)?;
+        items.extend(self.quota_items(OP, &intent_memory::quota::released(entry))?);
         if let Some(counter) = entry.counter() {
             items.push(self.counter_update(
                 entry,

@@ -100,6 +100,10 @@ async fn world(limits: Limits) -> (KeyedWorld, Emulator) {
         Arc::new(SystemClock),
         Arc::new(UlidIds::default()),
         limits,
+        Arc::new(memory_aws::DynamoEntryStore::new(
+            dynamo.clone(),
+            required_env("MEMORY_TABLE"),
+        )),
     );
     (keyed, Emulator { dynamo, s3 })
 }
@@ -130,6 +134,39 @@ async fn items_the_ttl_deleted_free_their_key_and_their_place() {
     emulator.expire_entry(&a, &e.id).await;
     // The key is free again and the counter is repaired.
     k.put(&a, "ns", "k", json!({}), json!({})).await;
+}
+
+#[tokio::test]
+async fn entries_the_ttl_deleted_are_given_back_before_a_quota_refuses() {
+    use memory_core::quota::Quota;
+    let (k, emulator) = world(Limits::default()).await;
+    let a = caller("keyed-quota-ttl");
+    k.quotas
+        .set_overrides(&a.tenant, &[(Quota::EntriesPerRef, 2)])
+        .await
+        .expect("overrides");
+    let ep = json!({"memory_type": "episodic"});
+    let gone = k.put(&a, "ns", "a", json!({}), ep.clone()).await;
+    k.put(&a, "ns", "b", json!({}), ep.clone()).await;
+    // What DynamoDB's TTL does: the entry item goes, its charges stay.
+    emulator.expire_entry(&a, &gone.id).await;
+    // The create recounts the partition before it is refused, and fits.
+    k.put(&a, "ns", "c", json!({}), ep.clone()).await;
+    let over = k
+        .memory
+        .create(
+            &a,
+            memory_testkit::keyed_contract::create(&a.agent, "ns", "d", json!({}), ep),
+        )
+        .await;
+    assert!(
+        matches!(
+            over,
+            Err(intent_memory::IntentError::Store(memory_core::StoreError::QuotaExceeded(ref r)))
+                if (r.current, r.max) == (2, 2)
+        ),
+        "{over:?}"
+    );
 }
 
 #[tokio::test]

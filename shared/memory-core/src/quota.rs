@@ -155,6 +155,13 @@ pub enum Counter {
     Searches(TenantId, i64),
     /// Bedrock tokens in one UTC day (`yyyy-mm-dd`).
     Tokens(TenantId, String),
+    /// Entries the OpenIntent door's keyed store holds in one of the tenant's partitions (an
+    /// agent's id, or `@semantic`), limited like a ref's entries: a scope of their own, so the
+    /// recount of a ref's entries never resets the door's (docs/quotas.md "The OpenIntent door").
+    KeyedEntries(TenantId, String),
+    /// The value bytes of the same scope's keyed entries: not limited itself, kept so a recount
+    /// of the scope can correct the tenant's bytes by the difference.
+    KeyedBytes(TenantId, String),
 }
 
 impl Counter {
@@ -165,12 +172,15 @@ impl Counter {
             | Counter::TenantBytes(t)
             | Counter::Writes(t, _)
             | Counter::Searches(t, _)
-            | Counter::Tokens(t, _) => t,
+            | Counter::Tokens(t, _)
+            | Counter::KeyedEntries(t, _)
+            | Counter::KeyedBytes(t, _) => t,
         }
     }
 
     /// The sort key of the counter's item: `Q#entries`, `Q#bytes`, `Q#writes#{epochMinute}`,
-    /// `Q#searches#{epochMinute}`, `Q#tokens#{yyyy-mm-dd}` (docs/quotas.md "Counters").
+    /// `Q#searches#{epochMinute}`, `Q#tokens#{yyyy-mm-dd}`, `Q#kentries` (docs/quotas.md
+    /// "Counters").
     pub fn sort_key(&self) -> String {
         match self {
             Counter::RefEntries(_) | Counter::TenantEntries(_) => "Q#entries".to_owned(),
@@ -178,6 +188,8 @@ impl Counter {
             Counter::Writes(_, minute) => format!("Q#writes#{minute}"),
             Counter::Searches(_, minute) => format!("Q#searches#{minute}"),
             Counter::Tokens(_, day) => format!("Q#tokens#{day}"),
+            Counter::KeyedEntries(..) => "Q#kentries".to_owned(),
+            Counter::KeyedBytes(..) => "Q#kbytes".to_owned(),
         }
     }
 

@@ -16,6 +16,7 @@ use intent_memory::store::{
     NewIntent, SubjectHit,
 };
 use memory_core::model::SubjectKey;
+use memory_core::quota::Counter;
 use memory_core::time::Timestamp;
 use memory_core::StoreError;
 use memory_guard::TenantId;
@@ -35,6 +36,9 @@ struct State {
     /// Archive index items: the subjects each archive is indexed under.
     archives: BTreeMap<ArchiveKey, Vec<SubjectKey>>,
     tombstones: std::collections::BTreeSet<Location>,
+    /// The host's quota counters this door moves (docs/quotas.md "The OpenIntent door"), with
+    /// the DynamoDB adapter's conditions (`crate::quota::QuotaState::apply_all`).
+    quota: BTreeMap<Counter, i64>,
 }
 
 #[derive(Default)]
@@ -61,6 +65,15 @@ impl InMemoryIntentStore {
 
     /// Every stored entry and version of one tenant, as text (for "no trace after forget"
     /// checks; archives are objects of the archive store).
+    /// A quota counter's value (absent: 0).
+    pub fn quota_counter(&self, counter: &Counter) -> i64 {
+        self.state
+            .lock()
+            .ok()
+            .and_then(|s| s.quota.get(counter).copied())
+            .unwrap_or(0)
+    }
+
     pub fn dump(&self, tenant: &TenantId) -> String {
         let Ok(s) = self.state.lock() else {
             return String::new();
@@ -125,16 +138,48 @@ impl IntentStore for InMemoryIntentStore {
         self.with(|s| {
             let p = part(entry);
             if let Some(id) = s.claims.get(&(p.clone(), entry.claim())) {
-                return InsertOutcome::KeyTaken {
+                return Ok(InsertOutcome::KeyTaken {
                     existing_id: id.clone(),
-                };
+                });
             }
+            // Every other condition first (as the adapter reports them): the quota refuses
+            // only a write that would otherwise land, and nothing moves when it does.
+            match capacity {
+                Capacity::Unbounded => {}
+                Capacity::Count { counter, max } => {
+                    let n = s
+                        .counters
+                        .get(&(p.clone(), counter.clone()))
+                        .map_or(0, |c| c.n);
+                    if n >= *max {
+                        return Ok(InsertOutcome::AtCapacity);
+                    }
+                }
+                Capacity::Evict {
+                    counter,
+                    max,
+                    victim,
+                } => {
+                    let n = s
+                        .counters
+                        .get(&(p.clone(), counter.clone()))
+                        .map_or(0, |c| c.n);
+                    let unchanged = s
+                        .entries
+                        .get(&(part(victim), victim.entry.id.clone()))
+                        .is_some_and(|v| **victim == *v && v.evictable());
+                    if n < *max || !unchanged {
+                        return Ok(InsertOutcome::Raced);
+                    }
+                }
+            }
+            crate::quota::QuotaState::apply_all(&mut s.quota, new.quota, entry.entry.created_at)?;
             match capacity {
                 Capacity::Unbounded => {}
                 Capacity::Count { counter, max } => {
                     let state = s.counters.entry((p.clone(), counter.clone())).or_default();
                     if state.n >= *max {
-                        return InsertOutcome::AtCapacity;
+                        return Ok(InsertOutcome::AtCapacity);
                     }
                     state.n += 1;
                     state.rev += 1;
@@ -154,7 +199,7 @@ impl IntentStore for InMemoryIntentStore {
                         .get(&(part(victim), victim.entry.id.clone()))
                         .is_some_and(|v| **victim == *v && v.evictable());
                     if before.n < *max || !unchanged {
-                        return InsertOutcome::Raced;
+                        return Ok(InsertOutcome::Raced);
                     }
                     s.remove(victim);
                     // One out, one in: the count and revision as they were.
@@ -169,8 +214,8 @@ impl IntentStore for InMemoryIntentStore {
                 (p, entry.entry.id.clone(), 1),
                 (first.clone(), entry.subject.clone()),
             );
-            InsertOutcome::Inserted
-        })
+            Ok(InsertOutcome::Inserted)
+        })?
     }
 
     async fn get(&self, at: &Location) -> Result<Option<StoredIntent>, StoreError> {
@@ -199,8 +244,9 @@ impl IntentStore for InMemoryIntentStore {
             if s.entries.get(&k).map(|e| (e.entry.version, e.accessed_at))
                 != Some((previous.entry.version, previous.accessed_at))
             {
-                return false;
+                return Ok(false);
             }
+            crate::quota::QuotaState::apply_all(&mut s.quota, update.quota, next.entry.updated_at)?;
             s.entries.insert(k, next.clone());
             s.versions.insert(
                 (p.clone(), next.entry.id.clone(), next.entry.version),
@@ -209,8 +255,8 @@ impl IntentStore for InMemoryIntentStore {
             if let Some(v) = update.drop_version {
                 s.versions.remove(&(p, next.entry.id.clone(), v));
             }
-            true
-        })
+            Ok(true)
+        })?
     }
 
     async fn touch(&self, entry: &StoredIntent, at: Timestamp) -> Result<(), StoreError> {
@@ -223,8 +269,50 @@ impl IntentStore for InMemoryIntentStore {
         })
     }
 
+    async fn quota_scope(&self, tenant: &TenantId, home: &Home) -> Result<(i64, i64), StoreError> {
+        let scope = intent_memory::quota::scope(home);
+        self.with(|s| {
+            let get = |c: Counter| s.quota.get(&c).copied().unwrap_or(0);
+            (
+                get(Counter::KeyedEntries(tenant.clone(), scope.clone())),
+                get(Counter::KeyedBytes(tenant.clone(), scope.clone())),
+            )
+        })
+    }
+
+    async fn repair_quota(
+        &self,
+        recount: &intent_memory::quota::ScopeRecount,
+    ) -> Result<bool, StoreError> {
+        let scope = intent_memory::quota::scope(&recount.home);
+        let t = &recount.tenant;
+        let (entries, bytes) = (
+            Counter::KeyedEntries(t.clone(), scope.clone()),
+            Counter::KeyedBytes(t.clone(), scope),
+        );
+        self.with(|s| {
+            let get = |c: &Counter| s.quota.get(c).copied().unwrap_or(0);
+            if (get(&entries), get(&bytes)) != recount.seen {
+                return false;
+            }
+            s.quota.insert(entries, recount.counted.0);
+            s.quota.insert(bytes, recount.counted.1);
+            *s.quota.entry(Counter::TenantBytes(t.clone())).or_insert(0) +=
+                recount.counted.1 - recount.seen.1;
+            true
+        })
+    }
+
     async fn remove(&self, entry: &StoredIntent) -> Result<bool, StoreError> {
-        self.with(|s| s.remove(entry))
+        self.with(|s| {
+            let removed = s.remove(entry);
+            if removed {
+                for c in intent_memory::quota::released(entry) {
+                    *s.quota.entry(c.counter).or_insert(0) += c.delta;
+                }
+            }
+            removed
+        })
     }
 
     async fn release_claim(&self, holder: &Location, claim: &ClaimKey) -> Result<(), StoreError> {

@@ -14,7 +14,8 @@ use intent_memory::{Caller, IntentEntry, IntentError, IntentMemory, IntentPorts,
 use memory_core::events::{DomainEvent, EventType};
 use memory_core::forget::ForgetHook;
 use memory_core::model::SubjectKey;
-use memory_core::ports::{ArchiveStore, Clock, IdSource};
+use memory_core::ports::{ArchiveStore, Clock, IdSource, QuotaStore};
+use memory_core::quota::Quota;
 use memory_core::StoreError;
 use memory_guard::{AgentId, SecretRegistry, TenantId};
 use serde_json::{json, Value};
@@ -32,6 +33,8 @@ pub struct KeyedWorld {
     pub archives: Arc<dyn ArchiveStore>,
     pub events: Arc<RecordingPublisher>,
     pub clock: Arc<dyn Clock>,
+    /// The host's quota limits the service reads (docs/quotas.md "The OpenIntent door").
+    pub quotas: Arc<dyn QuotaStore>,
 }
 
 /// A backend's view of everything it holds for a tenant, as text: entries, versions, claims,
@@ -48,6 +51,7 @@ impl KeyedWorld {
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdSource>,
         limits: Limits,
+        quotas: Arc<dyn QuotaStore>,
     ) -> Self {
         let events = Arc::new(RecordingPublisher::new());
         let mut secrets = SecretRegistry::new();
@@ -64,13 +68,15 @@ impl KeyedWorld {
             },
             limits,
             Arc::new(secrets.redactor()),
-        );
+        )
+        .with_quotas(Some(quotas.clone()));
         KeyedWorld {
             memory,
             store,
             archives,
             events,
             clock,
+            quotas,
         }
     }
 
@@ -679,6 +685,142 @@ pub async fn concurrent_archivers_lose_nothing(w: KeyedWorld, behind: &dyn Behin
     );
 }
 
+/// The door's entries count against `MaxEntriesPerRef` in their own scope per agent (and one
+/// for semantic memory) and their value bytes against `MaxBytesPerTenant`, in the write itself:
+/// exactly the limit is allowed, the next create is refused whole (nothing of it stored), a
+/// delete gives its entry and bytes back, and an update is charged its growth of bytes.
+pub async fn quotas_count_entries_and_bytes(w: KeyedWorld) {
+    let a = caller("quota");
+    let refused = |r: Result<IntentEntry, IntentError>, quota: Quota| match r {
+        Err(IntentError::Store(StoreError::QuotaExceeded(refusal))) => {
+            assert_eq!(refusal.quota, quota, "{refusal}");
+        }
+        other => panic!("expected a {quota} refusal, got {other:?}"),
+    };
+    // Entries: three allowed, the fourth refused; semantic memory has a scope of its own.
+    w.quotas
+        .set_overrides(&a.tenant, &[(Quota::EntriesPerRef, 3)])
+        .await
+        .unwrap_or_else(|e| panic!("overrides: {e}"));
+    let epi = json!({"memory_type": "episodic"});
+    let mut made = Vec::new();
+    for i in 0..3 {
+        made.push(
+            w.put(&a, "q", &format!("k{i}"), json!({"i": i}), epi.clone())
+                .await,
+        );
+    }
+    refused(
+        w.memory
+            .create(
+                &a,
+                create(&a.agent, "q", "k3", json!({"i": 3}), epi.clone()),
+            )
+            .await,
+        Quota::EntriesPerRef,
+    );
+    assert_eq!(
+        w.list_all(&a).await.len(),
+        3,
+        "the refused create stored nothing"
+    );
+    w.put(&a, "q", "s0", json!({}), json!({"memory_type": "semantic"}))
+        .await;
+    // A delete gives its entry back: the fourth fits now.
+    w.memory
+        .delete(&a, &made[0].id)
+        .await
+        .unwrap_or_else(|e| panic!("delete: {e:?}"));
+    w.put(&a, "q", "k3", json!({"i": 3}), epi.clone()).await;
+
+    // Bytes: the tenant's limit counts every value (serialised) it holds.
+    let b = caller("quota-bytes");
+    let value = json!({"v": "x".repeat(90)});
+    let size = serde_json::to_vec(&value).map_or(0, |v| v.len()) as u64;
+    w.quotas
+        .set_overrides(&b.tenant, &[(Quota::BytesPerTenant, 2 * size)])
+        .await
+        .unwrap_or_else(|e| panic!("overrides: {e}"));
+    let first = w.put(&b, "q", "b0", value.clone(), epi.clone()).await;
+    w.put(
+        &b,
+        "q",
+        "b1",
+        value.clone(),
+        json!({"memory_type": "semantic"}),
+    )
+    .await;
+    refused(
+        w.memory
+            .create(&b, create(&b.agent, "q", "b2", value.clone(), epi.clone()))
+            .await,
+        Quota::BytesPerTenant,
+    );
+    // An update that grows the value is charged the growth, and refused past the limit.
+    let grown = patch(json!({"value": {"v": "x".repeat(91)}}));
+    refused(
+        w.memory.update(&b, &first.id, Some(1), grown).await,
+        Quota::BytesPerTenant,
+    );
+    // One that shrinks it is never refused, and frees what it shrank.
+    let shrunk = patch(json!({"value": {"v": "x".repeat(40)}}));
+    w.memory
+        .update(&b, &first.id, Some(1), shrunk)
+        .await
+        .unwrap_or_else(|e| panic!("shrink: {e:?}"));
+    refused(
+        w.memory
+            .create(&b, create(&b.agent, "q", "b2", value.clone(), epi.clone()))
+            .await,
+        Quota::BytesPerTenant,
+    );
+    w.put(&b, "q", "b2", json!({"v": "x".repeat(40)}), epi.clone())
+        .await;
+    // A delete gives its bytes back.
+    w.memory
+        .delete(&b, &first.id)
+        .await
+        .unwrap_or_else(|e| panic!("delete: {e:?}"));
+    w.put(&b, "q", "b3", json!({"v": "x".repeat(40)}), epi)
+        .await;
+}
+
+/// Eight creates racing for the last three places of `MaxEntriesPerRef`: exactly three win.
+pub async fn racing_creates_take_exactly_the_entries_quota(w: KeyedWorld) {
+    let a = caller("quota-race");
+    w.quotas
+        .set_overrides(&a.tenant, &[(Quota::EntriesPerRef, 3)])
+        .await
+        .unwrap_or_else(|e| panic!("overrides: {e}"));
+    let w = Arc::new(w);
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let (w, a) = (w.clone(), a.clone());
+            tokio::spawn(async move {
+                w.memory
+                    .create(
+                        &a,
+                        create(&a.agent, "r", &format!("k{i}"), json!({}), json!({})),
+                    )
+                    .await
+            })
+        })
+        .collect();
+    let mut won = 0;
+    for t in tasks {
+        match t.await.unwrap_or_else(|e| panic!("task: {e}")) {
+            Ok(_) => won += 1,
+            Err(IntentError::Store(StoreError::QuotaExceeded(r))) => {
+                assert_eq!(r.quota, Quota::EntriesPerRef);
+                assert_eq!((r.current, r.max), (3, 3), "{r}");
+            }
+            Err(e) => panic!("unexpected: {e:?}"),
+        }
+    }
+    assert_eq!(won, 3);
+    assert_eq!(w.list_all(&a).await.len(), 3);
+}
+
 /// Runs a check in a multi-threaded runtime, so spawned requests really race.
 pub fn racing<F: Future<Output = ()>>(check: F) {
     tokio::runtime::Builder::new_multi_thread()
@@ -753,6 +895,20 @@ macro_rules! keyed_suite {
                 k::racing(async {
                     let (w, behind) = ($world)(limits()).await;
                     k::concurrent_archivers_lose_nothing(w, &behind).await;
+                });
+            }
+
+            #[tokio::test]
+            async fn quotas_count_entries_and_bytes() {
+                let (w, _) = ($world)(limits()).await;
+                k::quotas_count_entries_and_bytes(w).await;
+            }
+
+            #[test]
+            fn racing_creates_take_exactly_the_entries_quota() {
+                k::racing(async {
+                    let (w, _) = ($world)(limits()).await;
+                    k::racing_creates_take_exactly_the_entries_quota(w).await;
                 });
             }
 

@@ -9,6 +9,8 @@
 //!                                                            attribute per quota name
 //!   pk `{tenantId}#{agentId}`, sk `Q#entries`                `n`: entries the ref stores now
 //!   pk `{tenantId}#{agentId}`, sk `Q#bytes`                  `n`: content bytes the ref stores now
+//!   pk `{tenantId}#{agentId|@semantic}`, sk `Q#kentries`     `n`: the OpenIntent door's entries
+//!   pk `{tenantId}#{agentId|@semantic}`, sk `Q#kbytes`       `n`: their value bytes
 //!
 //! Agent ids hold no `@`, so the tenant's quota partition is never a ref's. Every charge is an
 //! `ADD` on `n`, conditional when it can refuse (`attribute_not_exists(n) OR n <= :room`), so
@@ -43,6 +45,10 @@ pub fn quota_partition(tenant: &TenantId) -> String {
 pub(crate) fn counter_key(counter: &Counter) -> Item {
     let pk = match counter {
         Counter::RefEntries(r) | Counter::RefBytes(r) => partition_key(r),
+        // The keyed door's own partition of the agent (or `@semantic`), beside its items.
+        Counter::KeyedEntries(t, scope) | Counter::KeyedBytes(t, scope) => {
+            format!("{}#{scope}", t.as_str())
+        }
         other => quota_partition(other.tenant()),
     };
     HashMap::from([
