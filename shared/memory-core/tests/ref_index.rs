@@ -60,6 +60,29 @@ struct Setup {
 }
 
 impl Setup {
+    /// Swaps a segment object's bytes in place (a damaged object the store still serves).
+    async fn replace_segment(&self, key: &memory_core::ports::ObjectKey, body: Vec<u8>) {
+        let etag = self
+            .archive
+            .get(key)
+            .await
+            .expect("get")
+            .expect("present")
+            .etag;
+        self.archive
+            .put_expecting(
+                memory_core::ports::ObjectPut {
+                    key,
+                    body,
+                    kind: memory_core::ports::ObjectKind::Index,
+                    content_type: "application/octet-stream",
+                },
+                memory_core::ports::Expect::ETag(etag),
+            )
+            .await
+            .expect("replace");
+    }
+
     fn new() -> Self {
         Setup {
             w: world(),
@@ -379,25 +402,7 @@ async fn a_changed_byte_in_the_vectors_falls_back_for_the_queries_that_read_them
     // The last byte is in the vector block's last list: the text part still verifies.
     let last = body.len() - 1;
     body[last] ^= 1;
-    let etag = s
-        .archive
-        .get(&segment)
-        .await
-        .expect("get")
-        .expect("present")
-        .etag;
-    s.archive
-        .put_expecting(
-            memory_core::ports::ObjectPut {
-                key: &segment,
-                body,
-                kind: memory_core::ports::ObjectKind::Index,
-                content_type: "application/octet-stream",
-            },
-            memory_core::ports::Expect::ETag(etag),
-        )
-        .await
-        .expect("replace");
+    s.replace_segment(&segment, body).await;
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
         let scan = s.search_untagged(false, "invoice payment", mode).await;
         let fallback = s.search_untagged(true, "invoice payment", mode).await;
@@ -652,25 +657,7 @@ async fn a_changed_byte_in_a_probed_list_falls_back_to_the_scan() {
         .find(|(k, _)| k.as_str().ends_with(&reference.name))
         .expect("segment")
         .0;
-    let etag = s
-        .archive
-        .get(&key)
-        .await
-        .expect("get")
-        .expect("present")
-        .etag;
-    s.archive
-        .put_expecting(
-            memory_core::ports::ObjectPut {
-                key: &key,
-                body,
-                kind: memory_core::ports::ObjectKind::Index,
-                content_type: "application/octet-stream",
-            },
-            memory_core::ports::Expect::ETag(etag),
-        )
-        .await
-        .expect("replace");
+    s.replace_segment(&key, body).await;
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
         let scan = s.search_untagged(false, q, mode).await;
         let fallback = s.search_untagged(true, q, mode).await;
