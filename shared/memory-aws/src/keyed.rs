@@ -365,18 +365,14 @@ impl DynamoKeyedStore {
         charges: &[Charge],
         at: Timestamp,
     ) -> Result<Option<StoreError>, StoreError> {
-        for (i, charge) in charges.iter().enumerate() {
-            if failed.get(first + i).copied().unwrap_or(false) {
-                let k = crate::dynamo::quota::counter_key(&charge.counter);
-                let item = read_item(&self.client(op).await?, &self.table, k, op).await?;
-                let current = item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0);
-                return Ok(Some(
-                    Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
-                        .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded),
-                ));
-            }
-        }
-        Ok(None)
+        let client = self.client(op).await?;
+        let failed =
+            crate::dynamo::quota::first_failed(&client, &self.table, op, failed, first, charges)
+                .await?;
+        Ok(failed.map(|(charge, current)| {
+            Refusal::of(charge, current, at)
+                .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded)
+        }))
     }
 
     fn counter_update(

@@ -209,8 +209,7 @@ impl DynamoEntryStore {
         counter: &Counter,
     ) -> Result<i64, StoreError> {
         let client = self.clients.data(op).await?;
-        let item = read_item(&client, &self.table, counter_key(counter), op).await?;
-        Ok(item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0))
+        counter_value(&client, &self.table, op, counter).await
     }
 
     /// The refusal of the first failed charge among `charges` (whose transaction items start at
@@ -223,13 +222,9 @@ impl DynamoEntryStore {
         charges: &[Charge],
         at: Timestamp,
     ) -> Result<Option<Refusal>, StoreError> {
-        for (i, charge) in charges.iter().enumerate() {
-            if failed.get(first + i).copied().unwrap_or(false) {
-                let current = self.counter_value(op, &charge.counter).await?;
-                return Ok(Refusal::of(charge, u64::try_from(current).unwrap_or(0), at));
-            }
-        }
-        Ok(None)
+        let client = self.clients.data(op).await?;
+        let failed = first_failed(&client, &self.table, op, failed, first, charges).await?;
+        Ok(failed.and_then(|(charge, current)| Refusal::of(charge, current, at)))
     }
 
     /// The deployment's default limits, which a tenant's override item adjusts.
@@ -359,4 +354,36 @@ impl QuotaStore for DynamoEntryStore {
         self.limits_cache.forget(tenant);
         Ok(())
     }
+}
+
+/// A counter's value now, strongly consistent (absent: 0).
+async fn counter_value(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    op: &'static str,
+    counter: &Counter,
+) -> Result<i64, StoreError> {
+    let item = read_item(client, table, counter_key(counter), op).await?;
+    Ok(item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0))
+}
+
+/// The first failed charge among `charges` (whose transaction items start at `first` in a
+/// cancelled transaction's `failed` reasons) and its counter as it stands now: one rule for every
+/// transaction that carries charges, the entry store's and the keyed door's. `None` when no
+/// charge failed (something else in the transaction did).
+pub(crate) async fn first_failed<'c>(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    op: &'static str,
+    failed: &[bool],
+    first: usize,
+    charges: &'c [Charge],
+) -> Result<Option<(&'c Charge, u64)>, StoreError> {
+    for (i, charge) in charges.iter().enumerate() {
+        if failed.get(first + i).copied().unwrap_or(false) {
+            let current = counter_value(client, table, op, &charge.counter).await?;
+            return Ok(Some((charge, u64::try_from(current).unwrap_or(0))));
+        }
+    }
+    Ok(None)
 }
