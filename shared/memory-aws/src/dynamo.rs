@@ -1121,12 +1121,8 @@ impl EntryStore for DynamoEntryStore {
         entries: &[StoredEntry],
         completion: Option<&Completion>,
     ) -> Result<(), StoreError> {
-        // The stored counters are kept on every put, unconditionally on this path (a dream's
-        // output, an import): only the writer's checked puts can be refused.
-        let check = QuotaCheck {
-            charges: stored_charges(entries, &[], None),
-            at: None,
-        };
+        // Only the writer's checked puts can be refused.
+        let check = QuotaCheck::unconditional(entries);
         self.put_entries_checked(entries, completion, &check).await
     }
 

@@ -250,6 +250,15 @@ pub struct QuotaCheck {
 }
 
 impl QuotaCheck {
+    /// The stored counters of a put that no limit refuses (a dream's output, an import): kept on
+    /// every put, so every store that keeps counters moves them the same way on that path.
+    pub fn unconditional(entries: &[StoredEntry]) -> Self {
+        QuotaCheck {
+            charges: stored_charges(entries, &[], None),
+            at: None,
+        }
+    }
+
     /// The charges of one put request of new entries (all of one tenant): per ref, its entries;
     /// per tenant, entries and content bytes, and one write when writes per minute are limited.
     /// The stored counters are charged whether or not a limit applies, so they are right the day
