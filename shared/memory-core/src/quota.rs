@@ -100,6 +100,11 @@ impl Limits {
         self.max[quota.index()]
     }
 
+    /// `quota`'s limit as a [`Charge`] carries it: `None` when unlimited.
+    pub fn bound(&self, quota: Quota) -> Option<(Quota, u64)> {
+        self.get(quota).map(|max| (quota, max))
+    }
+
     /// These limits with `quota` set to `max` (0 = unlimited).
     pub fn with(mut self, quota: Quota, max: u64) -> Self {
         self.max[quota.index()] = (max > 0).then_some(max);
@@ -296,43 +301,47 @@ impl QuotaCheck {
 
     /// The charge of one search by `tenant` at `now`.
     pub fn for_search(limits: &Limits, tenant: &TenantId, now: Timestamp) -> QuotaCheck {
-        QuotaCheck {
-            charges: vec![Charge {
+        QuotaCheck::one(
+            Charge {
                 counter: Counter::Searches(tenant.clone(), epoch_minute(now)),
                 delta: 1,
-                limit: limits
-                    .get(Quota::SearchesPerMinute)
-                    .map(|m| (Quota::SearchesPerMinute, m)),
-            }],
-            at: Some(now),
-        }
+                limit: limits.bound(Quota::SearchesPerMinute),
+            },
+            now,
+        )
     }
 
     /// The charge of `tokens` Bedrock tokens spent by `tenant` at `now`. Tokens are known only
     /// once the model answered, so this charge is recorded unconditionally; the limit is
     /// enforced by [`QuotaCheck::before_tokens`] before the next call.
     pub fn for_tokens(tenant: &TenantId, tokens: u64, now: Timestamp) -> QuotaCheck {
-        QuotaCheck {
-            charges: vec![Charge {
+        QuotaCheck::one(
+            Charge {
                 counter: Counter::Tokens(tenant.clone(), utc_day(now)),
                 delta: i64::try_from(tokens).unwrap_or(i64::MAX),
                 limit: None,
-            }],
-            at: Some(now),
-        }
+            },
+            now,
+        )
     }
 
     /// The admission check before a Bedrock call: a charge of nothing that fails once the
     /// day's tokens reached the limit (the counter must be below it).
     pub fn before_tokens(limits: &Limits, tenant: &TenantId, now: Timestamp) -> QuotaCheck {
-        QuotaCheck {
-            charges: vec![Charge {
+        QuotaCheck::one(
+            Charge {
                 counter: Counter::Tokens(tenant.clone(), utc_day(now)),
                 delta: 0,
-                limit: limits
-                    .get(Quota::BedrockTokensPerDay)
-                    .map(|m| (Quota::BedrockTokensPerDay, m)),
-            }],
+                limit: limits.bound(Quota::BedrockTokensPerDay),
+            },
+            now,
+        )
+    }
+
+    /// A check of the one windowed `charge` at `now`.
+    fn one(charge: Charge, now: Timestamp) -> QuotaCheck {
+        QuotaCheck {
+            charges: vec![charge],
             at: Some(now),
         }
     }
@@ -374,7 +383,7 @@ pub fn stored_charges(
             t.1 += sign * content_bytes(e);
         }
     }
-    let limit = |q: Quota| limits.and_then(|l| l.get(q)).map(|m| (q, m));
+    let limit = |q: Quota| limits.and_then(|l| l.bound(q));
     let mut charges = Vec::new();
     for (r, (entries, bytes)) in per_ref {
         if entries != 0 {
