@@ -14,6 +14,7 @@
 //! neither admitted nor charged. Every counter is the tenant's own item, so a tenant over its
 //! limit is refused without touching anything another tenant's call needs.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use async_trait::async_trait;
@@ -68,6 +69,18 @@ impl<M: ?Sized> TokenQuota<M> {
             tracing::warn!(tokens, error = %e, "Bedrock tokens not charged to the quota");
         }
     }
+
+    /// Runs one model `call` under the quota: admitted first (the call is not started when
+    /// refused), then charged what it reported spending, its answer passed through.
+    async fn within<T>(
+        &self,
+        call: impl Future<Output = Result<T, StoreError>>,
+    ) -> Result<T, StoreError> {
+        let tenant = self.admit().await?;
+        let (answer, tokens) = crate::metering::counting_tokens(call).await;
+        self.spend(tenant, tokens).await;
+        answer
+    }
 }
 
 #[async_trait]
@@ -77,10 +90,7 @@ impl<M: Embedder + ?Sized> Embedder for TokenQuota<M> {
     }
 
     async fn embed(&self, text: &str) -> Result<Embedding, StoreError> {
-        let tenant = self.admit().await?;
-        let (answer, tokens) = crate::metering::counting_tokens(self.inner.embed(text)).await;
-        self.spend(tenant, tokens).await;
-        answer
+        self.within(self.inner.embed(text)).await
     }
 }
 
@@ -91,9 +101,6 @@ impl<M: AbstractiveModel + ?Sized> AbstractiveModel for TokenQuota<M> {
     }
 
     async fn rewrite(&self, request: &AbstractiveRequest) -> Result<String, StoreError> {
-        let tenant = self.admit().await?;
-        let (answer, tokens) = crate::metering::counting_tokens(self.inner.rewrite(request)).await;
-        self.spend(tenant, tokens).await;
-        answer
+        self.within(self.inner.rewrite(request)).await
     }
 }
