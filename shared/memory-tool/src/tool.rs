@@ -346,9 +346,7 @@ impl MemoryTool {
         if record.is_some() {
             // Still moving after every try: report the path as busy, as a lost edit is.
             tracing::info!("memory tool path record kept changing while read");
-            return Err(CoreError::Store(StoreError::Conflict {
-                op: "memory_tool_lookup",
-            }));
+            return Err(busy("memory_tool_lookup"));
         }
         Ok(match self.tagged(r, path).await?.into_iter().next() {
             Some(entry) => Slot::File(Box::new(File {
@@ -565,19 +563,7 @@ impl MemoryTool {
             Self::check_size(raw, &new_text)?;
             let mut subjects = file.contributors();
             subjects.extend(Self::writer_subject(call));
-            let plan = vec![(
-                PathWrite {
-                    key: path.key(),
-                    expect: file.expect(),
-                    read_subjects: file.linked(),
-                    then: Some(PathRecord {
-                        path: path.as_str().to_owned(),
-                        entry_id: String::new(),
-                        subjects,
-                    }),
-                },
-                Some(0),
-            )];
+            let plan = vec![claim(&path, file.record.as_ref(), subjects, 0)];
             let entries = vec![Self::entry_input(call, &path, new_text.clone())];
             match self
                 .write(call, r, entries, std::slice::from_ref(&file.entry), plan)
@@ -591,9 +577,7 @@ impl MemoryTool {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(Fail::Core(CoreError::Store(StoreError::Conflict {
-            op: "memory_tool_edit",
-        })))
+        Err(busy("memory_tool_edit").into())
     }
 
     async fn view(
@@ -664,19 +648,8 @@ impl MemoryTool {
                 Slot::Alias(other) => return Err(Self::alias(raw, &other)),
                 Slot::Free(record) => record,
             };
-            let plan = vec![(
-                PathWrite {
-                    key: path.key(),
-                    expect: taken_over.as_ref().map(|t| t.entry_id.clone()),
-                    read_subjects: taken_over.map(|t| t.subjects).unwrap_or_default(),
-                    then: Some(PathRecord {
-                        path: path.as_str().to_owned(),
-                        entry_id: String::new(),
-                        subjects: Self::writer_subject(call).into_iter().collect(),
-                    }),
-                },
-                Some(0),
-            )];
+            let subjects = Self::writer_subject(call).into_iter().collect();
+            let plan = vec![claim(&path, taken_over.as_ref(), subjects, 0)];
             let entries = vec![Self::entry_input(call, &path, text.to_owned())];
             match self.write(call, r, entries, &[], plan).await {
                 Ok(()) => return Ok(format!("File created successfully at: {raw}")),
@@ -685,9 +658,7 @@ impl MemoryTool {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(Fail::Core(CoreError::Store(StoreError::Conflict {
-            op: "memory_tool_create",
-        })))
+        Err(busy("memory_tool_create").into())
     }
 
     async fn str_replace(
@@ -905,17 +876,12 @@ impl MemoryTool {
                 let target = s.path.moved(&old, &new)?;
                 let mut subjects = s.contributors();
                 subjects.extend(Self::writer_subject(call));
-                let record = PathRecord {
-                    path: target.as_str().to_owned(),
-                    entry_id: String::new(),
-                    subjects,
-                };
                 match writes.get_mut(&target.key()) {
                     // A change of case only: the same key moves from the old name to the new.
                     Some(slot) => {
                         *slot = (
                             PathWrite {
-                                then: Some(record),
+                                then: Some(record(&target, subjects)),
                                 ..slot.0.clone()
                             },
                             Some(i),
@@ -929,17 +895,7 @@ impl MemoryTool {
                         };
                         writes.insert(
                             target.key(),
-                            (
-                                PathWrite {
-                                    key: target.key(),
-                                    expect: taken_over.as_ref().map(|t| t.entry_id.clone()),
-                                    read_subjects: taken_over
-                                        .map(|t| t.subjects)
-                                        .unwrap_or_default(),
-                                    then: Some(record),
-                                },
-                                Some(i),
-                            ),
+                            claim(&target, taken_over.as_ref(), subjects, i),
                         );
                     }
                 }
@@ -970,9 +926,7 @@ impl MemoryTool {
                 Err(e) => return Err(e.into()),
             }
         }
-        Err(Fail::Core(CoreError::Store(StoreError::Conflict {
-            op: "memory_tool_rename",
-        })))
+        Err(busy("memory_tool_rename").into())
     }
 
     fn too_many(raw: &str, files: usize) -> Fail {
@@ -982,6 +936,40 @@ impl MemoryTool {
              one at a time."
         ))
     }
+}
+
+/// The record of the file a write is about to store at `path` (`write` fills in its entry id).
+fn record(path: &MemPath, subjects: BTreeSet<SubjectKey>) -> PathRecord {
+    PathRecord {
+        path: path.as_str().to_owned(),
+        entry_id: String::new(),
+        subjects,
+    }
+}
+
+/// The change of `path`'s key from `held` (its record as read; `None`: none) to the record of
+/// entry `index` of the write, linked to `subjects`.
+fn claim(
+    path: &MemPath,
+    held: Option<&PathRecord>,
+    subjects: BTreeSet<SubjectKey>,
+    index: usize,
+) -> Planned {
+    (
+        PathWrite {
+            key: path.key(),
+            expect: held.map(|h| h.entry_id.clone()),
+            read_subjects: held.map(|h| h.subjects.clone()).unwrap_or_default(),
+            then: Some(record(path, subjects)),
+        },
+        Some(index),
+    )
+}
+
+/// The failure of a step that lost every attempt to another call changing the same path keys
+/// or files: nothing changed, and the caller may retry.
+fn busy(op: &'static str) -> CoreError {
+    CoreError::Store(StoreError::Conflict { op })
 }
 
 fn numbered(n: usize, line: &str) -> String {
