@@ -68,6 +68,17 @@ impl Pattern {
     }
 }
 
+/// One search by a finder: the text, the pattern set (each [`Pattern`] a range of `bytes`) and
+/// the part of the text searched, `from..to`.
+#[derive(Clone, Copy)]
+pub(super) struct Search<'a> {
+    pub(super) hay: &'a [u8],
+    pub(super) bytes: &'a [u8],
+    pub(super) patterns: &'a [Pattern],
+    pub(super) from: usize,
+    pub(super) to: usize,
+}
+
 /// An occurrence of pattern `pattern` at `start..end`.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Found {
@@ -295,6 +306,18 @@ impl Engine {
         }
     }
 
+    /// The search of `hay[from..to]` for this engine's patterns.
+    #[inline(always)]
+    fn search<'a>(&'a self, hay: &'a [u8], from: usize, to: usize) -> Search<'a> {
+        Search {
+            hay,
+            bytes: &self.bytes,
+            patterns: &self.patterns,
+            from,
+            to,
+        }
+    }
+
     /// Any finder, for checks off the hot loop (marker ids).
     fn find(
         &self,
@@ -304,7 +327,7 @@ impl Engine {
         budget: &mut Budget,
     ) -> Result<Option<Found>, Bail> {
         if let Some(rare) = &self.rare {
-            match rare.find(hay, &self.bytes, &self.patterns, from, to, budget) {
+            match rare.find(&self.search(hay, from, to), budget) {
                 Ok(found) => return Ok(found),
                 Err(Miss::Bail) => return Err(Bail),
                 Err(Miss::Dense) => {}
@@ -327,10 +350,8 @@ impl Fast {
         match self {
             Fast::One(finder) => Ok(find_one(finder, finder.needle().len(), hay, from, to)),
             Fast::Packed(searcher) => Ok(find_packed(searcher, hay, from, to)),
-            Fast::Prefix(index) => {
-                index.find(hay, &engine.bytes, &engine.patterns, from, to, budget)
-            }
-            Fast::Skip(index) => index.find(hay, &engine.bytes, &engine.patterns, from, to, budget),
+            Fast::Prefix(index) => index.find(&engine.search(hay, from, to), budget),
+            Fast::Skip(index) => index.find(&engine.search(hay, from, to), budget),
             Fast::None => Err(Bail),
         }
     }
@@ -388,7 +409,7 @@ impl Engine {
             let mut dense = false;
             return self.scan(text, |hay, from, to, budget| {
                 if !dense {
-                    match rare.find(hay, &self.bytes, &self.patterns, from, to, budget) {
+                    match rare.find(&self.search(hay, from, to), budget) {
                         Ok(found) => return Ok(found),
                         Err(Miss::Bail) => return Err(Bail),
                         Err(Miss::Dense) => dense = true,
@@ -408,10 +429,10 @@ impl Engine {
                 Ok(find_packed(searcher, hay, from, to))
             }),
             Fast::Prefix(index) => self.scan(text, |hay, from, to, budget| {
-                index.find(hay, &self.bytes, &self.patterns, from, to, budget)
+                index.find(&self.search(hay, from, to), budget)
             }),
             Fast::Skip(index) => self.scan(text, |hay, from, to, budget| {
-                index.find(hay, &self.bytes, &self.patterns, from, to, budget)
+                index.find(&self.search(hay, from, to), budget)
             }),
             Fast::None => Err(Bail),
         }

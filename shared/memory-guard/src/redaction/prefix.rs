@@ -18,7 +18,7 @@
 use aho_corasick::packed;
 use memchr::memmem;
 
-use super::engine::{Bail, Budget, Found, Pattern};
+use super::engine::{Bail, Budget, Found, Pattern, Search};
 use super::skip::Buckets;
 
 /// Bytes that key a group: every group's prefix is at least this long.
@@ -100,23 +100,16 @@ impl PrefixIndex {
         })
     }
 
-    /// Leftmost start in `from..to` at which a pattern occurs inside `from..to`, with the
+    /// Leftmost start in `s.from..s.to` at which a pattern occurs inside it, with the
     /// longest pattern there.
     #[inline]
-    pub(super) fn find(
-        &self,
-        hay: &[u8],
-        bytes: &[u8],
-        patterns: &[Pattern],
-        from: usize,
-        to: usize,
-        budget: &mut Budget,
-    ) -> Result<Option<Found>, Bail> {
+    pub(super) fn find(&self, s: &Search<'_>, budget: &mut Budget) -> Result<Option<Found>, Bail> {
+        let (hay, to) = (s.hay, s.to);
         // A pattern is at least `window` bytes, so none starts after `to - window`.
         let Some(last) = to.checked_sub(self.buckets.window) else {
             return Ok(None);
         };
-        let mut at = from;
+        let mut at = s.from;
         let candidates = std::iter::from_fn(|| {
             if at > last {
                 return None;
@@ -130,7 +123,6 @@ impl PrefixIndex {
             at = hit + 1;
             Some(hit)
         });
-        self.buckets
-            .first_confirmed(candidates, hay, bytes, patterns, to, budget)
+        self.buckets.first_confirmed(candidates, s, budget)
     }
 }

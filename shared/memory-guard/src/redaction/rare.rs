@@ -8,7 +8,7 @@
 //! If the text turns out to be full of those bytes (a markdown table of `---`, say), the finder
 //! reports [`Dense`] and the engine continues with its general finder for the rest of the text.
 
-use super::engine::{Bail, Budget, Found, Pattern};
+use super::engine::{Bail, Budget, Found, Pattern, Search};
 use super::skip::Buckets;
 
 /// At most this many distinct (byte, offset) pairs, so one `memchr3` finds every candidate.
@@ -113,19 +113,12 @@ impl Rare {
         })
     }
 
-    /// Leftmost start in `from..to` at which a pattern occurs inside `from..to`, with the
+    /// Leftmost start in `s.from..s.to` at which a pattern occurs inside it, with the
     /// longest pattern there.
     #[inline]
-    pub(super) fn find(
-        &self,
-        hay: &[u8],
-        bytes: &[u8],
-        patterns: &[Pattern],
-        from: usize,
-        to: usize,
-        budget: &mut Budget,
-    ) -> Result<Option<Found>, Miss> {
-        let scan_from = from + self.min_offset;
+    pub(super) fn find(&self, s: &Search<'_>, budget: &mut Budget) -> Result<Option<Found>, Miss> {
+        let (hay, to) = (s.hay, s.to);
+        let scan_from = s.from + self.min_offset;
         if scan_from >= to {
             return Ok(None);
         }
@@ -133,15 +126,7 @@ impl Rare {
         // One monomorphised `confirm` per needle count: the hot loop stays free of dispatch.
         macro_rules! confirm_hits {
             ($hits:expr) => {
-                self.confirm(
-                    $hits.map(|hit| scan_from + hit),
-                    hay,
-                    bytes,
-                    patterns,
-                    from,
-                    to,
-                    budget,
-                )
+                self.confirm($hits.map(|hit| scan_from + hit), s, budget)
             };
         }
         match *self.needles.as_slice() {
@@ -154,16 +139,11 @@ impl Rare {
 
     /// Confirms the candidate starts of `hits` (positions of rare bytes, ascending): the
     /// leftmost occurrence among them, with the longest pattern there.
-    #[allow(clippy::too_many_arguments)]
     #[inline(always)]
     fn confirm(
         &self,
         hits: impl Iterator<Item = usize>,
-        hay: &[u8],
-        bytes: &[u8],
-        patterns: &[Pattern],
-        from: usize,
-        to: usize,
+        s: &Search<'_>,
         budget: &mut Budget,
     ) -> Result<Option<Found>, Miss> {
         let mut best: Option<Found> = None;
@@ -174,17 +154,14 @@ impl Rare {
             }
             let mut confirmed = false;
             for &(byte, offset) in &self.pairs {
-                if hay[hit] != byte || hit < from + offset {
+                if s.hay[hit] != byte || hit < s.from + offset {
                     continue;
                 }
                 let start = hit - offset;
                 if best.is_some_and(|b| start >= b.start) {
                     continue;
                 }
-                if let Some(found) = self
-                    .buckets
-                    .longest_at(hay, bytes, patterns, start, to, budget)?
-                {
+                if let Some(found) = self.buckets.longest_at(s, start, budget)? {
                     best = Some(found);
                     confirmed = true;
                 }

@@ -12,7 +12,7 @@
 //! charged to the caller's [`Budget`], so text built to make every position a candidate with a
 //! long common prefix hands the text to the linear fallback instead of going quadratic.
 
-use super::engine::{Bail, Budget, Found, Pattern};
+use super::engine::{Bail, Budget, Found, Pattern, Search};
 
 /// Bytes hashed per shift-table lookup.
 const GRAM: usize = 4;
@@ -70,21 +70,18 @@ impl Buckets {
         })
     }
 
-    /// The first of `candidates` (ascending starts) at which a pattern occurs ending by `to`,
+    /// The first of `candidates` (ascending starts) at which a pattern occurs ending by `s.to`,
     /// with the longest pattern there: the leftmost occurrence, when every occurrence's start
     /// is among the candidates.
     #[inline(always)]
     pub(super) fn first_confirmed(
         &self,
         candidates: impl Iterator<Item = usize>,
-        hay: &[u8],
-        bytes: &[u8],
-        patterns: &[Pattern],
-        to: usize,
+        s: &Search<'_>,
         budget: &mut Budget,
     ) -> Result<Option<Found>, Bail> {
         for pos in candidates {
-            let found = self.longest_at(hay, bytes, patterns, pos, to, budget)?;
+            let found = self.longest_at(s, pos, budget)?;
             if found.is_some() {
                 return Ok(found);
             }
@@ -92,18 +89,22 @@ impl Buckets {
         Ok(None)
     }
 
-    /// The longest pattern occurring at `pos` and ending by `to`, if any (none if its window
+    /// The longest pattern occurring at `pos` and ending by `s.to`, if any (none if its window
     /// does not fit).
     #[inline]
     pub(super) fn longest_at(
         &self,
-        hay: &[u8],
-        bytes: &[u8],
-        patterns: &[Pattern],
+        s: &Search<'_>,
         pos: usize,
-        to: usize,
         budget: &mut Budget,
     ) -> Result<Option<Found>, Bail> {
+        let Search {
+            hay,
+            bytes,
+            patterns,
+            to,
+            ..
+        } = *s;
         if pos + self.window > to {
             return Ok(None);
         }
@@ -186,20 +187,13 @@ impl SkipIndex {
         })
     }
 
-    /// Leftmost start in `from..to` at which a pattern occurs inside `from..to`, with the
+    /// Leftmost start in `s.from..s.to` at which a pattern occurs inside it, with the
     /// longest pattern there.
     #[inline]
-    pub(super) fn find(
-        &self,
-        hay: &[u8],
-        bytes: &[u8],
-        patterns: &[Pattern],
-        from: usize,
-        to: usize,
-        budget: &mut Budget,
-    ) -> Result<Option<Found>, Bail> {
+    pub(super) fn find(&self, s: &Search<'_>, budget: &mut Budget) -> Result<Option<Found>, Bail> {
+        let (hay, to) = (s.hay, s.to);
         let window = self.buckets.window;
-        let mut pos = from;
+        let mut pos = s.from;
         // Positions the shift table cannot rule out, in order.
         let candidates = std::iter::from_fn(|| {
             while pos + window <= to {
@@ -213,7 +207,6 @@ impl SkipIndex {
             }
             None
         });
-        self.buckets
-            .first_confirmed(candidates, hay, bytes, patterns, to, budget)
+        self.buckets.first_confirmed(candidates, s, budget)
     }
 }
