@@ -565,17 +565,11 @@ impl MemoryTool {
             subjects.extend(Self::writer_subject(call));
             let plan = vec![claim(&path, file.record.as_ref(), subjects, 0)];
             let entries = vec![Self::entry_input(call, &path, new_text.clone())];
-            match self
-                .write(call, r, entries, std::slice::from_ref(&file.entry), plan)
-                .await
-            {
-                Ok(()) => return Ok((file.entry.entry.content, new_text)),
-                Err(CoreError::Store(StoreError::Conflict { .. })) => {
-                    tracing::info!("memory tool edit lost a race; reading the file again");
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
+            let replaces = std::slice::from_ref(&file.entry);
+            if landed(self.write(call, r, entries, replaces, plan).await)? {
+                return Ok((file.entry.entry.content, new_text));
             }
+            tracing::info!("memory tool edit lost a race; reading the file again");
         }
         Err(busy("memory_tool_edit").into())
     }
@@ -651,12 +645,10 @@ impl MemoryTool {
             let subjects = Self::writer_subject(call).into_iter().collect();
             let plan = vec![claim(&path, taken_over.as_ref(), subjects, 0)];
             let entries = vec![Self::entry_input(call, &path, text.to_owned())];
-            match self.write(call, r, entries, &[], plan).await {
-                Ok(()) => return Ok(format!("File created successfully at: {raw}")),
-                // Another call claimed the path key first: look again (it is a file now).
-                Err(CoreError::Store(StoreError::Conflict { .. })) => continue,
-                Err(e) => return Err(e.into()),
+            if landed(self.write(call, r, entries, &[], plan).await)? {
+                return Ok(format!("File created successfully at: {raw}"));
             }
+            // Another call claimed the path key first: look again (it is a file now).
         }
         Err(busy("memory_tool_create").into())
     }
@@ -917,14 +909,10 @@ impl MemoryTool {
                 )));
             }
             let replaces: Vec<StoredEntry> = sources.into_iter().map(|s| s.entry).collect();
-            match self.write(call, r, entries, &replaces, plan).await {
-                Ok(()) => return Ok(format!("Successfully renamed {old_raw} to {new_raw}")),
-                Err(CoreError::Store(StoreError::Conflict { .. })) => {
-                    tracing::info!("memory tool rename lost a race; reading the files again");
-                    continue;
-                }
-                Err(e) => return Err(e.into()),
+            if landed(self.write(call, r, entries, &replaces, plan).await)? {
+                return Ok(format!("Successfully renamed {old_raw} to {new_raw}"));
             }
+            tracing::info!("memory tool rename lost a race; reading the files again");
         }
         Err(busy("memory_tool_rename").into())
     }
@@ -964,6 +952,16 @@ fn claim(
         },
         Some(index),
     )
+}
+
+/// Whether a [`MemoryTool::write`] landed: `false` when it lost a race (nothing changed; read
+/// again and retry), its failure otherwise.
+fn landed(written: Result<(), CoreError>) -> Result<bool, CoreError> {
+    match written {
+        Ok(()) => Ok(true),
+        Err(CoreError::Store(StoreError::Conflict { .. })) => Ok(false),
+        Err(e) => Err(e),
+    }
 }
 
 /// The failure of a step that lost every attempt to another call changing the same path keys
