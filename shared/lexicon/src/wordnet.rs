@@ -276,14 +276,27 @@ fn related(a: &str, b: &str, agreement: Agreement, test: impl Fn(&Lemma, &Lemma)
 mod tests {
     use super::*;
 
+    type Pairs<'a> = &'a [(&'a str, &'a str)];
+
+    /// `relation` (named `name`) holds for every pair of `meet` and for none of `apart`.
+    fn holds(name: &str, relation: fn(&str, &str) -> bool, meet: Pairs<'_>, apart: Pairs<'_>) {
+        for (a, b) in meet {
+            assert!(relation(a, b), "{name} must hold for {a} / {b}");
+        }
+        for (a, b) in apart {
+            assert!(!relation(a, b), "{name} must not hold for {a} / {b}");
+        }
+    }
+
     #[test]
     fn shares_synsets_in_the_same_inflection_only() {
-        assert!(synonyms("flat", "apartment"));
-        assert!(synonyms("bought", "purchased"));
-        assert!(synonyms("elevator", "lift"));
-        assert!(!synonyms("buys", "bought"));
-        assert!(!synonyms("green", "blue"));
-        assert!(!synonyms("front", "back"));
+        let meet = [
+            ("flat", "apartment"),
+            ("bought", "purchased"),
+            ("elevator", "lift"),
+        ];
+        let apart = [("buys", "bought"), ("green", "blue"), ("front", "back")];
+        holds("synonyms", synonyms, &meet, &apart);
     }
 
     #[test]
@@ -299,11 +312,10 @@ mod tests {
 
     #[test]
     fn neighbours_are_looser_than_synonyms() {
-        assert!(neighbours("lengthy", "long") && !synonyms("lengthy", "long"));
-        assert!(neighbours("afraid", "fear"));
-        assert!(!neighbours("tea", "coffee"));
-        assert!(!neighbours("green", "blue"));
-        assert!(!neighbours("bought", "buy"));
+        let meet = [("lengthy", "long"), ("afraid", "fear")];
+        let apart = [("tea", "coffee"), ("green", "blue"), ("bought", "buy")];
+        holds("neighbours", neighbours, &meet, &apart);
+        assert!(!synonyms("lengthy", "long"));
     }
 
     #[test]
@@ -342,16 +354,19 @@ mod tests {
 
     #[test]
     fn same_lemma_across_inflections() {
-        assert!(same_lemma("paid", "pay") && same_lemma("meetings", "meeting"));
-        assert!(same_lemma("cleans", "cleaned"));
-        assert!(!same_lemma("pay", "pay") && !same_lemma("tea", "coffee"));
+        let meet = [
+            ("paid", "pay"),
+            ("meetings", "meeting"),
+            ("cleans", "cleaned"),
+        ];
+        let apart = [("pay", "pay"), ("tea", "coffee")];
+        holds("same_lemma", same_lemma, &meet, &apart);
     }
 
     #[test]
     fn antonyms_direct_and_indirect() {
-        assert!(opposed("damaged", "intact"));
-        assert!(opposed("open", "closed"));
-        assert!(!opposed("flat", "apartment"));
-        assert!(!opposed("open", "open"));
+        let meet = [("damaged", "intact"), ("open", "closed")];
+        let apart = [("flat", "apartment"), ("open", "open")];
+        holds("opposed", opposed, &meet, &apart);
     }
 }
