@@ -4,6 +4,7 @@
 pub mod proxy;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,23 @@ pub fn required_env(name: &str) -> String {
              first, or use `tests/run`, which does it for you."
         ),
     }
+}
+
+/// The checkout's root, where `infra/` and `tests/` live.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The project venv's Python, which runs the local stand-ins and the fault proxy; panics with
+/// the fix when the venv is missing.
+pub fn venv_python() -> PathBuf {
+    let python = repo_root().join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run infra/local/venv (tests/run does)",
+        python.display()
+    );
+    python
 }
 
 /// SDK configuration for the emulator; panics unless `AWS_ENDPOINT_URL` is set.
