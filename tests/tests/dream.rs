@@ -8,12 +8,8 @@ use aws_test_support::{emulator_config, of_type, required_env, EventTap};
 use e2e::apigw::{event, HttpEvent};
 use e2e::queue::drain_as_records;
 use e2e::scan::{bucket_text, table_text};
-use e2e::LambdaProcess;
+use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
-
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
 
 async fn get(read: &LambdaProcess, tenant: &str, r: &str, id: &str) -> (u64, Value) {
     let e = event(&HttpEvent {
@@ -34,7 +30,7 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
     let sdk = emulator_config().await;
     let (table, bucket) = (required_env("MEMORY_TABLE"), required_env("ARCHIVE_BUCKET"));
     let t = tenant("e2e-dream");
-    let r = format!("workspaces/{t}/agents/agent-1/memories");
+    let r = memory_ref(&t, "agent-1");
     let tap = EventTap::for_tenant(&sdk, &t).await;
     let write = LambdaProcess::start("memory-write", &[]).await;
     let read = LambdaProcess::start("memory-read", &[]).await;
@@ -242,7 +238,7 @@ async fn the_nightly_fan_out_queues_refs_with_new_entries() {
     let queue_url = required_env("DREAM_QUEUE_URL");
     let t = tenant("e2e-dream-fan");
     let refs: Vec<String> = (0..3)
-        .map(|n| format!("workspaces/{t}/agents/agent-{n}/memories"))
+        .map(|n| memory_ref(&t, &format!("agent-{n}")))
         .collect();
     let write = LambdaProcess::start("memory-write", &[]).await;
     let dream = LambdaProcess::start("memory-dream", &[("PASS_QUEUE_URL", &queue_url)]).await;

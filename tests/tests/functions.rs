@@ -8,16 +8,8 @@ use std::time::Duration;
 use aws_test_support::{emulator_config, of_type, required_env, EventTap};
 use e2e::apigw::{event, HttpEvent};
 use e2e::scan::{bucket_text, table_text};
-use e2e::LambdaProcess;
+use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
-
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
-
-fn memory_ref(tenant: &str, agent: &str) -> String {
-    format!("workspaces/{tenant}/agents/{agent}/memories")
-}
 
 /// Keeps the exchange for the OpenAPI conformance check that `tests/run` runs afterwards.
 fn record(method: &str, path: &str, status: u16, body: &Value) {

@@ -7,12 +7,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_test_support::{emulator_config, required_env};
 use e2e::apigw::{event, HttpEvent};
 use e2e::counting_proxy::CountingProxy;
-use e2e::LambdaProcess;
+use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
-
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
 
 fn today() -> String {
     let secs = std::time::SystemTime::now()
@@ -107,7 +103,7 @@ async fn a_scripted_day_is_metered_within_one_percent_and_rolls_up_idempotently(
 
     let t = tenant("e2e-meter");
     let refs: Vec<String> = (1..=2)
-        .map(|a| format!("workspaces/{t}/agents/agent-{a}/memories"))
+        .map(|a| memory_ref(&t, &format!("agent-{a}")))
         .collect();
     let mut invocations = 0u32;
 

@@ -11,18 +11,10 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_test_support::{emulator_config, required_env};
 use e2e::apigw::{event, HttpEvent};
-use e2e::{LambdaProcess, Outcome};
+use e2e::{memory_ref, tenant, LambdaProcess, Outcome};
 use serde_json::{json, Value};
 
 const WRITERS: usize = 8;
-
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
-
-fn memory_ref(tenant: &str, agent: &str) -> String {
-    format!("workspaces/{tenant}/agents/{agent}/memories")
-}
 
 async fn dynamo() -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::new(&emulator_config().await)

@@ -103,8 +103,8 @@ fn exchange_event(
 async fn main() {
     let run = ulid::Ulid::new().to_string().to_lowercase();
     let (acme, globex) = (format!("acme-{run}"), format!("globex-{run}"));
-    let acme_ref = format!("workspaces/{acme}/agents/support-bot/memories");
-    let globex_ref = format!("workspaces/{globex}/agents/support-bot/memories");
+    let acme_ref = e2e::memory_ref(&acme, "support-bot");
+    let globex_ref = e2e::memory_ref(&globex, "support-bot");
 
     println!(
         "Starting memory-write, memory-read and memory-forget behind a local Lambda Runtime API"
