@@ -83,6 +83,20 @@ fn ref_pk(tenant: &str, agent: &str) -> String {
     format!("{tenant}#{agent}")
 }
 
+/// A fresh tenant (named after `label`) whose `agent-1` ref may hold at most `max` entries: the
+/// tenant, the ref, and the ref's counter partition.
+async fn ref_limited_to(
+    db: &aws_sdk_dynamodb::Client,
+    label: &str,
+    max: u64,
+) -> (String, String, String) {
+    let t = tenant(label);
+    set_limits(db, &t, &[("MaxEntriesPerRef", max)]).await;
+    let r = memory_ref(&t, "agent-1");
+    let pk = ref_pk(&t, "agent-1");
+    (t, r, pk)
+}
+
 fn quota_pk(tenant: &str) -> String {
     format!("{tenant}#@quota")
 }
@@ -199,9 +213,8 @@ async fn entries_per_ref_and_bytes_per_tenant_are_reached_exactly_by_eight_write
     let writers = writers().await;
 
     // Entries per ref: 20 allowed of 32 single-entry puts.
-    let (t, other) = (tenant("quota-entries"), tenant("quota-neighbour"));
-    let r = memory_ref(&t, "agent-1");
-    set_limits(&db, &t, &[("MaxEntriesPerRef", 20)]).await;
+    let (t, r, pk) = ref_limited_to(&db, "quota-entries", 20).await;
+    let other = tenant("quota-neighbour");
     let requests = (0..32)
         .map(|i| put(&t, &r, json!([{"content": format!("fact {i:02}")}])))
         .collect();
@@ -210,7 +223,7 @@ async fn entries_per_ref_and_bytes_per_tenant_are_reached_exactly_by_eight_write
     assert_eq!(tally.refused.len(), 12);
     assert_refusals(&tally.refused, "MaxEntriesPerRef", 20);
     assert_eq!(stored_entries(&db, &r).await, 20);
-    assert_eq!(counter(&db, &ref_pk(&t, "agent-1"), "Q#entries").await, 20);
+    assert_eq!(counter(&db, &pk, "Q#entries").await, 20);
     assert_eq!(counter(&db, &quota_pk(&t), "Q#entries").await, 20);
     assert_eq!(counter(&db, &quota_pk(&t), "Q#bytes").await, 20 * 7);
     // Another ref of the same tenant has its own count.
@@ -368,10 +381,7 @@ async fn counters_return_after_delete_forget_and_consolidation_and_limits_change
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let forget = LambdaProcess::start("memory-forget", &[]).await;
     let consolidate = LambdaProcess::start("memory-consolidate", &[]).await;
-    let t = tenant("quota-return");
-    let r = memory_ref(&t, "agent-1");
-    let pk = ref_pk(&t, "agent-1");
-    set_limits(&db, &t, &[("MaxEntriesPerRef", 5)]).await;
+    let (t, r, pk) = ref_limited_to(&db, "quota-return", 5).await;
 
     let out = writer
         .respond(&put(
@@ -470,10 +480,7 @@ async fn a_consolidation_pass_recounts_what_ttl_expiry_removed() {
     let db = dynamo().await;
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let consolidate = LambdaProcess::start("memory-consolidate", &[]).await;
-    let t = tenant("quota-ttl");
-    let r = memory_ref(&t, "agent-1");
-    let pk = ref_pk(&t, "agent-1");
-    set_limits(&db, &t, &[("MaxEntriesPerRef", 3)]).await;
+    let (t, r, pk) = ref_limited_to(&db, "quota-ttl", 3).await;
     let soon = {
         let ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
