@@ -283,6 +283,16 @@ pub fn event(e: &HttpEvent<'_>) -> Value {
     event
 }
 
+/// Invokes `function` with an API Gateway event: the status it answered, and its body as JSON
+/// (null when there is none or it is not JSON).
+pub async fn http_call(function: &crate::LambdaProcess, event: &Value) -> (u64, Value) {
+    let response = function.respond(event).await;
+    let status = response["statusCode"].as_u64().unwrap_or(0);
+    let body =
+        serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
+    (status, body)
+}
+
 /// `GET /v1/host/wop-memory/entries?memoryRef=…` (plus `extra` parameters) as `tenant`'s
 /// authorizer would pass it.
 pub fn list_event(tenant: &str, memory_ref: &str, extra: &[(&str, &str)]) -> Value {

@@ -2,16 +2,13 @@
 //! processes the queued passes as an SQS event, and a direct invoke runs one ref.
 
 use aws_test_support::{emulator_config, of_type, required_env, EventTap};
-use e2e::apigw::list_event;
+use e2e::apigw::{http_call, list_event};
 use e2e::queue::drain_as_records;
 use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
 
 async fn list(read: &LambdaProcess, tenant: &str, r: &str) -> Vec<Value> {
-    let e = list_event(tenant, r, &[]);
-    let response = read.respond(&e).await;
-    let body: Value =
-        serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap_or_default();
+    let (_, body) = http_call(read, &list_event(tenant, r, &[])).await;
     body["entries"].as_array().cloned().unwrap_or_default()
 }
 

@@ -5,7 +5,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_test_support::{emulator_config, required_env};
-use e2e::apigw::{event, HttpEvent};
+use e2e::apigw::{event, http_call, HttpEvent};
 use e2e::counting_proxy::CountingProxy;
 use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
@@ -32,10 +32,7 @@ async fn http(
         claims: tenant.map(|t| json!({"tenant_id": t})),
         body: None,
     });
-    let response = read.respond(&e).await;
-    let body =
-        serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
-    (response["statusCode"].as_u64().unwrap_or(0), body)
+    http_call(read, &e).await
 }
 
 fn number(item: &std::collections::HashMap<String, AttributeValue>, name: &str) -> f64 {

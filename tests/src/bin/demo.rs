@@ -3,18 +3,11 @@
 //! probe -> dream -> forget, then the OpenIntent door and the OAP exchange door, against the
 //! emulator, printing what each step did.
 
-use e2e::apigw::{civil_from_days, get_event, http_api_event, list_event, GatewayRequest};
+use e2e::apigw::{
+    civil_from_days, get_event, http_api_event, http_call, list_event, GatewayRequest,
+};
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
-
-/// Invokes a function with an API Gateway event: the status and the JSON body it answered.
-async fn http_call(function: &LambdaProcess, event: &Value) -> (u64, Value) {
-    let response = function.invoke(event).await.response();
-    let status = response["statusCode"].as_u64().unwrap_or(0);
-    let body =
-        serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
-    (status, body)
-}
 
 async fn list(read: &LambdaProcess, tenant: &str, memory_ref: &str) -> (u64, Value) {
     let e = list_event(tenant, memory_ref, &[]);
