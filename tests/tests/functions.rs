@@ -56,6 +56,15 @@ impl Api {
             .await
     }
 
+    async fn search(&self, tenant: &str, r: &str, q: &str) -> (u16, Value) {
+        self.call(
+            Some(tenant),
+            "/v1/host/wop-memory/search",
+            &[("memoryRef", r), ("q", q)],
+        )
+        .await
+    }
+
     async fn get(&self, tenant: &str, r: &str, id: &str) -> (u16, Value) {
         self.call(
             Some(tenant),
@@ -144,26 +153,14 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
     // The tag list and the ranked search: B's words and tags, probed with A's token.
     let (status, probe) = api.list(&a, &rb, &[("tag", "preference")]).await;
     assert_eq!((status, probe["entries"].clone()), (200, json!([])));
-    let (status, found) = api
-        .call(
-            Some(&b),
-            "/v1/host/wop-memory/search",
-            &[("memoryRef", &rb), ("q", "private fact")],
-        )
-        .await;
+    let (status, found) = api.search(&b, &rb, "private fact").await;
     assert_eq!(
         (status, found["results"][0]["entry"]["id"].as_str()),
         (200, Some(b_id.as_str())),
         "positive control: B finds its own entry"
     );
     for (token, r) in [(&a, &rb), (&a, &ra)] {
-        let (status, probe) = api
-            .call(
-                Some(token),
-                "/v1/host/wop-memory/search",
-                &[("memoryRef", r), ("q", "private fact")],
-            )
-            .await;
+        let (status, probe) = api.search(token, r, "private fact").await;
         assert_eq!((status, probe), (200, json!({"results": []})), "{r}");
     }
     // Malformed refs: [] / 404, never an error that hints at data.
@@ -175,13 +172,7 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
     ] {
         let (status, body) = api.list(&a, &bad, &[]).await;
         assert_eq!((status, body["entries"].clone()), (200, json!([])), "{bad}");
-        let (status, body) = api
-            .call(
-                Some(&a),
-                "/v1/host/wop-memory/search",
-                &[("memoryRef", &bad), ("q", "email")],
-            )
-            .await;
+        let (status, body) = api.search(&a, &bad, "email").await;
         assert_eq!((status, body), (200, json!({"results": []})), "{bad}");
     }
 
