@@ -128,31 +128,16 @@ async fn a_scripted_day_is_metered_within_one_percent_and_rolls_up_idempotently(
     }
     assert_eq!(ids.len(), 31, "positive control: every entry written");
     for r in &refs {
-        let (status, page) = http(
-            &read,
-            Some(&t),
-            "/v1/host/wop-memory/entries",
-            &[("memoryRef", r), ("limit", "10")],
-        )
-        .await;
-        assert_eq!(status, 200, "{page}");
-        let (status, _) = http(
-            &read,
-            Some(&t),
-            "/v1/host/wop-memory/entries",
-            &[("memoryRef", r), ("tag", "batch-1")],
-        )
-        .await;
-        assert_eq!(status, 200);
-        let (status, hits) = http(
-            &read,
-            Some(&t),
-            "/v1/host/wop-memory/search",
-            &[("memoryRef", r), ("q", "invoice delivery")],
-        )
-        .await;
-        assert_eq!(status, 200, "{hits}");
-        invocations += 3;
+        // A page, a tag list and a search of each ref.
+        for (path, query) in [
+            ("/v1/host/wop-memory/entries", ("limit", "10")),
+            ("/v1/host/wop-memory/entries", ("tag", "batch-1")),
+            ("/v1/host/wop-memory/search", ("q", "invoice delivery")),
+        ] {
+            let (status, body) = http(&read, Some(&t), path, &[("memoryRef", r), query]).await;
+            assert_eq!(status, 200, "{path} {query:?}: {body}");
+            invocations += 1;
+        }
     }
     for (r, id) in ids.iter().take(4) {
         let (status, _) = http(
