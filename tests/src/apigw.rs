@@ -108,6 +108,25 @@ pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// The UTC date of `epoch_ms`, `YYYY-MM-DD`.
+pub fn utc_date(epoch_ms: i64) -> String {
+    let (y, m, d) = civil_from_days(epoch_ms.div_euclid(86_400_000));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// RFC 3339 (UTC, with milliseconds) of `epoch_ms`: the form an entry's `expiresAt` takes.
+pub fn rfc3339(epoch_ms: i64) -> String {
+    let ms = epoch_ms.rem_euclid(86_400_000);
+    format!(
+        "{}T{:02}:{:02}:{:02}.{:03}Z",
+        utc_date(epoch_ms),
+        ms / 3_600_000,
+        ms / 60_000 % 60,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
 /// Common Log Format time of `requestContext.time`, e.g. `22/Nov/2026:10:00:00 +0000`.
 pub fn clf_time(epoch_ms: i64) -> String {
     const MONTHS: [&str; 12] = [
@@ -220,7 +239,8 @@ pub fn http_api_event(r: &GatewayRequest<'_>) -> Value {
     event
 }
 
-fn now_ms() -> i64 {
+/// Now, in milliseconds since the epoch.
+pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -342,6 +362,14 @@ mod tests {
     fn clf_time_formats_like_api_gateway() {
         assert_eq!(clf_time(0), "01/Jan/1970:00:00:00 +0000");
         assert_eq!(clf_time(1_795_000_000_000), "18/Nov/2026:11:06:40 +0000");
+    }
+
+    #[test]
+    fn rfc3339_and_utc_date_cross_leap_days() {
+        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
+        assert_eq!(rfc3339(1_795_000_000_123), "2026-11-18T11:06:40.123Z");
+        assert_eq!(rfc3339(951_868_799_999), "2000-02-29T23:59:59.999Z");
+        assert_eq!(utc_date(951_868_800_000), "2000-03-01");
     }
 
     #[test]

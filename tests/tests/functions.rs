@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use aws_test_support::{emulator_config, of_type, required_env, EventTap};
-use e2e::apigw::{event, HttpEvent};
+use e2e::apigw::{event, now_ms, rfc3339, HttpEvent};
 use e2e::scan::{bucket_text, table_text};
 use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
@@ -287,7 +287,7 @@ async fn expired_entries_never_surface() {
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let api = Api::start().await;
     // Generous, so a loaded machine cannot expire it before the positive control reads it.
-    let soon = chrono_like_now_plus(6_000);
+    let soon = rfc3339(now_ms() + 6_000);
     let out = write(
         &writer,
         &a,
@@ -305,7 +305,7 @@ async fn expired_entries_never_surface() {
     assert_eq!(body["entries"][1]["expiresAt"], soon);
     // Wait out the expiry (clock reads, not a fixed sleep), then it must never surface again.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while chrono_like_now_plus(0) <= soon {
+    while rfc3339(now_ms()) <= soon {
         assert!(
             std::time::Instant::now() < deadline,
             "clock did not pass expiresAt"
@@ -330,24 +330,6 @@ async fn expired_entries_never_surface() {
 }
 
 /// RFC 3339 UTC with milliseconds, `ms` from now.
-fn chrono_like_now_plus(ms: u64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-        + ms;
-    let (secs, millis) = (now / 1000, now % 1000);
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (y, m, d) = e2e::apigw::civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
 #[tokio::test]
 async fn bad_writes_are_rejected_whole() {
     let a = tenant("e2e-bad");

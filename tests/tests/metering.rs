@@ -5,19 +5,10 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_test_support::{emulator_config, required_env};
-use e2e::apigw::{event, http_call, HttpEvent};
+use e2e::apigw::{event, http_call, now_ms, utc_date, HttpEvent};
 use e2e::counting_proxy::CountingProxy;
 use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
-
-fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (y, m, d) = e2e::apigw::civil_from_days((secs / 86_400) as i64);
-    format!("{y:04}-{m:02}-{d:02}")
-}
 
 async fn http(
     read: &LambdaProcess,
@@ -249,7 +240,7 @@ async fn a_scripted_day_is_metered_within_one_percent_and_rolls_up_idempotently(
             .await
             .unwrap_or_else(|e| panic!("quota counter: {e:?}"));
     }
-    let day = today();
+    let day = utc_date(now_ms());
     let usage_path = "/v1/host/wop-memory/usage";
     let (status, usage) = http(&read, Some(&t), usage_path, &[("from", &day), ("to", &day)]).await;
     assert_eq!(status, 200, "{usage}");

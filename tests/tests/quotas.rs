@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_test_support::{emulator_config, required_env};
-use e2e::apigw::{event, HttpEvent};
+use e2e::apigw::{event, now_ms, rfc3339, utc_date, HttpEvent};
 use e2e::{memory_ref, tenant, LambdaProcess, Outcome};
 use serde_json::{json, Value};
 
@@ -481,24 +481,7 @@ async fn a_consolidation_pass_recounts_what_ttl_expiry_removed() {
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let consolidate = LambdaProcess::start("memory-consolidate", &[]).await;
     let (t, r, pk) = ref_limited_to(&db, "quota-ttl", 3).await;
-    let soon = {
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0)
-            + 2_000;
-        let secs = ms / 1000;
-        // RFC 3339 by hand: the e2e crate carries no date library.
-        let days = secs.div_euclid(86_400);
-        let (y, m, d) = e2e::apigw::civil_from_days(days);
-        let rem = secs.rem_euclid(86_400);
-        format!(
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60
-        )
-    };
+    let soon = rfc3339(now_ms() + 2_000);
     writer
         .respond(&put(
             &t,
@@ -561,15 +544,6 @@ async fn embedded_entries(db: &aws_sdk_dynamodb::Client, t: &str, agent: &str) -
     (with_vector, out.items().len())
 }
 
-fn today() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() / 86_400)
-        .unwrap_or(0);
-    let (y, m, d) = e2e::apigw::civil_from_days(days as i64);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
 /// `MaxBedrockTokensPerDay` through the real binaries and the local embedding stand-in
 /// (docs/quotas.md "Bedrock tokens"): one writer at a time, the call that crosses the limit
 /// completes and the next is refused (the entry stored without a vector); eight writers at once
@@ -592,7 +566,14 @@ async fn bedrock_tokens_per_day_stop_embeddings_and_the_embed_pass_defers() {
     let one = |t: &str| put(t, &memory_ref(t, "agent-1"), json!([{"content": text}]));
     let tokens = |t: String| {
         let db = db.clone();
-        async move { counter(&db, &quota_pk(&t), &format!("Q#tokens#{}", today())).await }
+        async move {
+            counter(
+                &db,
+                &quota_pk(&t),
+                &format!("Q#tokens#{}", utc_date(now_ms())),
+            )
+            .await
+        }
     };
 
     // What one call of this text costs, on a tenant whose limit is never reached.

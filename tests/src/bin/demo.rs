@@ -4,7 +4,7 @@
 //! emulator, printing what each step did.
 
 use e2e::apigw::{
-    civil_from_days, get_event, http_api_event, http_call, list_event, GatewayRequest,
+    get_event, http_api_event, http_call, list_event, now_ms, utc_date, GatewayRequest,
 };
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
@@ -70,12 +70,8 @@ fn keyed_event(
 }
 
 /// RFC 3339 (UTC, whole days) of `days` from now: a grant may live at most 180 days.
-fn in_days(days: u64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (year, month, day) = civil_from_days((now / 86_400 + days) as i64);
-    format!("{year:04}-{month:02}-{day:02}T00:00:00Z")
+fn in_days(days: i64) -> String {
+    format!("{}T00:00:00Z", utc_date(now_ms() + days * 86_400_000))
 }
 
 /// An exchange door request: with the JWT's claims (grant, receipts) or a grant as bearer.
