@@ -359,17 +359,25 @@ mod tests {
     }
 
     #[test]
-    fn clf_time_formats_like_api_gateway() {
-        assert_eq!(clf_time(0), "01/Jan/1970:00:00:00 +0000");
-        assert_eq!(clf_time(1_795_000_000_000), "18/Nov/2026:11:06:40 +0000");
-    }
-
-    #[test]
-    fn rfc3339_and_utc_date_cross_leap_days() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00.000Z");
-        assert_eq!(rfc3339(1_795_000_000_123), "2026-11-18T11:06:40.123Z");
-        assert_eq!(rfc3339(951_868_799_999), "2000-02-29T23:59:59.999Z");
-        assert_eq!(utc_date(951_868_800_000), "2000-03-01");
+    fn times_read_like_api_gateway_and_rfc_3339() {
+        for (epoch_ms, clf, rfc) in [
+            (0, "01/Jan/1970:00:00:00 +0000", "1970-01-01T00:00:00.000Z"),
+            (
+                1_795_000_000_123,
+                "18/Nov/2026:11:06:40 +0000",
+                "2026-11-18T11:06:40.123Z",
+            ),
+            (
+                951_868_799_999,
+                "29/Feb/2000:23:59:59 +0000",
+                "2000-02-29T23:59:59.999Z",
+            ),
+        ] {
+            assert_eq!(clf_time(epoch_ms), clf);
+            assert_eq!(rfc3339(epoch_ms), rfc);
+            assert_eq!(utc_date(epoch_ms), rfc[..10]);
+        }
+        assert_eq!(utc_date(951_868_800_000), "2000-03-01", "the next day");
     }
 
     #[test]
