@@ -108,6 +108,25 @@ pub fn civil_from_days(days: i64) -> (i64, i64, i64) {
     (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
+/// The UTC date of `epoch_ms`, `YYYY-MM-DD`.
+pub fn utc_date(epoch_ms: i64) -> String {
+    let (y, m, d) = civil_from_days(epoch_ms.div_euclid(86_400_000));
+    format!("{y:04}-{m:02}-{d:02}")
+}
+
+/// RFC 3339 (UTC, with milliseconds) of `epoch_ms`: the form an entry's `expiresAt` takes.
+pub fn rfc3339(epoch_ms: i64) -> String {
+    let ms = epoch_ms.rem_euclid(86_400_000);
+    format!(
+        "{}T{:02}:{:02}:{:02}.{:03}Z",
+        utc_date(epoch_ms),
+        ms / 3_600_000,
+        ms / 60_000 % 60,
+        ms / 1000 % 60,
+        ms % 1000
+    )
+}
+
 /// Common Log Format time of `requestContext.time`, e.g. `22/Nov/2026:10:00:00 +0000`.
 pub fn clf_time(epoch_ms: i64) -> String {
     const MONTHS: [&str; 12] = [
@@ -220,7 +239,8 @@ pub fn http_api_event(r: &GatewayRequest<'_>) -> Value {
     event
 }
 
-fn now_ms() -> i64 {
+/// Now, in milliseconds since the epoch.
+pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as i64)
@@ -283,6 +303,16 @@ pub fn event(e: &HttpEvent<'_>) -> Value {
     event
 }
 
+/// Invokes `function` with an API Gateway event: the status it answered, and its body as JSON
+/// (null when there is none or it is not JSON).
+pub async fn http_call(function: &crate::LambdaProcess, event: &Value) -> (u64, Value) {
+    let response = function.respond(event).await;
+    let status = response["statusCode"].as_u64().unwrap_or(0);
+    let body =
+        serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
+    (status, body)
+}
+
 /// `GET /v1/host/wop-memory/entries?memoryRef=…` (plus `extra` parameters) as `tenant`'s
 /// authorizer would pass it.
 pub fn list_event(tenant: &str, memory_ref: &str, extra: &[(&str, &str)]) -> Value {
@@ -329,9 +359,25 @@ mod tests {
     }
 
     #[test]
-    fn clf_time_formats_like_api_gateway() {
-        assert_eq!(clf_time(0), "01/Jan/1970:00:00:00 +0000");
-        assert_eq!(clf_time(1_795_000_000_000), "18/Nov/2026:11:06:40 +0000");
+    fn times_read_like_api_gateway_and_rfc_3339() {
+        for (epoch_ms, clf, rfc) in [
+            (0, "01/Jan/1970:00:00:00 +0000", "1970-01-01T00:00:00.000Z"),
+            (
+                1_795_000_000_123,
+                "18/Nov/2026:11:06:40 +0000",
+                "2026-11-18T11:06:40.123Z",
+            ),
+            (
+                951_868_799_999,
+                "29/Feb/2000:23:59:59 +0000",
+                "2000-02-29T23:59:59.999Z",
+            ),
+        ] {
+            assert_eq!(clf_time(epoch_ms), clf);
+            assert_eq!(rfc3339(epoch_ms), rfc);
+            assert_eq!(utc_date(epoch_ms), rfc[..10]);
+        }
+        assert_eq!(utc_date(951_868_800_000), "2000-03-01", "the next day");
     }
 
     #[test]

@@ -3,7 +3,6 @@
 //! (`AWS_ENDPOINT_URL_BEDROCK_RUNTIME`). Ready once it has written its port file; stopped (by
 //! its pid) on drop.
 
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,19 +14,12 @@ pub struct BedrockStandIn {
 impl BedrockStandIn {
     /// Starts `infra/local/<name>.py serve --port 0` with the project venv's Python.
     pub fn start(name: &str) -> BedrockStandIn {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-        let python = root.join(".venv/bin/python");
-        assert!(
-            python.exists(),
-            "{} is missing: run infra/local/venv (tests/run does)",
-            python.display()
-        );
         let port_file = std::env::temp_dir().join(format!(
             "standin-{name}-{}.port",
             ulid::Ulid::new().to_string().to_lowercase()
         ));
-        let mut child = Command::new(python)
-            .arg(root.join(format!("infra/local/{name}.py")))
+        let mut child = Command::new(aws_test_support::venv_python())
+            .arg(aws_test_support::repo_root().join(format!("infra/local/{name}.py")))
             .args(["serve", "--port", "0", "--port-file"])
             .arg(&port_file)
             .stdin(Stdio::null())

@@ -12,3 +12,14 @@ pub mod runtime_api;
 pub mod scan;
 
 pub use runtime_api::{LambdaProcess, Outcome};
+
+/// A tenant id of one test's own: `label` and a fresh ULID in lower case, so suites and runs
+/// sharing the emulator's table, bucket and bus never see each other's data.
+pub fn tenant(label: &str) -> String {
+    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
+}
+
+/// The memory ref of `agent` in `tenant`.
+pub fn memory_ref(tenant: &str, agent: &str) -> String {
+    format!("workspaces/{tenant}/agents/{agent}/memories")
+}

@@ -2,20 +2,13 @@
 //! processes the queued passes as an SQS event, and a direct invoke runs one ref.
 
 use aws_test_support::{emulator_config, of_type, required_env, EventTap};
-use e2e::apigw::list_event;
+use e2e::apigw::{http_call, list_event};
 use e2e::queue::drain_as_records;
-use e2e::LambdaProcess;
+use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
 
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
-
 async fn list(read: &LambdaProcess, tenant: &str, r: &str) -> Vec<Value> {
-    let e = list_event(tenant, r, &[]);
-    let response = read.respond(&e).await;
-    let body: Value =
-        serde_json::from_str(response["body"].as_str().unwrap_or("{}")).unwrap_or_default();
+    let (_, body) = http_call(read, &list_event(tenant, r, &[])).await;
     body["entries"].as_array().cloned().unwrap_or_default()
 }
 
@@ -24,9 +17,9 @@ async fn consolidation_fans_out_through_the_queue_and_is_idempotent() {
     let sdk = emulator_config().await;
     let queue_url = required_env("CONSOLIDATE_QUEUE_URL");
     let t = tenant("e2e-cons");
-    let r = format!("workspaces/{t}/agents/agent-1/memories");
+    let r = memory_ref(&t, "agent-1");
     let other = tenant("e2e-cons-b");
-    let r_other = format!("workspaces/{other}/agents/agent-1/memories");
+    let r_other = memory_ref(&other, "agent-1");
     let tap = EventTap::for_tenant(&sdk, &t).await;
     let write = LambdaProcess::start("memory-write", &[]).await;
     let read = LambdaProcess::start("memory-read", &[]).await;

@@ -5,18 +5,14 @@
 use std::time::{Duration, Instant};
 
 use aws_test_support::{emulator_config, of_type, EventTap};
-use e2e::LambdaProcess;
+use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::json;
-
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
 
 #[tokio::test]
 async fn commitments_are_inferred_and_fire_once() {
     let sdk = emulator_config().await;
     let t = tenant("e2e-cmt");
-    let r = format!("workspaces/{t}/agents/agent-1/memories");
+    let r = memory_ref(&t, "agent-1");
     let tap = EventTap::for_tenant(&sdk, &t).await;
     let write = LambdaProcess::start("memory-write", &[]).await;
     let commitments = LambdaProcess::start("memory-commitments", &[]).await;

@@ -5,36 +5,18 @@
 use std::time::Duration;
 
 use aws_test_support::{emulator_config, of_type, required_env, EventTap};
-use e2e::apigw::{event, HttpEvent};
+use e2e::apigw::{get_event, http_call};
 use e2e::queue::drain_as_records;
 use e2e::scan::{bucket_text, table_text};
-use e2e::LambdaProcess;
+use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
-
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
-
-async fn get(read: &LambdaProcess, tenant: &str, r: &str, id: &str) -> (u64, Value) {
-    let e = event(&HttpEvent {
-        method: "GET",
-        path: &format!("/v1/host/wop-memory/entries/{id}"),
-        query: &[("memoryRef", r)],
-        claims: Some(json!({"tenant_id": tenant})),
-        body: None,
-    });
-    let response = read.respond(&e).await;
-    let body =
-        serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
-    (response["statusCode"].as_u64().unwrap_or(0), body)
-}
 
 #[tokio::test]
 async fn a_dream_distils_archives_indexes_and_forgets() {
     let sdk = emulator_config().await;
     let (table, bucket) = (required_env("MEMORY_TABLE"), required_env("ARCHIVE_BUCKET"));
     let t = tenant("e2e-dream");
-    let r = format!("workspaces/{t}/agents/agent-1/memories");
+    let r = memory_ref(&t, "agent-1");
     let tap = EventTap::for_tenant(&sdk, &t).await;
     let write = LambdaProcess::start("memory-write", &[]).await;
     let read = LambdaProcess::start("memory-read", &[]).await;
@@ -132,7 +114,7 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
         .to_owned();
     assert!(archive_key.starts_with(&format!("{t}/agents/agent-1/archives/")));
 
-    let (status, output) = get(&read, &t, &r, &output_id).await;
+    let (status, output) = http_call(&read, &get_event(&t, &r, &output_id)).await;
     assert_eq!(status, 200);
     let summary = output["content"].as_str().unwrap_or_default().to_owned();
     assert!(summary.contains("prefers email"), "{summary}");
@@ -224,7 +206,10 @@ async fn a_dream_distils_archives_indexes_and_forgets() {
         table_after.contains(&t),
         "the rest of the tenant's memory stays"
     );
-    assert_eq!(get(&read, &t, &r, &output_id).await.0, 404);
+    assert_eq!(
+        http_call(&read, &get_event(&t, &r, &output_id)).await.0,
+        404
+    );
     for logs in [dream.logs(), forget.logs(), write.logs()] {
         assert!(
             !logs.contains("hazelnut")
@@ -242,7 +227,7 @@ async fn the_nightly_fan_out_queues_refs_with_new_entries() {
     let queue_url = required_env("DREAM_QUEUE_URL");
     let t = tenant("e2e-dream-fan");
     let refs: Vec<String> = (0..3)
-        .map(|n| format!("workspaces/{t}/agents/agent-{n}/memories"))
+        .map(|n| memory_ref(&t, &format!("agent-{n}")))
         .collect();
     let write = LambdaProcess::start("memory-write", &[]).await;
     let dream = LambdaProcess::start("memory-dream", &[("PASS_QUEUE_URL", &queue_url)]).await;

@@ -6,18 +6,10 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use aws_test_support::{emulator_config, of_type, required_env, EventTap};
-use e2e::apigw::{event, HttpEvent};
+use e2e::apigw::{event, now_ms, rfc3339, HttpEvent};
 use e2e::scan::{bucket_text, table_text};
-use e2e::LambdaProcess;
+use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
-
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
-
-fn memory_ref(tenant: &str, agent: &str) -> String {
-    format!("workspaces/{tenant}/agents/{agent}/memories")
-}
 
 /// Keeps the exchange for the OpenAPI conformance check that `tests/run` runs afterwards.
 fn record(method: &str, path: &str, status: u16, body: &Value) {
@@ -62,6 +54,15 @@ impl Api {
         query.extend_from_slice(extra);
         self.call(Some(tenant), "/v1/host/wop-memory/entries", &query)
             .await
+    }
+
+    async fn search(&self, tenant: &str, r: &str, q: &str) -> (u16, Value) {
+        self.call(
+            Some(tenant),
+            "/v1/host/wop-memory/search",
+            &[("memoryRef", r), ("q", q)],
+        )
+        .await
     }
 
     async fn get(&self, tenant: &str, r: &str, id: &str) -> (u16, Value) {
@@ -152,26 +153,14 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
     // The tag list and the ranked search: B's words and tags, probed with A's token.
     let (status, probe) = api.list(&a, &rb, &[("tag", "preference")]).await;
     assert_eq!((status, probe["entries"].clone()), (200, json!([])));
-    let (status, found) = api
-        .call(
-            Some(&b),
-            "/v1/host/wop-memory/search",
-            &[("memoryRef", &rb), ("q", "private fact")],
-        )
-        .await;
+    let (status, found) = api.search(&b, &rb, "private fact").await;
     assert_eq!(
         (status, found["results"][0]["entry"]["id"].as_str()),
         (200, Some(b_id.as_str())),
         "positive control: B finds its own entry"
     );
     for (token, r) in [(&a, &rb), (&a, &ra)] {
-        let (status, probe) = api
-            .call(
-                Some(token),
-                "/v1/host/wop-memory/search",
-                &[("memoryRef", r), ("q", "private fact")],
-            )
-            .await;
+        let (status, probe) = api.search(token, r, "private fact").await;
         assert_eq!((status, probe), (200, json!({"results": []})), "{r}");
     }
     // Malformed refs: [] / 404, never an error that hints at data.
@@ -183,13 +172,7 @@ async fn write_list_get_round_trip_and_cross_tenant_probes() {
     ] {
         let (status, body) = api.list(&a, &bad, &[]).await;
         assert_eq!((status, body["entries"].clone()), (200, json!([])), "{bad}");
-        let (status, body) = api
-            .call(
-                Some(&a),
-                "/v1/host/wop-memory/search",
-                &[("memoryRef", &bad), ("q", "email")],
-            )
-            .await;
+        let (status, body) = api.search(&a, &bad, "email").await;
         assert_eq!((status, body), (200, json!({"results": []})), "{bad}");
     }
 
@@ -304,7 +287,7 @@ async fn expired_entries_never_surface() {
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let api = Api::start().await;
     // Generous, so a loaded machine cannot expire it before the positive control reads it.
-    let soon = chrono_like_now_plus(6_000);
+    let soon = rfc3339(now_ms() + 6_000);
     let out = write(
         &writer,
         &a,
@@ -322,7 +305,7 @@ async fn expired_entries_never_surface() {
     assert_eq!(body["entries"][1]["expiresAt"], soon);
     // Wait out the expiry (clock reads, not a fixed sleep), then it must never surface again.
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    while chrono_like_now_plus(0) <= soon {
+    while rfc3339(now_ms()) <= soon {
         assert!(
             std::time::Instant::now() < deadline,
             "clock did not pass expiresAt"
@@ -347,24 +330,6 @@ async fn expired_entries_never_surface() {
 }
 
 /// RFC 3339 UTC with milliseconds, `ms` from now.
-fn chrono_like_now_plus(ms: u64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_millis() as u64)
-        .unwrap_or(0)
-        + ms;
-    let (secs, millis) = (now / 1000, now % 1000);
-    let days = secs / 86_400;
-    let rem = secs % 86_400;
-    let (y, m, d) = e2e::apigw::civil_from_days(days as i64);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.{millis:03}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
 #[tokio::test]
 async fn bad_writes_are_rejected_whole() {
     let a = tenant("e2e-bad");

@@ -5,23 +5,10 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_test_support::{emulator_config, required_env};
-use e2e::apigw::{event, HttpEvent};
+use e2e::apigw::{event, http_call, now_ms, utc_date, HttpEvent};
 use e2e::counting_proxy::CountingProxy;
-use e2e::LambdaProcess;
+use e2e::{memory_ref, tenant, LambdaProcess};
 use serde_json::{json, Value};
-
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
-
-fn today() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    let (y, m, d) = e2e::apigw::civil_from_days((secs / 86_400) as i64);
-    format!("{y:04}-{m:02}-{d:02}")
-}
 
 async fn http(
     read: &LambdaProcess,
@@ -36,10 +23,7 @@ async fn http(
         claims: tenant.map(|t| json!({"tenant_id": t})),
         body: None,
     });
-    let response = read.respond(&e).await;
-    let body =
-        serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
-    (response["statusCode"].as_u64().unwrap_or(0), body)
+    http_call(read, &e).await
 }
 
 fn number(item: &std::collections::HashMap<String, AttributeValue>, name: &str) -> f64 {
@@ -107,7 +91,7 @@ async fn a_scripted_day_is_metered_within_one_percent_and_rolls_up_idempotently(
 
     let t = tenant("e2e-meter");
     let refs: Vec<String> = (1..=2)
-        .map(|a| format!("workspaces/{t}/agents/agent-{a}/memories"))
+        .map(|a| memory_ref(&t, &format!("agent-{a}")))
         .collect();
     let mut invocations = 0u32;
 
@@ -135,31 +119,16 @@ async fn a_scripted_day_is_metered_within_one_percent_and_rolls_up_idempotently(
     }
     assert_eq!(ids.len(), 31, "positive control: every entry written");
     for r in &refs {
-        let (status, page) = http(
-            &read,
-            Some(&t),
-            "/v1/host/wop-memory/entries",
-            &[("memoryRef", r), ("limit", "10")],
-        )
-        .await;
-        assert_eq!(status, 200, "{page}");
-        let (status, _) = http(
-            &read,
-            Some(&t),
-            "/v1/host/wop-memory/entries",
-            &[("memoryRef", r), ("tag", "batch-1")],
-        )
-        .await;
-        assert_eq!(status, 200);
-        let (status, hits) = http(
-            &read,
-            Some(&t),
-            "/v1/host/wop-memory/search",
-            &[("memoryRef", r), ("q", "invoice delivery")],
-        )
-        .await;
-        assert_eq!(status, 200, "{hits}");
-        invocations += 3;
+        // A page, a tag list and a search of each ref.
+        for (path, query) in [
+            ("/v1/host/wop-memory/entries", ("limit", "10")),
+            ("/v1/host/wop-memory/entries", ("tag", "batch-1")),
+            ("/v1/host/wop-memory/search", ("q", "invoice delivery")),
+        ] {
+            let (status, body) = http(&read, Some(&t), path, &[("memoryRef", r), query]).await;
+            assert_eq!(status, 200, "{path} {query:?}: {body}");
+            invocations += 1;
+        }
     }
     for (r, id) in ids.iter().take(4) {
         let (status, _) = http(
@@ -271,7 +240,7 @@ async fn a_scripted_day_is_metered_within_one_percent_and_rolls_up_idempotently(
             .await
             .unwrap_or_else(|e| panic!("quota counter: {e:?}"));
     }
-    let day = today();
+    let day = utc_date(now_ms());
     let usage_path = "/v1/host/wop-memory/usage";
     let (status, usage) = http(&read, Some(&t), usage_path, &[("from", &day), ("to", &day)]).await;
     assert_eq!(status, 200, "{usage}");

@@ -10,19 +10,11 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use aws_test_support::{emulator_config, required_env};
-use e2e::apigw::{event, HttpEvent};
-use e2e::{LambdaProcess, Outcome};
+use e2e::apigw::{event, now_ms, rfc3339, utc_date, HttpEvent};
+use e2e::{memory_ref, tenant, LambdaProcess, Outcome};
 use serde_json::{json, Value};
 
 const WRITERS: usize = 8;
-
-fn tenant(label: &str) -> String {
-    format!("{label}-{}", ulid::Ulid::new().to_string().to_lowercase())
-}
-
-fn memory_ref(tenant: &str, agent: &str) -> String {
-    format!("workspaces/{tenant}/agents/{agent}/memories")
-}
 
 async fn dynamo() -> aws_sdk_dynamodb::Client {
     aws_sdk_dynamodb::Client::new(&emulator_config().await)
@@ -89,6 +81,20 @@ async fn stored_entries(db: &aws_sdk_dynamodb::Client, r: &str) -> usize {
 
 fn ref_pk(tenant: &str, agent: &str) -> String {
     format!("{tenant}#{agent}")
+}
+
+/// A fresh tenant (named after `label`) whose `agent-1` ref may hold at most `max` entries: the
+/// tenant, the ref, and the ref's counter partition.
+async fn ref_limited_to(
+    db: &aws_sdk_dynamodb::Client,
+    label: &str,
+    max: u64,
+) -> (String, String, String) {
+    let t = tenant(label);
+    set_limits(db, &t, &[("MaxEntriesPerRef", max)]).await;
+    let r = memory_ref(&t, "agent-1");
+    let pk = ref_pk(&t, "agent-1");
+    (t, r, pk)
 }
 
 fn quota_pk(tenant: &str) -> String {
@@ -207,9 +213,8 @@ async fn entries_per_ref_and_bytes_per_tenant_are_reached_exactly_by_eight_write
     let writers = writers().await;
 
     // Entries per ref: 20 allowed of 32 single-entry puts.
-    let (t, other) = (tenant("quota-entries"), tenant("quota-neighbour"));
-    let r = memory_ref(&t, "agent-1");
-    set_limits(&db, &t, &[("MaxEntriesPerRef", 20)]).await;
+    let (t, r, pk) = ref_limited_to(&db, "quota-entries", 20).await;
+    let other = tenant("quota-neighbour");
     let requests = (0..32)
         .map(|i| put(&t, &r, json!([{"content": format!("fact {i:02}")}])))
         .collect();
@@ -218,7 +223,7 @@ async fn entries_per_ref_and_bytes_per_tenant_are_reached_exactly_by_eight_write
     assert_eq!(tally.refused.len(), 12);
     assert_refusals(&tally.refused, "MaxEntriesPerRef", 20);
     assert_eq!(stored_entries(&db, &r).await, 20);
-    assert_eq!(counter(&db, &ref_pk(&t, "agent-1"), "Q#entries").await, 20);
+    assert_eq!(counter(&db, &pk, "Q#entries").await, 20);
     assert_eq!(counter(&db, &quota_pk(&t), "Q#entries").await, 20);
     assert_eq!(counter(&db, &quota_pk(&t), "Q#bytes").await, 20 * 7);
     // Another ref of the same tenant has its own count.
@@ -376,10 +381,7 @@ async fn counters_return_after_delete_forget_and_consolidation_and_limits_change
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let forget = LambdaProcess::start("memory-forget", &[]).await;
     let consolidate = LambdaProcess::start("memory-consolidate", &[]).await;
-    let t = tenant("quota-return");
-    let r = memory_ref(&t, "agent-1");
-    let pk = ref_pk(&t, "agent-1");
-    set_limits(&db, &t, &[("MaxEntriesPerRef", 5)]).await;
+    let (t, r, pk) = ref_limited_to(&db, "quota-return", 5).await;
 
     let out = writer
         .respond(&put(
@@ -478,28 +480,8 @@ async fn a_consolidation_pass_recounts_what_ttl_expiry_removed() {
     let db = dynamo().await;
     let writer = LambdaProcess::start("memory-write", &[]).await;
     let consolidate = LambdaProcess::start("memory-consolidate", &[]).await;
-    let t = tenant("quota-ttl");
-    let r = memory_ref(&t, "agent-1");
-    let pk = ref_pk(&t, "agent-1");
-    set_limits(&db, &t, &[("MaxEntriesPerRef", 3)]).await;
-    let soon = {
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_millis() as i64)
-            .unwrap_or(0)
-            + 2_000;
-        let secs = ms / 1000;
-        // RFC 3339 by hand: the e2e crate carries no date library.
-        let days = secs.div_euclid(86_400);
-        let (y, m, d) = e2e::apigw::civil_from_days(days);
-        let rem = secs.rem_euclid(86_400);
-        format!(
-            "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}.000Z",
-            rem / 3600,
-            rem % 3600 / 60,
-            rem % 60
-        )
-    };
+    let (t, r, pk) = ref_limited_to(&db, "quota-ttl", 3).await;
+    let soon = rfc3339(now_ms() + 2_000);
     writer
         .respond(&put(
             &t,
@@ -562,15 +544,6 @@ async fn embedded_entries(db: &aws_sdk_dynamodb::Client, t: &str, agent: &str) -
     (with_vector, out.items().len())
 }
 
-fn today() -> String {
-    let days = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs() / 86_400)
-        .unwrap_or(0);
-    let (y, m, d) = e2e::apigw::civil_from_days(days as i64);
-    format!("{y:04}-{m:02}-{d:02}")
-}
-
 /// `MaxBedrockTokensPerDay` through the real binaries and the local embedding stand-in
 /// (docs/quotas.md "Bedrock tokens"): one writer at a time, the call that crosses the limit
 /// completes and the next is refused (the entry stored without a vector); eight writers at once
@@ -593,7 +566,14 @@ async fn bedrock_tokens_per_day_stop_embeddings_and_the_embed_pass_defers() {
     let one = |t: &str| put(t, &memory_ref(t, "agent-1"), json!([{"content": text}]));
     let tokens = |t: String| {
         let db = db.clone();
-        async move { counter(&db, &quota_pk(&t), &format!("Q#tokens#{}", today())).await }
+        async move {
+            counter(
+                &db,
+                &quota_pk(&t),
+                &format!("Q#tokens#{}", utc_date(now_ms())),
+            )
+            .await
+        }
     };
 
     // What one call of this text costs, on a tenant whose limit is never reached.

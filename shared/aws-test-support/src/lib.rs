@@ -4,6 +4,7 @@
 pub mod proxy;
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,23 @@ pub fn required_env(name: &str) -> String {
              first, or use `tests/run`, which does it for you."
         ),
     }
+}
+
+/// The checkout's root, where `infra/` and `tests/` live.
+pub fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The project venv's Python, which runs the local stand-ins and the fault proxy; panics with
+/// the fix when the venv is missing.
+pub fn venv_python() -> PathBuf {
+    let python = repo_root().join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run infra/local/venv (tests/run does)",
+        python.display()
+    );
+    python
 }
 
 /// SDK configuration for the emulator; panics unless `AWS_ENDPOINT_URL` is set.
@@ -190,27 +208,9 @@ impl EventTap {
         let deadline = Instant::now() + timeout;
         let mut out = Vec::new();
         while out.len() < count && Instant::now() < deadline {
-            let received = self
-                .sqs
-                .receive_message()
-                .queue_url(&self.queue_url)
-                .max_number_of_messages(10)
-                .wait_time_seconds(1)
-                .send()
-                .await
-                .unwrap_or_else(|e| panic!("receive from tap: {e:?}"));
-            for m in received.messages() {
+            for m in receive_and_delete(&self.sqs, &self.queue_url).await {
                 if let Some(body) = m.body() {
                     out.push(serde_json::from_str(body).unwrap_or(Value::String(body.to_owned())));
-                }
-                if let Some(handle) = m.receipt_handle() {
-                    let _ = self
-                        .sqs
-                        .delete_message()
-                        .queue_url(&self.queue_url)
-                        .receipt_handle(handle)
-                        .send()
-                        .await;
                 }
             }
         }
@@ -254,6 +254,33 @@ impl EventTap {
             .send()
             .await;
     }
+}
+
+/// One long poll of `queue_url` (up to 10 messages, waiting up to 1 s); the messages it returns
+/// are deleted (best effort), as a consumer that handled them would.
+pub async fn receive_and_delete(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+) -> Vec<aws_sdk_sqs::types::Message> {
+    let messages = sqs
+        .receive_message()
+        .queue_url(queue_url)
+        .max_number_of_messages(10)
+        .wait_time_seconds(1)
+        .send()
+        .await
+        .unwrap_or_else(|e| panic!("receive from {queue_url}: {e:?}"))
+        .messages
+        .unwrap_or_default();
+    for handle in messages.iter().filter_map(|m| m.receipt_handle()) {
+        let _ = sqs
+            .delete_message()
+            .queue_url(queue_url)
+            .receipt_handle(handle)
+            .send()
+            .await;
+    }
+    messages
 }
 
 /// The events of one `detail-type`, in the order the tap received them.

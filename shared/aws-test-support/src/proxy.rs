@@ -3,7 +3,6 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
@@ -17,15 +16,8 @@ impl FaultProxy {
     /// Starts the proxy on a free port with `args` (at least `--upstream URL`); `stderr` is where
     /// its own log lines go. Panics when the project venv or the proxy is missing.
     pub fn start(args: &[&str], stderr: Stdio) -> FaultProxy {
-        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
-        let python = root.join(".venv/bin/python");
-        assert!(
-            python.exists(),
-            "{} is missing: run infra/local/venv (tests/run does)",
-            python.display()
-        );
-        let mut child = Command::new(python)
-            .arg(root.join("tests/fault/proxy.py"))
+        let mut child = Command::new(crate::venv_python())
+            .arg(crate::repo_root().join("tests/fault/proxy.py"))
             .args(["--port", "0"])
             .args(args)
             .stdout(Stdio::piped())

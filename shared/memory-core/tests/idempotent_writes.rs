@@ -31,6 +31,20 @@ fn written_events(w: &World) -> usize {
     w.ports.events.of_type(EventType::MemoryWritten).len()
 }
 
+/// A put of `alpha` under `key`, on a store set to fail it, fails (`failure`) and stores
+/// nothing; the failed attempt gives its key back, so a retry at once (not after the lease)
+/// stores it once.
+async fn the_failed_attempt_gave_its_key_back(w: &World, key: &str, failure: &str) {
+    w.put(body(Some(key), &["alpha"])).await.expect_err(failure);
+    assert!(w.ports.store.dump().is_empty());
+    let out = w
+        .put(body(Some(key), &["alpha"]))
+        .await
+        .expect("the retry proceeds at once, not after the lease");
+    assert!(!out.replayed);
+    assert_eq!(w.ports.store.dump().len(), 1);
+}
+
 #[tokio::test]
 async fn a_keyed_retry_stores_once_and_answers_the_same() {
     let w = world();
@@ -143,14 +157,7 @@ async fn a_repeat_while_the_first_is_in_flight_is_refused_then_served() {
 async fn a_crash_mid_request_leaves_nothing_and_the_retry_proceeds() {
     let w = world();
     w.ports.store.calls.fail_on("put_entries", 1);
-    w.put(body(Some("op-4"), &["alpha"]))
-        .await
-        .expect_err("the store failed");
-    assert!(w.ports.store.dump().is_empty());
-    // The failed attempt gave its key back: the retry does not wait for the lease.
-    let out = w.put(body(Some("op-4"), &["alpha"])).await.expect("retry");
-    assert!(!out.replayed);
-    assert_eq!(w.ports.store.dump().len(), 1);
+    the_failed_attempt_gave_its_key_back(&w, "op-4", "the store failed").await;
     // When even the release failed (the process died), the retry waits for the lease.
     w.ports.store.calls.fail_on("put_entries", 1);
     w.ports.store.calls.fail_on("release_key", 1);
@@ -181,16 +188,7 @@ async fn a_claim_whose_answer_was_lost_is_given_back() {
     // The claim lands and its answer is lost: the attempt fails before it holds the key, and
     // still gives back the claim it cannot know it made.
     w.ports.store.calls.lose_answer_on("claim_key", 1);
-    w.put(body(Some("op-6"), &["alpha"]))
-        .await
-        .expect_err("the claim's answer was lost");
-    assert!(w.ports.store.dump().is_empty());
-    let out = w
-        .put(body(Some("op-6"), &["alpha"]))
-        .await
-        .expect("the retry proceeds at once, not after the lease");
-    assert!(!out.replayed);
-    assert_eq!(w.ports.store.dump().len(), 1);
+    the_failed_attempt_gave_its_key_back(&w, "op-6", "the claim's answer was lost").await;
 }
 
 #[tokio::test]

@@ -527,6 +527,16 @@ impl World {
             .await
     }
 
+    /// `count` plain facts written into acme's `REF`, then exported: the bundle the import
+    /// refusals start from.
+    async fn export_facts(&self, count: usize) -> Value {
+        for i in 0..count {
+            self.write(&format!("fact number {i} about the project"), &[], None)
+                .await;
+        }
+        self.export("acme", REF).await.unwrap()
+    }
+
     /// The live entries of a ref, as a grantee of the store would see them a day later.
     async fn entries_in(&self, r: &str) -> Vec<StoredEntry> {
         let page = self
@@ -647,11 +657,7 @@ async fn export_import_export_keeps_items_and_hashes_and_continues_chains() {
 #[tokio::test]
 async fn a_changed_bundle_or_manifest_imports_nothing() {
     let w = world();
-    for i in 0..30 {
-        w.write(&format!("fact number {i} about the project"), &[], None)
-            .await;
-    }
-    let exported = w.export("acme", REF).await.unwrap();
+    let exported = w.export_facts(30).await;
     let manifest = exported["manifest"].clone();
     // Any field of the manifest changed.
     for (field, value) in [
@@ -1036,11 +1042,7 @@ async fn an_import_over_a_quota_is_refused_and_a_raised_limit_lets_it_in() {
     use memory_core::ports::QuotaStore;
     use memory_core::quota::{Counter, Quota};
     let w = world();
-    for i in 0..30 {
-        w.write(&format!("fact number {i} about the project"), &[], None)
-            .await;
-    }
-    let exported = w.export("acme", REF).await.unwrap();
+    let exported = w.export_facts(30).await;
     let globex = TenantId::parse("globex").unwrap();
     w.entries
         .set_overrides(&globex, &[(Quota::EntriesPerRef, 20)])

@@ -3,18 +3,11 @@
 //! probe -> dream -> forget, then the OpenIntent door and the OAP exchange door, against the
 //! emulator, printing what each step did.
 
-use e2e::apigw::{civil_from_days, get_event, http_api_event, list_event, GatewayRequest};
+use e2e::apigw::{
+    get_event, http_api_event, http_call, list_event, now_ms, utc_date, GatewayRequest,
+};
 use e2e::LambdaProcess;
 use serde_json::{json, Value};
-
-/// Invokes a function with an API Gateway event: the status and the JSON body it answered.
-async fn http_call(function: &LambdaProcess, event: &Value) -> (u64, Value) {
-    let response = function.invoke(event).await.response();
-    let status = response["statusCode"].as_u64().unwrap_or(0);
-    let body =
-        serde_json::from_str(response["body"].as_str().unwrap_or("null")).unwrap_or(Value::Null);
-    (status, body)
-}
 
 async fn list(read: &LambdaProcess, tenant: &str, memory_ref: &str) -> (u64, Value) {
     let e = list_event(tenant, memory_ref, &[]);
@@ -77,12 +70,8 @@ fn keyed_event(
 }
 
 /// RFC 3339 (UTC, whole days) of `days` from now: a grant may live at most 180 days.
-fn in_days(days: u64) -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let (year, month, day) = civil_from_days((now / 86_400 + days) as i64);
-    format!("{year:04}-{month:02}-{day:02}T00:00:00Z")
+fn in_days(days: i64) -> String {
+    format!("{}T00:00:00Z", utc_date(now_ms() + days * 86_400_000))
 }
 
 /// An exchange door request: with the JWT's claims (grant, receipts) or a grant as bearer.
@@ -103,8 +92,8 @@ fn exchange_event(
 async fn main() {
     let run = ulid::Ulid::new().to_string().to_lowercase();
     let (acme, globex) = (format!("acme-{run}"), format!("globex-{run}"));
-    let acme_ref = format!("workspaces/{acme}/agents/support-bot/memories");
-    let globex_ref = format!("workspaces/{globex}/agents/support-bot/memories");
+    let acme_ref = e2e::memory_ref(&acme, "support-bot");
+    let globex_ref = e2e::memory_ref(&globex, "support-bot");
 
     println!(
         "Starting memory-write, memory-read and memory-forget behind a local Lambda Runtime API"

@@ -57,8 +57,8 @@ fn mcp_search_event(tenant: &str, memory_ref: &str) -> Value {
 
 #[tokio::main]
 async fn main() {
-    let t = format!("figures-{}", ulid::Ulid::new().to_string().to_lowercase());
-    let r = format!("workspaces/{t}/agents/agent-1/memories");
+    let t = e2e::tenant("figures");
+    let r = e2e::memory_ref(&t, "agent-1");
     let entries: Vec<Value> = (0..25)
         .map(|n| json!({"content": format!("Customer {n} prefers e-mail follow-up after refunds; remind me tomorrow at 9am"), "tags": ["preference"]}))
         .collect();

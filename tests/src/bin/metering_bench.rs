@@ -85,11 +85,8 @@ async fn main() {
         mode("metering off, quotas on ", "off", true, &url).await,
         mode("metering on,  quotas on ", "on", true, &url).await,
     ];
-    let t = format!(
-        "bench-meter-{}",
-        ulid::Ulid::new().to_string().to_lowercase()
-    );
-    let r = format!("workspaces/{t}/agents/agent-1/memories");
+    let t = e2e::tenant("bench-meter");
+    let r = e2e::memory_ref(&t, "agent-1");
     let put = |n: usize| {
         json!({"op": "put", "tenantId": t, "runId": "bench", "memoryRef": r, "entries": [
             {"content": format!("Customer {n} asked for the March invoice to be re-sent by e-mail; follow up Tuesday"),
