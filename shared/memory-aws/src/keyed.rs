@@ -620,9 +620,7 @@ impl IntentStore for DynamoKeyedStore {
             Counter::KeyedEntries(tenant.clone(), scope.clone()),
             Counter::KeyedBytes(tenant.clone(), scope),
         ]) {
-            let k = crate::dynamo::quota::counter_key(&counter);
-            let item = read_item(&client, &self.table, k, OP).await?;
-            *slot = item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0);
+            *slot = crate::dynamo::quota::counter_value(&client, &self.table, OP, &counter).await?;
         }
         Ok((out[0], out[1]))
     }
@@ -634,37 +632,16 @@ impl IntentStore for DynamoKeyedStore {
         const OP: &str = "keyed quota repair";
         let scope = intent_memory::quota::scope(&recount.home);
         let t = &recount.tenant;
-        let mut items = Vec::with_capacity(3);
-        for (counter, seen, counted) in [
-            (
+        let mut items = crate::dynamo::quota::recount_items(
+            OP,
+            &self.table,
+            [
                 Counter::KeyedEntries(t.clone(), scope.clone()),
-                recount.seen.0,
-                recount.counted.0,
-            ),
-            (
-                Counter::KeyedBytes(t.clone(), scope.clone()),
-                recount.seen.1,
-                recount.counted.1,
-            ),
-        ] {
-            // The fence: the counter still holds what the recount read before listing.
-            let condition = if seen == 0 {
-                "attribute_not_exists(#n) OR #n = :seen"
-            } else {
-                "#n = :seen"
-            };
-            let update = aws_sdk_dynamodb::types::Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(crate::dynamo::quota::counter_key(&counter)))
-                .update_expression("SET #n = :counted")
-                .condition_expression(condition)
-                .expression_attribute_names("#n", "n")
-                .expression_attribute_values(":seen", n(seen))
-                .expression_attribute_values(":counted", n(counted))
-                .build()
-                .map_err(|_| build_error(OP))?;
-            items.push(TransactWriteItem::builder().update(update).build());
-        }
+                Counter::KeyedBytes(t.clone(), scope),
+            ],
+            recount.seen,
+            recount.counted,
+        )?;
         let delta = recount.counted.1 - recount.seen.1;
         if delta != 0 {
             items.extend(self.quota_items(

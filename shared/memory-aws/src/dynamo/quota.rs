@@ -109,6 +109,40 @@ pub(crate) fn charge_item(
         .build())
 }
 
+/// A recount's writes of an `(entries, bytes)` counter pair: each set to what the listing
+/// `counted`, fenced on it still holding what was `seen` before the listing (so a write that
+/// charged it meanwhile makes the repair fail, to be recounted again). One rule for the entry
+/// store's refs and the keyed door's partitions.
+pub(crate) fn recount_items(
+    op: &'static str,
+    table: &str,
+    [entries, bytes]: [Counter; 2],
+    seen: (i64, i64),
+    counted: (i64, i64),
+) -> Result<Vec<TransactWriteItem>, StoreError> {
+    [(entries, seen.0, counted.0), (bytes, seen.1, counted.1)]
+        .into_iter()
+        .map(|(counter, seen, counted)| {
+            let condition = if seen == 0 {
+                "attribute_not_exists(#n) OR #n = :seen"
+            } else {
+                "#n = :seen"
+            };
+            let update = Update::builder()
+                .table_name(table)
+                .set_key(Some(counter_key(&counter)))
+                .update_expression("SET #n = :counted")
+                .condition_expression(condition)
+                .expression_attribute_names("#n", "n")
+                .expression_attribute_values(":seen", n(seen))
+                .expression_attribute_values(":counted", n(counted))
+                .build()
+                .map_err(|_| build_error(op))?;
+            Ok(TransactWriteItem::builder().update(update).build())
+        })
+        .collect()
+}
+
 /// The cached limits of the tenants one container served: read again after
 /// [`LIMITS_CACHE_MILLIS`].
 #[derive(Clone, Debug, Default)]
@@ -278,37 +312,13 @@ impl QuotaStore for DynamoEntryStore {
     async fn repair(&self, recount: &Recount) -> Result<bool, StoreError> {
         const OP: &str = "quota_repair";
         let r = &recount.memory_ref;
-        let mut items = Vec::with_capacity(4);
-        for (counter, seen, counted) in [
-            (
-                Counter::RefEntries(r.clone()),
-                recount.seen.0,
-                recount.counted.0,
-            ),
-            (
-                Counter::RefBytes(r.clone()),
-                recount.seen.1,
-                recount.counted.1,
-            ),
-        ] {
-            // The fence: the counter still holds what the recount read before listing.
-            let condition = if seen == 0 {
-                "attribute_not_exists(#n) OR #n = :seen"
-            } else {
-                "#n = :seen"
-            };
-            let update = Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(counter_key(&counter)))
-                .update_expression("SET #n = :counted")
-                .condition_expression(condition)
-                .expression_attribute_names("#n", "n")
-                .expression_attribute_values(":seen", n(seen))
-                .expression_attribute_values(":counted", n(counted))
-                .build()
-                .map_err(|_| build_error(OP))?;
-            items.push(TransactWriteItem::builder().update(update).build());
-        }
+        let mut items = recount_items(
+            OP,
+            &self.table,
+            [Counter::RefEntries(r.clone()), Counter::RefBytes(r.clone())],
+            recount.seen,
+            recount.counted,
+        )?;
         for (counter, delta) in [
             (
                 Counter::TenantEntries(r.tenant().clone()),
@@ -357,7 +367,7 @@ impl QuotaStore for DynamoEntryStore {
 }
 
 /// A counter's value now, strongly consistent (absent: 0).
-async fn counter_value(
+pub(crate) async fn counter_value(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
     op: &'static str,
