@@ -20,10 +20,7 @@ use memory_core::model::SubjectKey;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
-use memory_aws::dynamo::{
-    delete_returning_old, get_s, n, partition_key, prefix_query, query_all, ref_from_pk, s,
-    subject_attr, subject_items,
-};
+use memory_aws::dynamo::{get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr};
 use memory_aws::error::{backend, service_code};
 use memory_aws::DynamoClients;
 
@@ -213,17 +210,9 @@ impl CommitmentStore for DynamoCommitmentStore {
     }
 
     async fn get(&self, key: &CommitmentKey) -> Result<Option<StoredCommitment>, StoreError> {
-        let client = self.clients.data("get_commitment").await?;
-        let out = memory_aws::dynamo::call(
-            "get_commitment",
-            &client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(key_item(key)))
-                .consistent_read(true),
-        )
-        .await?;
-        out.item().map(decode).transpose()
+        let table = self.clients.table(&self.table, "get_commitment").await?;
+        let item = table.read(key_item(key)).await?;
+        item.as_ref().map(decode).transpose()
     }
 
     async fn transition(
@@ -258,9 +247,10 @@ impl CommitmentStore for DynamoCommitmentStore {
         })
     }
     async fn for_ref(&self, memory_ref: &MemoryRef) -> Result<Vec<StoredCommitment>, StoreError> {
-        let client = self.clients.data("for_ref").await?;
-        let request = prefix_query(&client, &self.table, partition_key(memory_ref), PREFIX);
-        let (items, _) = query_all(request, "for_ref").await?;
+        let table = self.clients.table(&self.table, "for_ref").await?;
+        let items = table
+            .prefix_items(partition_key(memory_ref), PREFIX)
+            .await?;
         items.iter().map(decode).collect()
     }
     async fn find_by_subject(
@@ -269,8 +259,8 @@ impl CommitmentStore for DynamoCommitmentStore {
         subject: &SubjectKey,
     ) -> Result<Vec<CommitmentKey>, StoreError> {
         let op = "find_commitments_by_subject";
-        let client = self.clients.data(op).await?;
-        let items = subject_items(&client, &self.table, tenant, subject, op).await?;
+        let table = self.clients.table(&self.table, op).await?;
+        let items = table.subject_items(tenant, subject).await?;
         Ok(items
             .iter()
             .filter_map(key_of)
@@ -278,8 +268,7 @@ impl CommitmentStore for DynamoCommitmentStore {
             .collect())
     }
     async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {
-        let client = self.clients.data("delete_commitment").await?;
-        let old = delete_returning_old(&client, &self.table, key_item(key), "delete_commitment");
-        Ok(old.await?.is_some())
+        let table = self.clients.table(&self.table, "delete_commitment").await?;
+        Ok(table.delete_returning_old(key_item(key)).await?.is_some())
     }
 }

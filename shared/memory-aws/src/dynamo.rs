@@ -516,23 +516,6 @@ fn dirty_partition(kind: PassKind, shard: u8) -> String {
     format!("{}#{shard:02}", kind.as_str())
 }
 
-/// A strongly consistent Query of partition `pk` for the sort keys that start with `prefix`:
-/// how every adapter reads one kind of item of a partition.
-pub fn prefix_query(
-    client: &Client,
-    table: &str,
-    pk: impl Into<String>,
-    prefix: impl Into<String>,
-) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
-    client
-        .query()
-        .table_name(table)
-        .consistent_read(true)
-        .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-        .expression_attribute_values(":pk", s(pk))
-        .expression_attribute_values(":prefix", s(prefix))
-}
-
 /// One DynamoDB call, metered and retried like every call of this crate; a failure that is not
 /// the caller's to interpret is [`backend`]'s answer.
 pub async fn call<R: crate::meter::Metered>(
@@ -565,100 +548,120 @@ pub async fn query_all(
     }
 }
 
-/// Every item of the sparse index `index` whose partition attribute `attribute` is `value`.
-pub async fn query_index(
-    client: &Client,
-    table: &str,
-    (index, attribute): (&str, &str),
-    value: String,
+/// The table as one client reaches it, and the operation its calls report: what every plain
+/// (untransacted) read, write and Query of the stores here goes through, so the client, the
+/// table's name and the operation travel as one value. An SDK client is a cheap handle.
+#[derive(Clone, Debug)]
+pub struct Table<'a> {
+    client: Client,
+    name: &'a str,
     op: &'static str,
-) -> Result<Vec<Item>, StoreError> {
-    let request = client
-        .query()
-        .table_name(table)
-        .index_name(index)
-        .key_condition_expression(format!("{attribute} = :v"))
-        .expression_attribute_values(":v", s(value));
-    Ok(query_all(request, op).await?.0)
 }
 
-/// Every item of one tenant's subject (the subject index), entries and commitments alike.
-pub async fn subject_items(
-    client: &Client,
-    table: &str,
-    tenant: &TenantId,
-    subject: &SubjectKey,
-    op: &'static str,
-) -> Result<Vec<Item>, StoreError> {
-    let value = subject_attr(tenant, subject);
-    query_index(client, table, (SUBJECT_INDEX, "subjectKey"), value, op).await
-}
+impl<'a> Table<'a> {
+    pub fn new(client: Client, name: &'a str, op: &'static str) -> Self {
+        Table { client, name, op }
+    }
 
-/// One strongly consistent `GetItem` (read-your-writes), under the shared retry policy.
-pub(crate) async fn read_item(
-    client: &Client,
-    table: &str,
-    k: Item,
-    op: &'static str,
-) -> Result<Option<Item>, StoreError> {
-    let request = client
-        .get_item()
-        .table_name(table)
-        .set_key(Some(k))
-        .consistent_read(true);
-    Ok(call(op, &request).await?.item)
-}
+    /// One strongly consistent `GetItem` (read-your-writes), under the shared retry policy.
+    pub async fn read(&self, key: Item) -> Result<Option<Item>, StoreError> {
+        let request = self
+            .client
+            .get_item()
+            .table_name(self.name)
+            .set_key(Some(key))
+            .consistent_read(true);
+        Ok(call(self.op, &request).await?.item)
+    }
 
-/// Puts `item` unconditionally under the shared retry policy.
-pub(crate) async fn put_plain(
-    client: &Client,
-    table: &str,
-    item: Item,
-    op: &'static str,
-) -> Result<(), StoreError> {
-    let request = client.put_item().table_name(table).set_item(Some(item));
-    call(op, &request).await.map(drop)
-}
+    /// Puts `item` unconditionally under the shared retry policy.
+    pub async fn put(&self, item: Item) -> Result<(), StoreError> {
+        let request = self
+            .client
+            .put_item()
+            .table_name(self.name)
+            .set_item(Some(item));
+        call(self.op, &request).await.map(drop)
+    }
 
-/// Deletes the item at `key` unconditionally under the shared retry policy.
-pub(crate) async fn delete_plain(
-    client: &Client,
-    table: &str,
-    key: Item,
-    op: &'static str,
-) -> Result<(), StoreError> {
-    delete_one(client, table, key, ReturnValue::None, op)
-        .await
-        .map(drop)
-}
+    /// Deletes the item at `key` unconditionally under the shared retry policy.
+    pub async fn delete(&self, key: Item) -> Result<(), StoreError> {
+        self.delete_one(key, ReturnValue::None).await.map(drop)
+    }
 
-/// Deletes the item at `key` and answers what was there (`None`: nothing was), so the caller
-/// can clean up what hung off it without a read first.
-pub async fn delete_returning_old(
-    client: &Client,
-    table: &str,
-    key: Item,
-    op: &'static str,
-) -> Result<Option<Item>, StoreError> {
-    delete_one(client, table, key, ReturnValue::AllOld, op).await
-}
+    /// Deletes the item at `key` and answers what was there (`None`: nothing was), so the
+    /// caller can clean up what hung off it without a read first.
+    pub async fn delete_returning_old(&self, key: Item) -> Result<Option<Item>, StoreError> {
+        self.delete_one(key, ReturnValue::AllOld).await
+    }
 
-/// One unconditional DeleteItem under the shared retry policy; what was there when `returning`
-/// asks for it.
-async fn delete_one(
-    client: &Client,
-    table: &str,
-    key: Item,
-    returning: ReturnValue,
-    op: &'static str,
-) -> Result<Option<Item>, StoreError> {
-    let request = client
-        .delete_item()
-        .table_name(table)
-        .set_key(Some(key))
-        .return_values(returning);
-    let out = call(op, &request).await?;
-    Ok(out.attributes.filter(|a| !a.is_empty()))
+    /// One unconditional DeleteItem under the shared retry policy; what was there when
+    /// `returning` asks for it.
+    async fn delete_one(
+        &self,
+        key: Item,
+        returning: ReturnValue,
+    ) -> Result<Option<Item>, StoreError> {
+        let request = self
+            .client
+            .delete_item()
+            .table_name(self.name)
+            .set_key(Some(key))
+            .return_values(returning);
+        let out = call(self.op, &request).await?;
+        Ok(out.attributes.filter(|a| !a.is_empty()))
+    }
+
+    /// A strongly consistent Query of partition `pk` for the sort keys that start with
+    /// `prefix`: how every adapter reads one kind of item of a partition.
+    pub fn prefix_query(
+        &self,
+        pk: impl Into<String>,
+        prefix: impl Into<String>,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(self.name)
+            .consistent_read(true)
+            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
+            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":prefix", s(prefix))
+    }
+
+    /// Every item of [`Self::prefix_query`], every page of them.
+    pub async fn prefix_items(
+        &self,
+        pk: impl Into<String>,
+        prefix: impl Into<String>,
+    ) -> Result<Vec<Item>, StoreError> {
+        Ok(query_all(self.prefix_query(pk, prefix), self.op).await?.0)
+    }
+
+    /// Every item of the sparse index `index` whose partition attribute `attribute` is `value`.
+    pub async fn index_items(
+        &self,
+        (index, attribute): (&str, &str),
+        value: String,
+    ) -> Result<Vec<Item>, StoreError> {
+        let request = self
+            .client
+            .query()
+            .table_name(self.name)
+            .index_name(index)
+            .key_condition_expression(format!("{attribute} = :v"))
+            .expression_attribute_values(":v", s(value));
+        Ok(query_all(request, self.op).await?.0)
+    }
+
+    /// Every item of one tenant's subject (the subject index), entries and commitments alike.
+    pub async fn subject_items(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<Item>, StoreError> {
+        let value = subject_attr(tenant, subject);
+        self.index_items((SUBJECT_INDEX, "subjectKey"), value).await
+    }
 }
 
 /// One transaction under the shared retry policy: races and throttles are retried until the
@@ -836,20 +839,21 @@ impl DynamoEntryStore {
     }
 
     async fn overflow_items(&self, key: &EntryKey) -> Result<Vec<Item>, StoreError> {
-        let client = self.clients.data("provenance_overflow").await?;
-        let request = prefix_query(
-            &client,
-            &self.table,
-            partition_key(&key.memory_ref),
-            provenance_chunk_prefix(&key.id),
-        );
-        Ok(query_all(request, "provenance_overflow").await?.0)
+        let table = self
+            .clients
+            .table(&self.table, "provenance_overflow")
+            .await?;
+        table
+            .prefix_items(
+                partition_key(&key.memory_ref),
+                provenance_chunk_prefix(&key.id),
+            )
+            .await
     }
 
     /// Deletes the overflow items of an entry that is gone.
     async fn delete_overflow(&self, key: &EntryKey) -> Result<(), StoreError> {
-        const OP: &str = "delete_overflow";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, "delete_overflow").await?;
         for item in self.overflow_items(key).await? {
             let Some(sk) = get_s(&item, "sk") else {
                 continue;
@@ -858,7 +862,7 @@ impl DynamoEntryStore {
                 ("pk".to_owned(), s(partition_key(&key.memory_ref))),
                 ("sk".to_owned(), s(sk)),
             ]);
-            delete_plain(&client, &self.table, item_key, OP).await?;
+            table.delete(item_key).await?;
         }
         Ok(())
     }
@@ -1013,8 +1017,7 @@ impl DynamoEntryStore {
 
     /// One item by key, strongly consistent (read-your-writes).
     async fn get_item(&self, op: &'static str, key: Item) -> Result<Option<Item>, StoreError> {
-        let client = self.clients.data(op).await?;
-        read_item(&client, &self.table, key, op).await
+        self.clients.table(&self.table, op).await?.read(key).await
     }
 
     async fn read_key(&self, key: &IdempotencyKey) -> Result<Option<KeyRecord>, StoreError> {
@@ -1055,8 +1058,8 @@ impl DynamoEntryStore {
     /// Deletes one entry with its overflow items and postings; `true` when it existed. The
     /// caller records the change.
     async fn delete_entry(&self, key: &EntryKey) -> Result<bool, StoreError> {
-        let client = self.clients.data("delete").await?;
-        let old = delete_returning_old(&client, &self.table, key_item(key), "delete").await?;
+        let table = self.clients.table(&self.table, "delete").await?;
+        let old = table.delete_returning_old(key_item(key)).await?;
         let old = old.as_ref();
         if old.is_some_and(|a| get_n(a, "provenanceChunks").unwrap_or(0) > 0) {
             self.delete_overflow(key).await?;
@@ -1080,9 +1083,9 @@ impl DynamoEntryStore {
         op: &'static str,
         keys: impl IntoIterator<Item = &'a EntryKey>,
     ) -> Result<(), StoreError> {
-        let client = self.clients.data(op).await?;
+        let table = self.clients.table(&self.table, op).await?;
         for item in change_items(keys.into_iter().map(|k| (&k.memory_ref, k.id.as_str()))) {
-            put_plain(&client, &self.table, item, op).await?;
+            table.put(item).await?;
         }
         Ok(())
     }
@@ -1436,15 +1439,14 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn tombstone(&self, keys: &[EntryKey], until: Timestamp) -> Result<(), StoreError> {
-        const OP: &str = "tombstone";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, "tombstone").await?;
         for key in keys {
             let mut item = HashMap::from([
                 ("pk".to_owned(), s(partition_key(&key.memory_ref))),
                 ("sk".to_owned(), s(format!("{TOMBSTONE_PREFIX}{}", key.id))),
             ]);
             item.insert("ttl".into(), n(until.epoch_seconds_ceil()));
-            put_plain(&client, &self.table, item, OP).await?;
+            table.put(item).await?;
         }
         Ok(())
     }
@@ -1453,14 +1455,10 @@ impl EntryStore for DynamoEntryStore {
         &self,
         memory_ref: &MemoryRef,
     ) -> Result<std::collections::BTreeSet<String>, StoreError> {
-        let client = self.clients.data("tombstones").await?;
-        let request = prefix_query(
-            &client,
-            &self.table,
-            partition_key(memory_ref),
-            TOMBSTONE_PREFIX,
-        )
-        .projection_expression("sk");
+        let table = self.clients.table(&self.table, "tombstones").await?;
+        let request = table
+            .prefix_query(partition_key(memory_ref), TOMBSTONE_PREFIX)
+            .projection_expression("sk");
         let (items, _) = query_all(request, "tombstones").await?;
         Ok(items
             .iter()
@@ -1476,10 +1474,11 @@ impl EntryStore for DynamoEntryStore {
         query: &PageQuery,
     ) -> Result<Page, StoreError> {
         const OP: &str = "list_page";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         let pk = partition_key(memory_ref);
         let filter = "attribute_not_exists(expiresAtMs) OR expiresAtMs > :now";
-        let mut request = prefix_query(&client, &self.table, &pk, ENTRY_PREFIX)
+        let mut request = table
+            .prefix_query(&pk, ENTRY_PREFIX)
             .expression_attribute_values(":now", n(query.now.as_millis()))
             .scan_index_forward(false)
             .limit(i32::try_from(query.limit.max(1)).unwrap_or(i32::MAX));
@@ -1672,8 +1671,8 @@ impl EntryStore for DynamoEntryStore {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<EntryKey>, StoreError> {
-        let client = self.clients.data("find_by_subject").await?;
-        let items = subject_items(&client, &self.table, tenant, subject, "find_by_subject").await?;
+        let table = self.clients.table(&self.table, "find_by_subject").await?;
+        let items = table.subject_items(tenant, subject).await?;
         Ok(items
             .iter()
             .filter_map(key_of)
@@ -1800,14 +1799,13 @@ impl EntryStore for DynamoEntryStore {
 
     async fn pending_refs(&self, kind: PassKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
         // Across tenants by design (`{kind}#{shard}` partitions): the function's own role.
-        let items = query_index(
-            self.clients.fan_out(),
-            &self.table,
-            (DIRTY_INDEX, "dirtyPartition"),
-            dirty_partition(kind, shard),
-            "pending_refs",
-        )
-        .await?;
+        let table = Table::new(self.clients.fan_out().clone(), &self.table, "pending_refs");
+        let items = table
+            .index_items(
+                (DIRTY_INDEX, "dirtyPartition"),
+                dirty_partition(kind, shard),
+            )
+            .await?;
         Ok(items
             .iter()
             .filter_map(|i| get_s(i, "pk"))
@@ -1830,15 +1828,10 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn changes(&self, memory_ref: &MemoryRef) -> Result<Vec<Change>, StoreError> {
-        const OP: &str = "changes";
-        let client = self.clients.data(OP).await?;
-        let request = prefix_query(
-            &client,
-            &self.table,
-            partition_key(memory_ref),
-            CHANGE_PREFIX,
-        );
-        let (items, _) = query_all(request, OP).await?;
+        let table = self.clients.table(&self.table, "changes").await?;
+        let items = table
+            .prefix_items(partition_key(memory_ref), CHANGE_PREFIX)
+            .await?;
         items
             .iter()
             .map(|item| {
@@ -1868,14 +1861,13 @@ impl EntryStore for DynamoEntryStore {
         memory_ref: &MemoryRef,
         seqs: &[String],
     ) -> Result<(), StoreError> {
-        const OP: &str = "drop_changes";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, "drop_changes").await?;
         for seq in seqs {
             let k = HashMap::from([
                 ("pk".to_owned(), s(partition_key(memory_ref))),
                 ("sk".to_owned(), s(format!("{CHANGE_PREFIX}{seq}"))),
             ]);
-            delete_plain(&client, &self.table, k, OP).await?;
+            table.delete(k).await?;
         }
         Ok(())
     }

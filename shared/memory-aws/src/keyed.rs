@@ -37,8 +37,8 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, TenantId};
 
 use crate::dynamo::{
-    build_error, delete_plain, get_n, get_s, n, put_plain, query_all, read_item, s, subject_attr,
-    subject_items, transact_item, transact_with, Item, TxError, Values, Write,
+    build_error, get_n, get_s, n, query_all, s, subject_attr, transact_item, transact_with, Item,
+    Table, TxError, Values, Write,
 };
 use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
@@ -220,6 +220,10 @@ impl DynamoKeyedStore {
         self.clients.data(op).await
     }
 
+    async fn data(&self, op: &'static str) -> Result<Table<'_>, StoreError> {
+        self.clients.table(&self.table, op).await
+    }
+
     async fn transact(
         &self,
         op: &'static str,
@@ -236,9 +240,11 @@ impl DynamoKeyedStore {
         prefix: String,
         limit: Option<i32>,
     ) -> Result<Vec<Item>, StoreError> {
-        let client = self.client(op).await?;
-        let request =
-            crate::dynamo::prefix_query(&client, &self.table, pk, prefix).set_limit(limit);
+        let request = self
+            .data(op)
+            .await?
+            .prefix_query(pk, prefix)
+            .set_limit(limit);
         if limit.is_some() {
             let out = crate::dynamo::call(op, &request).await?;
             return Ok(out.items().to_vec());
@@ -330,15 +336,15 @@ impl DynamoKeyedStore {
     /// Whether the uniqueness claim still names this entry.
     async fn holds_claim(&self, e: &StoredIntent) -> Result<bool, StoreError> {
         const OP: &str = "keyed claim";
-        let claim = read_item(&self.client(OP).await?, &self.table, self.claim_key(e), OP).await?;
+        let claim = self.data(OP).await?.read(self.claim_key(e)).await?;
         Ok(claim.as_ref().and_then(|i| get_s(i, "id")) == Some(e.entry.id.as_str()))
     }
 
     /// Version records beyond what fits in the entry's transaction go right after it.
     async fn delete_items(&self, op: &'static str, keys: &[Item]) -> Result<(), StoreError> {
-        let client = self.client(op).await?;
+        let table = self.data(op).await?;
         for k in keys {
-            delete_plain(&client, &self.table, k.clone(), op).await?;
+            table.delete(k.clone()).await?;
         }
         Ok(())
     }
@@ -365,10 +371,8 @@ impl DynamoKeyedStore {
         charges: &[Charge],
         at: Timestamp,
     ) -> Result<Option<StoreError>, StoreError> {
-        let client = self.client(op).await?;
-        let failed =
-            crate::dynamo::quota::first_failed(&client, &self.table, op, failed, first, charges)
-                .await?;
+        let table = self.data(op).await?;
+        let failed = crate::dynamo::quota::first_failed(&table, failed, first, charges).await?;
         Ok(failed.map(|(charge, current)| {
             Refusal::of(charge, current, at)
                 .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded)
@@ -475,8 +479,7 @@ impl IntentStore for DynamoKeyedStore {
                     }
                 }
                 if failed.get(1).copied().unwrap_or(false) {
-                    let claim =
-                        read_item(&self.client(OP).await?, t, self.claim_key(entry), OP).await?;
+                    let claim = self.data(OP).await?.read(self.claim_key(entry)).await?;
                     return Ok(match claim.as_ref().and_then(|i| get_s(i, "id")) {
                         Some(id) => InsertOutcome::KeyTaken {
                             existing_id: id.to_owned(),
@@ -501,7 +504,7 @@ impl IntentStore for DynamoKeyedStore {
     async fn get(&self, at: &Location) -> Result<Option<StoredIntent>, StoreError> {
         const OP: &str = "keyed get";
         let k = key(pk(&at.tenant, &at.home), format!("{ENTRY}{}", at.id));
-        let item = read_item(&self.client(OP).await?, &self.table, k, OP).await?;
+        let item = self.data(OP).await?.read(k).await?;
         item.map(|i| self.decode(&at.tenant, &i)).transpose()
     }
 
@@ -614,13 +617,13 @@ impl IntentStore for DynamoKeyedStore {
     async fn quota_scope(&self, tenant: &TenantId, home: &Home) -> Result<(i64, i64), StoreError> {
         const OP: &str = "keyed quota scope";
         let scope = intent_memory::quota::scope(home);
-        let client = self.client(OP).await?;
+        let table = self.data(OP).await?;
         let mut out = [0i64; 2];
         for (slot, counter) in out.iter_mut().zip([
             Counter::KeyedEntries(tenant.clone(), scope.clone()),
             Counter::KeyedBytes(tenant.clone(), scope),
         ]) {
-            *slot = crate::dynamo::quota::counter_value(&client, &self.table, OP, &counter).await?;
+            *slot = crate::dynamo::quota::counter_value(&table, &counter).await?;
         }
         Ok((out[0], out[1]))
     }
@@ -789,7 +792,7 @@ impl IntentStore for DynamoKeyedStore {
     async fn count(&self, at: &CounterAt) -> Result<CounterState, StoreError> {
         const OP: &str = "keyed count";
         let k = self.counter_key(at);
-        let item = read_item(&self.client(OP).await?, &self.table, k, OP).await?;
+        let item = self.data(OP).await?.read(k).await?;
         let number = |name: &str| {
             item.as_ref()
                 .and_then(|i| get_n(i, name))
@@ -817,7 +820,7 @@ impl IntentStore for DynamoKeyedStore {
                 "subjectKey".into(),
                 s(subject_attr(&archive.tenant, subject)),
             );
-            put_plain(&self.client(OP).await?, &self.table, item, OP).await?;
+            self.data(OP).await?.put(item).await?;
         }
         Ok(())
     }
@@ -840,15 +843,13 @@ impl IntentStore for DynamoKeyedStore {
         const OP: &str = "keyed tombstone";
         let mut item = key(pk(&at.tenant, &at.home), format!("{TOMBSTONE}{}", at.id));
         item.insert("ttl".into(), n(until.epoch_seconds_ceil()));
-        put_plain(&self.client(OP).await?, &self.table, item, OP).await
+        self.data(OP).await?.put(item).await
     }
 
     async fn tombstoned(&self, at: &Location) -> Result<bool, StoreError> {
         const OP: &str = "keyed tombstoned";
         let k = key(pk(&at.tenant, &at.home), format!("{TOMBSTONE}{}", at.id));
-        Ok(read_item(&self.client(OP).await?, &self.table, k, OP)
-            .await?
-            .is_some())
+        Ok(self.data(OP).await?.read(k).await?.is_some())
     }
 
     async fn subject_hits(
@@ -857,8 +858,7 @@ impl IntentStore for DynamoKeyedStore {
         subject: &SubjectKey,
     ) -> Result<Vec<SubjectHit>, StoreError> {
         const OP: &str = "keyed forget";
-        let client = self.client(OP).await?;
-        let items = subject_items(&client, &self.table, tenant, subject, OP).await?;
+        let items = self.data(OP).await?.subject_items(tenant, subject).await?;
         let mut hits = Vec::new();
         for item in &items {
             let (Some(p), Some(sk)) = (get_s(item, "pk"), get_s(item, "sk")) else {
@@ -932,7 +932,8 @@ impl DynamoKeyRegistry {
 impl KeyRegistry for DynamoKeyRegistry {
     async fn get(&self, key_id: &str) -> Result<Option<KeyRecord>, StoreError> {
         const OP: &str = "api key get";
-        let item = read_item(&self.client, &self.table, Self::key_of(key_id), OP).await?;
+        let table = Table::new(self.client.clone(), &self.table, OP);
+        let item = table.read(Self::key_of(key_id)).await?;
         let Some(item) = item.as_ref() else {
             return Ok(None);
         };

@@ -324,6 +324,15 @@ impl DynamoClients {
         }
     }
 
+    /// The table `name` for calls on one tenant's keys, through [`Self::data`].
+    pub async fn table<'a>(
+        &self,
+        name: &'a str,
+        op: &'static str,
+    ) -> Result<crate::dynamo::Table<'a>, StoreError> {
+        Ok(crate::dynamo::Table::new(self.data(op).await?, name, op))
+    }
+
     /// The function's own role: only for the cross-tenant fan-out Queries (`byDirtyRef`,
     /// `byDue`), which no tenant's credentials may make.
     pub fn fan_out(&self) -> &aws_sdk_dynamodb::Client {

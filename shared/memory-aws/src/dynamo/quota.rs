@@ -30,7 +30,7 @@ use memory_core::quota::{
 use memory_core::{StoreError, Timestamp};
 use memory_guard::TenantId;
 
-use super::{build_error, get_n, n, partition_key, read_item, s, DynamoEntryStore, Item};
+use super::{build_error, get_n, n, partition_key, s, DynamoEntryStore, Item, Table};
 
 use crate::error::backend;
 
@@ -242,8 +242,7 @@ impl DynamoEntryStore {
         op: &'static str,
         counter: &Counter,
     ) -> Result<i64, StoreError> {
-        let client = self.clients.data(op).await?;
-        counter_value(&client, &self.table, op, counter).await
+        counter_value(&self.clients.table(&self.table, op).await?, counter).await
     }
 
     /// The refusal of the first failed charge among `charges` (whose transaction items start at
@@ -256,8 +255,8 @@ impl DynamoEntryStore {
         charges: &[Charge],
         at: Timestamp,
     ) -> Result<Option<Refusal>, StoreError> {
-        let client = self.clients.data(op).await?;
-        let failed = first_failed(&client, &self.table, op, failed, first, charges).await?;
+        let table = self.clients.table(&self.table, op).await?;
+        let failed = first_failed(&table, failed, first, charges).await?;
         Ok(failed.and_then(|(charge, current)| Refusal::of(charge, current, at)))
     }
 
@@ -276,8 +275,8 @@ impl QuotaStore for DynamoEntryStore {
         if let Some(limits) = self.limits_cache.fresh(tenant, now) {
             return Ok(limits);
         }
-        let client = self.clients.data(OP).await?;
-        let item = read_item(&client, &self.table, limits_key(tenant), OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
+        let item = table.read(limits_key(tenant)).await?;
         let limits = self
             .quota_defaults
             .overridden(&item.as_ref().map(overrides_of).unwrap_or_default());
@@ -351,15 +350,15 @@ impl QuotaStore for DynamoEntryStore {
         overrides: &[(Quota, u64)],
     ) -> Result<(), StoreError> {
         const OP: &str = "quota_set_overrides";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         if overrides.is_empty() {
-            super::delete_plain(&client, &self.table, limits_key(tenant), OP).await?;
+            table.delete(limits_key(tenant)).await?;
         } else {
             let mut item = limits_key(tenant);
             for (quota, max) in overrides {
                 item.insert(quota.name().to_owned(), AttributeValue::N(max.to_string()));
             }
-            super::put_plain(&client, &self.table, item, OP).await?;
+            table.put(item).await?;
         }
         self.limits_cache.forget(tenant);
         Ok(())
@@ -367,13 +366,8 @@ impl QuotaStore for DynamoEntryStore {
 }
 
 /// A counter's value now, strongly consistent (absent: 0).
-pub(crate) async fn counter_value(
-    client: &aws_sdk_dynamodb::Client,
-    table: &str,
-    op: &'static str,
-    counter: &Counter,
-) -> Result<i64, StoreError> {
-    let item = read_item(client, table, counter_key(counter), op).await?;
+pub(crate) async fn counter_value(table: &Table<'_>, counter: &Counter) -> Result<i64, StoreError> {
+    let item = table.read(counter_key(counter)).await?;
     Ok(item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0))
 }
 
@@ -382,16 +376,14 @@ pub(crate) async fn counter_value(
 /// transaction that carries charges, the entry store's and the keyed door's. `None` when no
 /// charge failed (something else in the transaction did).
 pub(crate) async fn first_failed<'c>(
-    client: &aws_sdk_dynamodb::Client,
-    table: &str,
-    op: &'static str,
+    table: &Table<'_>,
     failed: &[bool],
     first: usize,
     charges: &'c [Charge],
 ) -> Result<Option<(&'c Charge, u64)>, StoreError> {
     for (i, charge) in charges.iter().enumerate() {
         if failed.get(first + i).copied().unwrap_or(false) {
-            let current = counter_value(client, table, op, &charge.counter).await?;
+            let current = counter_value(table, &charge.counter).await?;
             return Ok(Some((charge, u64::try_from(current).unwrap_or(0))));
         }
     }
