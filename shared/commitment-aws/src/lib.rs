@@ -21,7 +21,6 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
 use memory_aws::dynamo::{get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr};
-use memory_aws::error::{backend, service_code};
 use memory_aws::DynamoClients;
 
 pub const DUE_INDEX: &str = "byDue";
@@ -164,22 +163,12 @@ impl DynamoCommitmentStore {
         value: Option<AttributeValue>,
     ) -> Result<bool, StoreError> {
         let values = value.map(|v| HashMap::from([(":v".to_owned(), v)]));
-        let client = self.clients.data(op).await?;
-        let out = memory_aws::retry::metered(
-            op,
-            &client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression(condition)
-                .set_expression_attribute_values(values),
-        )
-        .await;
-        match out {
-            Ok(_) => Ok(true),
-            Err(e) if service_code(&e) == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(e) => Err(backend(op, &e)),
-        }
+        let table = self.clients.table(&self.table, op).await?;
+        let request = table
+            .put_item(item)
+            .condition_expression(condition)
+            .set_expression_attribute_values(values);
+        Ok(table.conditional(&request).await?.is_some())
     }
 
     /// The store in the table the function's other adapters use.

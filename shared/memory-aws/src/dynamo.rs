@@ -51,7 +51,10 @@ use serde::{Deserialize, Serialize};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::delete_item::builders::DeleteItemFluentBuilder;
+use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Delete, KeysAndAttributes, Put, ReturnValue, TransactWriteItem, Update,
@@ -563,6 +566,58 @@ impl<'a> Table<'a> {
         Table { client, name, op }
     }
 
+    /// The operation its calls report.
+    pub fn op(&self) -> &'static str {
+        self.op
+    }
+
+    /// A PutItem of `item` into this table, for the caller to condition and send.
+    pub fn put_item(&self, item: Item) -> PutItemFluentBuilder {
+        self.client
+            .put_item()
+            .table_name(self.name)
+            .set_item(Some(item))
+    }
+
+    /// An UpdateItem of the item at `key`, for the caller to complete and send.
+    pub fn update_item(&self, key: Item) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(self.name)
+            .set_key(Some(key))
+    }
+
+    /// A DeleteItem of the item at `key`, for the caller to condition and send.
+    pub fn delete_item(&self, key: Item) -> DeleteItemFluentBuilder {
+        self.client
+            .delete_item()
+            .table_name(self.name)
+            .set_key(Some(key))
+    }
+
+    /// A transaction's update (its key, expressions and condition) as one UpdateItem: for the
+    /// writes that go alone or in a transaction.
+    pub fn update_alone(&self, update: Update) -> UpdateItemFluentBuilder {
+        self.update_item(update.key)
+            .update_expression(update.update_expression)
+            .set_condition_expression(update.condition_expression)
+            .set_expression_attribute_names(update.expression_attribute_names)
+            .set_expression_attribute_values(update.expression_attribute_values)
+    }
+
+    /// One conditional write under the shared retry policy: its output when applied, `None` when
+    /// its condition failed (an answer for the caller to act on, not an error).
+    pub async fn conditional<R: crate::meter::Metered>(
+        &self,
+        request: &R,
+    ) -> Result<Option<R::Output>, StoreError> {
+        match crate::retry::metered(self.op, request).await {
+            Ok(out) => Ok(Some(out)),
+            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => Ok(None),
+            Err(e) => Err(backend(self.op, &e)),
+        }
+    }
+
     /// One strongly consistent `GetItem` (read-your-writes), under the shared retry policy.
     pub async fn read(&self, key: Item) -> Result<Option<Item>, StoreError> {
         let request = self
@@ -576,12 +631,7 @@ impl<'a> Table<'a> {
 
     /// Puts `item` unconditionally under the shared retry policy.
     pub async fn put(&self, item: Item) -> Result<(), StoreError> {
-        let request = self
-            .client
-            .put_item()
-            .table_name(self.name)
-            .set_item(Some(item));
-        call(self.op, &request).await.map(drop)
+        call(self.op, &self.put_item(item)).await.map(drop)
     }
 
     /// Deletes the item at `key` unconditionally under the shared retry policy.
@@ -602,12 +652,7 @@ impl<'a> Table<'a> {
         key: Item,
         returning: ReturnValue,
     ) -> Result<Option<Item>, StoreError> {
-        let request = self
-            .client
-            .delete_item()
-            .table_name(self.name)
-            .set_key(Some(key))
-            .return_values(returning);
+        let request = self.delete_item(key).return_values(returning);
         let out = call(self.op, &request).await?;
         Ok(out.attributes.filter(|a| !a.is_empty()))
     }
@@ -1178,15 +1223,9 @@ impl EntryStore for DynamoEntryStore {
                         let at = check
                             .at
                             .unwrap_or_else(|| Timestamp::from_millis(wall_clock_ms()));
-                        return Err(
-                            match self
-                                .refusal(OP, &failed, first_charge, &check.charges, at)
-                                .await?
-                            {
-                                Some(refusal) => StoreError::QuotaExceeded(refusal),
-                                None => StoreError::Conflict { op: OP },
-                            },
-                        );
+                        return Err(self
+                            .refused(OP, &failed, first_charge, &check.charges, at)
+                            .await);
                     }
                     Ok(false) => return Err(StoreError::Conflict { op: OP }),
                     // Cancelled by its own conditions, so perhaps applied by an earlier attempt,
@@ -1254,7 +1293,7 @@ impl EntryStore for DynamoEntryStore {
 
     async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {
         const OP: &str = "claim_key";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         let ttl = claim.expires_at.epoch_seconds_ceil();
         for _ in 0..3 {
             // 1. A new key, or one whose window is over: a fresh record.
@@ -1265,62 +1304,42 @@ impl EntryStore for DynamoEntryStore {
             item.insert("leaseUntilMs".into(), n(claim.lease_until.as_millis()));
             item.insert("expiresAtMs".into(), n(claim.expires_at.as_millis()));
             item.insert("ttl".into(), n(ttl));
-            let fresh = crate::retry::metered(
-                OP,
-                &client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(item))
-                    .condition_expression("attribute_not_exists(pk) OR expiresAtMs <= :now")
-                    .expression_attribute_values(":now", n(claim.now.as_millis())),
-            )
-            .await;
-            match fresh {
-                Ok(_) => {
-                    return Ok(Claim::Acquired {
-                        first_attempt_at: claim.now,
-                    })
-                }
-                Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
-                Err(e) => return Err(backend(OP, &e)),
+            let fresh = table
+                .put_item(item)
+                .condition_expression("attribute_not_exists(pk) OR expiresAtMs <= :now")
+                .expression_attribute_values(":now", n(claim.now.as_millis()));
+            if table.conditional(&fresh).await?.is_some() {
+                return Ok(Claim::Acquired {
+                    first_attempt_at: claim.now,
+                });
             }
             // 2. Taking over a holder whose lease ran out, same payload, no result yet; the
             //    first attempt's instant stays, so the entries (and their ids) stay the same.
-            let takeover = crate::retry::metered(
-                OP,
-                &client
-                    .update_item()
-                    .table_name(&self.table)
-                    .set_key(Some(key_record_key(&claim.key)))
-                    .update_expression(
-                        "SET attempt = :a, leaseUntilMs = :l, expiresAtMs = :e, #ttl = :t",
-                    )
-                    .condition_expression(
-                        "attribute_not_exists(#r) AND leaseUntilMs <= :now AND payload = :p",
-                    )
-                    .expression_attribute_names("#r", "result")
-                    .expression_attribute_names("#ttl", "ttl")
-                    .expression_attribute_values(":a", s(&claim.attempt))
-                    .expression_attribute_values(":l", n(claim.lease_until.as_millis()))
-                    .expression_attribute_values(":e", n(claim.expires_at.as_millis()))
-                    .expression_attribute_values(":t", n(ttl))
-                    .expression_attribute_values(":now", n(claim.now.as_millis()))
-                    .expression_attribute_values(":p", s(&claim.payload))
-                    .return_values(ReturnValue::AllNew),
-            )
-            .await;
-            match takeover {
-                Ok(out) => {
-                    let first = out
-                        .attributes()
-                        .and_then(|a| get_n(a, "firstAttemptMs"))
-                        .map_or(claim.now, Timestamp::from_millis);
-                    return Ok(Claim::Acquired {
-                        first_attempt_at: first,
-                    });
-                }
-                Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
-                Err(e) => return Err(backend(OP, &e)),
+            let takeover = table
+                .update_item(key_record_key(&claim.key))
+                .update_expression(
+                    "SET attempt = :a, leaseUntilMs = :l, expiresAtMs = :e, #ttl = :t",
+                )
+                .condition_expression(
+                    "attribute_not_exists(#r) AND leaseUntilMs <= :now AND payload = :p",
+                )
+                .expression_attribute_names("#r", "result")
+                .expression_attribute_names("#ttl", "ttl")
+                .expression_attribute_values(":a", s(&claim.attempt))
+                .expression_attribute_values(":l", n(claim.lease_until.as_millis()))
+                .expression_attribute_values(":e", n(claim.expires_at.as_millis()))
+                .expression_attribute_values(":t", n(ttl))
+                .expression_attribute_values(":now", n(claim.now.as_millis()))
+                .expression_attribute_values(":p", s(&claim.payload))
+                .return_values(ReturnValue::AllNew);
+            if let Some(out) = table.conditional(&takeover).await? {
+                let first = out
+                    .attributes()
+                    .and_then(|a| get_n(a, "firstAttemptMs"))
+                    .map_or(claim.now, Timestamp::from_millis);
+                return Ok(Claim::Acquired {
+                    first_attempt_at: first,
+                });
             }
             // 3. Someone holds it; if that someone is this attempt (an answer was lost), it
             //    is ours. A record that vanished in between (TTL) is claimed afresh.
@@ -1339,49 +1358,25 @@ impl EntryStore for DynamoEntryStore {
 
     async fn complete_key(&self, completion: &Completion) -> Result<(), StoreError> {
         const OP: &str = "complete_key";
-        let client = self.clients.data(OP).await?;
-        let update = self.complete_update(OP, completion)?;
-        let request = client
-            .update_item()
-            .table_name(update.table_name)
-            .set_key(Some(update.key))
-            .update_expression(update.update_expression)
-            .set_condition_expression(update.condition_expression)
-            .set_expression_attribute_names(update.expression_attribute_names)
-            .set_expression_attribute_values(update.expression_attribute_values);
-        let out = crate::retry::metered(OP, &request).await;
-        match out {
-            Ok(_) => Ok(()),
-            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
-                if self.completed(completion).await? {
-                    Ok(())
-                } else {
-                    Err(StoreError::Conflict { op: OP })
-                }
-            }
-            Err(e) => Err(backend(OP, &e)),
+        let table = self.clients.table(&self.table, OP).await?;
+        let request = table.update_alone(self.complete_update(OP, completion)?);
+        match table.conditional(&request).await? {
+            Some(_) => Ok(()),
+            None if self.completed(completion).await? => Ok(()),
+            None => Err(StoreError::Conflict { op: OP }),
         }
     }
 
     async fn release_key(&self, key: &IdempotencyKey, attempt: &str) -> Result<(), StoreError> {
         const OP: &str = "release_key";
-        let client = self.clients.data(OP).await?;
-        let out = crate::retry::metered(
-            OP,
-            &client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(key_record_key(key)))
-                .condition_expression("attempt = :a AND attribute_not_exists(#r)")
-                .expression_attribute_names("#r", "result")
-                .expression_attribute_values(":a", s(attempt)),
-        )
-        .await;
-        match out {
-            Ok(_) => Ok(()),
-            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => Ok(()),
-            Err(e) => Err(backend(OP, &e)),
-        }
+        let table = self.clients.table(&self.table, OP).await?;
+        let request = table
+            .delete_item(key_record_key(key))
+            .condition_expression("attempt = :a AND attribute_not_exists(#r)")
+            .expression_attribute_names("#r", "result")
+            .expression_attribute_values(":a", s(attempt));
+        // Not this attempt's unfinished record (finished, taken over, gone): left alone.
+        table.conditional(&request).await.map(drop)
     }
 
     async fn delete_completing(
@@ -1727,18 +1722,13 @@ impl EntryStore for DynamoEntryStore {
         kind: PassKind,
     ) -> Result<MarkerState, StoreError> {
         const OP: &str = "begin_pass";
-        let client = self.clients.data(OP).await?;
-        let out = crate::dynamo::call(
-            OP,
-            &client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(marker_key(memory_ref, kind)))
-                .update_expression("SET passRunning = :now")
-                .expression_attribute_values(":now", n(wall_clock_ms()))
-                .return_values(ReturnValue::AllNew),
-        )
-        .await?;
+        let table = self.clients.table(&self.table, OP).await?;
+        let request = table
+            .update_item(marker_key(memory_ref, kind))
+            .update_expression("SET passRunning = :now")
+            .expression_attribute_values(":now", n(wall_clock_ms()))
+            .return_values(ReturnValue::AllNew);
+        let out = call(OP, &request).await?;
         Ok(out.attributes().map(marker_state_of).unwrap_or_default())
     }
 
@@ -1750,34 +1740,21 @@ impl EntryStore for DynamoEntryStore {
         watermark: Option<Timestamp>,
     ) -> Result<bool, StoreError> {
         const OP: &str = "finish_pass";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         // 1. The watermark, first and never backwards: a slow duplicate run must not lower
         //    it, and a crash after this step leaves the ref pending, so nothing is skipped.
         if let Some(w) = watermark {
-            match crate::retry::metered(
-                OP,
-                &client
-                    .update_item()
-                    .table_name(&self.table)
-                    .set_key(Some(marker_key(memory_ref, kind)))
-                    .update_expression("SET watermarkMs = :w")
-                    .condition_expression("attribute_not_exists(watermarkMs) OR watermarkMs < :w")
-                    .expression_attribute_values(":w", n(w.as_millis())),
-            )
-            .await
-            {
-                Ok(_) => {}
-                Err(e)
-                    if crate::error::service_code(&e)
-                        == Some("ConditionalCheckFailedException") => {}
-                Err(e) => return Err(backend(OP, &e)),
-            }
+            let forward = table
+                .update_item(marker_key(memory_ref, kind))
+                .update_expression("SET watermarkMs = :w")
+                .condition_expression("attribute_not_exists(watermarkMs) OR watermarkMs < :w")
+                .expression_attribute_values(":w", n(w.as_millis()));
+            // Not applied: the watermark is already at or past `w`.
+            table.conditional(&forward).await?;
         }
         // 2. Out of the pending index, only if no write arrived since the pass read the marker.
-        let clear = client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(marker_key(memory_ref, kind)))
+        let clear = table
+            .update_item(marker_key(memory_ref, kind))
             .update_expression("REMOVE dirtyPartition, dirtySince, passRunning");
         let clear = match version {
             Some(v) => clear
@@ -1786,15 +1763,10 @@ impl EntryStore for DynamoEntryStore {
             None => clear.condition_expression("attribute_not_exists(dirtyVersion)"),
         };
         let clear = clear.return_values(ReturnValue::UpdatedOld);
-        match crate::retry::metered(OP, &clear).await {
-            Ok(out) => Ok(out
-                .attributes()
-                .is_some_and(|old| old.contains_key("dirtyPartition"))),
-            Err(e) if crate::error::service_code(&e) == Some("ConditionalCheckFailedException") => {
-                Ok(false)
-            }
-            Err(e) => Err(backend(OP, &e)),
-        }
+        Ok(table.conditional(&clear).await?.is_some_and(|out| {
+            out.attributes()
+                .is_some_and(|old| old.contains_key("dirtyPartition"))
+        }))
     }
 
     async fn pending_refs(&self, kind: PassKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {

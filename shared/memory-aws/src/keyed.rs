@@ -32,7 +32,7 @@ use intent_memory::store::{
 };
 use memory_core::model::SubjectKey;
 use memory_core::ports::MAX_ITEMS_PER_TRANSACTION;
-use memory_core::quota::{Charge, Counter, Refusal};
+use memory_core::quota::{Charge, Counter};
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, TenantId};
 
@@ -40,7 +40,6 @@ use crate::dynamo::{
     build_error, get_n, get_s, n, query_all, s, subject_attr, transact_item, transact_with, Item,
     Table, TxError, Values, Write,
 };
-use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
 
 const SEMANTIC: &str = "@semantic";
@@ -315,12 +314,9 @@ impl DynamoKeyedStore {
     /// earlier, while the entry is kept longer).
     async fn retime_versions(&self, e: &StoredIntent) -> Result<(), StoreError> {
         const OP: &str = "keyed retime versions";
-        let client = self.client(OP).await?;
+        let table = self.data(OP).await?;
         for k in self.version_keys(e).await? {
-            let mut u = client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(k));
+            let mut u = table.update_item(k);
             u = match e.entry.expires_at {
                 Some(at) => u
                     .update_expression("SET #t = :t")
@@ -372,11 +368,7 @@ impl DynamoKeyedStore {
         at: Timestamp,
     ) -> Result<Option<StoreError>, StoreError> {
         let table = self.data(op).await?;
-        let failed = crate::dynamo::quota::first_failed(&table, failed, first, charges).await?;
-        Ok(failed.map(|(charge, current)| {
-            Refusal::of(charge, current, at)
-                .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded)
-        }))
+        crate::dynamo::quota::charge_refusal(&table, failed, first, charges, at).await
     }
 
     fn counter_update(
@@ -923,6 +915,10 @@ impl DynamoKeyRegistry {
         DynamoKeyRegistry { client, table }
     }
 
+    fn table(&self, op: &'static str) -> Table<'_> {
+        Table::new(self.client.clone(), &self.table, op)
+    }
+
     fn key_of(key_id: &str) -> Item {
         key(format!("{KEY_PARTITION}{key_id}"), "K".to_owned())
     }
@@ -932,7 +928,7 @@ impl DynamoKeyRegistry {
 impl KeyRegistry for DynamoKeyRegistry {
     async fn get(&self, key_id: &str) -> Result<Option<KeyRecord>, StoreError> {
         const OP: &str = "api key get";
-        let table = Table::new(self.client.clone(), &self.table, OP);
+        let table = self.table(OP);
         let item = table.read(Self::key_of(key_id)).await?;
         let Some(item) = item.as_ref() else {
             return Ok(None);
@@ -976,43 +972,24 @@ impl KeyRegistry for DynamoKeyRegistry {
                 .plus_millis(86_400_000)
                 .epoch_seconds_ceil()),
         );
-        crate::retry::metered(
-            OP,
-            &self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(pk)"),
-        )
-        .await
-        .map_err(|e| match crate::error::service_code(&e) {
-            Some("ConditionalCheckFailedException") => StoreError::Conflict { op: OP },
-            _ => backend(OP, &e),
-        })?;
-        Ok(())
+        let table = self.table(OP);
+        let request = table
+            .put_item(item)
+            .condition_expression("attribute_not_exists(pk)");
+        match table.conditional(&request).await? {
+            Some(_) => Ok(()),
+            None => Err(StoreError::Conflict { op: OP }),
+        }
     }
 
     async fn revoke(&self, key_id: &str, at: Timestamp) -> Result<bool, StoreError> {
         const OP: &str = "api key revoke";
-        let result = crate::retry::metered(
-            OP,
-            &self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(Self::key_of(key_id)))
-                .update_expression("SET revokedMs = if_not_exists(revokedMs, :at)")
-                .condition_expression("attribute_exists(pk)")
-                .expression_attribute_values(":at", n(at.as_millis())),
-        )
-        .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e) if crate::error::service_code(&e) == Some("ConditionalCheckFailedException") => {
-                Ok(false)
-            }
-            Err(e) => Err(backend(OP, &e)),
-        }
+        let table = self.table(OP);
+        let request = table
+            .update_item(Self::key_of(key_id))
+            .update_expression("SET revokedMs = if_not_exists(revokedMs, :at)")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":at", n(at.as_millis()));
+        Ok(table.conditional(&request).await?.is_some())
     }
 }

@@ -202,15 +202,9 @@ impl PathStore for DynamoEntryStore {
         match self.transact(OP, items).await {
             Ok(()) => {}
             Err(super::TxError::Conditions(failed)) => {
-                return Err(
-                    match self
-                        .refusal(OP, &failed, first_charge, &check.charges, now)
-                        .await?
-                    {
-                        Some(refusal) => StoreError::QuotaExceeded(refusal),
-                        None => StoreError::Conflict { op: OP },
-                    },
-                )
+                return Err(self
+                    .refused(OP, &failed, first_charge, &check.charges, now)
+                    .await)
             }
             Err(e) => return Err(e.into_store(OP)),
         }

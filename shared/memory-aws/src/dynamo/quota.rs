@@ -32,9 +32,6 @@ use memory_guard::TenantId;
 
 use super::{build_error, get_n, n, partition_key, s, DynamoEntryStore, Item, Table};
 
-use crate::error::backend;
-
-const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
 const LIMITS_SORT_KEY: &str = "Q#limits";
 
 /// The partition of a tenant's own counters and limits.
@@ -205,34 +202,21 @@ impl DynamoEntryStore {
         charge: &Charge,
         at: Option<Timestamp>,
     ) -> Result<i64, StoreError> {
-        let client = self.clients.data(op).await?;
-        let update = charge_update(op, &self.table, charge)?;
-        let out = crate::retry::metered(
-            op,
-            &client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(update.key))
-                .update_expression(update.update_expression)
-                .set_condition_expression(update.condition_expression)
-                .set_expression_attribute_names(update.expression_attribute_names)
-                .set_expression_attribute_values(update.expression_attribute_values)
-                .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew),
-        )
-        .await;
-        match out {
-            Ok(out) => Ok(out
+        let table = self.clients.table(&self.table, op).await?;
+        let request = table
+            .update_alone(charge_update(op, &self.table, charge)?)
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew);
+        match table.conditional(&request).await? {
+            Some(out) => Ok(out
                 .attributes
                 .as_ref()
                 .and_then(|a| get_n(a, "n"))
                 .unwrap_or(0)),
-            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
-                let current = self.counter_value(op, &charge.counter).await?;
+            None => {
+                let current = counter_value(&table, &charge.counter).await?;
                 let at = at.unwrap_or_else(|| Timestamp::from_millis(super::wall_clock_ms()));
-                Err(Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
-                    .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded))
+                Err(refusal(op, charge, current, at))
             }
-            Err(e) => Err(backend(op, &e)),
         }
     }
 
@@ -245,19 +229,26 @@ impl DynamoEntryStore {
         counter_value(&self.clients.table(&self.table, op).await?, counter).await
     }
 
-    /// The refusal of the first failed charge among `charges` (whose transaction items start at
-    /// `first` in `failed`), with the counter read now.
-    pub(crate) async fn refusal(
+    /// Why a transaction carrying `charges` (its items from `first` on) was cancelled by the
+    /// conditions `failed`: the refusal of the first failed charge, with the counter read now,
+    /// or a conflict when no charge refused (something else changed); the read's own error
+    /// when it failed.
+    pub(crate) async fn refused(
         &self,
         op: &'static str,
         failed: &[bool],
         first: usize,
         charges: &[Charge],
         at: Timestamp,
-    ) -> Result<Option<Refusal>, StoreError> {
-        let table = self.clients.table(&self.table, op).await?;
-        let failed = first_failed(&table, failed, first, charges).await?;
-        Ok(failed.and_then(|(charge, current)| Refusal::of(charge, current, at)))
+    ) -> StoreError {
+        let table = match self.clients.table(&self.table, op).await {
+            Ok(table) => table,
+            Err(e) => return e,
+        };
+        match charge_refusal(&table, failed, first, charges, at).await {
+            Ok(refusal) => refusal.unwrap_or(StoreError::Conflict { op }),
+            Err(e) => e,
+        }
     }
 
     /// The deployment's default limits, which a tenant's override item adjusts.
@@ -371,21 +362,29 @@ pub(crate) async fn counter_value(table: &Table<'_>, counter: &Counter) -> Resul
     Ok(item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0))
 }
 
-/// The first failed charge among `charges` (whose transaction items start at `first` in a
-/// cancelled transaction's `failed` reasons) and its counter as it stands now: one rule for every
-/// transaction that carries charges, the entry store's and the keyed door's. `None` when no
-/// charge failed (something else in the transaction did).
-pub(crate) async fn first_failed<'c>(
+/// Why a transaction carrying `charges` (its items from `first` on) was cancelled by the
+/// conditions `failed`: the refusal of the first failed charge, its counter read now; `None` when
+/// no charge failed (something else in the transaction did). One rule for every transaction that
+/// carries charges, the entry store's and the keyed door's.
+pub(crate) async fn charge_refusal(
     table: &Table<'_>,
     failed: &[bool],
     first: usize,
-    charges: &'c [Charge],
-) -> Result<Option<(&'c Charge, u64)>, StoreError> {
+    charges: &[Charge],
+    at: Timestamp,
+) -> Result<Option<StoreError>, StoreError> {
     for (i, charge) in charges.iter().enumerate() {
         if failed.get(first + i).copied().unwrap_or(false) {
             let current = counter_value(table, &charge.counter).await?;
-            return Ok(Some((charge, u64::try_from(current).unwrap_or(0))));
+            return Ok(Some(refusal(table.op(), charge, current, at)));
         }
     }
     Ok(None)
+}
+
+/// A failed charge against its counter's value now: `QuotaExceeded`, or a conflict when the
+/// counter has room again (another write released some in between).
+fn refusal(op: &'static str, charge: &Charge, current: i64, at: Timestamp) -> StoreError {
+    Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
+        .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded)
 }
