@@ -36,6 +36,7 @@ use memory_core::quota::{Charge, Counter};
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, TenantId};
 
+use crate::dynamo::quota::charge_refusal;
 use crate::dynamo::{
     build_error, get_n, get_s, n, query_all, s, subject_attr, transact_item, transact_with, Item,
     Table, TxError, Values, Write,
@@ -357,20 +358,6 @@ impl DynamoKeyedStore {
             .collect()
     }
 
-    /// The refusal of the first quota charge that failed (its items start at `first` in
-    /// `failed`), with the counter as it stands now; `None` if no charge failed.
-    async fn quota_refusal(
-        &self,
-        op: &'static str,
-        failed: &[bool],
-        first: usize,
-        charges: &[Charge],
-        at: Timestamp,
-    ) -> Result<Option<StoreError>, StoreError> {
-        let table = self.data(op).await?;
-        crate::dynamo::quota::charge_refusal(&table, failed, first, charges, at).await
-    }
-
     fn counter_update(
         &self,
         e: &StoredIntent,
@@ -463,9 +450,10 @@ impl IntentStore for DynamoKeyedStore {
                 // refuses only when the rest of the write would have landed.
                 let others = failed.iter().take(quota_at).any(|f| *f);
                 if !others {
-                    if let Some(refused) = self
-                        .quota_refusal(OP, &failed, quota_at, new.quota, entry.entry.created_at)
-                        .await?
+                    let table = self.data(OP).await?;
+                    let at = entry.entry.created_at;
+                    if let Some(refused) =
+                        charge_refusal(&table, &failed, quota_at, new.quota, at).await?
                     {
                         return Err(refused);
                     }
@@ -557,10 +545,9 @@ impl IntentStore for DynamoKeyedStore {
                 Ok(true)
             }
             Err(TxError::Conditions(failed)) if !failed.iter().take(quota_at).any(|f| *f) => {
-                match self
-                    .quota_refusal(OP, &failed, quota_at, update.quota, next.entry.updated_at)
-                    .await?
-                {
+                let table = self.data(OP).await?;
+                let at = next.entry.updated_at;
+                match charge_refusal(&table, &failed, quota_at, update.quota, at).await? {
                     Some(refused) => Err(refused),
                     None => Ok(false),
                 }
