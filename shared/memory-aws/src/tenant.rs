@@ -361,6 +361,13 @@ mod tests {
         lifetime_s: u64,
     }
 
+    impl Counting {
+        /// The AssumeRole calls made so far.
+        fn calls(&self) -> usize {
+            self.calls.load(Ordering::SeqCst)
+        }
+    }
+
     #[async_trait]
     impl Vendor for Counting {
         async fn assume(&self, tenant: &TenantId) -> Result<Credentials, StoreError> {
@@ -402,6 +409,14 @@ mod tests {
         TenantId::parse(t).unwrap_or_else(|_| panic!("{t} is a tenant id"))
     }
 
+    /// Asks the cache for tenant `t`'s session, which must come.
+    async fn serve(cache: &TenantSessions, t: &str) {
+        assert!(
+            cache.session(&tenant(t)).await.is_ok(),
+            "no session for {t}"
+        );
+    }
+
     #[tokio::test]
     async fn a_burst_for_one_tenant_makes_one_assume_role() {
         let vendor = Arc::new(Counting::default());
@@ -414,11 +429,11 @@ mod tests {
         while let Some(ok) = burst.join_next().await {
             assert_eq!(ok.ok(), Some(true));
         }
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(vendor.calls(), 1);
         // Later requests hit the cache; another tenant is its own call.
-        assert!(cache.session(&tenant("acme")).await.is_ok());
-        assert!(cache.session(&tenant("other")).await.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 2);
+        serve(&cache, "acme").await;
+        serve(&cache, "other").await;
+        assert_eq!(vendor.calls(), 2);
     }
 
     #[tokio::test]
@@ -426,15 +441,15 @@ mod tests {
         let vendor = Arc::new(Counting::default());
         let cache = sessions(vendor.clone(), 2);
         for t in ["a", "b", "a", "c"] {
-            assert!(cache.session(&tenant(t)).await.is_ok());
+            serve(&cache, t).await;
         }
         assert_eq!(cache.cached(), 2);
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 3);
+        assert_eq!(vendor.calls(), 3);
         // "b" was the least recently used: it went, "a" stayed.
-        assert!(cache.session(&tenant("a")).await.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 3);
-        assert!(cache.session(&tenant("b")).await.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 4);
+        serve(&cache, "a").await;
+        assert_eq!(vendor.calls(), 3);
+        serve(&cache, "b").await;
+        assert_eq!(vendor.calls(), 4);
     }
 
     #[tokio::test]
@@ -445,9 +460,9 @@ mod tests {
             ..Counting::default()
         });
         let cache = sessions(vendor.clone(), 10);
-        assert!(cache.session(&tenant("acme")).await.is_ok());
-        assert!(cache.session(&tenant("acme")).await.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 2);
+        serve(&cache, "acme").await;
+        serve(&cache, "acme").await;
+        assert_eq!(vendor.calls(), 2);
     }
 
     #[tokio::test]
@@ -468,12 +483,12 @@ mod tests {
         // Within the hold the failure answers without another STS call.
         let again = acting_tenant::acting_for(Some("acme"), clients.data("get")).await;
         assert!(again.is_err());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(vendor.calls(), 1);
         tokio::time::sleep(FAILURE_HOLD).await;
         vendor.fail.store(false, Ordering::SeqCst);
         let healed = acting_tenant::acting_for(Some("acme"), clients.data("get")).await;
         assert!(healed.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 2);
+        assert_eq!(vendor.calls(), 2);
     }
 
     #[tokio::test]
@@ -487,7 +502,7 @@ mod tests {
         assert!(
             matches!(&refused, Err(StoreError::Backend { code, .. }) if code == "NoActingTenant")
         );
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 0);
+        assert_eq!(vendor.calls(), 0);
         let off = DynamoClients::new(own, None);
         assert!(off.data("get").await.is_ok());
     }
