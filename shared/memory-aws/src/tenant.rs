@@ -401,8 +401,11 @@ mod tests {
             .build()
     }
 
-    fn sessions(vendor: Arc<Counting>, capacity: usize) -> Arc<TenantSessions> {
-        Arc::new(TenantSessions::new(vendor, &sdk(), true, capacity))
+    /// A cache of `capacity` sessions over `vendor`, and the vendor to count its calls.
+    fn sessions(vendor: Counting, capacity: usize) -> (Arc<Counting>, Arc<TenantSessions>) {
+        let vendor = Arc::new(vendor);
+        let cache = TenantSessions::new(vendor.clone(), &sdk(), true, capacity);
+        (vendor, Arc::new(cache))
     }
 
     fn tenant(t: &str) -> TenantId {
@@ -419,8 +422,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_burst_for_one_tenant_makes_one_assume_role() {
-        let vendor = Arc::new(Counting::default());
-        let cache = sessions(vendor.clone(), 10);
+        let (vendor, cache) = sessions(Counting::default(), 10);
         let mut burst = tokio::task::JoinSet::new();
         for _ in 0..50 {
             let cache = cache.clone();
@@ -438,8 +440,7 @@ mod tests {
 
     #[tokio::test]
     async fn the_cache_is_bounded_least_recently_used_first() {
-        let vendor = Arc::new(Counting::default());
-        let cache = sessions(vendor.clone(), 2);
+        let (vendor, cache) = sessions(Counting::default(), 2);
         for t in ["a", "b", "a", "c"] {
             serve(&cache, t).await;
         }
@@ -455,11 +456,11 @@ mod tests {
     #[tokio::test]
     async fn a_session_is_refreshed_before_it_expires() {
         // Sessions of 200 s are inside the 300 s refresh margin: every request refreshes.
-        let vendor = Arc::new(Counting {
+        let lasting_200s = Counting {
             lifetime_s: 200,
             ..Counting::default()
-        });
-        let cache = sessions(vendor.clone(), 10);
+        };
+        let (vendor, cache) = sessions(lasting_200s, 10);
         serve(&cache, "acme").await;
         serve(&cache, "acme").await;
         assert_eq!(vendor.calls(), 2);
@@ -467,9 +468,8 @@ mod tests {
 
     #[tokio::test]
     async fn a_failed_assume_is_retryable_held_briefly_and_never_the_own_role() {
-        let vendor = Arc::new(Counting::default());
+        let (vendor, cache) = sessions(Counting::default(), 10);
         vendor.fail.store(true, Ordering::SeqCst);
-        let cache = sessions(vendor.clone(), 10);
         let own = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(&sdk()).build(),
         );
@@ -493,11 +493,11 @@ mod tests {
 
     #[tokio::test]
     async fn a_data_call_outside_a_tenant_scope_is_refused_when_on_and_own_when_off() {
-        let vendor = Arc::new(Counting::default());
+        let (vendor, cache) = sessions(Counting::default(), 10);
         let own = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(&sdk()).build(),
         );
-        let on = DynamoClients::new(own.clone(), Some(sessions(vendor.clone(), 10)));
+        let on = DynamoClients::new(own.clone(), Some(cache));
         let refused = on.data("get").await;
         assert!(
             matches!(&refused, Err(StoreError::Backend { code, .. }) if code == "NoActingTenant")
