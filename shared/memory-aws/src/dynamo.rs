@@ -53,6 +53,7 @@ use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::delete_item::builders::DeleteItemFluentBuilder;
 use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::primitives::Blob;
@@ -533,7 +534,7 @@ pub async fn call<R: crate::meter::Metered>(
 /// Every page of a Query, following `LastEvaluatedKey`; also the total `ScannedCount`, the
 /// items DynamoDB read (what a Query costs).
 pub async fn query_all(
-    request: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    request: QueryFluentBuilder,
     op: &'static str,
 ) -> Result<(Vec<Item>, u64), StoreError> {
     let mut items = Vec::new();
@@ -657,19 +658,25 @@ impl<'a> Table<'a> {
         Ok(out.attributes.filter(|a| !a.is_empty()))
     }
 
+    /// A strongly consistent Query of partition `pk` for the sort keys that meet `sort_key`
+    /// (a condition on `sk`, whose values the caller binds).
+    pub fn partition_query(&self, pk: impl Into<String>, sort_key: &str) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(self.name)
+            .consistent_read(true)
+            .key_condition_expression(format!("pk = :pk AND {sort_key}"))
+            .expression_attribute_values(":pk", s(pk))
+    }
+
     /// A strongly consistent Query of partition `pk` for the sort keys that start with
     /// `prefix`: how every adapter reads one kind of item of a partition.
     pub fn prefix_query(
         &self,
         pk: impl Into<String>,
         prefix: impl Into<String>,
-    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
-        self.client
-            .query()
-            .table_name(self.name)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-            .expression_attribute_values(":pk", s(pk))
+    ) -> QueryFluentBuilder {
+        self.partition_query(pk, "begins_with(sk, :prefix)")
             .expression_attribute_values(":prefix", s(prefix))
     }
 
@@ -1515,34 +1522,27 @@ impl EntryStore for DynamoEntryStore {
         limit: u32,
     ) -> Result<Vec<String>, StoreError> {
         const OP: &str = "tag_postings";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         let pk = partition_key(memory_ref);
         let prefix = posting_prefix(tag);
         let limit = limit.max(1);
-        let request = client
-            .query()
-            .table_name(&self.table)
-            .expression_attribute_values(":pk", s(&pk))
-            .projection_expression("sk")
-            .scan_index_forward(false)
-            .consistent_read(true)
-            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
         // "At most" is an inclusive key range ending at the id; "below" starts after the id's
         // posting key, which need not exist.
-        let mut request = match bound {
-            Some(IdBound::AtMost(id)) => request
-                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+        let request = match bound {
+            Some(IdBound::AtMost(id)) => table
+                .partition_query(&pk, "sk BETWEEN :lo AND :hi")
                 .expression_attribute_values(":lo", s(&prefix))
                 .expression_attribute_values(":hi", s(format!("{prefix}{id}"))),
-            Some(IdBound::Below(id)) => request
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":prefix", s(&prefix))
+            Some(IdBound::Below(id)) => table
+                .prefix_query(&pk, &prefix)
                 .exclusive_start_key("pk", s(&pk))
                 .exclusive_start_key("sk", s(format!("{prefix}{id}"))),
-            None => request
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":prefix", s(&prefix)),
+            None => table.prefix_query(&pk, &prefix),
         };
+        let mut request = request
+            .projection_expression("sk")
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
         let mut ids = Vec::new();
         loop {
             let out = call(OP, &request).await?;

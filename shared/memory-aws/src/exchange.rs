@@ -301,13 +301,8 @@ impl ExchangeStore for DynamoExchangeStore {
     ) -> Result<Vec<ExpiryEntry>, StoreError> {
         const OP: &str = "expiry index read";
         let request = self
-            .clients
-            .fan_out()
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND sk <= :upto")
-            .expression_attribute_values(":pk", s(expiry_pk(day)))
+            .fan_out(OP)
+            .partition_query(expiry_pk(day), "sk <= :upto")
             .expression_attribute_values(":upto", s(format!("{:015}#~", now.as_millis().max(0))));
         let (items, _) = crate::dynamo::query_all(request, OP).await?;
         Ok(items
@@ -441,13 +436,9 @@ impl ExchangeStore for DynamoExchangeStore {
         page: ReceiptPage,
     ) -> Result<Vec<Value>, StoreError> {
         const OP: &str = "receipt list";
-        let client = self.clients.data(OP).await?;
-        let request = client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
-            .expression_attribute_values(":pk", s(pk(tenant)))
+        let table = self.data(OP).await?;
+        let request = table
+            .partition_query(pk(tenant), "sk BETWEEN :a AND :b")
             .expression_attribute_values(":a", s(receipt_sk(page.from)))
             .expression_attribute_values(":b", s(receipt_sk(u64::MAX)))
             .limit(i32::try_from(page.limit).unwrap_or(i32::MAX));
