@@ -20,11 +20,7 @@ use memory_core::model::SubjectKey;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
-use memory_aws::dynamo::{
-    delete_returning_old, get_s, n, partition_key, prefix_query, query_all, ref_from_pk, s,
-    subject_attr, subject_items,
-};
-use memory_aws::error::{backend, service_code};
+use memory_aws::dynamo::{get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr};
 use memory_aws::DynamoClients;
 
 pub const DUE_INDEX: &str = "byDue";
@@ -167,22 +163,12 @@ impl DynamoCommitmentStore {
         value: Option<AttributeValue>,
     ) -> Result<bool, StoreError> {
         let values = value.map(|v| HashMap::from([(":v".to_owned(), v)]));
-        let client = self.clients.data(op).await?;
-        let out = memory_aws::retry::metered(
-            op,
-            &client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression(condition)
-                .set_expression_attribute_values(values),
-        )
-        .await;
-        match out {
-            Ok(_) => Ok(true),
-            Err(e) if service_code(&e) == Some("ConditionalCheckFailedException") => Ok(false),
-            Err(e) => Err(backend(op, &e)),
-        }
+        let table = self.clients.table(&self.table, op).await?;
+        let request = table
+            .put_item(item)
+            .condition_expression(condition)
+            .set_expression_attribute_values(values);
+        Ok(table.conditional(&request).await?.is_some())
     }
 
     /// The store in the table the function's other adapters use.
@@ -213,17 +199,9 @@ impl CommitmentStore for DynamoCommitmentStore {
     }
 
     async fn get(&self, key: &CommitmentKey) -> Result<Option<StoredCommitment>, StoreError> {
-        let client = self.clients.data("get_commitment").await?;
-        let out = memory_aws::dynamo::call(
-            "get_commitment",
-            &client
-                .get_item()
-                .table_name(&self.table)
-                .set_key(Some(key_item(key)))
-                .consistent_read(true),
-        )
-        .await?;
-        out.item().map(decode).transpose()
+        let table = self.clients.table(&self.table, "get_commitment").await?;
+        let item = table.read(key_item(key)).await?;
+        item.as_ref().map(decode).transpose()
     }
 
     async fn transition(
@@ -258,9 +236,10 @@ impl CommitmentStore for DynamoCommitmentStore {
         })
     }
     async fn for_ref(&self, memory_ref: &MemoryRef) -> Result<Vec<StoredCommitment>, StoreError> {
-        let client = self.clients.data("for_ref").await?;
-        let request = prefix_query(&client, &self.table, partition_key(memory_ref), PREFIX);
-        let (items, _) = query_all(request, "for_ref").await?;
+        let table = self.clients.table(&self.table, "for_ref").await?;
+        let items = table
+            .prefix_items(partition_key(memory_ref), PREFIX)
+            .await?;
         items.iter().map(decode).collect()
     }
     async fn find_by_subject(
@@ -269,8 +248,8 @@ impl CommitmentStore for DynamoCommitmentStore {
         subject: &SubjectKey,
     ) -> Result<Vec<CommitmentKey>, StoreError> {
         let op = "find_commitments_by_subject";
-        let client = self.clients.data(op).await?;
-        let items = subject_items(&client, &self.table, tenant, subject, op).await?;
+        let table = self.clients.table(&self.table, op).await?;
+        let items = table.subject_items(tenant, subject).await?;
         Ok(items
             .iter()
             .filter_map(key_of)
@@ -278,8 +257,7 @@ impl CommitmentStore for DynamoCommitmentStore {
             .collect())
     }
     async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {
-        let client = self.clients.data("delete_commitment").await?;
-        let old = delete_returning_old(&client, &self.table, key_item(key), "delete_commitment");
-        Ok(old.await?.is_some())
+        let table = self.clients.table(&self.table, "delete_commitment").await?;
+        Ok(table.delete_returning_old(key_item(key)).await?.is_some())
     }
 }

@@ -51,7 +51,11 @@ use serde::{Deserialize, Serialize};
 
 use async_trait::async_trait;
 use aws_sdk_dynamodb::error::SdkError;
+use aws_sdk_dynamodb::operation::delete_item::builders::DeleteItemFluentBuilder;
+use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::primitives::Blob;
 use aws_sdk_dynamodb::types::{
     AttributeValue, Delete, KeysAndAttributes, Put, ReturnValue, TransactWriteItem, Update,
@@ -516,23 +520,6 @@ fn dirty_partition(kind: PassKind, shard: u8) -> String {
     format!("{}#{shard:02}", kind.as_str())
 }
 
-/// A strongly consistent Query of partition `pk` for the sort keys that start with `prefix`:
-/// how every adapter reads one kind of item of a partition.
-pub fn prefix_query(
-    client: &Client,
-    table: &str,
-    pk: impl Into<String>,
-    prefix: impl Into<String>,
-) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
-    client
-        .query()
-        .table_name(table)
-        .consistent_read(true)
-        .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-        .expression_attribute_values(":pk", s(pk))
-        .expression_attribute_values(":prefix", s(prefix))
-}
-
 /// One DynamoDB call, metered and retried like every call of this crate; a failure that is not
 /// the caller's to interpret is [`backend`]'s answer.
 pub async fn call<R: crate::meter::Metered>(
@@ -547,7 +534,7 @@ pub async fn call<R: crate::meter::Metered>(
 /// Every page of a Query, following `LastEvaluatedKey`; also the total `ScannedCount`, the
 /// items DynamoDB read (what a Query costs).
 pub async fn query_all(
-    request: aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder,
+    request: QueryFluentBuilder,
     op: &'static str,
 ) -> Result<(Vec<Item>, u64), StoreError> {
     let mut items = Vec::new();
@@ -565,100 +552,168 @@ pub async fn query_all(
     }
 }
 
-/// Every item of the sparse index `index` whose partition attribute `attribute` is `value`.
-pub async fn query_index(
-    client: &Client,
-    table: &str,
-    (index, attribute): (&str, &str),
-    value: String,
+/// The table as one client reaches it, and the operation its calls report: what every plain
+/// (untransacted) read, write and Query of the stores here goes through, so the client, the
+/// table's name and the operation travel as one value. An SDK client is a cheap handle.
+#[derive(Clone, Debug)]
+pub struct Table<'a> {
+    client: Client,
+    name: &'a str,
     op: &'static str,
-) -> Result<Vec<Item>, StoreError> {
-    let request = client
-        .query()
-        .table_name(table)
-        .index_name(index)
-        .key_condition_expression(format!("{attribute} = :v"))
-        .expression_attribute_values(":v", s(value));
-    Ok(query_all(request, op).await?.0)
 }
 
-/// Every item of one tenant's subject (the subject index), entries and commitments alike.
-pub async fn subject_items(
-    client: &Client,
-    table: &str,
-    tenant: &TenantId,
-    subject: &SubjectKey,
-    op: &'static str,
-) -> Result<Vec<Item>, StoreError> {
-    let value = subject_attr(tenant, subject);
-    query_index(client, table, (SUBJECT_INDEX, "subjectKey"), value, op).await
-}
+impl<'a> Table<'a> {
+    pub fn new(client: Client, name: &'a str, op: &'static str) -> Self {
+        Table { client, name, op }
+    }
 
-/// One strongly consistent `GetItem` (read-your-writes), under the shared retry policy.
-pub(crate) async fn read_item(
-    client: &Client,
-    table: &str,
-    k: Item,
-    op: &'static str,
-) -> Result<Option<Item>, StoreError> {
-    let request = client
-        .get_item()
-        .table_name(table)
-        .set_key(Some(k))
-        .consistent_read(true);
-    Ok(call(op, &request).await?.item)
-}
+    /// The operation its calls report.
+    pub fn op(&self) -> &'static str {
+        self.op
+    }
 
-/// Puts `item` unconditionally under the shared retry policy.
-pub(crate) async fn put_plain(
-    client: &Client,
-    table: &str,
-    item: Item,
-    op: &'static str,
-) -> Result<(), StoreError> {
-    let request = client.put_item().table_name(table).set_item(Some(item));
-    call(op, &request).await.map(drop)
-}
+    /// A PutItem of `item` into this table, for the caller to condition and send.
+    pub fn put_item(&self, item: Item) -> PutItemFluentBuilder {
+        self.client
+            .put_item()
+            .table_name(self.name)
+            .set_item(Some(item))
+    }
 
-/// Deletes the item at `key` unconditionally under the shared retry policy.
-pub(crate) async fn delete_plain(
-    client: &Client,
-    table: &str,
-    key: Item,
-    op: &'static str,
-) -> Result<(), StoreError> {
-    delete_one(client, table, key, ReturnValue::None, op)
-        .await
-        .map(drop)
-}
+    /// An UpdateItem of the item at `key`, for the caller to complete and send.
+    pub fn update_item(&self, key: Item) -> UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(self.name)
+            .set_key(Some(key))
+    }
 
-/// Deletes the item at `key` and answers what was there (`None`: nothing was), so the caller
-/// can clean up what hung off it without a read first.
-pub async fn delete_returning_old(
-    client: &Client,
-    table: &str,
-    key: Item,
-    op: &'static str,
-) -> Result<Option<Item>, StoreError> {
-    delete_one(client, table, key, ReturnValue::AllOld, op).await
-}
+    /// A DeleteItem of the item at `key`, for the caller to condition and send.
+    pub fn delete_item(&self, key: Item) -> DeleteItemFluentBuilder {
+        self.client
+            .delete_item()
+            .table_name(self.name)
+            .set_key(Some(key))
+    }
 
-/// One unconditional DeleteItem under the shared retry policy; what was there when `returning`
-/// asks for it.
-async fn delete_one(
-    client: &Client,
-    table: &str,
-    key: Item,
-    returning: ReturnValue,
-    op: &'static str,
-) -> Result<Option<Item>, StoreError> {
-    let request = client
-        .delete_item()
-        .table_name(table)
-        .set_key(Some(key))
-        .return_values(returning);
-    let out = call(op, &request).await?;
-    Ok(out.attributes.filter(|a| !a.is_empty()))
+    /// A transaction's update (its key, expressions and condition) as one UpdateItem: for the
+    /// writes that go alone or in a transaction.
+    pub fn update_alone(&self, update: Update) -> UpdateItemFluentBuilder {
+        self.update_item(update.key)
+            .update_expression(update.update_expression)
+            .set_condition_expression(update.condition_expression)
+            .set_expression_attribute_names(update.expression_attribute_names)
+            .set_expression_attribute_values(update.expression_attribute_values)
+    }
+
+    /// One conditional write under the shared retry policy: its output when applied, `None` when
+    /// its condition failed (an answer for the caller to act on, not an error).
+    pub async fn conditional<R: crate::meter::Metered>(
+        &self,
+        request: &R,
+    ) -> Result<Option<R::Output>, StoreError> {
+        match crate::retry::metered(self.op, request).await {
+            Ok(out) => Ok(Some(out)),
+            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => Ok(None),
+            Err(e) => Err(backend(self.op, &e)),
+        }
+    }
+
+    /// One strongly consistent `GetItem` (read-your-writes), under the shared retry policy.
+    pub async fn read(&self, key: Item) -> Result<Option<Item>, StoreError> {
+        let request = self
+            .client
+            .get_item()
+            .table_name(self.name)
+            .set_key(Some(key))
+            .consistent_read(true);
+        Ok(call(self.op, &request).await?.item)
+    }
+
+    /// Puts `item` unconditionally under the shared retry policy.
+    pub async fn put(&self, item: Item) -> Result<(), StoreError> {
+        call(self.op, &self.put_item(item)).await.map(drop)
+    }
+
+    /// Deletes the item at `key` unconditionally under the shared retry policy.
+    pub async fn delete(&self, key: Item) -> Result<(), StoreError> {
+        self.delete_one(key, ReturnValue::None).await.map(drop)
+    }
+
+    /// Deletes the item at `key` and answers what was there (`None`: nothing was), so the
+    /// caller can clean up what hung off it without a read first.
+    pub async fn delete_returning_old(&self, key: Item) -> Result<Option<Item>, StoreError> {
+        self.delete_one(key, ReturnValue::AllOld).await
+    }
+
+    /// One unconditional DeleteItem under the shared retry policy; what was there when
+    /// `returning` asks for it.
+    async fn delete_one(
+        &self,
+        key: Item,
+        returning: ReturnValue,
+    ) -> Result<Option<Item>, StoreError> {
+        let request = self.delete_item(key).return_values(returning);
+        let out = call(self.op, &request).await?;
+        Ok(out.attributes.filter(|a| !a.is_empty()))
+    }
+
+    /// A strongly consistent Query of partition `pk` for the sort keys that meet `sort_key`
+    /// (a condition on `sk`, whose values the caller binds).
+    pub fn partition_query(&self, pk: impl Into<String>, sort_key: &str) -> QueryFluentBuilder {
+        self.client
+            .query()
+            .table_name(self.name)
+            .consistent_read(true)
+            .key_condition_expression(format!("pk = :pk AND {sort_key}"))
+            .expression_attribute_values(":pk", s(pk))
+    }
+
+    /// A strongly consistent Query of partition `pk` for the sort keys that start with
+    /// `prefix`: how every adapter reads one kind of item of a partition.
+    pub fn prefix_query(
+        &self,
+        pk: impl Into<String>,
+        prefix: impl Into<String>,
+    ) -> QueryFluentBuilder {
+        self.partition_query(pk, "begins_with(sk, :prefix)")
+            .expression_attribute_values(":prefix", s(prefix))
+    }
+
+    /// Every item of [`Self::prefix_query`], every page of them.
+    pub async fn prefix_items(
+        &self,
+        pk: impl Into<String>,
+        prefix: impl Into<String>,
+    ) -> Result<Vec<Item>, StoreError> {
+        Ok(query_all(self.prefix_query(pk, prefix), self.op).await?.0)
+    }
+
+    /// Every item of the sparse index `index` whose partition attribute `attribute` is `value`.
+    pub async fn index_items(
+        &self,
+        (index, attribute): (&str, &str),
+        value: String,
+    ) -> Result<Vec<Item>, StoreError> {
+        let request = self
+            .client
+            .query()
+            .table_name(self.name)
+            .index_name(index)
+            .key_condition_expression(format!("{attribute} = :v"))
+            .expression_attribute_values(":v", s(value));
+        Ok(query_all(request, self.op).await?.0)
+    }
+
+    /// Every item of one tenant's subject (the subject index), entries and commitments alike.
+    pub async fn subject_items(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+    ) -> Result<Vec<Item>, StoreError> {
+        let value = subject_attr(tenant, subject);
+        self.index_items((SUBJECT_INDEX, "subjectKey"), value).await
+    }
 }
 
 /// One transaction under the shared retry policy: races and throttles are retried until the
@@ -836,20 +891,21 @@ impl DynamoEntryStore {
     }
 
     async fn overflow_items(&self, key: &EntryKey) -> Result<Vec<Item>, StoreError> {
-        let client = self.clients.data("provenance_overflow").await?;
-        let request = prefix_query(
-            &client,
-            &self.table,
-            partition_key(&key.memory_ref),
-            provenance_chunk_prefix(&key.id),
-        );
-        Ok(query_all(request, "provenance_overflow").await?.0)
+        let table = self
+            .clients
+            .table(&self.table, "provenance_overflow")
+            .await?;
+        table
+            .prefix_items(
+                partition_key(&key.memory_ref),
+                provenance_chunk_prefix(&key.id),
+            )
+            .await
     }
 
     /// Deletes the overflow items of an entry that is gone.
     async fn delete_overflow(&self, key: &EntryKey) -> Result<(), StoreError> {
-        const OP: &str = "delete_overflow";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, "delete_overflow").await?;
         for item in self.overflow_items(key).await? {
             let Some(sk) = get_s(&item, "sk") else {
                 continue;
@@ -858,7 +914,7 @@ impl DynamoEntryStore {
                 ("pk".to_owned(), s(partition_key(&key.memory_ref))),
                 ("sk".to_owned(), s(sk)),
             ]);
-            delete_plain(&client, &self.table, item_key, OP).await?;
+            table.delete(item_key).await?;
         }
         Ok(())
     }
@@ -1013,8 +1069,7 @@ impl DynamoEntryStore {
 
     /// One item by key, strongly consistent (read-your-writes).
     async fn get_item(&self, op: &'static str, key: Item) -> Result<Option<Item>, StoreError> {
-        let client = self.clients.data(op).await?;
-        read_item(&client, &self.table, key, op).await
+        self.clients.table(&self.table, op).await?.read(key).await
     }
 
     async fn read_key(&self, key: &IdempotencyKey) -> Result<Option<KeyRecord>, StoreError> {
@@ -1055,8 +1110,8 @@ impl DynamoEntryStore {
     /// Deletes one entry with its overflow items and postings; `true` when it existed. The
     /// caller records the change.
     async fn delete_entry(&self, key: &EntryKey) -> Result<bool, StoreError> {
-        let client = self.clients.data("delete").await?;
-        let old = delete_returning_old(&client, &self.table, key_item(key), "delete").await?;
+        let table = self.clients.table(&self.table, "delete").await?;
+        let old = table.delete_returning_old(key_item(key)).await?;
         let old = old.as_ref();
         if old.is_some_and(|a| get_n(a, "provenanceChunks").unwrap_or(0) > 0) {
             self.delete_overflow(key).await?;
@@ -1080,9 +1135,9 @@ impl DynamoEntryStore {
         op: &'static str,
         keys: impl IntoIterator<Item = &'a EntryKey>,
     ) -> Result<(), StoreError> {
-        let client = self.clients.data(op).await?;
+        let table = self.clients.table(&self.table, op).await?;
         for item in change_items(keys.into_iter().map(|k| (&k.memory_ref, k.id.as_str()))) {
-            put_plain(&client, &self.table, item, op).await?;
+            table.put(item).await?;
         }
         Ok(())
     }
@@ -1175,15 +1230,9 @@ impl EntryStore for DynamoEntryStore {
                         let at = check
                             .at
                             .unwrap_or_else(|| Timestamp::from_millis(wall_clock_ms()));
-                        return Err(
-                            match self
-                                .refusal(OP, &failed, first_charge, &check.charges, at)
-                                .await?
-                            {
-                                Some(refusal) => StoreError::QuotaExceeded(refusal),
-                                None => StoreError::Conflict { op: OP },
-                            },
-                        );
+                        return Err(self
+                            .refused(OP, &failed, first_charge, &check.charges, at)
+                            .await);
                     }
                     Ok(false) => return Err(StoreError::Conflict { op: OP }),
                     // Cancelled by its own conditions, so perhaps applied by an earlier attempt,
@@ -1251,7 +1300,7 @@ impl EntryStore for DynamoEntryStore {
 
     async fn claim_key(&self, claim: &KeyClaim) -> Result<Claim, StoreError> {
         const OP: &str = "claim_key";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         let ttl = claim.expires_at.epoch_seconds_ceil();
         for _ in 0..3 {
             // 1. A new key, or one whose window is over: a fresh record.
@@ -1262,62 +1311,42 @@ impl EntryStore for DynamoEntryStore {
             item.insert("leaseUntilMs".into(), n(claim.lease_until.as_millis()));
             item.insert("expiresAtMs".into(), n(claim.expires_at.as_millis()));
             item.insert("ttl".into(), n(ttl));
-            let fresh = crate::retry::metered(
-                OP,
-                &client
-                    .put_item()
-                    .table_name(&self.table)
-                    .set_item(Some(item))
-                    .condition_expression("attribute_not_exists(pk) OR expiresAtMs <= :now")
-                    .expression_attribute_values(":now", n(claim.now.as_millis())),
-            )
-            .await;
-            match fresh {
-                Ok(_) => {
-                    return Ok(Claim::Acquired {
-                        first_attempt_at: claim.now,
-                    })
-                }
-                Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
-                Err(e) => return Err(backend(OP, &e)),
+            let fresh = table
+                .put_item(item)
+                .condition_expression("attribute_not_exists(pk) OR expiresAtMs <= :now")
+                .expression_attribute_values(":now", n(claim.now.as_millis()));
+            if table.conditional(&fresh).await?.is_some() {
+                return Ok(Claim::Acquired {
+                    first_attempt_at: claim.now,
+                });
             }
             // 2. Taking over a holder whose lease ran out, same payload, no result yet; the
             //    first attempt's instant stays, so the entries (and their ids) stay the same.
-            let takeover = crate::retry::metered(
-                OP,
-                &client
-                    .update_item()
-                    .table_name(&self.table)
-                    .set_key(Some(key_record_key(&claim.key)))
-                    .update_expression(
-                        "SET attempt = :a, leaseUntilMs = :l, expiresAtMs = :e, #ttl = :t",
-                    )
-                    .condition_expression(
-                        "attribute_not_exists(#r) AND leaseUntilMs <= :now AND payload = :p",
-                    )
-                    .expression_attribute_names("#r", "result")
-                    .expression_attribute_names("#ttl", "ttl")
-                    .expression_attribute_values(":a", s(&claim.attempt))
-                    .expression_attribute_values(":l", n(claim.lease_until.as_millis()))
-                    .expression_attribute_values(":e", n(claim.expires_at.as_millis()))
-                    .expression_attribute_values(":t", n(ttl))
-                    .expression_attribute_values(":now", n(claim.now.as_millis()))
-                    .expression_attribute_values(":p", s(&claim.payload))
-                    .return_values(ReturnValue::AllNew),
-            )
-            .await;
-            match takeover {
-                Ok(out) => {
-                    let first = out
-                        .attributes()
-                        .and_then(|a| get_n(a, "firstAttemptMs"))
-                        .map_or(claim.now, Timestamp::from_millis);
-                    return Ok(Claim::Acquired {
-                        first_attempt_at: first,
-                    });
-                }
-                Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {}
-                Err(e) => return Err(backend(OP, &e)),
+            let takeover = table
+                .update_item(key_record_key(&claim.key))
+                .update_expression(
+                    "SET attempt = :a, leaseUntilMs = :l, expiresAtMs = :e, #ttl = :t",
+                )
+                .condition_expression(
+                    "attribute_not_exists(#r) AND leaseUntilMs <= :now AND payload = :p",
+                )
+                .expression_attribute_names("#r", "result")
+                .expression_attribute_names("#ttl", "ttl")
+                .expression_attribute_values(":a", s(&claim.attempt))
+                .expression_attribute_values(":l", n(claim.lease_until.as_millis()))
+                .expression_attribute_values(":e", n(claim.expires_at.as_millis()))
+                .expression_attribute_values(":t", n(ttl))
+                .expression_attribute_values(":now", n(claim.now.as_millis()))
+                .expression_attribute_values(":p", s(&claim.payload))
+                .return_values(ReturnValue::AllNew);
+            if let Some(out) = table.conditional(&takeover).await? {
+                let first = out
+                    .attributes()
+                    .and_then(|a| get_n(a, "firstAttemptMs"))
+                    .map_or(claim.now, Timestamp::from_millis);
+                return Ok(Claim::Acquired {
+                    first_attempt_at: first,
+                });
             }
             // 3. Someone holds it; if that someone is this attempt (an answer was lost), it
             //    is ours. A record that vanished in between (TTL) is claimed afresh.
@@ -1336,49 +1365,25 @@ impl EntryStore for DynamoEntryStore {
 
     async fn complete_key(&self, completion: &Completion) -> Result<(), StoreError> {
         const OP: &str = "complete_key";
-        let client = self.clients.data(OP).await?;
-        let update = self.complete_update(OP, completion)?;
-        let request = client
-            .update_item()
-            .table_name(update.table_name)
-            .set_key(Some(update.key))
-            .update_expression(update.update_expression)
-            .set_condition_expression(update.condition_expression)
-            .set_expression_attribute_names(update.expression_attribute_names)
-            .set_expression_attribute_values(update.expression_attribute_values);
-        let out = crate::retry::metered(OP, &request).await;
-        match out {
-            Ok(_) => Ok(()),
-            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
-                if self.completed(completion).await? {
-                    Ok(())
-                } else {
-                    Err(StoreError::Conflict { op: OP })
-                }
-            }
-            Err(e) => Err(backend(OP, &e)),
+        let table = self.clients.table(&self.table, OP).await?;
+        let request = table.update_alone(self.complete_update(OP, completion)?);
+        match table.conditional(&request).await? {
+            Some(_) => Ok(()),
+            None if self.completed(completion).await? => Ok(()),
+            None => Err(StoreError::Conflict { op: OP }),
         }
     }
 
     async fn release_key(&self, key: &IdempotencyKey, attempt: &str) -> Result<(), StoreError> {
         const OP: &str = "release_key";
-        let client = self.clients.data(OP).await?;
-        let out = crate::retry::metered(
-            OP,
-            &client
-                .delete_item()
-                .table_name(&self.table)
-                .set_key(Some(key_record_key(key)))
-                .condition_expression("attempt = :a AND attribute_not_exists(#r)")
-                .expression_attribute_names("#r", "result")
-                .expression_attribute_values(":a", s(attempt)),
-        )
-        .await;
-        match out {
-            Ok(_) => Ok(()),
-            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => Ok(()),
-            Err(e) => Err(backend(OP, &e)),
-        }
+        let table = self.clients.table(&self.table, OP).await?;
+        let request = table
+            .delete_item(key_record_key(key))
+            .condition_expression("attempt = :a AND attribute_not_exists(#r)")
+            .expression_attribute_names("#r", "result")
+            .expression_attribute_values(":a", s(attempt));
+        // Not this attempt's unfinished record (finished, taken over, gone): left alone.
+        table.conditional(&request).await.map(drop)
     }
 
     async fn delete_completing(
@@ -1436,15 +1441,14 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn tombstone(&self, keys: &[EntryKey], until: Timestamp) -> Result<(), StoreError> {
-        const OP: &str = "tombstone";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, "tombstone").await?;
         for key in keys {
             let mut item = HashMap::from([
                 ("pk".to_owned(), s(partition_key(&key.memory_ref))),
                 ("sk".to_owned(), s(format!("{TOMBSTONE_PREFIX}{}", key.id))),
             ]);
             item.insert("ttl".into(), n(until.epoch_seconds_ceil()));
-            put_plain(&client, &self.table, item, OP).await?;
+            table.put(item).await?;
         }
         Ok(())
     }
@@ -1453,14 +1457,10 @@ impl EntryStore for DynamoEntryStore {
         &self,
         memory_ref: &MemoryRef,
     ) -> Result<std::collections::BTreeSet<String>, StoreError> {
-        let client = self.clients.data("tombstones").await?;
-        let request = prefix_query(
-            &client,
-            &self.table,
-            partition_key(memory_ref),
-            TOMBSTONE_PREFIX,
-        )
-        .projection_expression("sk");
+        let table = self.clients.table(&self.table, "tombstones").await?;
+        let request = table
+            .prefix_query(partition_key(memory_ref), TOMBSTONE_PREFIX)
+            .projection_expression("sk");
         let (items, _) = query_all(request, "tombstones").await?;
         Ok(items
             .iter()
@@ -1476,10 +1476,11 @@ impl EntryStore for DynamoEntryStore {
         query: &PageQuery,
     ) -> Result<Page, StoreError> {
         const OP: &str = "list_page";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         let pk = partition_key(memory_ref);
         let filter = "attribute_not_exists(expiresAtMs) OR expiresAtMs > :now";
-        let mut request = prefix_query(&client, &self.table, &pk, ENTRY_PREFIX)
+        let mut request = table
+            .prefix_query(&pk, ENTRY_PREFIX)
             .expression_attribute_values(":now", n(query.now.as_millis()))
             .scan_index_forward(false)
             .limit(i32::try_from(query.limit.max(1)).unwrap_or(i32::MAX));
@@ -1521,34 +1522,27 @@ impl EntryStore for DynamoEntryStore {
         limit: u32,
     ) -> Result<Vec<String>, StoreError> {
         const OP: &str = "tag_postings";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         let pk = partition_key(memory_ref);
         let prefix = posting_prefix(tag);
         let limit = limit.max(1);
-        let request = client
-            .query()
-            .table_name(&self.table)
-            .expression_attribute_values(":pk", s(&pk))
-            .projection_expression("sk")
-            .scan_index_forward(false)
-            .consistent_read(true)
-            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
         // "At most" is an inclusive key range ending at the id; "below" starts after the id's
         // posting key, which need not exist.
-        let mut request = match bound {
-            Some(IdBound::AtMost(id)) => request
-                .key_condition_expression("pk = :pk AND sk BETWEEN :lo AND :hi")
+        let request = match bound {
+            Some(IdBound::AtMost(id)) => table
+                .partition_query(&pk, "sk BETWEEN :lo AND :hi")
                 .expression_attribute_values(":lo", s(&prefix))
                 .expression_attribute_values(":hi", s(format!("{prefix}{id}"))),
-            Some(IdBound::Below(id)) => request
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":prefix", s(&prefix))
+            Some(IdBound::Below(id)) => table
+                .prefix_query(&pk, &prefix)
                 .exclusive_start_key("pk", s(&pk))
                 .exclusive_start_key("sk", s(format!("{prefix}{id}"))),
-            None => request
-                .key_condition_expression("pk = :pk AND begins_with(sk, :prefix)")
-                .expression_attribute_values(":prefix", s(&prefix)),
+            None => table.prefix_query(&pk, &prefix),
         };
+        let mut request = request
+            .projection_expression("sk")
+            .scan_index_forward(false)
+            .limit(i32::try_from(limit).unwrap_or(i32::MAX));
         let mut ids = Vec::new();
         loop {
             let out = call(OP, &request).await?;
@@ -1672,8 +1666,8 @@ impl EntryStore for DynamoEntryStore {
         tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<EntryKey>, StoreError> {
-        let client = self.clients.data("find_by_subject").await?;
-        let items = subject_items(&client, &self.table, tenant, subject, "find_by_subject").await?;
+        let table = self.clients.table(&self.table, "find_by_subject").await?;
+        let items = table.subject_items(tenant, subject).await?;
         Ok(items
             .iter()
             .filter_map(key_of)
@@ -1728,18 +1722,13 @@ impl EntryStore for DynamoEntryStore {
         kind: PassKind,
     ) -> Result<MarkerState, StoreError> {
         const OP: &str = "begin_pass";
-        let client = self.clients.data(OP).await?;
-        let out = crate::dynamo::call(
-            OP,
-            &client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(marker_key(memory_ref, kind)))
-                .update_expression("SET passRunning = :now")
-                .expression_attribute_values(":now", n(wall_clock_ms()))
-                .return_values(ReturnValue::AllNew),
-        )
-        .await?;
+        let table = self.clients.table(&self.table, OP).await?;
+        let request = table
+            .update_item(marker_key(memory_ref, kind))
+            .update_expression("SET passRunning = :now")
+            .expression_attribute_values(":now", n(wall_clock_ms()))
+            .return_values(ReturnValue::AllNew);
+        let out = call(OP, &request).await?;
         Ok(out.attributes().map(marker_state_of).unwrap_or_default())
     }
 
@@ -1751,34 +1740,21 @@ impl EntryStore for DynamoEntryStore {
         watermark: Option<Timestamp>,
     ) -> Result<bool, StoreError> {
         const OP: &str = "finish_pass";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         // 1. The watermark, first and never backwards: a slow duplicate run must not lower
         //    it, and a crash after this step leaves the ref pending, so nothing is skipped.
         if let Some(w) = watermark {
-            match crate::retry::metered(
-                OP,
-                &client
-                    .update_item()
-                    .table_name(&self.table)
-                    .set_key(Some(marker_key(memory_ref, kind)))
-                    .update_expression("SET watermarkMs = :w")
-                    .condition_expression("attribute_not_exists(watermarkMs) OR watermarkMs < :w")
-                    .expression_attribute_values(":w", n(w.as_millis())),
-            )
-            .await
-            {
-                Ok(_) => {}
-                Err(e)
-                    if crate::error::service_code(&e)
-                        == Some("ConditionalCheckFailedException") => {}
-                Err(e) => return Err(backend(OP, &e)),
-            }
+            let forward = table
+                .update_item(marker_key(memory_ref, kind))
+                .update_expression("SET watermarkMs = :w")
+                .condition_expression("attribute_not_exists(watermarkMs) OR watermarkMs < :w")
+                .expression_attribute_values(":w", n(w.as_millis()));
+            // Not applied: the watermark is already at or past `w`.
+            table.conditional(&forward).await?;
         }
         // 2. Out of the pending index, only if no write arrived since the pass read the marker.
-        let clear = client
-            .update_item()
-            .table_name(&self.table)
-            .set_key(Some(marker_key(memory_ref, kind)))
+        let clear = table
+            .update_item(marker_key(memory_ref, kind))
             .update_expression("REMOVE dirtyPartition, dirtySince, passRunning");
         let clear = match version {
             Some(v) => clear
@@ -1787,27 +1763,21 @@ impl EntryStore for DynamoEntryStore {
             None => clear.condition_expression("attribute_not_exists(dirtyVersion)"),
         };
         let clear = clear.return_values(ReturnValue::UpdatedOld);
-        match crate::retry::metered(OP, &clear).await {
-            Ok(out) => Ok(out
-                .attributes()
-                .is_some_and(|old| old.contains_key("dirtyPartition"))),
-            Err(e) if crate::error::service_code(&e) == Some("ConditionalCheckFailedException") => {
-                Ok(false)
-            }
-            Err(e) => Err(backend(OP, &e)),
-        }
+        Ok(table.conditional(&clear).await?.is_some_and(|out| {
+            out.attributes()
+                .is_some_and(|old| old.contains_key("dirtyPartition"))
+        }))
     }
 
     async fn pending_refs(&self, kind: PassKind, shard: u8) -> Result<Vec<MemoryRef>, StoreError> {
         // Across tenants by design (`{kind}#{shard}` partitions): the function's own role.
-        let items = query_index(
-            self.clients.fan_out(),
-            &self.table,
-            (DIRTY_INDEX, "dirtyPartition"),
-            dirty_partition(kind, shard),
-            "pending_refs",
-        )
-        .await?;
+        let table = Table::new(self.clients.fan_out().clone(), &self.table, "pending_refs");
+        let items = table
+            .index_items(
+                (DIRTY_INDEX, "dirtyPartition"),
+                dirty_partition(kind, shard),
+            )
+            .await?;
         Ok(items
             .iter()
             .filter_map(|i| get_s(i, "pk"))
@@ -1830,15 +1800,10 @@ impl EntryStore for DynamoEntryStore {
     }
 
     async fn changes(&self, memory_ref: &MemoryRef) -> Result<Vec<Change>, StoreError> {
-        const OP: &str = "changes";
-        let client = self.clients.data(OP).await?;
-        let request = prefix_query(
-            &client,
-            &self.table,
-            partition_key(memory_ref),
-            CHANGE_PREFIX,
-        );
-        let (items, _) = query_all(request, OP).await?;
+        let table = self.clients.table(&self.table, "changes").await?;
+        let items = table
+            .prefix_items(partition_key(memory_ref), CHANGE_PREFIX)
+            .await?;
         items
             .iter()
             .map(|item| {
@@ -1868,14 +1833,13 @@ impl EntryStore for DynamoEntryStore {
         memory_ref: &MemoryRef,
         seqs: &[String],
     ) -> Result<(), StoreError> {
-        const OP: &str = "drop_changes";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, "drop_changes").await?;
         for seq in seqs {
             let k = HashMap::from([
                 ("pk".to_owned(), s(partition_key(memory_ref))),
                 ("sk".to_owned(), s(format!("{CHANGE_PREFIX}{seq}"))),
             ]);
-            delete_plain(&client, &self.table, k, OP).await?;
+            table.delete(k).await?;
         }
         Ok(())
     }

@@ -37,7 +37,7 @@ use oap_exchange::{
 use serde_json::Value;
 
 use crate::dynamo::{
-    build_error, get_n, get_s, n, s, transact_item, transact_with, Item, TxError, Write,
+    build_error, get_n, get_s, n, s, transact_item, transact_with, Item, Table, TxError, Write,
 };
 #[cfg(any(feature = "archive", feature = "signing-key"))]
 use crate::error::backend;
@@ -99,21 +99,13 @@ impl DynamoExchangeStore {
         self
     }
 
-    async fn read(&self, op: &'static str, k: Item) -> Result<Option<Item>, StoreError> {
-        let client = self.clients.data(op).await?;
-        crate::dynamo::read_item(&client, &self.table, k, op).await
+    async fn data(&self, op: &'static str) -> Result<Table<'_>, StoreError> {
+        self.clients.table(&self.table, op).await
     }
 
-    /// Every item of the tenant's exchange partition under `prefix` (strongly consistent).
-    async fn prefix(
-        &self,
-        op: &'static str,
-        tenant: &TenantId,
-        prefix: &str,
-    ) -> Result<Vec<Item>, StoreError> {
-        let client = self.clients.data(op).await?;
-        let request = crate::dynamo::prefix_query(&client, &self.table, pk(tenant), prefix);
-        Ok(crate::dynamo::query_all(request, op).await?.0)
+    /// The table with the function's own role, for the cross-tenant expiry index.
+    fn fan_out(&self, op: &'static str) -> Table<'_> {
+        Table::new(self.clients.fan_out().clone(), &self.table, op)
     }
 
     fn grant_item(&self, r: &GrantRecord) -> Item {
@@ -210,10 +202,8 @@ impl DynamoExchangeStore {
 #[async_trait]
 impl ExchangeStore for DynamoExchangeStore {
     async fn tip(&self, tenant: &TenantId) -> Result<Tip, StoreError> {
-        let Some(item) = self
-            .read("receipt tip", key(tenant, TIP.to_owned()))
-            .await?
-        else {
+        let table = self.data("receipt tip").await?;
+        let Some(item) = table.read(key(tenant, TIP.to_owned())).await? else {
             return Ok(Tip::genesis());
         };
         let corrupt = || StoreError::Corrupt {
@@ -280,7 +270,9 @@ impl ExchangeStore for DynamoExchangeStore {
         if !valid {
             return Ok(None);
         }
-        self.read("grant read", key(tenant, format!("{GRANT}{grant_id}")))
+        self.data("grant read")
+            .await?
+            .read(key(tenant, format!("{GRANT}{grant_id}")))
             .await?
             .map(|item| Self::decode_grant(tenant, grant_id, &item))
             .transpose()
@@ -299,7 +291,7 @@ impl ExchangeStore for DynamoExchangeStore {
                     .epoch_seconds_ceil()),
             ),
         ]);
-        crate::dynamo::put_plain(self.clients.fan_out(), &self.table, item, "expiry index").await
+        self.fan_out("expiry index").put(item).await
     }
 
     async fn due_expiries(
@@ -309,13 +301,8 @@ impl ExchangeStore for DynamoExchangeStore {
     ) -> Result<Vec<ExpiryEntry>, StoreError> {
         const OP: &str = "expiry index read";
         let request = self
-            .clients
-            .fan_out()
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND sk <= :upto")
-            .expression_attribute_values(":pk", s(expiry_pk(day)))
+            .fan_out(OP)
+            .partition_query(expiry_pk(day), "sk <= :upto")
             .expression_attribute_values(":upto", s(format!("{:015}#~", now.as_millis().max(0))));
         let (items, _) = crate::dynamo::query_all(request, OP).await?;
         Ok(items
@@ -338,8 +325,7 @@ impl ExchangeStore for DynamoExchangeStore {
             ("pk".to_owned(), s(expiry_pk(&entry.day()))),
             ("sk".to_owned(), s(expiry_sk(entry))),
         ]);
-        crate::dynamo::delete_plain(self.clients.fan_out(), &self.table, k, "expiry index drop")
-            .await
+        self.fan_out("expiry index drop").delete(k).await
     }
 
     async fn index_bundle(
@@ -382,8 +368,7 @@ impl ExchangeStore for DynamoExchangeStore {
         subject: &SubjectKey,
     ) -> Result<Vec<BundleHolding>, StoreError> {
         const OP: &str = "bundles holding";
-        let client = self.clients.data(OP).await?;
-        let items = crate::dynamo::subject_items(&client, &self.table, tenant, subject, OP).await?;
+        let items = self.data(OP).await?.subject_items(tenant, subject).await?;
         let partition = pk(tenant);
         Ok(items
             .iter()
@@ -409,25 +394,24 @@ impl ExchangeStore for DynamoExchangeStore {
         subject: &SubjectKey,
     ) -> Result<(), StoreError> {
         const OP: &str = "bundle unindex";
-        let client = self.clients.data(OP).await?;
         let k = key(
             tenant,
             format!("{BUNDLE_INDEX}{bundle_id}#{}", subject.as_str()),
         );
-        crate::dynamo::delete_plain(&client, &self.table, k, OP).await
+        self.data(OP).await?.delete(k).await
     }
 
     async fn add_notice(&self, tenant: &TenantId, notice: &ForgetNotice) -> Result<(), StoreError> {
         const OP: &str = "forget notice";
-        let client = self.clients.data(OP).await?;
         let mut item = key(tenant, format!("{NOTICE}{}", notice.notice_id));
         item.insert("bundles".into(), s(notice.bundles.join(",")));
         item.insert("atMs".into(), n(notice.at.as_millis()));
-        crate::dynamo::put_plain(&client, &self.table, item, OP).await
+        self.data(OP).await?.put(item).await
     }
 
     async fn notices(&self, tenant: &TenantId) -> Result<Vec<ForgetNotice>, StoreError> {
-        let items = self.prefix("forget notices", tenant, NOTICE).await?;
+        let table = self.data("forget notices").await?;
+        let items = table.prefix_items(pk(tenant), NOTICE).await?;
         let mut out: Vec<ForgetNotice> = items
             .iter()
             .filter_map(|i| {
@@ -452,13 +436,9 @@ impl ExchangeStore for DynamoExchangeStore {
         page: ReceiptPage,
     ) -> Result<Vec<Value>, StoreError> {
         const OP: &str = "receipt list";
-        let client = self.clients.data(OP).await?;
-        let request = client
-            .query()
-            .table_name(&self.table)
-            .consistent_read(true)
-            .key_condition_expression("pk = :pk AND sk BETWEEN :a AND :b")
-            .expression_attribute_values(":pk", s(pk(tenant)))
+        let table = self.data(OP).await?;
+        let request = table
+            .partition_query(pk(tenant), "sk BETWEEN :a AND :b")
             .expression_attribute_values(":a", s(receipt_sk(page.from)))
             .expression_attribute_values(":b", s(receipt_sk(u64::MAX)))
             .limit(i32::try_from(page.limit).unwrap_or(i32::MAX));

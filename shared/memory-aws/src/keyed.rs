@@ -32,15 +32,15 @@ use intent_memory::store::{
 };
 use memory_core::model::SubjectKey;
 use memory_core::ports::MAX_ITEMS_PER_TRANSACTION;
-use memory_core::quota::{Charge, Counter, Refusal};
+use memory_core::quota::{Charge, Counter};
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{AgentId, TenantId};
 
+use crate::dynamo::quota::charge_refusal;
 use crate::dynamo::{
-    build_error, delete_plain, get_n, get_s, n, put_plain, query_all, read_item, s, subject_attr,
-    subject_items, transact_item, transact_with, Item, TxError, Values, Write,
+    build_error, get_n, get_s, n, query_all, s, subject_attr, transact_item, transact_with, Item,
+    Table, TxError, Values, Write,
 };
-use crate::error::backend;
 use crate::tenant::{DynamoClients, TenantSessions};
 
 const SEMANTIC: &str = "@semantic";
@@ -220,6 +220,10 @@ impl DynamoKeyedStore {
         self.clients.data(op).await
     }
 
+    async fn data(&self, op: &'static str) -> Result<Table<'_>, StoreError> {
+        self.clients.table(&self.table, op).await
+    }
+
     async fn transact(
         &self,
         op: &'static str,
@@ -236,9 +240,11 @@ impl DynamoKeyedStore {
         prefix: String,
         limit: Option<i32>,
     ) -> Result<Vec<Item>, StoreError> {
-        let client = self.client(op).await?;
-        let request =
-            crate::dynamo::prefix_query(&client, &self.table, pk, prefix).set_limit(limit);
+        let request = self
+            .data(op)
+            .await?
+            .prefix_query(pk, prefix)
+            .set_limit(limit);
         if limit.is_some() {
             let out = crate::dynamo::call(op, &request).await?;
             return Ok(out.items().to_vec());
@@ -309,12 +315,9 @@ impl DynamoKeyedStore {
     /// earlier, while the entry is kept longer).
     async fn retime_versions(&self, e: &StoredIntent) -> Result<(), StoreError> {
         const OP: &str = "keyed retime versions";
-        let client = self.client(OP).await?;
+        let table = self.data(OP).await?;
         for k in self.version_keys(e).await? {
-            let mut u = client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(k));
+            let mut u = table.update_item(k);
             u = match e.entry.expires_at {
                 Some(at) => u
                     .update_expression("SET #t = :t")
@@ -330,15 +333,15 @@ impl DynamoKeyedStore {
     /// Whether the uniqueness claim still names this entry.
     async fn holds_claim(&self, e: &StoredIntent) -> Result<bool, StoreError> {
         const OP: &str = "keyed claim";
-        let claim = read_item(&self.client(OP).await?, &self.table, self.claim_key(e), OP).await?;
+        let claim = self.data(OP).await?.read(self.claim_key(e)).await?;
         Ok(claim.as_ref().and_then(|i| get_s(i, "id")) == Some(e.entry.id.as_str()))
     }
 
     /// Version records beyond what fits in the entry's transaction go right after it.
     async fn delete_items(&self, op: &'static str, keys: &[Item]) -> Result<(), StoreError> {
-        let client = self.client(op).await?;
+        let table = self.data(op).await?;
         for k in keys {
-            delete_plain(&client, &self.table, k.clone(), op).await?;
+            table.delete(k.clone()).await?;
         }
         Ok(())
     }
@@ -353,26 +356,6 @@ impl DynamoKeyedStore {
             .iter()
             .map(|c| crate::dynamo::quota::charge_item(op, &self.table, c))
             .collect()
-    }
-
-    /// The refusal of the first quota charge that failed (its items start at `first` in
-    /// `failed`), with the counter as it stands now; `None` if no charge failed.
-    async fn quota_refusal(
-        &self,
-        op: &'static str,
-        failed: &[bool],
-        first: usize,
-        charges: &[Charge],
-        at: Timestamp,
-    ) -> Result<Option<StoreError>, StoreError> {
-        let client = self.client(op).await?;
-        let failed =
-            crate::dynamo::quota::first_failed(&client, &self.table, op, failed, first, charges)
-                .await?;
-        Ok(failed.map(|(charge, current)| {
-            Refusal::of(charge, current, at)
-                .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded)
-        }))
     }
 
     fn counter_update(
@@ -467,16 +450,16 @@ impl IntentStore for DynamoKeyedStore {
                 // refuses only when the rest of the write would have landed.
                 let others = failed.iter().take(quota_at).any(|f| *f);
                 if !others {
-                    if let Some(refused) = self
-                        .quota_refusal(OP, &failed, quota_at, new.quota, entry.entry.created_at)
-                        .await?
+                    let table = self.data(OP).await?;
+                    let at = entry.entry.created_at;
+                    if let Some(refused) =
+                        charge_refusal(&table, &failed, quota_at, new.quota, at).await?
                     {
                         return Err(refused);
                     }
                 }
                 if failed.get(1).copied().unwrap_or(false) {
-                    let claim =
-                        read_item(&self.client(OP).await?, t, self.claim_key(entry), OP).await?;
+                    let claim = self.data(OP).await?.read(self.claim_key(entry)).await?;
                     return Ok(match claim.as_ref().and_then(|i| get_s(i, "id")) {
                         Some(id) => InsertOutcome::KeyTaken {
                             existing_id: id.to_owned(),
@@ -501,7 +484,7 @@ impl IntentStore for DynamoKeyedStore {
     async fn get(&self, at: &Location) -> Result<Option<StoredIntent>, StoreError> {
         const OP: &str = "keyed get";
         let k = key(pk(&at.tenant, &at.home), format!("{ENTRY}{}", at.id));
-        let item = read_item(&self.client(OP).await?, &self.table, k, OP).await?;
+        let item = self.data(OP).await?.read(k).await?;
         item.map(|i| self.decode(&at.tenant, &i)).transpose()
     }
 
@@ -562,10 +545,9 @@ impl IntentStore for DynamoKeyedStore {
                 Ok(true)
             }
             Err(TxError::Conditions(failed)) if !failed.iter().take(quota_at).any(|f| *f) => {
-                match self
-                    .quota_refusal(OP, &failed, quota_at, update.quota, next.entry.updated_at)
-                    .await?
-                {
+                let table = self.data(OP).await?;
+                let at = next.entry.updated_at;
+                match charge_refusal(&table, &failed, quota_at, update.quota, at).await? {
                     Some(refused) => Err(refused),
                     None => Ok(false),
                 }
@@ -614,15 +596,13 @@ impl IntentStore for DynamoKeyedStore {
     async fn quota_scope(&self, tenant: &TenantId, home: &Home) -> Result<(i64, i64), StoreError> {
         const OP: &str = "keyed quota scope";
         let scope = intent_memory::quota::scope(home);
-        let client = self.client(OP).await?;
+        let table = self.data(OP).await?;
         let mut out = [0i64; 2];
         for (slot, counter) in out.iter_mut().zip([
             Counter::KeyedEntries(tenant.clone(), scope.clone()),
             Counter::KeyedBytes(tenant.clone(), scope),
         ]) {
-            let k = crate::dynamo::quota::counter_key(&counter);
-            let item = read_item(&client, &self.table, k, OP).await?;
-            *slot = item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0);
+            *slot = crate::dynamo::quota::counter_value(&table, &counter).await?;
         }
         Ok((out[0], out[1]))
     }
@@ -634,37 +614,16 @@ impl IntentStore for DynamoKeyedStore {
         const OP: &str = "keyed quota repair";
         let scope = intent_memory::quota::scope(&recount.home);
         let t = &recount.tenant;
-        let mut items = Vec::with_capacity(3);
-        for (counter, seen, counted) in [
-            (
+        let mut items = crate::dynamo::quota::recount_items(
+            OP,
+            &self.table,
+            [
                 Counter::KeyedEntries(t.clone(), scope.clone()),
-                recount.seen.0,
-                recount.counted.0,
-            ),
-            (
-                Counter::KeyedBytes(t.clone(), scope.clone()),
-                recount.seen.1,
-                recount.counted.1,
-            ),
-        ] {
-            // The fence: the counter still holds what the recount read before listing.
-            let condition = if seen == 0 {
-                "attribute_not_exists(#n) OR #n = :seen"
-            } else {
-                "#n = :seen"
-            };
-            let update = aws_sdk_dynamodb::types::Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(crate::dynamo::quota::counter_key(&counter)))
-                .update_expression("SET #n = :counted")
-                .condition_expression(condition)
-                .expression_attribute_names("#n", "n")
-                .expression_attribute_values(":seen", n(seen))
-                .expression_attribute_values(":counted", n(counted))
-                .build()
-                .map_err(|_| build_error(OP))?;
-            items.push(TransactWriteItem::builder().update(update).build());
-        }
+                Counter::KeyedBytes(t.clone(), scope),
+            ],
+            recount.seen,
+            recount.counted,
+        )?;
         let delta = recount.counted.1 - recount.seen.1;
         if delta != 0 {
             items.extend(self.quota_items(
@@ -812,7 +771,7 @@ impl IntentStore for DynamoKeyedStore {
     async fn count(&self, at: &CounterAt) -> Result<CounterState, StoreError> {
         const OP: &str = "keyed count";
         let k = self.counter_key(at);
-        let item = read_item(&self.client(OP).await?, &self.table, k, OP).await?;
+        let item = self.data(OP).await?.read(k).await?;
         let number = |name: &str| {
             item.as_ref()
                 .and_then(|i| get_n(i, name))
@@ -840,7 +799,7 @@ impl IntentStore for DynamoKeyedStore {
                 "subjectKey".into(),
                 s(subject_attr(&archive.tenant, subject)),
             );
-            put_plain(&self.client(OP).await?, &self.table, item, OP).await?;
+            self.data(OP).await?.put(item).await?;
         }
         Ok(())
     }
@@ -863,15 +822,13 @@ impl IntentStore for DynamoKeyedStore {
         const OP: &str = "keyed tombstone";
         let mut item = key(pk(&at.tenant, &at.home), format!("{TOMBSTONE}{}", at.id));
         item.insert("ttl".into(), n(until.epoch_seconds_ceil()));
-        put_plain(&self.client(OP).await?, &self.table, item, OP).await
+        self.data(OP).await?.put(item).await
     }
 
     async fn tombstoned(&self, at: &Location) -> Result<bool, StoreError> {
         const OP: &str = "keyed tombstoned";
         let k = key(pk(&at.tenant, &at.home), format!("{TOMBSTONE}{}", at.id));
-        Ok(read_item(&self.client(OP).await?, &self.table, k, OP)
-            .await?
-            .is_some())
+        Ok(self.data(OP).await?.read(k).await?.is_some())
     }
 
     async fn subject_hits(
@@ -880,8 +837,7 @@ impl IntentStore for DynamoKeyedStore {
         subject: &SubjectKey,
     ) -> Result<Vec<SubjectHit>, StoreError> {
         const OP: &str = "keyed forget";
-        let client = self.client(OP).await?;
-        let items = subject_items(&client, &self.table, tenant, subject, OP).await?;
+        let items = self.data(OP).await?.subject_items(tenant, subject).await?;
         let mut hits = Vec::new();
         for item in &items {
             let (Some(p), Some(sk)) = (get_s(item, "pk"), get_s(item, "sk")) else {
@@ -946,6 +902,10 @@ impl DynamoKeyRegistry {
         DynamoKeyRegistry { client, table }
     }
 
+    fn table(&self, op: &'static str) -> Table<'_> {
+        Table::new(self.client.clone(), &self.table, op)
+    }
+
     fn key_of(key_id: &str) -> Item {
         key(format!("{KEY_PARTITION}{key_id}"), "K".to_owned())
     }
@@ -955,7 +915,8 @@ impl DynamoKeyRegistry {
 impl KeyRegistry for DynamoKeyRegistry {
     async fn get(&self, key_id: &str) -> Result<Option<KeyRecord>, StoreError> {
         const OP: &str = "api key get";
-        let item = read_item(&self.client, &self.table, Self::key_of(key_id), OP).await?;
+        let table = self.table(OP);
+        let item = table.read(Self::key_of(key_id)).await?;
         let Some(item) = item.as_ref() else {
             return Ok(None);
         };
@@ -998,43 +959,24 @@ impl KeyRegistry for DynamoKeyRegistry {
                 .plus_millis(86_400_000)
                 .epoch_seconds_ceil()),
         );
-        crate::retry::metered(
-            OP,
-            &self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(pk)"),
-        )
-        .await
-        .map_err(|e| match crate::error::service_code(&e) {
-            Some("ConditionalCheckFailedException") => StoreError::Conflict { op: OP },
-            _ => backend(OP, &e),
-        })?;
-        Ok(())
+        let table = self.table(OP);
+        let request = table
+            .put_item(item)
+            .condition_expression("attribute_not_exists(pk)");
+        match table.conditional(&request).await? {
+            Some(_) => Ok(()),
+            None => Err(StoreError::Conflict { op: OP }),
+        }
     }
 
     async fn revoke(&self, key_id: &str, at: Timestamp) -> Result<bool, StoreError> {
         const OP: &str = "api key revoke";
-        let result = crate::retry::metered(
-            OP,
-            &self
-                .client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(Self::key_of(key_id)))
-                .update_expression("SET revokedMs = if_not_exists(revokedMs, :at)")
-                .condition_expression("attribute_exists(pk)")
-                .expression_attribute_values(":at", n(at.as_millis())),
-        )
-        .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e) if crate::error::service_code(&e) == Some("ConditionalCheckFailedException") => {
-                Ok(false)
-            }
-            Err(e) => Err(backend(OP, &e)),
-        }
+        let table = self.table(OP);
+        let request = table
+            .update_item(Self::key_of(key_id))
+            .update_expression("SET revokedMs = if_not_exists(revokedMs, :at)")
+            .condition_expression("attribute_exists(pk)")
+            .expression_attribute_values(":at", n(at.as_millis()));
+        Ok(table.conditional(&request).await?.is_some())
     }
 }

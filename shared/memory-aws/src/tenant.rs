@@ -324,6 +324,15 @@ impl DynamoClients {
         }
     }
 
+    /// The table `name` for calls on one tenant's keys, through [`Self::data`].
+    pub async fn table<'a>(
+        &self,
+        name: &'a str,
+        op: &'static str,
+    ) -> Result<crate::dynamo::Table<'a>, StoreError> {
+        Ok(crate::dynamo::Table::new(self.data(op).await?, name, op))
+    }
+
     /// The function's own role: only for the cross-tenant fan-out Queries (`byDirtyRef`,
     /// `byDue`), which no tenant's credentials may make.
     pub fn fan_out(&self) -> &aws_sdk_dynamodb::Client {
@@ -350,6 +359,13 @@ mod tests {
         calls: AtomicUsize,
         fail: std::sync::atomic::AtomicBool,
         lifetime_s: u64,
+    }
+
+    impl Counting {
+        /// The AssumeRole calls made so far.
+        fn calls(&self) -> usize {
+            self.calls.load(Ordering::SeqCst)
+        }
     }
 
     #[async_trait]
@@ -385,18 +401,28 @@ mod tests {
             .build()
     }
 
-    fn sessions(vendor: Arc<Counting>, capacity: usize) -> Arc<TenantSessions> {
-        Arc::new(TenantSessions::new(vendor, &sdk(), true, capacity))
+    /// A cache of `capacity` sessions over `vendor`, and the vendor to count its calls.
+    fn sessions(vendor: Counting, capacity: usize) -> (Arc<Counting>, Arc<TenantSessions>) {
+        let vendor = Arc::new(vendor);
+        let cache = TenantSessions::new(vendor.clone(), &sdk(), true, capacity);
+        (vendor, Arc::new(cache))
     }
 
     fn tenant(t: &str) -> TenantId {
         TenantId::parse(t).unwrap_or_else(|_| panic!("{t} is a tenant id"))
     }
 
+    /// Asks the cache for tenant `t`'s session, which must come.
+    async fn serve(cache: &TenantSessions, t: &str) {
+        assert!(
+            cache.session(&tenant(t)).await.is_ok(),
+            "no session for {t}"
+        );
+    }
+
     #[tokio::test]
     async fn a_burst_for_one_tenant_makes_one_assume_role() {
-        let vendor = Arc::new(Counting::default());
-        let cache = sessions(vendor.clone(), 10);
+        let (vendor, cache) = sessions(Counting::default(), 10);
         let mut burst = tokio::task::JoinSet::new();
         for _ in 0..50 {
             let cache = cache.clone();
@@ -405,47 +431,45 @@ mod tests {
         while let Some(ok) = burst.join_next().await {
             assert_eq!(ok.ok(), Some(true));
         }
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(vendor.calls(), 1);
         // Later requests hit the cache; another tenant is its own call.
-        assert!(cache.session(&tenant("acme")).await.is_ok());
-        assert!(cache.session(&tenant("other")).await.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 2);
+        serve(&cache, "acme").await;
+        serve(&cache, "other").await;
+        assert_eq!(vendor.calls(), 2);
     }
 
     #[tokio::test]
     async fn the_cache_is_bounded_least_recently_used_first() {
-        let vendor = Arc::new(Counting::default());
-        let cache = sessions(vendor.clone(), 2);
+        let (vendor, cache) = sessions(Counting::default(), 2);
         for t in ["a", "b", "a", "c"] {
-            assert!(cache.session(&tenant(t)).await.is_ok());
+            serve(&cache, t).await;
         }
         assert_eq!(cache.cached(), 2);
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 3);
+        assert_eq!(vendor.calls(), 3);
         // "b" was the least recently used: it went, "a" stayed.
-        assert!(cache.session(&tenant("a")).await.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 3);
-        assert!(cache.session(&tenant("b")).await.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 4);
+        serve(&cache, "a").await;
+        assert_eq!(vendor.calls(), 3);
+        serve(&cache, "b").await;
+        assert_eq!(vendor.calls(), 4);
     }
 
     #[tokio::test]
     async fn a_session_is_refreshed_before_it_expires() {
         // Sessions of 200 s are inside the 300 s refresh margin: every request refreshes.
-        let vendor = Arc::new(Counting {
+        let lasting_200s = Counting {
             lifetime_s: 200,
             ..Counting::default()
-        });
-        let cache = sessions(vendor.clone(), 10);
-        assert!(cache.session(&tenant("acme")).await.is_ok());
-        assert!(cache.session(&tenant("acme")).await.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 2);
+        };
+        let (vendor, cache) = sessions(lasting_200s, 10);
+        serve(&cache, "acme").await;
+        serve(&cache, "acme").await;
+        assert_eq!(vendor.calls(), 2);
     }
 
     #[tokio::test]
     async fn a_failed_assume_is_retryable_held_briefly_and_never_the_own_role() {
-        let vendor = Arc::new(Counting::default());
+        let (vendor, cache) = sessions(Counting::default(), 10);
         vendor.fail.store(true, Ordering::SeqCst);
-        let cache = sessions(vendor.clone(), 10);
         let own = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(&sdk()).build(),
         );
@@ -459,26 +483,26 @@ mod tests {
         // Within the hold the failure answers without another STS call.
         let again = acting_tenant::acting_for(Some("acme"), clients.data("get")).await;
         assert!(again.is_err());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 1);
+        assert_eq!(vendor.calls(), 1);
         tokio::time::sleep(FAILURE_HOLD).await;
         vendor.fail.store(false, Ordering::SeqCst);
         let healed = acting_tenant::acting_for(Some("acme"), clients.data("get")).await;
         assert!(healed.is_ok());
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 2);
+        assert_eq!(vendor.calls(), 2);
     }
 
     #[tokio::test]
     async fn a_data_call_outside_a_tenant_scope_is_refused_when_on_and_own_when_off() {
-        let vendor = Arc::new(Counting::default());
+        let (vendor, cache) = sessions(Counting::default(), 10);
         let own = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(&sdk()).build(),
         );
-        let on = DynamoClients::new(own.clone(), Some(sessions(vendor.clone(), 10)));
+        let on = DynamoClients::new(own.clone(), Some(cache));
         let refused = on.data("get").await;
         assert!(
             matches!(&refused, Err(StoreError::Backend { code, .. }) if code == "NoActingTenant")
         );
-        assert_eq!(vendor.calls.load(Ordering::SeqCst), 0);
+        assert_eq!(vendor.calls(), 0);
         let off = DynamoClients::new(own, None);
         assert!(off.data("get").await.is_ok());
     }

@@ -23,7 +23,7 @@ use memory_core::metering::{DayUsage, HourItem, StoredNow, Usage, UsageStore};
 use memory_core::StoreError;
 use memory_guard::TenantId;
 
-use crate::dynamo::{get_n, get_s, n, query_all, s, Item};
+use crate::dynamo::{get_n, get_s, n, query_all, s, Item, Table};
 use crate::error::backend;
 
 /// Hour items live this long (the rollup reads the last two days of them).
@@ -121,16 +121,9 @@ impl DynamoUsageStore {
     }
 
     async fn put(&self, op: &'static str, item: Item) -> Result<(), StoreError> {
-        crate::dynamo::call(
-            op,
-            &self
-                .client
-                .put_item()
-                .table_name(&self.table)
-                .set_item(Some(item)),
-        )
-        .await?;
-        Ok(())
+        Table::new(self.client.clone(), &self.table, op)
+            .put(item)
+            .await
     }
 
     async fn query(

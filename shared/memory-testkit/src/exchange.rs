@@ -56,10 +56,16 @@ impl InMemoryExchangeStore {
 
     /// Whether a grant's expiry was announced.
     pub fn expiry_announced(&self, tenant: &TenantId, grant_id: &str) -> bool {
-        lock(&self.state)
-            .get(tenant)
-            .and_then(|l| l.grants.get(grant_id))
-            .is_some_and(|(_, announced)| *announced)
+        self.read_log(tenant, |l| {
+            l.grants
+                .get(grant_id)
+                .is_some_and(|(_, announced)| *announced)
+        })
+    }
+
+    /// What `read` finds in the tenant's log; nothing (the default) before its first write.
+    fn read_log<T: Default>(&self, tenant: &TenantId, read: impl FnOnce(&TenantLog) -> T) -> T {
+        lock(&self.state).get(tenant).map(read).unwrap_or_default()
     }
 }
 
@@ -80,9 +86,8 @@ fn expiry_slot(entry: &ExpiryEntry) -> (i64, TenantId, String) {
 impl ExchangeStore for InMemoryExchangeStore {
     async fn tip(&self, tenant: &TenantId) -> Result<Tip, StoreError> {
         self.calls.call("tip")?;
-        let tip = lock(&self.state)
-            .get(tenant)
-            .and_then(|l| l.tip.clone())
+        let tip = self
+            .read_log(tenant, |l| l.tip.clone())
             .unwrap_or_else(Tip::genesis);
         if self.racing {
             tokio::task::yield_now().await;
@@ -130,10 +135,7 @@ impl ExchangeStore for InMemoryExchangeStore {
         grant_id: &str,
     ) -> Result<Option<GrantRecord>, StoreError> {
         self.calls.call("grant")?;
-        Ok(lock(&self.state)
-            .get(tenant)
-            .and_then(|l| l.grants.get(grant_id))
-            .map(|(r, _)| r.clone()))
+        Ok(self.read_log(tenant, |l| l.grants.get(grant_id).map(|(r, _)| r.clone())))
     }
 
     async fn index_expiry(&self, entry: &ExpiryEntry) -> Result<(), StoreError> {
@@ -198,16 +200,13 @@ impl ExchangeStore for InMemoryExchangeStore {
         subject: &SubjectKey,
     ) -> Result<Vec<BundleHolding>, StoreError> {
         self.calls.call("bundles_holding")?;
-        Ok(lock(&self.state)
-            .get(tenant)
-            .map(|l| {
-                l.bundle_index
-                    .iter()
-                    .filter(|((s, _), _)| s == subject.as_str())
-                    .map(|(_, h)| h.clone())
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(self.read_log(tenant, |l| {
+            l.bundle_index
+                .iter()
+                .filter(|((s, _), _)| s == subject.as_str())
+                .map(|(_, h)| h.clone())
+                .collect()
+        }))
     }
 
     async fn unindex_bundle(
@@ -236,10 +235,8 @@ impl ExchangeStore for InMemoryExchangeStore {
 
     async fn notices(&self, tenant: &TenantId) -> Result<Vec<ForgetNotice>, StoreError> {
         self.calls.call("notices")?;
-        let mut out: Vec<ForgetNotice> = lock(&self.state)
-            .get(tenant)
-            .map(|l| l.notices.values().cloned().collect())
-            .unwrap_or_default();
+        let mut out: Vec<ForgetNotice> =
+            self.read_log(tenant, |l| l.notices.values().cloned().collect());
         out.sort_by_key(|n| n.at);
         Ok(out)
     }
@@ -250,17 +247,14 @@ impl ExchangeStore for InMemoryExchangeStore {
         page: ReceiptPage,
     ) -> Result<Vec<Value>, StoreError> {
         self.calls.call("receipts")?;
-        Ok(lock(&self.state)
-            .get(tenant)
-            .map(|l| {
-                l.receipts
-                    .iter()
-                    .skip(usize::try_from(page.from).unwrap_or(usize::MAX))
-                    .take(page.limit as usize)
-                    .cloned()
-                    .collect()
-            })
-            .unwrap_or_default())
+        Ok(self.read_log(tenant, |l| {
+            l.receipts
+                .iter()
+                .skip(usize::try_from(page.from).unwrap_or(usize::MAX))
+                .take(page.limit as usize)
+                .cloned()
+                .collect()
+        }))
     }
 }
 

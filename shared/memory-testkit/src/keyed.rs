@@ -107,6 +107,22 @@ impl InMemoryIntentStore {
 }
 
 impl State {
+    /// A capacity counter as it stands (zero before its partition's first entry).
+    fn count(&self, p: &PartKey, counter: &CounterKey) -> CounterState {
+        self.counters
+            .get(&(p.clone(), counter.clone()))
+            .copied()
+            .unwrap_or_default()
+    }
+
+    /// Whether `victim` is stored exactly as the caller read it and still evictable: the
+    /// condition of evicting it.
+    fn unchanged(&self, victim: &StoredIntent) -> bool {
+        self.entries
+            .get(&(part(victim), victim.entry.id.clone()))
+            .is_some_and(|v| *victim == *v && v.evictable())
+    }
+
     fn remove(&mut self, e: &StoredIntent) -> bool {
         let p = part(e);
         let current = self.entries.get(&(p.clone(), e.entry.id.clone()));
@@ -147,11 +163,7 @@ impl IntentStore for InMemoryIntentStore {
             match capacity {
                 Capacity::Unbounded => {}
                 Capacity::Count { counter, max } => {
-                    let n = s
-                        .counters
-                        .get(&(p.clone(), counter.clone()))
-                        .map_or(0, |c| c.n);
-                    if n >= *max {
+                    if s.count(&p, counter).n >= *max {
                         return Ok(InsertOutcome::AtCapacity);
                     }
                 }
@@ -160,47 +172,24 @@ impl IntentStore for InMemoryIntentStore {
                     max,
                     victim,
                 } => {
-                    let n = s
-                        .counters
-                        .get(&(p.clone(), counter.clone()))
-                        .map_or(0, |c| c.n);
-                    let unchanged = s
-                        .entries
-                        .get(&(part(victim), victim.entry.id.clone()))
-                        .is_some_and(|v| **victim == *v && v.evictable());
-                    if n < *max || !unchanged {
+                    if s.count(&p, counter).n < *max || !s.unchanged(victim) {
                         return Ok(InsertOutcome::Raced);
                     }
                 }
             }
             crate::quota::QuotaState::apply_all(&mut s.quota, new.quota, entry.entry.created_at)?;
+            // Every condition held (the quota moved nothing else): the writes.
             match capacity {
                 Capacity::Unbounded => {}
-                Capacity::Count { counter, max } => {
+                Capacity::Count { counter, .. } => {
                     let state = s.counters.entry((p.clone(), counter.clone())).or_default();
-                    if state.n >= *max {
-                        return Ok(InsertOutcome::AtCapacity);
-                    }
                     state.n += 1;
                     state.rev += 1;
                 }
                 Capacity::Evict {
-                    counter,
-                    max,
-                    victim,
+                    counter, victim, ..
                 } => {
-                    let before = s
-                        .counters
-                        .get(&(p.clone(), counter.clone()))
-                        .copied()
-                        .unwrap_or_default();
-                    let unchanged = s
-                        .entries
-                        .get(&(part(victim), victim.entry.id.clone()))
-                        .is_some_and(|v| **victim == *v && v.evictable());
-                    if before.n < *max || !unchanged {
-                        return Ok(InsertOutcome::Raced);
-                    }
+                    let before = s.count(&p, counter);
                     s.remove(victim);
                     // One out, one in: the count and revision as they were.
                     s.counters.insert((p.clone(), counter.clone()), before);

@@ -26,8 +26,8 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
 use super::{
-    build_error, get_s, partition_key, read_item, ref_from_pk, s, subject_attr, subject_items,
-    transact_item, DynamoEntryStore, Item, Write,
+    build_error, get_s, partition_key, ref_from_pk, s, subject_attr, transact_item,
+    DynamoEntryStore, Item, Write,
 };
 
 const PATH_PREFIX: &str = "M#";
@@ -154,8 +154,8 @@ impl PathStore for DynamoEntryStore {
         key: &str,
     ) -> Result<Option<PathRecord>, StoreError> {
         const OP: &str = "path";
-        let client = self.clients.data(OP).await?;
-        match read_item(&client, &self.table, record_key(memory_ref, key), OP).await? {
+        let table = self.clients.table(&self.table, OP).await?;
+        match table.read(record_key(memory_ref, key)).await? {
             Some(item) => Ok(Some(decode_record(&item)?)),
             None => Ok(None),
         }
@@ -202,15 +202,9 @@ impl PathStore for DynamoEntryStore {
         match self.transact(OP, items).await {
             Ok(()) => {}
             Err(super::TxError::Conditions(failed)) => {
-                return Err(
-                    match self
-                        .refusal(OP, &failed, first_charge, &check.charges, now)
-                        .await?
-                    {
-                        Some(refusal) => StoreError::QuotaExceeded(refusal),
-                        None => StoreError::Conflict { op: OP },
-                    },
-                )
+                return Err(self
+                    .refused(OP, &failed, first_charge, &check.charges, now)
+                    .await)
             }
             Err(e) => return Err(e.into_store(OP)),
         }
@@ -230,9 +224,9 @@ impl PathStore for DynamoEntryStore {
         subject: &SubjectKey,
     ) -> Result<Vec<LinkedPath>, StoreError> {
         const OP: &str = "paths_of_subject";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         let mut found = Vec::new();
-        for link in subject_items(&client, &self.table, tenant, subject, OP).await? {
+        for link in table.subject_items(tenant, subject).await? {
             let (Some(pk), Some(sk)) = (get_s(&link, "pk"), get_s(&link, "sk")) else {
                 continue;
             };
@@ -246,7 +240,7 @@ impl PathStore for DynamoEntryStore {
             else {
                 continue;
             };
-            let item = read_item(&client, &self.table, record_key(&memory_ref, key), OP).await?;
+            let item = table.read(record_key(&memory_ref, key)).await?;
             let Some(record) = item.as_ref().map(decode_record).transpose()? else {
                 continue;
             };

@@ -30,11 +30,8 @@ use memory_core::quota::{
 use memory_core::{StoreError, Timestamp};
 use memory_guard::TenantId;
 
-use super::{build_error, get_n, n, partition_key, read_item, s, DynamoEntryStore, Item};
+use super::{build_error, get_n, n, partition_key, s, DynamoEntryStore, Item, Table};
 
-use crate::error::backend;
-
-const CONDITION_FAILED: &str = "ConditionalCheckFailedException";
 const LIMITS_SORT_KEY: &str = "Q#limits";
 
 /// The partition of a tenant's own counters and limits.
@@ -109,6 +106,40 @@ pub(crate) fn charge_item(
         .build())
 }
 
+/// A recount's writes of an `(entries, bytes)` counter pair: each set to what the listing
+/// `counted`, fenced on it still holding what was `seen` before the listing (so a write that
+/// charged it meanwhile makes the repair fail, to be recounted again). One rule for the entry
+/// store's refs and the keyed door's partitions.
+pub(crate) fn recount_items(
+    op: &'static str,
+    table: &str,
+    [entries, bytes]: [Counter; 2],
+    seen: (i64, i64),
+    counted: (i64, i64),
+) -> Result<Vec<TransactWriteItem>, StoreError> {
+    [(entries, seen.0, counted.0), (bytes, seen.1, counted.1)]
+        .into_iter()
+        .map(|(counter, seen, counted)| {
+            let condition = if seen == 0 {
+                "attribute_not_exists(#n) OR #n = :seen"
+            } else {
+                "#n = :seen"
+            };
+            let update = Update::builder()
+                .table_name(table)
+                .set_key(Some(counter_key(&counter)))
+                .update_expression("SET #n = :counted")
+                .condition_expression(condition)
+                .expression_attribute_names("#n", "n")
+                .expression_attribute_values(":seen", n(seen))
+                .expression_attribute_values(":counted", n(counted))
+                .build()
+                .map_err(|_| build_error(op))?;
+            Ok(TransactWriteItem::builder().update(update).build())
+        })
+        .collect()
+}
+
 /// The cached limits of the tenants one container served: read again after
 /// [`LIMITS_CACHE_MILLIS`].
 #[derive(Clone, Debug, Default)]
@@ -171,34 +202,21 @@ impl DynamoEntryStore {
         charge: &Charge,
         at: Option<Timestamp>,
     ) -> Result<i64, StoreError> {
-        let client = self.clients.data(op).await?;
-        let update = charge_update(op, &self.table, charge)?;
-        let out = crate::retry::metered(
-            op,
-            &client
-                .update_item()
-                .table_name(&self.table)
-                .set_key(Some(update.key))
-                .update_expression(update.update_expression)
-                .set_condition_expression(update.condition_expression)
-                .set_expression_attribute_names(update.expression_attribute_names)
-                .set_expression_attribute_values(update.expression_attribute_values)
-                .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew),
-        )
-        .await;
-        match out {
-            Ok(out) => Ok(out
+        let table = self.clients.table(&self.table, op).await?;
+        let request = table
+            .update_alone(charge_update(op, &self.table, charge)?)
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew);
+        match table.conditional(&request).await? {
+            Some(out) => Ok(out
                 .attributes
                 .as_ref()
                 .and_then(|a| get_n(a, "n"))
                 .unwrap_or(0)),
-            Err(e) if crate::error::service_code(&e) == Some(CONDITION_FAILED) => {
-                let current = self.counter_value(op, &charge.counter).await?;
+            None => {
+                let current = counter_value(&table, &charge.counter).await?;
                 let at = at.unwrap_or_else(|| Timestamp::from_millis(super::wall_clock_ms()));
-                Err(Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
-                    .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded))
+                Err(refusal(op, charge, current, at))
             }
-            Err(e) => Err(backend(op, &e)),
         }
     }
 
@@ -208,23 +226,29 @@ impl DynamoEntryStore {
         op: &'static str,
         counter: &Counter,
     ) -> Result<i64, StoreError> {
-        let client = self.clients.data(op).await?;
-        counter_value(&client, &self.table, op, counter).await
+        counter_value(&self.clients.table(&self.table, op).await?, counter).await
     }
 
-    /// The refusal of the first failed charge among `charges` (whose transaction items start at
-    /// `first` in `failed`), with the counter read now.
-    pub(crate) async fn refusal(
+    /// Why a transaction carrying `charges` (its items from `first` on) was cancelled by the
+    /// conditions `failed`: the refusal of the first failed charge, with the counter read now,
+    /// or a conflict when no charge refused (something else changed); the read's own error
+    /// when it failed.
+    pub(crate) async fn refused(
         &self,
         op: &'static str,
         failed: &[bool],
         first: usize,
         charges: &[Charge],
         at: Timestamp,
-    ) -> Result<Option<Refusal>, StoreError> {
-        let client = self.clients.data(op).await?;
-        let failed = first_failed(&client, &self.table, op, failed, first, charges).await?;
-        Ok(failed.and_then(|(charge, current)| Refusal::of(charge, current, at)))
+    ) -> StoreError {
+        let table = match self.clients.table(&self.table, op).await {
+            Ok(table) => table,
+            Err(e) => return e,
+        };
+        match charge_refusal(&table, failed, first, charges, at).await {
+            Ok(refusal) => refusal.unwrap_or(StoreError::Conflict { op }),
+            Err(e) => e,
+        }
     }
 
     /// The deployment's default limits, which a tenant's override item adjusts.
@@ -242,8 +266,8 @@ impl QuotaStore for DynamoEntryStore {
         if let Some(limits) = self.limits_cache.fresh(tenant, now) {
             return Ok(limits);
         }
-        let client = self.clients.data(OP).await?;
-        let item = read_item(&client, &self.table, limits_key(tenant), OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
+        let item = table.read(limits_key(tenant)).await?;
         let limits = self
             .quota_defaults
             .overridden(&item.as_ref().map(overrides_of).unwrap_or_default());
@@ -278,37 +302,13 @@ impl QuotaStore for DynamoEntryStore {
     async fn repair(&self, recount: &Recount) -> Result<bool, StoreError> {
         const OP: &str = "quota_repair";
         let r = &recount.memory_ref;
-        let mut items = Vec::with_capacity(4);
-        for (counter, seen, counted) in [
-            (
-                Counter::RefEntries(r.clone()),
-                recount.seen.0,
-                recount.counted.0,
-            ),
-            (
-                Counter::RefBytes(r.clone()),
-                recount.seen.1,
-                recount.counted.1,
-            ),
-        ] {
-            // The fence: the counter still holds what the recount read before listing.
-            let condition = if seen == 0 {
-                "attribute_not_exists(#n) OR #n = :seen"
-            } else {
-                "#n = :seen"
-            };
-            let update = Update::builder()
-                .table_name(&self.table)
-                .set_key(Some(counter_key(&counter)))
-                .update_expression("SET #n = :counted")
-                .condition_expression(condition)
-                .expression_attribute_names("#n", "n")
-                .expression_attribute_values(":seen", n(seen))
-                .expression_attribute_values(":counted", n(counted))
-                .build()
-                .map_err(|_| build_error(OP))?;
-            items.push(TransactWriteItem::builder().update(update).build());
-        }
+        let mut items = recount_items(
+            OP,
+            &self.table,
+            [Counter::RefEntries(r.clone()), Counter::RefBytes(r.clone())],
+            recount.seen,
+            recount.counted,
+        )?;
         for (counter, delta) in [
             (
                 Counter::TenantEntries(r.tenant().clone()),
@@ -341,15 +341,15 @@ impl QuotaStore for DynamoEntryStore {
         overrides: &[(Quota, u64)],
     ) -> Result<(), StoreError> {
         const OP: &str = "quota_set_overrides";
-        let client = self.clients.data(OP).await?;
+        let table = self.clients.table(&self.table, OP).await?;
         if overrides.is_empty() {
-            super::delete_plain(&client, &self.table, limits_key(tenant), OP).await?;
+            table.delete(limits_key(tenant)).await?;
         } else {
             let mut item = limits_key(tenant);
             for (quota, max) in overrides {
                 item.insert(quota.name().to_owned(), AttributeValue::N(max.to_string()));
             }
-            super::put_plain(&client, &self.table, item, OP).await?;
+            table.put(item).await?;
         }
         self.limits_cache.forget(tenant);
         Ok(())
@@ -357,33 +357,34 @@ impl QuotaStore for DynamoEntryStore {
 }
 
 /// A counter's value now, strongly consistent (absent: 0).
-async fn counter_value(
-    client: &aws_sdk_dynamodb::Client,
-    table: &str,
-    op: &'static str,
-    counter: &Counter,
-) -> Result<i64, StoreError> {
-    let item = read_item(client, table, counter_key(counter), op).await?;
+pub(crate) async fn counter_value(table: &Table<'_>, counter: &Counter) -> Result<i64, StoreError> {
+    let item = table.read(counter_key(counter)).await?;
     Ok(item.as_ref().and_then(|i| get_n(i, "n")).unwrap_or(0))
 }
 
-/// The first failed charge among `charges` (whose transaction items start at `first` in a
-/// cancelled transaction's `failed` reasons) and its counter as it stands now: one rule for every
-/// transaction that carries charges, the entry store's and the keyed door's. `None` when no
-/// charge failed (something else in the transaction did).
-pub(crate) async fn first_failed<'c>(
-    client: &aws_sdk_dynamodb::Client,
-    table: &str,
-    op: &'static str,
+/// Why a transaction carrying `charges` (its items from `first` on) was cancelled by the
+/// conditions `failed`: the refusal of the first failed charge, its counter read now; `None` when
+/// no charge failed (something else in the transaction did). One rule for every transaction that
+/// carries charges, the entry store's and the keyed door's.
+pub(crate) async fn charge_refusal(
+    table: &Table<'_>,
     failed: &[bool],
     first: usize,
-    charges: &'c [Charge],
-) -> Result<Option<(&'c Charge, u64)>, StoreError> {
+    charges: &[Charge],
+    at: Timestamp,
+) -> Result<Option<StoreError>, StoreError> {
     for (i, charge) in charges.iter().enumerate() {
         if failed.get(first + i).copied().unwrap_or(false) {
-            let current = counter_value(client, table, op, &charge.counter).await?;
-            return Ok(Some((charge, u64::try_from(current).unwrap_or(0))));
+            let current = counter_value(table, &charge.counter).await?;
+            return Ok(Some(refusal(table.op(), charge, current, at)));
         }
     }
     Ok(None)
+}
+
+/// A failed charge against its counter's value now: `QuotaExceeded`, or a conflict when the
+/// counter has room again (another write released some in between).
+fn refusal(op: &'static str, charge: &Charge, current: i64, at: Timestamp) -> StoreError {
+    Refusal::of(charge, u64::try_from(current).unwrap_or(0), at)
+        .map_or(StoreError::Conflict { op }, StoreError::QuotaExceeded)
 }
