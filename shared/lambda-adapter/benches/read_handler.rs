@@ -14,6 +14,7 @@ use memory_core::model::{Attribution, EntryKey, MemoryEntry, StoredEntry, Subjec
 use memory_core::ports::{
     EntryStore, IdBound, MarkerState, Page, PageQuery, PassKind, SystemClock,
 };
+use memory_core::quota::QuotaCheck;
 use memory_core::reader::MemoryReader;
 use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
@@ -22,10 +23,11 @@ struct PrebuiltPage(Page);
 
 #[async_trait]
 impl EntryStore for PrebuiltPage {
-    async fn put_entries_completing(
+    async fn put_entries_checked(
         &self,
         _: &[StoredEntry],
         _: Option<&Completion>,
+        _: &QuotaCheck,
     ) -> Result<(), StoreError> {
         Ok(())
     }

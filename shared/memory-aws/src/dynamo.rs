@@ -1171,16 +1171,6 @@ impl DynamoEntryStore {
 
 #[async_trait]
 impl EntryStore for DynamoEntryStore {
-    async fn put_entries_completing(
-        &self,
-        entries: &[StoredEntry],
-        completion: Option<&Completion>,
-    ) -> Result<(), StoreError> {
-        // Only the writer's checked puts can be refused.
-        let check = QuotaCheck::unconditional(entries);
-        self.put_entries_checked(entries, completion, &check).await
-    }
-
     async fn put_entries_checked(
         &self,
         entries: &[StoredEntry],

@@ -190,11 +190,17 @@ pub trait EntryStore: Send + Sync {
     /// Marking the ref pending happens after the write, outside its transaction and only when the
     /// ref is not pending yet or a pass is running (`begin_pass`), so writers to one ref do not
     /// contend on one item: N puts in one dirty period touch the marker once.
+    ///
+    /// Only the writer's checked puts can be refused, so this charges the stored counters
+    /// without a limit ([`QuotaCheck::unconditional`]).
     async fn put_entries_completing(
         &self,
         entries: &[StoredEntry],
         completion: Option<&Completion>,
-    ) -> Result<(), StoreError>;
+    ) -> Result<(), StoreError> {
+        let check = QuotaCheck::unconditional(entries);
+        self.put_entries_checked(entries, completion, &check).await
+    }
 
     /// `put_entries_completing` that also applies `check` (the put's quota charges,
     /// [`QuotaCheck::for_put`]) in the same all-or-nothing write: `QuotaExceeded` when a
@@ -205,10 +211,7 @@ pub trait EntryStore: Send + Sync {
         entries: &[StoredEntry],
         completion: Option<&Completion>,
         check: &QuotaCheck,
-    ) -> Result<(), StoreError> {
-        let _ = check;
-        self.put_entries_completing(entries, completion).await
-    }
+    ) -> Result<(), StoreError>;
 
     /// Marks `memory_ref` as waiting for a `kind` pass since `since`, touching its marker only
     /// when it is not pending yet or a pass is reading it. `put_entries_completing` does this
