@@ -249,11 +249,10 @@ impl CommitmentStore for DynamoCommitmentStore {
     ) -> Result<Vec<CommitmentKey>, StoreError> {
         let op = "find_commitments_by_subject";
         let table = self.clients.table(&self.table, op).await?;
-        let items = table.subject_items(tenant, subject).await?;
-        Ok(items
-            .iter()
-            .filter_map(key_of)
-            .filter(|k| k.memory_ref.tenant() == tenant)
+        let found = table.subject_ids(tenant, subject, PREFIX).await?;
+        Ok(found
+            .into_iter()
+            .map(|(memory_ref, id)| CommitmentKey { memory_ref, id })
             .collect())
     }
     async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError> {

@@ -714,6 +714,28 @@ impl<'a> Table<'a> {
         let value = subject_attr(tenant, subject);
         self.index_items((SUBJECT_INDEX, "subjectKey"), value).await
     }
+
+    /// The ref and id of every item of one tenant's subject whose sort key is `prefix` and an id:
+    /// the entries, commitments or path links of a subject, found through the subject index.
+    /// An item whose partition is not one of that tenant's refs is passed over, so a key built
+    /// from another tenant's partition can never be answered.
+    pub async fn subject_ids(
+        &self,
+        tenant: &TenantId,
+        subject: &SubjectKey,
+        prefix: &str,
+    ) -> Result<Vec<(MemoryRef, String)>, StoreError> {
+        let items = self.subject_items(tenant, subject).await?;
+        Ok(items
+            .iter()
+            .filter_map(|item| {
+                let memory_ref =
+                    ref_from_pk(get_s(item, "pk")?).filter(|r| r.tenant() == tenant)?;
+                let id = get_s(item, "sk")?.strip_prefix(prefix)?;
+                Some((memory_ref, id.to_owned()))
+            })
+            .collect())
+    }
 }
 
 /// One transaction under the shared retry policy: races and throttles are retried until the
@@ -1657,11 +1679,10 @@ impl EntryStore for DynamoEntryStore {
         subject: &SubjectKey,
     ) -> Result<Vec<EntryKey>, StoreError> {
         let table = self.clients.table(&self.table, "find_by_subject").await?;
-        let items = table.subject_items(tenant, subject).await?;
-        Ok(items
-            .iter()
-            .filter_map(key_of)
-            .filter(|k| k.memory_ref.tenant() == tenant)
+        let found = table.subject_ids(tenant, subject, ENTRY_PREFIX).await?;
+        Ok(found
+            .into_iter()
+            .map(|(memory_ref, id)| EntryKey { memory_ref, id })
             .collect())
     }
 

@@ -26,8 +26,8 @@ use memory_core::{StoreError, Timestamp};
 use memory_guard::{MemoryRef, TenantId};
 
 use super::{
-    build_error, get_s, partition_key, ref_from_pk, s, subject_attr, transact_item,
-    DynamoEntryStore, Item, Write,
+    build_error, get_s, partition_key, s, subject_attr, transact_item, DynamoEntryStore, Item,
+    Write,
 };
 
 const PATH_PREFIX: &str = "M#";
@@ -226,16 +226,9 @@ impl PathStore for DynamoEntryStore {
         const OP: &str = "paths_of_subject";
         let table = self.clients.table(&self.table, OP).await?;
         let mut found = Vec::new();
-        for link in table.subject_items(tenant, subject).await? {
-            let (Some(pk), Some(sk)) = (get_s(&link, "pk"), get_s(&link, "sk")) else {
-                continue;
-            };
-            let Some(memory_ref) = ref_from_pk(pk).filter(|r| r.tenant() == tenant) else {
-                continue;
-            };
-            let Some(key) = sk
-                .strip_prefix(PATH_PREFIX)
-                .and_then(|rest| rest.strip_suffix(subject.as_str()))
+        for (memory_ref, link) in table.subject_ids(tenant, subject, PATH_PREFIX).await? {
+            let Some(key) = link
+                .strip_suffix(subject.as_str())
                 .and_then(|rest| rest.strip_suffix(LINK_INFIX))
             else {
                 continue;
