@@ -510,13 +510,16 @@ async fn listed_ref() -> (Setup, search_index::SegmentRef, Vec<u8>) {
     (s, reference, body)
 }
 
-/// The segment as a cold query reads it, and the lists it probes for `query`.
+/// The segment as a cold query reads it, the lists it compares for `query` in `mode` (those
+/// `search_index::probe_lists` names: the nearest, and for hybrid those of the best `limit`
+/// text hits, as `suite_search` asks), and how many of them are not among the nearest.
 async fn probed_lists(
     s: &Setup,
     reference: &search_index::SegmentRef,
     body: &[u8],
     query: &str,
-) -> (search_index::Segment, Vec<usize>) {
+    mode: SearchMode,
+) -> (search_index::Segment, Vec<usize>, usize) {
     use memory_core::ports::Embedder;
     let at = reference.vectors_at.expect("vectors") as usize;
     let head = reference.vector_head.expect("head") as usize;
@@ -524,8 +527,32 @@ async fn probed_lists(
         search_index::Segment::decode_head(&body[..at], &body[at..at + head]).expect("head");
     let vector = s.embedder.embed(query).await.expect("embed").vector;
     let probes = search_index::default_probes(&[&segment]);
-    let lists = segment.probe(&vector, probes);
-    (segment, lists)
+    let ranking = match mode {
+        SearchMode::Hybrid => text_search::Ranking::Hybrid(&vector),
+        _ => text_search::Ranking::Semantic(&vector),
+    };
+    let masked = std::collections::HashSet::new();
+    let segments = [&segment];
+    let view = search_index::View {
+        segments: &segments,
+        masked: &masked,
+        dead: &[],
+        tail: &[],
+        now_ms: 0,
+    };
+    let lists = search_index::probe_lists(
+        &view,
+        &text_search::Analyzer::new(true),
+        &text_search::TermCache::default(),
+        query,
+        ranking,
+        8,
+        probes,
+    )
+    .remove(0);
+    let nearest = segment.probe(&vector, probes);
+    let extra = lists.iter().filter(|l| !nearest.contains(l)).count();
+    (segment, lists, extra)
 }
 
 const LISTED_QUERIES: [&str; 4] = [
@@ -550,15 +577,20 @@ async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_war
         .len() as u64;
     let warm = s.reader(true);
     let mut warm_lists = std::collections::BTreeSet::new();
+    let mut text_hit_lists = 0;
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
         for q in LISTED_QUERIES {
-            let (segment, lists) = probed_lists(&s, &reference, &body, q).await;
+            let (segment, lists, extra) = probed_lists(&s, &reference, &body, q, mode).await;
             assert!(
-                segment.list_count() >= 80 && lists.len() == 16,
+                segment.list_count() >= 80 && lists.len() == 16 + extra,
                 "{} lists, {} probed",
                 segment.list_count(),
                 lists.len()
             );
+            match mode {
+                SearchMode::Hybrid => text_hit_lists += extra,
+                _ => assert_eq!(extra, 0, "semantic reads the nearest lists only"),
+            }
             let list_bytes: u64 = lists
                 .iter()
                 .map(|&l| {
@@ -566,7 +598,7 @@ async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_war
                     r.end - r.start
                 })
                 .sum();
-            // Cold: the manifest, the text part with the directory, then each probed list.
+            // Cold: the manifest, the text part with the directory, then each list compared.
             s.archive.calls.reset();
             s.archive
                 .bytes_read
@@ -610,6 +642,8 @@ async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_war
         }
     }
     assert!(warm_lists.len() > 16, "the queries probed different lists");
+    // Hybrid queries also read the lists of their best text hits, in the same calls.
+    assert!(text_hit_lists > 0, "a text hit outside the nearest lists");
     // Held lists do not change an answer: every query again on the warm reader, which now
     // holds more lists than any one query probes, answers as a fresh one.
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
@@ -634,7 +668,7 @@ async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_war
 async fn a_changed_byte_in_a_probed_list_falls_back_to_the_scan() {
     let (s, reference, mut body) = listed_ref().await;
     let q = "invoice payment";
-    let (segment, lists) = probed_lists(&s, &reference, &body, q).await;
+    let (segment, lists, _) = probed_lists(&s, &reference, &body, q, SearchMode::Semantic).await;
     let at = reference.vectors_at.expect("vectors");
     let range = segment.list_range(lists[0]);
     body[(at + range.start) as usize] ^= 1;

@@ -77,6 +77,55 @@ pub fn default_probes(segments: &[&Segment]) -> usize {
     Ann::default().probes_for(lists.unwrap_or(0))
 }
 
+/// The vector lists of each segment of `view` that a query compares (parallel to
+/// `view.segments`; empty for a segment without an approximate index, which is compared
+/// whole): the `probes` nearest to its vector and, for a hybrid query, the lists holding its
+/// `limit` best text hits, so that the documents the text leg ranks first are compared by
+/// vector too and hybrid does not lose what text alone finds (docs/search.md "Vectors at
+/// scale"). It reads only the text part and the vector directory, never a list: a cold reader
+/// calls it on the segments as first read to learn which lists to fetch, and the query calls it
+/// again with the same answer whichever lists are then held.
+#[allow(clippy::too_many_arguments)]
+pub fn probe_lists(
+    view: &View<'_>,
+    analyzer: &Analyzer,
+    cache: &TermCache,
+    query: &str,
+    ranking: Ranking<'_>,
+    limit: usize,
+    probes: usize,
+) -> Vec<Vec<usize>> {
+    let vector = match ranking {
+        Ranking::Text => return vec![Vec::new(); view.segments.len()],
+        Ranking::Semantic(q) | Ranking::Hybrid(q) => q,
+    };
+    let mut lists: Vec<Vec<usize>> = view
+        .segments
+        .iter()
+        .map(|s| {
+            if s.is_approximate() {
+                s.probe(vector, probes)
+            } else {
+                Vec::new()
+            }
+        })
+        .collect();
+    if matches!(ranking, Ranking::Hybrid(_)) {
+        for hit in query::text_top(view, analyzer, cache, query, limit) {
+            let Location::Segment { segment, doc } = hit.location else {
+                continue;
+            };
+            let s = view.segments[segment];
+            if let Some(list) = s.list_of(doc).filter(|_| s.is_approximate()) {
+                if !lists[segment].contains(&list) {
+                    lists[segment].push(list);
+                }
+            }
+        }
+    }
+    lists
+}
+
 /// [`search_counting`] reading `probes` lists of each segment that has an approximate index
 /// (the trade between recall and time that [`Ann::probes_for`] settles by default; a segment
 /// without one is scanned exactly whatever `probes` says, and `usize::MAX` reads every list:
@@ -99,8 +148,14 @@ pub fn search_probing<'a>(
     let terms = text_search::query_terms(analyzer, query);
     let shortlist = match ranking {
         Ranking::Text => Shortlist::every(),
-        Ranking::Semantic(q) => Shortlist::probe(view, q, probes, None),
-        Ranking::Hybrid(q) => Shortlist::probe(view, q, probes, Some((&terms, analyzer.stems()))),
+        Ranking::Semantic(_) => {
+            let lists = probe_lists(view, analyzer, cache, query, ranking, limit, probes);
+            Shortlist::probe(view, &lists, None)
+        }
+        Ranking::Hybrid(_) => {
+            let lists = probe_lists(view, analyzer, cache, query, ranking, limit, probes);
+            Shortlist::probe(view, &lists, Some((&terms, analyzer.stems())))
+        }
     };
     let mut candidates = Candidates::collect_shortlisted(view, tags, model, &shortlist);
     let unembedded = if matches!(ranking, Ranking::Text) {

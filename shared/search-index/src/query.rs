@@ -118,25 +118,21 @@ impl Shortlist {
         Shortlist::default()
     }
 
-    /// The shortlist of a query vector over `view`: for each segment holding lists, the
-    /// documents of its `probes` nearest lists (that are loaded), plus, when `terms` are given
-    /// (hybrid), the documents holding one of them.
-    pub fn probe(
-        view: &View<'_>,
-        query: &[f32],
-        probes: usize,
-        terms: Option<(&[String], bool)>,
-    ) -> Self {
+    /// The shortlist of a query over `view`: for each segment holding lists, the documents of
+    /// the lists `lists` names for it (`crate::probe_lists`; those that are loaded), plus,
+    /// when `terms` are given (hybrid), the documents holding one of them.
+    pub fn probe(view: &View<'_>, lists: &[Vec<usize>], terms: Option<(&[String], bool)>) -> Self {
         let segments = view
             .segments
             .iter()
-            .map(|segment| {
+            .enumerate()
+            .map(|(si, segment)| {
                 if !segment.is_approximate() {
                     return None;
                 }
                 let words = segment.docs().len().div_ceil(64);
                 let mut probed = vec![0u64; words];
-                for list in segment.probe(query, probes) {
+                for &list in lists.get(si).map_or(&[][..], Vec::as_slice) {
                     for &doc in segment.list_docs(list) {
                         set(&mut probed, doc);
                     }

@@ -554,6 +554,14 @@ impl Segment {
         ivf::probe(&self.lists.centroids, d, query, probes)
     }
 
+    /// The list holding document `doc`'s vector, if it has one.
+    pub fn list_of(&self, doc: u32) -> Option<usize> {
+        let slot = self.vector_of.get(doc as usize).copied().flatten()?;
+        // `starts` ascends: the list is the last one starting at or before the slot.
+        let after = self.lists.starts.partition_point(|&s| s <= slot);
+        after.checked_sub(1).filter(|&l| l < self.lists.count())
+    }
+
     /// Whether list `list`'s vectors are loaded.
     pub fn list_loaded(&self, list: usize) -> bool {
         self.lists.loaded_at.get(list).copied().flatten().is_some()

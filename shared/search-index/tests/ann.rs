@@ -6,8 +6,10 @@
 use std::collections::HashSet;
 
 use search_index::merge::merge_with;
+use search_index::query::text_top;
 use search_index::{
-    indexed_doc, search_probing, Ann, IndexedDoc, Segment, SegmentError, TagQuery, View,
+    indexed_doc, probe_lists, search_probing, Ann, IndexedDoc, Location, Segment, SegmentError,
+    TagQuery, View,
 };
 use text_search::{Analyzer, Ranking, TermCache};
 
@@ -129,6 +131,7 @@ fn recall_at_10_against_the_exact_scan_holds_a_floor() {
     let hybrid = recall(&segment, &queries, ann().probes, true);
     assert!(semantic >= 0.9, "semantic recall@10 {semantic}");
     assert!(hybrid >= 0.9, "hybrid recall@10 {hybrid}");
+    assert!(hybrid >= 0.9, "hybrid recall@10 {hybrid}");
     // Reading more lists never loses what fewer found, and every list is the exact scan.
     assert!(recall(&segment, &queries, 1, false) <= semantic);
     assert_eq!(recall(&segment, &queries, usize::MAX, false), 1.0);
@@ -158,22 +161,17 @@ fn a_segment_read_list_by_list_answers_as_one_read_whole() {
             head < block.len() / 4,
             "the directory is a small part of the block"
         );
-        let mut partial = Segment::decode_head(&bytes.text, &block[..head]).expect("head decodes");
-        let mut read = head;
-        for list in partial.probe(q, ann().probes) {
-            let r = partial.list_range(list);
-            read += (r.end - r.start) as usize;
-            partial
-                .load_list(list, &block[r.start as usize..r.end as usize])
-                .expect("list verifies");
-        }
-        assert!(
-            read < block.len() / 2,
-            "read {read} of {} bytes",
-            block.len()
-        );
-        let (a, b) = ([&whole], [&partial]);
+        let a = [&whole];
         for ranking in [Ranking::Semantic(q), Ranking::Hybrid(q)] {
+            let mut partial =
+                Segment::decode_head(&bytes.text, &block[..head]).expect("head decodes");
+            let read = head + load_probed(&mut partial, block, "word7", ranking);
+            assert!(
+                read < block.len() / 2,
+                "read {read} of {} bytes",
+                block.len()
+            );
+            let b = [&partial];
             let full = search_probing(
                 &view(&a, &masked),
                 &TagQuery::default(),
@@ -203,6 +201,128 @@ fn a_segment_read_list_by_list_answers_as_one_read_whole() {
             assert_eq!(full, listed);
         }
     }
+}
+
+/// Loads into `partial` (read by `Segment::decode_head`) the lists `probe_lists` names for the
+/// query, from the text part and directory alone, as a cold reader does; answers the bytes read.
+fn load_probed(partial: &mut Segment, block: &[u8], query: &str, ranking: Ranking<'_>) -> usize {
+    let masked = HashSet::new();
+    let lists = {
+        let segments = [&*partial];
+        probe_lists(
+            &view(&segments, &masked),
+            &Analyzer::new(true),
+            &TermCache::default(),
+            query,
+            ranking,
+            10,
+            ann().probes,
+        )
+    };
+    let mut read = 0;
+    for &list in &lists[0] {
+        let r = partial.list_range(list);
+        read += (r.end - r.start) as usize;
+        partial
+            .load_list(list, &block[r.start as usize..r.end as usize])
+            .expect("list verifies");
+    }
+    read
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+#[test]
+fn a_hybrid_querys_best_text_hit_outside_the_nearest_lists_is_compared_by_vector() {
+    let (docs, queries) = corpus(6_000);
+    let analyzer = Analyzer::new(true);
+    let built = Segment::build_with(docs, MODEL, &analyzer, &ann());
+    let bytes = built.encode();
+    let block = bytes.vectors.as_deref().expect("vectors");
+    let whole = Segment::decode(&bytes.text, Some(block)).expect("decodes");
+    let masked = HashSet::new();
+    let segments = [&whole];
+    let v = view(&segments, &masked);
+    // A query whose best text hit lies outside the lists nearest to its vector, and resembles
+    // it (a positive cosine, so comparing its vector changes its score).
+    let text = "word7 word42";
+    let best = match text_top(&v, &analyzer, &TermCache::default(), text, 1)[..] {
+        [ref hit] => match hit.location {
+            Location::Segment { doc, .. } => doc,
+            Location::Tail(_) => unreachable!("no tail"),
+        },
+        _ => panic!("the text query matches"),
+    };
+    let list = whole.list_of(best).expect("the hit has a vector");
+    let best_vector = whole.vector(best).expect("vector").to_vec();
+    let q = queries
+        .iter()
+        .find(|q| !whole.probe(q, ann().probes).contains(&list) && cosine(q, &best_vector) > 0.2)
+        .expect("a query far enough from the hit's list");
+    let lists = probe_lists(
+        &v,
+        &analyzer,
+        &TermCache::default(),
+        text,
+        Ranking::Hybrid(q),
+        10,
+        ann().probes,
+    );
+    assert!(lists[0].contains(&list), "the hit's list is read");
+    // Semantic reads only the nearest lists.
+    let semantic = probe_lists(
+        &v,
+        &analyzer,
+        &TermCache::default(),
+        text,
+        Ranking::Semantic(q),
+        10,
+        ann().probes,
+    );
+    assert!(!semantic[0].contains(&list));
+    let run = |view: &View<'_>, probes: usize| -> Vec<(String, u64)> {
+        search_probing(
+            view,
+            &TagQuery::default(),
+            &analyzer,
+            &TermCache::default(),
+            text,
+            Ranking::Hybrid(q),
+            MODEL,
+            10,
+            probes,
+        )
+        .0
+        .into_iter()
+        .map(|h| (h.id.to_owned(), h.score.to_bits()))
+        .collect()
+    };
+    let exact = run(&v, usize::MAX);
+    let warm = run(&v, ann().probes);
+    let id = &whole.docs()[best as usize].id;
+    let score_of = |hits: &[(String, u64)]| {
+        hits.iter()
+            .find(|h| *h.0 == **id)
+            .map(|h| h.1)
+            .expect("the best text hit is answered")
+    };
+    // Scored with its vector as the exact scan scores it, not by its text alone.
+    assert_eq!(score_of(&warm), score_of(&exact));
+    // A cold reader fetching only the lists `probe_lists` names answers the same.
+    let head = Segment::vector_head_len(block).expect("head") as usize;
+    let mut partial = Segment::decode_head(&bytes.text, &block[..head]).expect("head decodes");
+    load_probed(&mut partial, block, text, Ranking::Hybrid(q));
+    assert!(partial.list_loaded(list));
+    let cold_segments = [&partial];
+    assert_eq!(run(&view(&cold_segments, &masked), ann().probes), warm);
 }
 
 #[test]

@@ -230,30 +230,40 @@ fn run(n: usize, sizes: &Sizes) {
             fetched = 0;
             let t = Instant::now();
             let cpu = bench_support::thread_cpu().unwrap_or_default();
-            let decoded: Vec<Segment> = bytes
+            let mut decoded: Vec<Segment> = bytes
                 .iter()
                 .map(|b| {
                     fetched += b.text.len();
                     match (ranking, b.vectors.as_deref()) {
-                        (Ranking::Semantic(v) | Ranking::Hybrid(v), Some(block)) => {
+                        (Ranking::Semantic(_) | Ranking::Hybrid(_), Some(block)) => {
                             // What a cold function fetches by byte range: the text part, the
-                            // vector block's directory, the lists the query probes.
+                            // vector block's directory, then the lists the query compares.
                             let head = Segment::vector_head_len(block).expect("head") as usize;
-                            let mut s = Segment::decode_head(&b.text, &block[..head]).expect("decodes");
                             fetched += head;
-                            let probes = search_index::Ann::default().probes_for(s.list_count());
-                            for list in s.probe(v, probes) {
-                                let r = s.list_range(list);
-                                let r = r.start as usize..r.end as usize;
-                                fetched += r.len();
-                                s.load_list(list, &block[r]).expect("list verifies");
-                            }
-                            s
+                            Segment::decode_head(&b.text, &block[..head]).expect("decodes")
                         }
                         _ => Segment::decode(&b.text, None).expect("decodes"),
                     }
                 })
                 .collect();
+            if !matches!(ranking, Ranking::Text) {
+                // The same rule the query follows (nearest lists, and for hybrid the lists of
+                // its best text hits), from the text parts and directories alone.
+                let lists = {
+                    let refs: Vec<&Segment> = decoded.iter().collect();
+                    let view = View { segments: &refs, ..view };
+                    search_index::probe_lists(&view, &stem, &TermCache::with_budget(0), q, ranking, 10, search_index::default_probes(&refs))
+                };
+                for ((s, b), lists) in decoded.iter_mut().zip(&bytes).zip(&lists) {
+                    let Some(block) = b.vectors.as_deref() else { continue };
+                    for &list in lists {
+                        let r = s.list_range(list);
+                        let r = r.start as usize..r.end as usize;
+                        fetched += r.len();
+                        s.load_list(list, &block[r]).expect("list verifies");
+                    }
+                }
+            }
             let decoded_at = bench_support::thread_cpu().unwrap_or_default();
             decode_cpu.push(decoded_at.saturating_sub(cpu));
             let refs: Vec<&Segment> = decoded.iter().collect();
