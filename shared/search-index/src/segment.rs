@@ -257,12 +257,8 @@ impl TermPostings {
         let mut previous = String::new();
         let mut end = 0usize;
         for _ in 0..n {
-            let key = r.shared_prefix_str(&previous)?;
-            if !out.keys.is_empty() && key.as_str() <= previous.as_str() {
-                return Err(SegmentError::Corrupt("keys out of order"));
-            }
-            previous.clone_from(&key);
-            out.keys.push(key.into_boxed_str());
+            let key = r.ascending_key(&mut previous, out.keys.is_empty())?;
+            out.keys.push(key);
             out.counts.push(r.u32()?);
             end = end
                 .checked_add(r.count()?)
@@ -1075,12 +1071,8 @@ fn decode_lists<T>(
     };
     let mut previous = String::new();
     for _ in 0..n {
-        let key = r.shared_prefix_str(&previous)?;
-        if !lists.keys.is_empty() && key.as_str() <= previous.as_str() {
-            return Err(SegmentError::Corrupt("keys out of order"));
-        }
-        previous.clone_from(&key);
-        lists.keys.push(key.into_boxed_str());
+        let key = r.ascending_key(&mut previous, lists.keys.is_empty())?;
+        lists.keys.push(key);
         lists.starts.push(lists.items.len() as u32);
         let len = r.count()?;
         let mut last = 0u32;
