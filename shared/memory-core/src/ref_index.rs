@@ -510,11 +510,25 @@ impl IndexReader {
             .map(|s| s.dead.iter().map(String::as_str).collect())
             .collect();
         let analyzer = Analyzer::new(q.stem);
-        if !matches!(q.ranking, Ranking::Text) {
-            // The lists the query will compare (the rule `search_counting` follows: the nearest
-            // ones and, for hybrid, those of its best text hits), from the text parts and the
-            // vector directories alone, loaded before it runs: the answer is the same whichever
-            // lists were held before.
+        let all: Vec<String> = q.tags.all.iter().cloned().collect();
+        let any: Vec<String> = q.tags.any.iter().cloned().collect();
+        let query = search_index::Query {
+            tags: TagQuery {
+                all: &all,
+                any: &any,
+            },
+            analyzer: &analyzer,
+            cache: terms,
+            text: q.query,
+            ranking: q.ranking,
+            model: q.model,
+            limit: q.limit,
+            probes: None,
+        };
+        if segments.iter().any(|s| s.is_approximate()) {
+            // The lists the query will compare (the nearest and, for hybrid, those of its best
+            // text hits), from the text parts and the vector directories alone, loaded before
+            // it runs: the answer is the same whichever lists were held before.
             let lists = {
                 let held: Vec<&Segment> = segments.iter().map(|s| &**s).collect();
                 let view = View {
@@ -524,15 +538,7 @@ impl IndexReader {
                     tail: &tail,
                     now_ms: q.now.as_millis(),
                 };
-                search_index::probe_lists(
-                    &view,
-                    &analyzer,
-                    terms,
-                    q.query,
-                    q.ranking,
-                    q.limit,
-                    search_index::default_probes(&held),
-                )
+                search_index::probe_lists(&view, &query)
             };
             let mut loaded = Vec::with_capacity(segments.len());
             for ((s, segment), lists) in manifest.segments.iter().zip(segments).zip(&lists) {
@@ -552,15 +558,7 @@ impl IndexReader {
             tail: &tail,
             now_ms: q.now.as_millis(),
         };
-        let all: Vec<String> = q.tags.all.iter().cloned().collect();
-        let any: Vec<String> = q.tags.any.iter().cloned().collect();
-        let tag_query = TagQuery {
-            all: &all,
-            any: &any,
-        };
-        let (hits, unembedded) = search_index::search_counting(
-            &view, &tag_query, &analyzer, terms, q.query, q.ranking, q.model, q.limit,
-        );
+        let search_index::Found { hits, unembedded } = search_index::search(&view, &query);
         // The answer's entries come from the table: the tail's as read, the segments' read
         // back now (one batch), so nothing deleted is ever answered.
         let from_segments: Vec<String> = hits
@@ -861,7 +859,7 @@ impl IndexPass {
             .map(|s| s.dead.iter().map(String::as_str).collect())
             .collect();
         let refs: Vec<&Segment> = decoded.iter().collect();
-        let merged = search_index::merge::merge_with(
+        let merged = search_index::merge::merge(
             &refs,
             |si, d| {
                 !dead[si].contains(&*d.id) && d.is_live_at(now.as_millis()) && fence.admits(&d.id)
@@ -1050,6 +1048,7 @@ impl IndexForgetHook {
                     Vec::new(),
                     &manifest.vector_model,
                     &Analyzer::new(true),
+                    &Ann::default(),
                 );
                 let mut replacement =
                     put_segment(archive, memory_ref, &merged, &mut uploads).await?;

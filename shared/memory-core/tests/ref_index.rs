@@ -542,12 +542,17 @@ async fn probed_lists(
     };
     let lists = search_index::probe_lists(
         &view,
-        &text_search::Analyzer::new(true),
-        &text_search::TermCache::default(),
-        query,
-        ranking,
-        8,
-        probes,
+        &search_index::Query {
+            tags: search_index::TagQuery::default(),
+            analyzer: &text_search::Analyzer::new(true),
+            cache: &text_search::TermCache::default(),
+            text: query,
+            ranking,
+            // The lists do not depend on the model (only which vectors are compared).
+            model: "",
+            limit: 8,
+            probes: Some(probes),
+        },
     )
     .remove(0);
     let nearest = segment.probe(&vector, probes);
