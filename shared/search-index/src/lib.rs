@@ -168,7 +168,8 @@ impl<'a> Planned<'a> {
             };
         }
         let text = candidates.text_scores(view, q.analyzer, q.cache, &terms);
-        if matches!(q.ranking, Ranking::Hybrid(_)) {
+        let approximate = view.segments.iter().any(|s| s.is_approximate());
+        if matches!(q.ranking, Ranking::Hybrid(_)) && approximate {
             // The lists of the best text hits, from the scores the fusion ranks by: a hybrid
             // shortlist holds every document with a query term, so these are the text
             // ranking's own best hits, and whether a list is loaded does not change them.
