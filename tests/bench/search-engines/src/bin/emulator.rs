@@ -423,6 +423,51 @@ fn stored(r: &MemoryRef, e: &Entry) -> StoredEntry {
     }
 }
 
+/// Runs `work` over `range` in chunks of `step` entries, `concurrency` chunks at a time (each
+/// worker takes the next chunk left), printing `what` and the entries done every `every`;
+/// answers the time it took.
+async fn in_chunks<F, Fut>(
+    range: std::ops::Range<usize>,
+    step: usize,
+    concurrency: usize,
+    (what, every): (&'static str, usize),
+    work: F,
+) -> Duration
+where
+    F: Fn(std::ops::Range<usize>) -> Fut + Clone + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    let started = Instant::now();
+    let chunks: Arc<Vec<std::ops::Range<usize>>> = Arc::new(
+        range
+            .clone()
+            .step_by(step)
+            .map(|s| s..(s + step).min(range.end))
+            .collect(),
+    );
+    let next = Arc::new(AtomicUsize::new(0));
+    let done = Arc::new(AtomicUsize::new(0));
+    let mut workers = tokio::task::JoinSet::new();
+    for _ in 0..concurrency {
+        let (chunks, next, done, work) = (chunks.clone(), next.clone(), done.clone(), work.clone());
+        workers.spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                let Some(chunk) = chunks.get(i) else { break };
+                work(chunk.clone()).await;
+                let d = done.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
+                if d % every < chunk.len() {
+                    eprintln!("  {what} {d} entries");
+                }
+            }
+        });
+    }
+    while let Some(joined) = workers.join_next().await {
+        joined.expect(what);
+    }
+    started.elapsed()
+}
+
 /// Writes `entries[range]` through the adapter, `MAX_ENTRIES_PER_PUT` a call, `concurrency`
 /// calls at a time (as several writers would).
 async fn load(
@@ -432,55 +477,26 @@ async fn load(
     range: std::ops::Range<usize>,
     concurrency: usize,
 ) -> Duration {
-    let started = Instant::now();
-    let chunks: Arc<Vec<std::ops::Range<usize>>> = Arc::new(
-        range
-            .clone()
-            .step_by(MAX_ENTRIES_PER_PUT)
-            .map(|s| s..(s + MAX_ENTRIES_PER_PUT).min(range.end))
-            .collect(),
-    );
-    let next = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..concurrency {
-        let (store, entries, chunks, next, done, r) = (
-            world.store.clone(),
-            entries.clone(),
-            chunks.clone(),
-            next.clone(),
-            done.clone(),
-            r.clone(),
-        );
-        workers.spawn(async move {
+    let (store, entries, r) = (world.store.clone(), entries.clone(), r.clone());
+    in_chunks(range, MAX_ENTRIES_PER_PUT, concurrency, ("loaded", 20_000), move |chunk| {
+        let (store, entries, r) = (store.clone(), entries.clone(), r.clone());
+        async move {
+            let batch: Vec<StoredEntry> = entries[chunk].iter().map(|e| stored(&r, e)).collect();
+            let mut attempt = 0;
             loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(chunk) = chunks.get(i) else { break };
-                let batch: Vec<StoredEntry> =
-                    entries[chunk.clone()].iter().map(|e| stored(&r, e)).collect();
-                let mut attempt = 0;
-                loop {
-                    match store.put_entries(&batch).await {
-                        Ok(()) => break,
-                        Err(e) if attempt < 5 => {
-                            attempt += 1;
-                            eprintln!("put retried ({e})");
-                            tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
-                        }
-                        Err(e) => panic!("put failed: {e}"),
+                match store.put_entries(&batch).await {
+                    Ok(()) => break,
+                    Err(e) if attempt < 5 => {
+                        attempt += 1;
+                        eprintln!("put retried ({e})");
+                        tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
                     }
-                }
-                let d = done.fetch_add(batch.len(), Ordering::Relaxed) + batch.len();
-                if d % 20_000 < batch.len() {
-                    eprintln!("  loaded {d} entries");
+                    Err(e) => panic!("put failed: {e}"),
                 }
             }
-        });
-    }
-    while let Some(joined) = workers.join_next().await {
-        joined.expect("loader");
-    }
-    started.elapsed()
+        }
+    })
+    .await
 }
 
 /// Writes `entries[range]` as the items `put_entries` writes for them (the entry item and its
@@ -496,90 +512,61 @@ async fn bulk_load(
 ) -> Duration {
     use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
     const BATCH_ITEMS: usize = 25;
-    let started = Instant::now();
     // Entries per worker task step: enough for a few batches each.
     const STEP: usize = 200;
-    let chunks: Arc<Vec<std::ops::Range<usize>>> = Arc::new(
-        range
-            .clone()
-            .step_by(STEP)
-            .map(|s| s..(s + STEP).min(range.end))
-            .collect(),
-    );
-    let next = Arc::new(AtomicUsize::new(0));
-    let done = Arc::new(AtomicUsize::new(0));
-    let mut workers = tokio::task::JoinSet::new();
-    for _ in 0..concurrency {
-        let (client, table, entries, chunks, next, done, r) = (
-            world.dynamo.clone(),
-            world.table.clone(),
-            entries.clone(),
-            chunks.clone(),
-            next.clone(),
-            done.clone(),
-            r.clone(),
-        );
-        workers.spawn(async move {
-            loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                let Some(chunk) = chunks.get(i) else { break };
-                let mut items = Vec::new();
-                for e in &entries[chunk.clone()] {
-                    let s = stored(&r, e);
-                    items.push(memory_aws::dynamo::entry_item(&s).expect("entry item"));
-                    items.extend(memory_aws::dynamo::posting_items(&s));
-                }
-                for batch in items.chunks(BATCH_ITEMS) {
-                    let mut requests: Vec<WriteRequest> = batch
-                        .iter()
-                        .map(|item| {
-                            WriteRequest::builder()
-                                .put_request(
-                                    PutRequest::builder()
-                                        .set_item(Some(item.clone()))
-                                        .build()
-                                        .expect("put request"),
-                                )
-                                .build()
-                        })
-                        .collect();
-                    let mut attempt = 0u64;
-                    while !requests.is_empty() {
-                        match client
-                            .batch_write_item()
-                            .request_items(&table, requests.clone())
-                            .send()
-                            .await
-                        {
-                            Ok(out) => {
-                                requests = out
-                                    .unprocessed_items()
-                                    .and_then(|u| u.get(&table))
-                                    .cloned()
-                                    .unwrap_or_default();
-                            }
-                            Err(e) if attempt < 5 => {
-                                eprintln!("batch write retried ({e})");
-                            }
-                            Err(e) => panic!("batch write failed: {e}"),
+    let (client, table, entries, r) = (world.dynamo.clone(), world.table.clone(), entries.clone(), r.clone());
+    in_chunks(range, STEP, concurrency, ("bulk-loaded", 50_000), move |chunk| {
+        let (client, table, entries, r) = (client.clone(), table.clone(), entries.clone(), r.clone());
+        async move {
+            let mut items = Vec::new();
+            for e in &entries[chunk] {
+                let s = stored(&r, e);
+                items.push(memory_aws::dynamo::entry_item(&s).expect("entry item"));
+                items.extend(memory_aws::dynamo::posting_items(&s));
+            }
+            for batch in items.chunks(BATCH_ITEMS) {
+                let mut requests: Vec<WriteRequest> = batch
+                    .iter()
+                    .map(|item| {
+                        WriteRequest::builder()
+                            .put_request(
+                                PutRequest::builder()
+                                    .set_item(Some(item.clone()))
+                                    .build()
+                                    .expect("put request"),
+                            )
+                            .build()
+                    })
+                    .collect();
+                let mut attempt = 0u64;
+                while !requests.is_empty() {
+                    match client
+                        .batch_write_item()
+                        .request_items(&table, requests.clone())
+                        .send()
+                        .await
+                    {
+                        Ok(out) => {
+                            requests = out
+                                .unprocessed_items()
+                                .and_then(|u| u.get(&table))
+                                .cloned()
+                                .unwrap_or_default();
                         }
-                        if !requests.is_empty() {
-                            attempt += 1;
-                            tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+                        Err(e) if attempt < 5 => {
+                            eprintln!("batch write retried ({e})");
                         }
+                        Err(e) => panic!("batch write failed: {e}"),
+                    }
+                    if !requests.is_empty() {
+                        attempt += 1;
+                        tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
                     }
                 }
-                let d = done.fetch_add(chunk.len(), Ordering::Relaxed) + chunk.len();
-                if d % 50_000 < chunk.len() {
-                    eprintln!("  bulk-loaded {d} entries");
-                }
             }
-        });
-    }
-    while let Some(joined) = workers.join_next().await {
-        joined.expect("bulk loader");
-    }
-    started.elapsed()
+        }
+    })
+    .await
 }
 
 // ---------------------------------------------------------------------------------------------
