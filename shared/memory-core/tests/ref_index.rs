@@ -119,6 +119,46 @@ impl Setup {
         self.search(indexed, q, &TagFilter::default(), mode).await
     }
 
+    /// Replaces the archive's object at `key` with `body`, by a compare-and-swap on its ETag.
+    async fn replace_object(&self, key: &memory_core::ports::ObjectKey, body: Vec<u8>) {
+        let etag = self
+            .archive
+            .get(key)
+            .await
+            .expect("get")
+            .expect("present")
+            .etag;
+        self.archive
+            .put_expecting(
+                memory_core::ports::ObjectPut {
+                    key,
+                    body,
+                    kind: memory_core::ports::ObjectKind::Index,
+                    content_type: "application/octet-stream",
+                },
+                memory_core::ports::Expect::ETag(etag),
+            )
+            .await
+            .expect("replace");
+    }
+
+    /// With vector bytes that do not verify: semantic and hybrid queries for `q` fall back to
+    /// the scan and answer what it answers; a text query reads the text part alone, which is
+    /// intact, so the index still answers it, as the scan does.
+    async fn assert_vector_queries_fall_back(&self, q: &str) {
+        for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+            let scan = self.search_untagged(false, q, mode).await;
+            let fallback = self.search_untagged(true, q, mode).await;
+            assert_eq!(fallback.path, SearchPath::Fallback, "{mode:?}");
+            assert_eq!(fallback.results, scan.results);
+            assert_eq!(fallback.unembedded, scan.unembedded);
+        }
+        let text = self.search_untagged(true, q, SearchMode::Text).await;
+        assert_eq!(text.path, SearchPath::Index);
+        let scan = self.search_untagged(false, q, SearchMode::Text).await;
+        assert_eq!(text.results, scan.results);
+    }
+
     /// Every query, mode and filter: the index answers, and answers what the scan answers.
     async fn assert_parity(&self, stage: &str) {
         let filters = [
@@ -370,41 +410,8 @@ async fn a_changed_byte_in_the_vectors_falls_back_for_the_queries_that_read_them
     // The last byte is in the vector block's last list: the text part still verifies.
     let last = body.len() - 1;
     body[last] ^= 1;
-    let etag = s
-        .archive
-        .get(&segment)
-        .await
-        .expect("get")
-        .expect("present")
-        .etag;
-    s.archive
-        .put_expecting(
-            memory_core::ports::ObjectPut {
-                key: &segment,
-                body,
-                kind: memory_core::ports::ObjectKind::Index,
-                content_type: "application/octet-stream",
-            },
-            memory_core::ports::Expect::ETag(etag),
-        )
-        .await
-        .expect("replace");
-    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-        let scan = s.search_untagged(false, "invoice payment", mode).await;
-        let fallback = s.search_untagged(true, "invoice payment", mode).await;
-        assert_eq!(fallback.path, SearchPath::Fallback, "{mode:?}");
-        assert_eq!(fallback.results, scan.results);
-        assert_eq!(fallback.unembedded, scan.unembedded);
-    }
-    // A text query reads the text part alone, which is intact: the index still answers it.
-    let text = s
-        .search_untagged(true, "invoice payment", SearchMode::Text)
-        .await;
-    assert_eq!(text.path, SearchPath::Index);
-    let scan = s
-        .search_untagged(false, "invoice payment", SearchMode::Text)
-        .await;
-    assert_eq!(text.results, scan.results);
+    s.replace_object(&segment, body).await;
+    s.assert_vector_queries_fall_back("invoice payment").await;
 }
 
 #[tokio::test]
@@ -684,33 +691,6 @@ async fn a_changed_byte_in_a_probed_list_falls_back_to_the_scan() {
         .find(|(k, _)| k.as_str().ends_with(&reference.name))
         .expect("segment")
         .0;
-    let etag = s
-        .archive
-        .get(&key)
-        .await
-        .expect("get")
-        .expect("present")
-        .etag;
-    s.archive
-        .put_expecting(
-            memory_core::ports::ObjectPut {
-                key: &key,
-                body,
-                kind: memory_core::ports::ObjectKind::Index,
-                content_type: "application/octet-stream",
-            },
-            memory_core::ports::Expect::ETag(etag),
-        )
-        .await
-        .expect("replace");
-    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-        let scan = s.search_untagged(false, q, mode).await;
-        let fallback = s.search_untagged(true, q, mode).await;
-        assert_eq!(fallback.path, SearchPath::Fallback, "{mode:?}");
-        assert_eq!(fallback.results, scan.results);
-        assert_eq!(fallback.unembedded, scan.unembedded);
-    }
-    // A text query reads the text part alone, which is intact: the index still answers it.
-    let text = s.search_untagged(true, q, SearchMode::Text).await;
-    assert_eq!(text.path, SearchPath::Index);
+    s.replace_object(&key, body).await;
+    s.assert_vector_queries_fall_back(q).await;
 }
