@@ -393,6 +393,13 @@ impl World {
             .with_index(archive)
     }
 
+    /// The body of the bench bucket's object `key`.
+    async fn object(&self, key: &str) -> Vec<u8> {
+        let got = self.s3.get_object().bucket(&self.bucket).key(key).send().await;
+        let body = got.unwrap_or_else(|e| panic!("get {key}: {e}")).body.collect().await;
+        body.unwrap_or_else(|e| panic!("body of {key}: {e}")).into_bytes().to_vec()
+    }
+
     fn pass(&self) -> IndexPass {
         IndexPass::new(
             CorePorts::new(self.store.clone(), Arc::new(NoEvents), self.clock.clone()),
@@ -861,19 +868,7 @@ async fn run(world: &World, n: usize, args: &Args) -> String {
 /// query reads the text range of each segment's object, a semantic one the whole object.
 async fn segment_sizes(world: &World, r: &MemoryRef) -> (u64, u64) {
     let key = format!("{}/agents/{}/search/manifest.json", r.tenant().as_str(), r.agent().as_str());
-    let body = world
-        .s3
-        .get_object()
-        .bucket(&world.bucket)
-        .key(key)
-        .send()
-        .await
-        .expect("manifest")
-        .body
-        .collect()
-        .await
-        .expect("manifest body")
-        .into_bytes();
+    let body = world.object(&key).await;
     let manifest: search_index::Manifest = serde_json::from_slice(&body).expect("manifest json");
     let mut text = 0;
     let mut vectors = 0;
@@ -911,19 +906,7 @@ mod tantivy_engine {
             .expect("list tantivy files");
         for o in listed.contents() {
             let Some(key) = o.key() else { continue };
-            let body = world
-                .s3
-                .get_object()
-                .bucket(&world.bucket)
-                .key(key)
-                .send()
-                .await
-                .expect("get tantivy file")
-                .body
-                .collect()
-                .await
-                .expect("tantivy file body")
-                .into_bytes();
+            let body = world.object(key).await;
             let name = key.rsplit('/').next().expect("file name");
             std::fs::write(dir.join(name), &body).expect("write tantivy file");
         }
