@@ -7,7 +7,8 @@
 //!   their content (`seg-<sha256>`: the text part, then the vector block, so a text query reads
 //!   a byte range and a semantic one the whole object, one call either way; a segment whose
 //!   vectors are in lists is read by a semantic query as the text part and the lists' directory
-//!   in one ranged call, then each list it probes by range: docs/search.md "Vectors at scale"),
+//!   in one ranged call, then each list it compares by range, the nearest and for hybrid those
+//!   of its best text hits: docs/search.md "Vectors at scale"),
 //!   and one
 //!   `manifest.json` naming the live ones, replaced only by a compare-and-swap on its ETag, so
 //!   two writers (a pass, a forget) never both install a segment set.
@@ -481,24 +482,6 @@ impl IndexReader {
         for s in &manifest.segments {
             segments.push(self.segment(memory_ref, s, vectors).await?);
         }
-        if let Ranking::Semantic(query) | Ranking::Hybrid(query) = q.ranking {
-            // The lists the query will probe (the same count `search_counting` uses), loaded
-            // before it runs: the answer is the same whichever lists were held before.
-            let probes = {
-                let held: Vec<&Segment> = segments.iter().map(|s| &**s).collect();
-                search_index::default_probes(&held)
-            };
-            let mut loaded = Vec::with_capacity(segments.len());
-            for (s, segment) in manifest.segments.iter().zip(segments) {
-                loaded.push(if segment.is_approximate() {
-                    let lists = segment.probe(query, probes);
-                    self.with_lists(memory_ref, s, segment, &lists).await?
-                } else {
-                    segment
-                });
-            }
-            segments = loaded;
-        }
         let changed: BTreeSet<String> = changes.into_iter().flat_map(|c| c.ids).collect();
         let tail_entries: Vec<StoredEntry> = read_back(store, memory_ref, changed.iter().cloned())
             .await?
@@ -526,6 +509,47 @@ impl IndexReader {
             .iter()
             .map(|s| s.dead.iter().map(String::as_str).collect())
             .collect();
+        let analyzer = Analyzer::new(q.stem);
+        let all: Vec<String> = q.tags.all.iter().cloned().collect();
+        let any: Vec<String> = q.tags.any.iter().cloned().collect();
+        let query = search_index::Query {
+            tags: TagQuery {
+                all: &all,
+                any: &any,
+            },
+            analyzer: &analyzer,
+            cache: terms,
+            text: q.query,
+            ranking: q.ranking,
+            model: q.model,
+            limit: q.limit,
+            probes: None,
+        };
+        if segments.iter().any(|s| s.is_approximate()) {
+            // The lists the query will compare (the nearest and, for hybrid, those of its best
+            // text hits), from the text parts and the vector directories alone, loaded before
+            // it runs: the answer is the same whichever lists were held before.
+            let lists = {
+                let held: Vec<&Segment> = segments.iter().map(|s| &**s).collect();
+                let view = View {
+                    segments: &held,
+                    masked: &masked,
+                    dead: &dead,
+                    tail: &tail,
+                    now_ms: q.now.as_millis(),
+                };
+                search_index::probe_lists(&view, &query)
+            };
+            let mut loaded = Vec::with_capacity(segments.len());
+            for ((s, segment), lists) in manifest.segments.iter().zip(segments).zip(&lists) {
+                loaded.push(if segment.is_approximate() {
+                    self.with_lists(memory_ref, s, segment, lists).await?
+                } else {
+                    segment
+                });
+            }
+            segments = loaded;
+        }
         let segment_refs: Vec<&Segment> = segments.iter().map(|s| &**s).collect();
         let view = View {
             segments: &segment_refs,
@@ -534,22 +558,7 @@ impl IndexReader {
             tail: &tail,
             now_ms: q.now.as_millis(),
         };
-        let all: Vec<String> = q.tags.all.iter().cloned().collect();
-        let any: Vec<String> = q.tags.any.iter().cloned().collect();
-        let tag_query = TagQuery {
-            all: &all,
-            any: &any,
-        };
-        let (hits, unembedded) = search_index::search_counting(
-            &view,
-            &tag_query,
-            &Analyzer::new(q.stem),
-            terms,
-            q.query,
-            q.ranking,
-            q.model,
-            q.limit,
-        );
+        let search_index::Found { hits, unembedded } = search_index::search(&view, &query);
         // The answer's entries come from the table: the tail's as read, the segments' read
         // back now (one batch), so nothing deleted is ever answered.
         let from_segments: Vec<String> = hits
@@ -850,7 +859,7 @@ impl IndexPass {
             .map(|s| s.dead.iter().map(String::as_str).collect())
             .collect();
         let refs: Vec<&Segment> = decoded.iter().collect();
-        let merged = search_index::merge::merge_with(
+        let merged = search_index::merge::merge(
             &refs,
             |si, d| {
                 !dead[si].contains(&*d.id) && d.is_live_at(now.as_millis()) && fence.admits(&d.id)
@@ -1039,6 +1048,7 @@ impl IndexForgetHook {
                     Vec::new(),
                     &manifest.vector_model,
                     &Analyzer::new(true),
+                    &Ann::default(),
                 );
                 let mut replacement =
                     put_segment(archive, memory_ref, &merged, &mut uploads).await?;

@@ -155,6 +155,23 @@ impl Setup {
         self.search(indexed, q, &TagFilter::default(), mode).await
     }
 
+    /// With vector bytes that do not verify: semantic and hybrid queries for `q` fall back to
+    /// the scan and answer what it answers; a text query reads the text part alone, which is
+    /// intact, so the index still answers it, as the scan does.
+    async fn assert_vector_queries_fall_back(&self, q: &str) {
+        for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
+            let scan = self.search_untagged(false, q, mode).await;
+            let fallback = self.search_untagged(true, q, mode).await;
+            assert_eq!(fallback.path, SearchPath::Fallback, "{mode:?}");
+            assert_eq!(fallback.results, scan.results);
+            assert_eq!(fallback.unembedded, scan.unembedded);
+        }
+        let text = self.search_untagged(true, q, SearchMode::Text).await;
+        assert_eq!(text.path, SearchPath::Index);
+        let scan = self.search_untagged(false, q, SearchMode::Text).await;
+        assert_eq!(text.results, scan.results);
+    }
+
     /// Every query, mode and filter: the index answers, and answers what the scan answers.
     async fn assert_parity(&self, stage: &str) {
         let filters = [
@@ -403,22 +420,7 @@ async fn a_changed_byte_in_the_vectors_falls_back_for_the_queries_that_read_them
     let last = body.len() - 1;
     body[last] ^= 1;
     s.replace_segment(&segment, body).await;
-    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-        let scan = s.search_untagged(false, "invoice payment", mode).await;
-        let fallback = s.search_untagged(true, "invoice payment", mode).await;
-        assert_eq!(fallback.path, SearchPath::Fallback, "{mode:?}");
-        assert_eq!(fallback.results, scan.results);
-        assert_eq!(fallback.unembedded, scan.unembedded);
-    }
-    // A text query reads the text part alone, which is intact: the index still answers it.
-    let text = s
-        .search_untagged(true, "invoice payment", SearchMode::Text)
-        .await;
-    assert_eq!(text.path, SearchPath::Index);
-    let scan = s
-        .search_untagged(false, "invoice payment", SearchMode::Text)
-        .await;
-    assert_eq!(text.results, scan.results);
+    s.assert_vector_queries_fall_back("invoice payment").await;
 }
 
 #[tokio::test]
@@ -522,13 +524,16 @@ async fn listed_ref() -> (Setup, search_index::SegmentRef, Vec<u8>) {
     (s, reference, body)
 }
 
-/// The segment as a cold query reads it, and the lists it probes for `query`.
+/// The segment as a cold query reads it, the lists it compares for `query` in `mode` (those
+/// `search_index::probe_lists` names: the nearest, and for hybrid those of the best `limit`
+/// text hits, as `suite_search` asks), and how many of them are not among the nearest.
 async fn probed_lists(
     s: &Setup,
     reference: &search_index::SegmentRef,
     body: &[u8],
     query: &str,
-) -> (search_index::Segment, Vec<usize>) {
+    mode: SearchMode,
+) -> (search_index::Segment, Vec<usize>, usize) {
     use memory_core::ports::Embedder;
     let at = reference.vectors_at.expect("vectors") as usize;
     let head = reference.vector_head.expect("head") as usize;
@@ -536,8 +541,37 @@ async fn probed_lists(
         search_index::Segment::decode_head(&body[..at], &body[at..at + head]).expect("head");
     let vector = s.embedder.embed(query).await.expect("embed").vector;
     let probes = search_index::default_probes(&[&segment]);
-    let lists = segment.probe(&vector, probes);
-    (segment, lists)
+    let ranking = match mode {
+        SearchMode::Hybrid => text_search::Ranking::Hybrid(&vector),
+        _ => text_search::Ranking::Semantic(&vector),
+    };
+    let masked = std::collections::HashSet::new();
+    let segments = [&segment];
+    let view = search_index::View {
+        segments: &segments,
+        masked: &masked,
+        dead: &[],
+        tail: &[],
+        now_ms: 0,
+    };
+    let lists = search_index::probe_lists(
+        &view,
+        &search_index::Query {
+            tags: search_index::TagQuery::default(),
+            analyzer: &text_search::Analyzer::new(true),
+            cache: &text_search::TermCache::default(),
+            text: query,
+            ranking,
+            // The lists do not depend on the model (only which vectors are compared).
+            model: "",
+            limit: 8,
+            probes: Some(probes),
+        },
+    )
+    .remove(0);
+    let nearest = segment.probe(&vector, probes);
+    let extra = lists.iter().filter(|l| !nearest.contains(l)).count();
+    (segment, lists, extra)
 }
 
 const LISTED_QUERIES: [&str; 4] = [
@@ -562,15 +596,20 @@ async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_war
         .len() as u64;
     let warm = s.reader(true);
     let mut warm_lists = std::collections::BTreeSet::new();
+    let mut text_hit_lists = 0;
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
         for q in LISTED_QUERIES {
-            let (segment, lists) = probed_lists(&s, &reference, &body, q).await;
+            let (segment, lists, extra) = probed_lists(&s, &reference, &body, q, mode).await;
             assert!(
-                segment.list_count() >= 80 && lists.len() == 16,
+                segment.list_count() >= 80 && lists.len() == 16 + extra,
                 "{} lists, {} probed",
                 segment.list_count(),
                 lists.len()
             );
+            match mode {
+                SearchMode::Hybrid => text_hit_lists += extra,
+                _ => assert_eq!(extra, 0, "semantic reads the nearest lists only"),
+            }
             let list_bytes: u64 = lists
                 .iter()
                 .map(|&l| {
@@ -578,7 +617,7 @@ async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_war
                     r.end - r.start
                 })
                 .sum();
-            // Cold: the manifest, the text part with the directory, then each probed list.
+            // Cold: the manifest, the text part with the directory, then each list compared.
             s.archive.calls.reset();
             s.archive
                 .bytes_read
@@ -622,6 +661,8 @@ async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_war
         }
     }
     assert!(warm_lists.len() > 16, "the queries probed different lists");
+    // Hybrid queries also read the lists of their best text hits, in the same calls.
+    assert!(text_hit_lists > 0, "a text hit outside the nearest lists");
     // Held lists do not change an answer: every query again on the warm reader, which now
     // holds more lists than any one query probes, answers as a fresh one.
     for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
@@ -646,7 +687,7 @@ async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_war
 async fn a_changed_byte_in_a_probed_list_falls_back_to_the_scan() {
     let (s, reference, mut body) = listed_ref().await;
     let q = "invoice payment";
-    let (segment, lists) = probed_lists(&s, &reference, &body, q).await;
+    let (segment, lists, _) = probed_lists(&s, &reference, &body, q, SearchMode::Semantic).await;
     let at = reference.vectors_at.expect("vectors");
     let range = segment.list_range(lists[0]);
     body[(at + range.start) as usize] ^= 1;
@@ -658,14 +699,5 @@ async fn a_changed_byte_in_a_probed_list_falls_back_to_the_scan() {
         .expect("segment")
         .0;
     s.replace_segment(&key, body).await;
-    for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-        let scan = s.search_untagged(false, q, mode).await;
-        let fallback = s.search_untagged(true, q, mode).await;
-        assert_eq!(fallback.path, SearchPath::Fallback, "{mode:?}");
-        assert_eq!(fallback.results, scan.results);
-        assert_eq!(fallback.unembedded, scan.unembedded);
-    }
-    // A text query reads the text part alone, which is intact: the index still answers it.
-    let text = s.search_untagged(true, q, SearchMode::Text).await;
-    assert_eq!(text.path, SearchPath::Index);
+    s.assert_vector_queries_fall_back(q).await;
 }

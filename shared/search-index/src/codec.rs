@@ -134,6 +134,22 @@ impl<'a> Reader<'a> {
         s.push_str(&rest);
         Ok(s)
     }
+
+    /// The next key of a run stored in strictly ascending order, each as the prefix it shares
+    /// with `previous` and the rest (`Writer::shared_prefix_str`): `previous` becomes it. A key
+    /// not after `previous` is refused, unless it is the run's `first`.
+    pub fn ascending_key(
+        &mut self,
+        previous: &mut String,
+        first: bool,
+    ) -> Result<Box<str>, SegmentError> {
+        let key = self.shared_prefix_str(previous)?;
+        if !first && key.as_str() <= previous.as_str() {
+            return Err(SegmentError::Corrupt("keys out of order"));
+        }
+        previous.clone_from(&key);
+        Ok(key.into_boxed_str())
+    }
 }
 
 #[cfg(test)]

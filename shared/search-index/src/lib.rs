@@ -21,7 +21,7 @@ pub use manifest::{segment_name, Manifest, Retired, SegmentRef};
 pub use query::{Candidates, Location, Shortlist, TagQuery, TailDoc, TextHit, View};
 pub use segment::{DocMeta, Encoded, IndexedDoc, Posting, Segment};
 
-use text_search::{rank_scored, Analyzer, Ranking, TermCache};
+use text_search::{rank_scored, Analyzer, Ranking, TermCache, TextScores};
 
 /// Why segment bytes were refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -30,94 +30,70 @@ pub enum SegmentError {
     Corrupt(&'static str),
 }
 
-/// One search over a ref's index: the best `limit` live documents the tags admit for `query`,
-/// best first, as `text_search::search` ranks the same documents (same hits, same scores). A
-/// text query without tags reads only the postings of its terms ([`query::text_top`]); the
-/// other modes compare every live vector, and every candidate's text match decides fusion and
-/// which hits are versions of one answer, so they go through [`Candidates`]. `model` is the
-/// embedding model of the query's vector ("" for text).
-#[allow(clippy::too_many_arguments)]
-pub fn search<'a>(
-    view: &View<'a>,
-    tags: &TagQuery<'_>,
-    analyzer: &Analyzer,
-    cache: &TermCache,
-    query: &str,
-    ranking: Ranking<'_>,
-    model: &str,
-    limit: usize,
-) -> Vec<TextHit<'a>> {
-    search_counting(view, tags, analyzer, cache, query, ranking, model, limit).0
+/// One query over a ref's index: what it asks and how it is read.
+#[derive(Clone, Copy)]
+pub struct Query<'q> {
+    /// Which entries it ranks.
+    pub tags: TagQuery<'q>,
+    pub analyzer: &'q Analyzer,
+    /// The function's analyses of tail texts.
+    pub cache: &'q TermCache,
+    /// The query's words.
+    pub text: &'q str,
+    pub ranking: Ranking<'q>,
+    /// The embedding model of the query's vector ("" for text).
+    pub model: &'q str,
+    pub limit: usize,
+    /// The lists a semantic or hybrid query compares of each segment that has an approximate
+    /// index, nearest first: `None` for [`default_probes`] (the trade between recall and time
+    /// [`Ann::probes_for`] settles), `Some(usize::MAX)` for every list (the exact scan). A
+    /// segment without lists is scanned exactly whatever this says.
+    pub probes: Option<usize>,
 }
 
-/// [`search`], and how many of the documents a semantic or hybrid query ranked have no vector
-/// of `model` (0 for a text query, which compares none): what the answer reports as not yet
-/// embedded, counted over the same live documents the full scan would rank.
-#[allow(clippy::too_many_arguments)]
-pub fn search_counting<'a>(
-    view: &View<'a>,
-    tags: &TagQuery<'_>,
-    analyzer: &Analyzer,
-    cache: &TermCache,
-    query: &str,
-    ranking: Ranking<'_>,
-    model: &str,
-    limit: usize,
-) -> (Vec<TextHit<'a>>, usize) {
-    let probes = default_probes(view.segments);
-    search_probing(
-        view, tags, analyzer, cache, query, ranking, model, limit, probes,
-    )
+/// What a search answers.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Found<'a> {
+    /// Best first.
+    pub hits: Vec<TextHit<'a>>,
+    /// How many of the documents a semantic or hybrid query ranked have no vector of its model
+    /// (0 for a text query, which compares none): what the answer reports as not yet embedded,
+    /// counted over the same live documents the full scan would rank.
+    pub unembedded: usize,
 }
 
-/// How many lists [`search_counting`] reads of each approximate segment among `segments`: a
-/// cold reader fetches exactly those lists (`Segment::probe` with this number) before the query.
-pub fn default_probes(segments: &[&Segment]) -> usize {
-    let lists = segments.iter().map(|s| s.list_count()).max();
-    Ann::default().probes_for(lists.unwrap_or(0))
-}
-
-/// [`search_counting`] reading `probes` lists of each segment that has an approximate index
-/// (the trade between recall and time that [`Ann::probes_for`] settles by default; a segment
-/// without one is scanned exactly whatever `probes` says, and `usize::MAX` reads every list:
-/// the exact scan).
-#[allow(clippy::too_many_arguments)]
-pub fn search_probing<'a>(
-    view: &View<'a>,
-    tags: &TagQuery<'_>,
-    analyzer: &Analyzer,
-    cache: &TermCache,
-    query: &str,
-    ranking: Ranking<'_>,
-    model: &str,
-    limit: usize,
-    probes: usize,
-) -> (Vec<TextHit<'a>>, usize) {
-    if matches!(ranking, Ranking::Text) && tags.all.is_empty() && tags.any.is_empty() {
-        return (query::text_top(view, analyzer, cache, query, limit), 0);
+/// One search over a ref's index: the best `limit` live documents the tags admit for the query,
+/// best first, as `text_search::search` ranks the same documents (same hits, same scores; with
+/// an approximate index, those of the lists [`probe_lists`] names). A text query without tags
+/// reads only the postings of its terms ([`query::text_top`]); the other modes compare the
+/// vectors of the lists read, and every candidate's text match decides fusion and which hits
+/// are versions of one answer, so they go through [`Candidates`].
+pub fn search<'a>(view: &View<'a>, q: &Query<'_>) -> Found<'a> {
+    if matches!(q.ranking, Ranking::Text) && q.tags.all.is_empty() && q.tags.any.is_empty() {
+        return Found {
+            hits: query::text_top(view, q.analyzer, q.cache, q.text, q.limit),
+            unembedded: 0,
+        };
     }
-    let terms = text_search::query_terms(analyzer, query);
-    let shortlist = match ranking {
-        Ranking::Text => Shortlist::every(),
-        Ranking::Semantic(q) => Shortlist::probe(view, q, probes, None),
-        Ranking::Hybrid(q) => Shortlist::probe(view, q, probes, Some((&terms, analyzer.stems()))),
-    };
-    let mut candidates = Candidates::collect_shortlisted(view, tags, model, &shortlist);
-    let unembedded = if matches!(ranking, Ranking::Text) {
+    let planned = Planned::new(view, q);
+    let unembedded = if matches!(q.ranking, Ranking::Text) {
         0
     } else {
-        candidates.unembedded
+        planned.candidates.unembedded
     };
-    if terms.is_empty() || limit == 0 {
+    let Some(text) = planned.text else {
         // A query of stop words only has no results in any mode.
-        return (Vec::new(), unembedded);
-    }
-    let text = candidates.text_scores(view, analyzer, cache, &terms);
-    let similarity = match ranking {
-        Ranking::Text => Vec::new(),
-        Ranking::Semantic(q) | Ranking::Hybrid(q) => candidates.similarity(view, q),
+        return Found {
+            hits: Vec::new(),
+            unembedded,
+        };
     };
-    let hits = rank_scored(&candidates.docs, &similarity, &text, ranking, limit)
+    let candidates = planned.candidates;
+    let similarity = match q.ranking {
+        Ranking::Text => Vec::new(),
+        Ranking::Semantic(v) | Ranking::Hybrid(v) => candidates.similarity(view, v),
+    };
+    let hits = rank_scored(&candidates.docs, &similarity, &text, q.ranking, q.limit)
         .into_iter()
         .map(|h| TextHit {
             id: candidates.docs[h.index].id,
@@ -126,7 +102,98 @@ pub fn search_probing<'a>(
             created_at_ms: candidates.docs[h.index].created_ms,
         })
         .collect();
-    (hits, unembedded)
+    Found { hits, unembedded }
+}
+
+/// How many lists [`search`] reads of each approximate segment among `segments` by default.
+pub fn default_probes(segments: &[&Segment]) -> usize {
+    let lists = segments.iter().map(|s| s.list_count()).max();
+    Ann::default().probes_for(lists.unwrap_or(0))
+}
+
+/// The vector lists of each segment of `view` that [`search`] compares for `q` (parallel to
+/// `view.segments`; empty for a segment without an approximate index, which is compared
+/// whole): the nearest to its vector and, for a hybrid query, the lists holding its `limit`
+/// best text hits, so that the documents the text leg ranks first are compared by vector too
+/// and hybrid does not lose what text alone finds (docs/search.md "Vectors at scale"). It
+/// needs only the text parts and the vector directories, never a list: a cold reader calls it
+/// on the segments as first read to learn which lists to fetch before the query, and gets the
+/// lists the query then compares, whichever lists are held.
+pub fn probe_lists(view: &View<'_>, q: &Query<'_>) -> Vec<Vec<usize>> {
+    let approximate = view.segments.iter().any(|s| s.is_approximate());
+    match q.ranking {
+        Ranking::Hybrid(_) if approximate => Planned::new(view, q).lists,
+        _ => nearest_lists(view, q),
+    }
+}
+
+/// The lists nearest to a semantic or hybrid query's vector, per segment.
+fn nearest_lists(view: &View<'_>, q: &Query<'_>) -> Vec<Vec<usize>> {
+    let probes = q.probes.unwrap_or_else(|| default_probes(view.segments));
+    view.segments
+        .iter()
+        .map(|s| match q.ranking {
+            Ranking::Semantic(v) | Ranking::Hybrid(v) if s.is_approximate() => s.probe(v, probes),
+            _ => Vec::new(),
+        })
+        .collect()
+}
+
+/// A query's candidates with their text scores (the text leg, scored once), and the lists it
+/// compares, chosen from those scores.
+struct Planned<'a> {
+    candidates: Candidates<'a>,
+    /// `None` for a query of stop words only.
+    text: Option<TextScores>,
+    lists: Vec<Vec<usize>>,
+}
+
+impl<'a> Planned<'a> {
+    fn new(view: &View<'a>, q: &Query<'_>) -> Self {
+        let terms = text_search::query_terms(q.analyzer, q.text);
+        let mut lists = nearest_lists(view, q);
+        let shortlist = match q.ranking {
+            Ranking::Text => Shortlist::every(),
+            Ranking::Semantic(_) => Shortlist::probe(view, &lists, None),
+            Ranking::Hybrid(_) => {
+                Shortlist::probe(view, &lists, Some((&terms, q.analyzer.stems())))
+            }
+        };
+        let mut candidates = Candidates::collect_shortlisted(view, &q.tags, q.model, &shortlist);
+        if terms.is_empty() || q.limit == 0 {
+            return Planned {
+                candidates,
+                text: None,
+                lists,
+            };
+        }
+        let text = candidates.text_scores(view, q.analyzer, q.cache, &terms);
+        let approximate = view.segments.iter().any(|s| s.is_approximate());
+        if matches!(q.ranking, Ranking::Hybrid(_)) && approximate {
+            // The lists of the best text hits, from the scores the fusion ranks by: a hybrid
+            // shortlist holds every document with a query term, so these are the text
+            // ranking's own best hits, and whether a list is loaded does not change them.
+            let mut extra = vec![Vec::new(); view.segments.len()];
+            for hit in rank_scored(&candidates.docs, &[], &text, Ranking::Text, q.limit) {
+                let Location::Segment { segment, doc } = candidates.locations[hit.index] else {
+                    continue;
+                };
+                let s = view.segments[segment];
+                if let Some(list) = s.list_of(doc).filter(|_| s.is_approximate()) {
+                    if !lists[segment].contains(&list) {
+                        lists[segment].push(list);
+                        extra[segment].push(list);
+                    }
+                }
+            }
+            candidates.compare_lists(view, q.model, &extra);
+        }
+        Planned {
+            candidates,
+            text: Some(text),
+            lists,
+        }
+    }
 }
 
 /// What a segment is built from for one entry: its searchable text analysed without stemming,

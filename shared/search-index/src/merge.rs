@@ -12,30 +12,13 @@ use crate::ivf::Ann;
 use crate::segment::{DocMeta, IndexedDoc, Segment};
 
 /// The documents of `segments` that `keep` admits (given the segment's position and the
-/// document), as segment input again (term counts as
-/// repeats: only counts and lengths matter to ranking), plus `extra` (the tail being folded in).
-/// A later segment's copy of an id wins over an earlier one's, and `extra` over both.
+/// document), as segment input again (term counts as repeats: only counts and lengths matter to
+/// ranking), plus `extra` (the tail being folded in), built into one segment whose approximate
+/// index is as `ann` says. A later segment's copy of an id wins over an earlier one's, and
+/// `extra` over both. The lists and their centroids are trained again on the kept vectors only,
+/// so a forgotten entry's vector leaves no trace in them either. The segments must have every
+/// vector loaded (decoded whole).
 pub fn merge(
-    segments: &[&Segment],
-    keep: impl Fn(usize, &DocMeta) -> bool,
-    extra: Vec<IndexedDoc>,
-    vector_model: &str,
-    analyzer: &Analyzer,
-) -> Segment {
-    merge_with(
-        segments,
-        keep,
-        extra,
-        vector_model,
-        analyzer,
-        &Ann::default(),
-    )
-}
-
-/// [`merge`], building the result's approximate index as `ann` says. The lists and their
-/// centroids are trained again on the kept vectors only, so a forgotten entry's vector leaves
-/// no trace in them either. The segments must have every vector loaded (decoded whole).
-pub fn merge_with(
     segments: &[&Segment],
     keep: impl Fn(usize, &DocMeta) -> bool,
     extra: Vec<IndexedDoc>,

@@ -118,25 +118,21 @@ impl Shortlist {
         Shortlist::default()
     }
 
-    /// The shortlist of a query vector over `view`: for each segment holding lists, the
-    /// documents of its `probes` nearest lists (that are loaded), plus, when `terms` are given
-    /// (hybrid), the documents holding one of them.
-    pub fn probe(
-        view: &View<'_>,
-        query: &[f32],
-        probes: usize,
-        terms: Option<(&[String], bool)>,
-    ) -> Self {
+    /// The shortlist of a query over `view`: for each segment holding lists, the documents of
+    /// the lists `lists` names for it (its nearest; those that are loaded), plus, when `terms`
+    /// are given (hybrid), the documents holding one of them.
+    pub fn probe(view: &View<'_>, lists: &[Vec<usize>], terms: Option<(&[String], bool)>) -> Self {
         let segments = view
             .segments
             .iter()
-            .map(|segment| {
+            .enumerate()
+            .map(|(si, segment)| {
                 if !segment.is_approximate() {
                     return None;
                 }
                 let words = segment.docs().len().div_ceil(64);
                 let mut probed = vec![0u64; words];
-                for list in segment.probe(query, probes) {
+                for &list in lists.get(si).map_or(&[][..], Vec::as_slice) {
                     for &doc in segment.list_docs(list) {
                         set(&mut probed, doc);
                     }
@@ -228,8 +224,9 @@ impl<'a> Candidates<'a> {
                     created_ms: meta.created_at_ms,
                 });
                 // A text hit outside the probed lists is ranked by its text alone, whether or
-                // not its list is at hand: a warm function may hold lists a cold one does not
-                // read, and both must answer the same.
+                // not its list is at hand (unless a hybrid query then compares that list,
+                // `compare_lists`): a warm function may hold lists a cold one does not read,
+                // and both must answer the same.
                 let compared = same_model && short.is_none_or(|s| has(&s.probed, doc));
                 out.vectors
                     .push(compared.then(|| segment.vector(doc)).flatten());
@@ -254,6 +251,28 @@ impl<'a> Candidates<'a> {
             out.lengths.push(0);
         }
         out
+    }
+
+    /// Compares the vectors of the candidates in `lists` too (per segment, parallel to
+    /// `view.segments`; loaded lists only): a hybrid query's lists of its best text hits, chosen
+    /// after its text scores (`crate::probe_lists`), so that those hits are ranked by their
+    /// vector as well as their text. Only the candidates already ranked gain one: the
+    /// documents ranked do not change, and the text scores stand.
+    pub fn compare_lists(&mut self, view: &View<'a>, model: &str, lists: &[Vec<usize>]) {
+        for (si, lists) in lists.iter().enumerate() {
+            let segment: &'a Segment = view.segments[si];
+            if model.is_empty() || segment.vector_model() != model {
+                continue;
+            }
+            for &list in lists {
+                for &doc in segment.list_docs(list) {
+                    let at = self.by_segment_doc[si][doc as usize];
+                    if at < ADMITTED {
+                        self.vectors[at as usize] = segment.vector(doc);
+                    }
+                }
+            }
+        }
     }
 
     pub fn len(&self) -> usize {

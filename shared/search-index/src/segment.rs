@@ -257,12 +257,8 @@ impl TermPostings {
         let mut previous = String::new();
         let mut end = 0usize;
         for _ in 0..n {
-            let key = r.shared_prefix_str(&previous)?;
-            if !out.keys.is_empty() && key.as_str() <= previous.as_str() {
-                return Err(SegmentError::Corrupt("keys out of order"));
-            }
-            previous.clone_from(&key);
-            out.keys.push(key.into_boxed_str());
+            let key = r.ascending_key(&mut previous, out.keys.is_empty())?;
+            out.keys.push(key);
             out.counts.push(r.u32()?);
             end = end
                 .checked_add(r.count()?)
@@ -552,6 +548,14 @@ impl Segment {
             return (0..self.lists.count()).collect();
         }
         ivf::probe(&self.lists.centroids, d, query, probes)
+    }
+
+    /// The list holding document `doc`'s vector, if it has one.
+    pub fn list_of(&self, doc: u32) -> Option<usize> {
+        let slot = self.vector_of.get(doc as usize).copied().flatten()?;
+        // `starts` ascends: the list is the last one starting at or before the slot.
+        let after = self.lists.starts.partition_point(|&s| s <= slot);
+        after.checked_sub(1).filter(|&l| l < self.lists.count())
     }
 
     /// Whether list `list`'s vectors are loaded.
@@ -1067,12 +1071,8 @@ fn decode_lists<T>(
     };
     let mut previous = String::new();
     for _ in 0..n {
-        let key = r.shared_prefix_str(&previous)?;
-        if !lists.keys.is_empty() && key.as_str() <= previous.as_str() {
-            return Err(SegmentError::Corrupt("keys out of order"));
-        }
-        previous.clone_from(&key);
-        lists.keys.push(key.into_boxed_str());
+        let key = r.ascending_key(&mut previous, lists.keys.is_empty())?;
+        lists.keys.push(key);
         lists.starts.push(lists.items.len() as u32);
         let len = r.count()?;
         let mut last = 0u32;

@@ -5,9 +5,11 @@
 
 use std::collections::HashSet;
 
-use search_index::merge::merge_with;
+use search_index::merge::merge;
+use search_index::query::text_top;
 use search_index::{
-    indexed_doc, search_probing, Ann, IndexedDoc, Segment, SegmentError, TagQuery, View,
+    indexed_doc, probe_lists, search, Ann, Found, IndexedDoc, Location, Query, Segment,
+    SegmentError, TagQuery, View,
 };
 use text_search::{Analyzer, Ranking, TermCache};
 
@@ -72,19 +74,40 @@ fn ann() -> Ann {
     }
 }
 
-fn top<'a>(view: &View<'a>, ranking: Ranking<'_>, probes: usize) -> Vec<&'a str> {
-    let hits = search_probing(
-        view,
-        &TagQuery::default(),
-        &Analyzer::new(true),
-        &TermCache::default(),
-        "word7 word42",
+/// `text` without tags, the best 10, reading `probes` lists of each approximate segment.
+fn query<'q>(
+    analyzer: &'q Analyzer,
+    cache: &'q TermCache,
+    text: &'q str,
+    ranking: Ranking<'q>,
+    probes: usize,
+) -> Query<'q> {
+    Query {
+        tags: TagQuery::default(),
+        analyzer,
+        cache,
+        text,
         ranking,
-        MODEL,
-        10,
-        probes,
-    )
-    .0;
+        model: MODEL,
+        limit: 10,
+        probes: Some(probes),
+    }
+}
+
+/// [`search`] for [`query`], with a stemming analyzer and a fresh cache.
+fn run<'a>(view: &View<'a>, text: &str, ranking: Ranking<'_>, probes: usize) -> Found<'a> {
+    let (analyzer, cache) = (Analyzer::new(true), TermCache::default());
+    search(view, &query(&analyzer, &cache, text, ranking, probes))
+}
+
+/// [`probe_lists`] for [`query`], with a stemming analyzer and a fresh cache.
+fn lists(view: &View<'_>, text: &str, ranking: Ranking<'_>) -> Vec<Vec<usize>> {
+    let (analyzer, cache) = (Analyzer::new(true), TermCache::default());
+    probe_lists(view, &query(&analyzer, &cache, text, ranking, ann().probes))
+}
+
+fn top<'a>(view: &View<'a>, ranking: Ranking<'_>, probes: usize) -> Vec<&'a str> {
+    let hits = run(view, "word7 word42", ranking, probes).hits;
     hits.into_iter().map(|h| h.id).collect()
 }
 
@@ -158,51 +181,118 @@ fn a_segment_read_list_by_list_answers_as_one_read_whole() {
             head < block.len() / 4,
             "the directory is a small part of the block"
         );
-        let mut partial = Segment::decode_head(&bytes.text, &block[..head]).expect("head decodes");
-        let mut read = head;
-        for list in partial.probe(q, ann().probes) {
-            let r = partial.list_range(list);
-            read += (r.end - r.start) as usize;
-            partial
-                .load_list(list, &block[r.start as usize..r.end as usize])
-                .expect("list verifies");
-        }
-        assert!(
-            read < block.len() / 2,
-            "read {read} of {} bytes",
-            block.len()
-        );
-        let (a, b) = ([&whole], [&partial]);
+        let a = [&whole];
         for ranking in [Ranking::Semantic(q), Ranking::Hybrid(q)] {
-            let full = search_probing(
-                &view(&a, &masked),
-                &TagQuery::default(),
-                &Analyzer::new(true),
-                &TermCache::default(),
-                "word7",
-                ranking,
-                MODEL,
-                10,
-                ann().probes,
+            let mut partial =
+                Segment::decode_head(&bytes.text, &block[..head]).expect("head decodes");
+            let read = head + load_probed(&mut partial, block, "word7", ranking);
+            assert!(
+                read < block.len() / 2,
+                "read {read} of {} bytes",
+                block.len()
             );
-            let listed = search_probing(
-                &view(&b, &masked),
-                &TagQuery::default(),
-                &Analyzer::new(true),
-                &TermCache::default(),
-                "word7",
-                ranking,
-                MODEL,
-                10,
-                ann().probes,
+            let b = [&partial];
+            let full = run(&view(&a, &masked), "word7", ranking, ann().probes);
+            let listed = run(&view(&b, &masked), "word7", ranking, ann().probes);
+            assert_eq!(
+                full.unembedded, 0,
+                "every document has a vector, loaded or not"
             );
-            assert_eq!(full.1, 0, "every document has a vector, loaded or not");
-            assert_eq!(listed.1, 0);
+            assert_eq!(listed.unembedded, 0);
             // Only the probed lists' vectors are compared, in either mode, whichever other
             // lists are at hand: the same answer.
             assert_eq!(full, listed);
         }
     }
+}
+
+/// Loads into `partial` (read by `Segment::decode_head`) the lists `probe_lists` names for the
+/// query, from the text part and directory alone, as a cold reader does; answers the bytes read.
+fn load_probed(partial: &mut Segment, block: &[u8], query: &str, ranking: Ranking<'_>) -> usize {
+    let masked = HashSet::new();
+    let lists = {
+        let segments = [&*partial];
+        lists(&view(&segments, &masked), query, ranking)
+    };
+    let mut read = 0;
+    for &list in &lists[0] {
+        let r = partial.list_range(list);
+        read += (r.end - r.start) as usize;
+        partial
+            .load_list(list, &block[r.start as usize..r.end as usize])
+            .expect("list verifies");
+    }
+    read
+}
+
+fn cosine(a: &[f32], b: &[f32]) -> f64 {
+    let dot: f64 = a
+        .iter()
+        .zip(b)
+        .map(|(x, y)| f64::from(*x) * f64::from(*y))
+        .sum();
+    let norm = |v: &[f32]| v.iter().map(|x| f64::from(*x).powi(2)).sum::<f64>().sqrt();
+    dot / (norm(a) * norm(b))
+}
+
+#[test]
+fn a_hybrid_querys_best_text_hit_outside_the_nearest_lists_is_compared_by_vector() {
+    let (docs, queries) = corpus(6_000);
+    let analyzer = Analyzer::new(true);
+    let built = Segment::build_with(docs, MODEL, &analyzer, &ann());
+    let bytes = built.encode();
+    let block = bytes.vectors.as_deref().expect("vectors");
+    let whole = Segment::decode(&bytes.text, Some(block)).expect("decodes");
+    let masked = HashSet::new();
+    let segments = [&whole];
+    let v = view(&segments, &masked);
+    // A query whose best text hit lies outside the lists nearest to its vector, and resembles
+    // it (a positive cosine, so comparing its vector changes its score).
+    let text = "word7 word42";
+    let best = match text_top(&v, &analyzer, &TermCache::default(), text, 1)[..] {
+        [ref hit] => match hit.location {
+            Location::Segment { doc, .. } => doc,
+            Location::Tail(_) => unreachable!("no tail"),
+        },
+        _ => panic!("the text query matches"),
+    };
+    let list = whole.list_of(best).expect("the hit has a vector");
+    let best_vector = whole.vector(best).expect("vector").to_vec();
+    let q = queries
+        .iter()
+        .find(|q| !whole.probe(q, ann().probes).contains(&list) && cosine(q, &best_vector) > 0.2)
+        .expect("a query far enough from the hit's list");
+    assert!(
+        lists(&v, text, Ranking::Hybrid(q))[0].contains(&list),
+        "the hit's list is read"
+    );
+    // Semantic reads only the nearest lists.
+    assert!(!lists(&v, text, Ranking::Semantic(q))[0].contains(&list));
+    let hybrid = |view: &View<'_>, probes: usize| -> Vec<(String, u64)> {
+        run(view, text, Ranking::Hybrid(q), probes)
+            .hits
+            .into_iter()
+            .map(|h| (h.id.to_owned(), h.score.to_bits()))
+            .collect()
+    };
+    let exact = hybrid(&v, usize::MAX);
+    let warm = hybrid(&v, ann().probes);
+    let id = &whole.docs()[best as usize].id;
+    let score_of = |hits: &[(String, u64)]| {
+        hits.iter()
+            .find(|h| *h.0 == **id)
+            .map(|h| h.1)
+            .expect("the best text hit is answered")
+    };
+    // Scored with its vector as the exact scan scores it, not by its text alone.
+    assert_eq!(score_of(&warm), score_of(&exact));
+    // A cold reader fetching only the lists `probe_lists` names answers the same.
+    let head = Segment::vector_head_len(block).expect("head") as usize;
+    let mut partial = Segment::decode_head(&bytes.text, &block[..head]).expect("head decodes");
+    load_probed(&mut partial, block, text, Ranking::Hybrid(q));
+    assert!(partial.list_loaded(list));
+    let cold_segments = [&partial];
+    assert_eq!(hybrid(&view(&cold_segments, &masked), ann().probes), warm);
 }
 
 #[test]
@@ -212,7 +302,7 @@ fn forgetting_takes_the_vector_out_of_the_lists_and_their_centroids() {
     let segment = Segment::build_with(docs.clone(), MODEL, &analyzer, &ann());
     assert!(segment.is_approximate());
     let forgotten: HashSet<&str> = docs.iter().step_by(7).map(|d| d.id.as_str()).collect();
-    let rewritten = merge_with(
+    let rewritten = merge(
         &[&segment],
         |_, meta| !forgotten.contains(&*meta.id),
         Vec::new(),

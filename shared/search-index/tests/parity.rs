@@ -6,7 +6,9 @@
 use std::collections::HashSet;
 
 use proptest::prelude::*;
-use search_index::{indexed_doc, merge::merge, Segment, SegmentError, TagQuery, TailDoc, View};
+use search_index::{
+    indexed_doc, merge::merge, Ann, Segment, SegmentError, TagQuery, TailDoc, View,
+};
 use text_search::{searchable_text, Analyzer, Document, Ranking, TermCache};
 
 const WORDS: &[&str] = &[
@@ -242,8 +244,19 @@ fn over_index(
         now_ms: NOW,
     };
     let cache = TermCache::with_budget(0);
-    let (hits, unembedded) =
-        search_index::search_counting(&view, tags, analyzer, &cache, query, ranking, MODEL, 10);
+    let search_index::Found { hits, unembedded } = search_index::search(
+        &view,
+        &search_index::Query {
+            tags: *tags,
+            analyzer,
+            cache: &cache,
+            text: query,
+            ranking,
+            model: MODEL,
+            limit: 10,
+            probes: None,
+        },
+    );
     // What the answer reports as not yet embedded: the ranked live entries without a vector.
     let want_unembedded = match ranking {
         Ranking::Text => 0,
@@ -315,7 +328,7 @@ proptest! {
             let decoded_refs: Vec<&Segment> = decoded.iter().collect();
             prop_assert_eq!(over_index(&s, &decoded_refs, &tags, &analyzer, &query, ranking), want.clone());
             let masked: HashSet<&str> = s.masked.iter().map(String::as_str).collect();
-            let merged = merge(&segments, |_, d| !masked.contains(&*d.id), Vec::new(), MODEL, &Analyzer::new(true));
+            let merged = merge(&segments, |_, d| !masked.contains(&*d.id), Vec::new(), MODEL, &Analyzer::new(true), &Ann::default());
             prop_assert_eq!(over_index(&s, &[&merged], &tags, &analyzer, &query, ranking), want);
         }
     }
@@ -378,6 +391,7 @@ fn a_merge_without_a_forgotten_entry_holds_none_of_its_terms_or_vector() {
         Vec::new(),
         MODEL,
         &analyzer,
+        &Ann::default(),
     );
     assert_eq!(rewritten.docs().len(), 1);
     assert!(rewritten.postings("東京", false).is_empty());

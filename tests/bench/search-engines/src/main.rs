@@ -23,7 +23,9 @@
 use std::collections::HashSet;
 use std::time::Instant;
 
-use search_engines_bench::{generate, query_vectors, row, rss_mib, Entry, NOW, SEGMENT_DOCS};
+mod int8;
+
+use search_engines_bench::{generate, percentile, query_vectors, row, rss_mib, Entry, NOW, SEGMENT_DOCS};
 use search_index::{indexed_doc, Segment, TagQuery, TailDoc, View};
 use text_search::{searchable_text, Analyzer, Document, Ranking, TermCache};
 
@@ -39,6 +41,8 @@ struct Sizes {
     /// `--probes 4,8,16`: the lists a semantic or hybrid query reads, measured against the
     /// exact scan of the same segments (segments past the approximate index's threshold only).
     probes: Vec<usize>,
+    /// `--int8 on`: also the int8 quantisation study of the approximate segments' vectors.
+    int8: bool,
 }
 
 fn args() -> Sizes {
@@ -49,6 +53,7 @@ fn args() -> Sizes {
         scan: true,
         segment_docs: SEGMENT_DOCS,
         probes: vec![4, 8, 16, 32, 64],
+        int8: false,
     };
     let argv: Vec<String> = std::env::args().collect();
     for pair in argv[1..].chunks(2) {
@@ -59,11 +64,12 @@ fn args() -> Sizes {
             ("--dims", Some(v)) => sizes.dims = v.parse().unwrap_or(384),
             ("--scan", Some(v)) => sizes.scan = v != "off",
             ("--segment-docs", Some(v)) => sizes.segment_docs = v.parse().unwrap_or(SEGMENT_DOCS),
+            ("--int8", Some(v)) => sizes.int8 = v == "on",
             ("--probes", Some(v)) => {
                 sizes.probes = v.split(',').filter_map(|s| s.parse().ok()).collect()
             }
             _ => {
-                eprintln!("usage: search-engines-bench [--sizes 10000,100000,1000000] [--dims 384] [--scan off] [--segment-docs 100000] [--probes 4,8,16,32,64]");
+                eprintln!("usage: search-engines-bench [--sizes 10000,100000,1000000] [--dims 384] [--scan off] [--segment-docs 100000] [--probes 4,8,16,32,64] [--int8 on]");
                 std::process::exit(2);
             }
         }
@@ -80,11 +86,19 @@ fn main() {
     }
 }
 
+/// Query `text` as memory-read asks it (no tags, the best 10), reading `probes` lists.
+fn query<'q>(analyzer: &'q Analyzer, text: &'q str, ranking: Ranking<'q>, cache: &'q TermCache, probes: Option<usize>) -> search_index::Query<'q> {
+    search_index::Query { tags: TagQuery::default(), analyzer, cache, text, ranking, model: MODEL, limit: 10, probes }
+}
+
+/// The embedding model the bench's vectors are of.
+const MODEL: &str = "bench-model";
+
 fn run(n: usize, sizes: &Sizes) {
     println!("| **{n} entries** | | | | |");
     let (entries, queries) = generate(n, sizes.dims, 0x5EED ^ n as u64);
     let stem = Analyzer::new(true);
-    let model = "bench-model";
+    let model = MODEL;
     let query_vectors = query_vectors(queries.len(), sizes.dims, 0x5EED ^ n as u64);
 
     // --- the index: segments of SEGMENT_DOCS, the newest 1% as tail.
@@ -123,7 +137,6 @@ fn run(n: usize, sizes: &Sizes) {
         })
         .collect();
     let masked = HashSet::new();
-    let no_tags = TagQuery::default();
     let cache = TermCache::default();
     let seg_refs: Vec<&Segment> = segments.iter().collect();
     let view = View {
@@ -177,7 +190,7 @@ fn run(n: usize, sizes: &Sizes) {
             warm.push(t.elapsed());
             assert_eq!(want, again);
             // The exact path of the index (every list read) is the scan's answer bit for bit.
-            let hits = search_index::search_probing(&view, &no_tags, &stem, &cache, q, *ranking, model, 10, usize::MAX).0;
+            let hits = search_index::search(&view, &query(&stem, q, *ranking, &cache, Some(usize::MAX))).hits;
             let got: Vec<(&str, u64)> = hits.iter().map(|h| (h.id, h.score.to_bits())).collect();
             let want: Vec<(&str, u64)> = want.iter().map(|h| (documents[h.index].id, h.score.to_bits())).collect();
             assert_eq!(got, want, "the index ranks as the scan ({mode}, {q:?})");
@@ -197,7 +210,7 @@ fn run(n: usize, sizes: &Sizes) {
         for (i, q) in queries.iter().enumerate() {
             let t = Instant::now();
             let cpu = bench_support::thread_cpu().unwrap_or_default();
-            let hits = search_index::search_probing(&view, &no_tags, &stem, &cache, q, ranking_of(mode, i), model, 10, usize::MAX).0;
+            let hits = search_index::search(&view, &query(&stem, q, ranking_of(mode, i), &cache, Some(usize::MAX))).hits;
             warm.push(t.elapsed());
             warm_cpu.push(bench_support::thread_cpu().unwrap_or_default().saturating_sub(cpu));
             exact_top.push(hits.iter().map(|h| h.id).collect());
@@ -212,7 +225,7 @@ fn run(n: usize, sizes: &Sizes) {
                 for (i, q) in queries.iter().enumerate() {
                     let t = Instant::now();
                     let cpu = bench_support::thread_cpu().unwrap_or_default();
-                    let hits = search_index::search_probing(&view, &no_tags, &stem, &cache, q, ranking_of(mode, i), model, 10, probes).0;
+                    let hits = search_index::search(&view, &query(&stem, q, ranking_of(mode, i), &cache, Some(probes))).hits;
                     warm.push(t.elapsed());
                     warm_cpu.push(bench_support::thread_cpu().unwrap_or_default().saturating_sub(cpu));
                     found += hits.iter().filter(|h| exact_top[i].contains(&h.id)).count();
@@ -228,37 +241,49 @@ fn run(n: usize, sizes: &Sizes) {
         for (i, q) in queries.iter().take(8).enumerate() {
             let ranking = ranking_of(mode, i);
             fetched = 0;
+            // A fresh function's term cache: empty, then what this query's tail analyses fill.
+            let cold_cache = TermCache::default();
             let t = Instant::now();
             let cpu = bench_support::thread_cpu().unwrap_or_default();
-            let decoded: Vec<Segment> = bytes
+            let mut decoded: Vec<Segment> = bytes
                 .iter()
                 .map(|b| {
                     fetched += b.text.len();
                     match (ranking, b.vectors.as_deref()) {
-                        (Ranking::Semantic(v) | Ranking::Hybrid(v), Some(block)) => {
+                        (Ranking::Semantic(_) | Ranking::Hybrid(_), Some(block)) => {
                             // What a cold function fetches by byte range: the text part, the
-                            // vector block's directory, the lists the query probes.
+                            // vector block's directory, then the lists the query compares.
                             let head = Segment::vector_head_len(block).expect("head") as usize;
-                            let mut s = Segment::decode_head(&b.text, &block[..head]).expect("decodes");
                             fetched += head;
-                            let probes = search_index::Ann::default().probes_for(s.list_count());
-                            for list in s.probe(v, probes) {
-                                let r = s.list_range(list);
-                                let r = r.start as usize..r.end as usize;
-                                fetched += r.len();
-                                s.load_list(list, &block[r]).expect("list verifies");
-                            }
-                            s
+                            Segment::decode_head(&b.text, &block[..head]).expect("decodes")
                         }
                         _ => Segment::decode(&b.text, None).expect("decodes"),
                     }
                 })
                 .collect();
+            if !matches!(ranking, Ranking::Text) {
+                // The same rule the query follows (nearest lists, and for hybrid the lists of
+                // its best text hits), from the text parts and directories alone.
+                let lists = {
+                    let refs: Vec<&Segment> = decoded.iter().collect();
+                    let view = View { segments: &refs, ..view };
+                    search_index::probe_lists(&view, &query(&stem, q, ranking, &cold_cache, None))
+                };
+                for ((s, b), lists) in decoded.iter_mut().zip(&bytes).zip(&lists) {
+                    let Some(block) = b.vectors.as_deref() else { continue };
+                    for &list in lists {
+                        let r = s.list_range(list);
+                        let r = r.start as usize..r.end as usize;
+                        fetched += r.len();
+                        s.load_list(list, &block[r]).expect("list verifies");
+                    }
+                }
+            }
             let decoded_at = bench_support::thread_cpu().unwrap_or_default();
             decode_cpu.push(decoded_at.saturating_sub(cpu));
             let refs: Vec<&Segment> = decoded.iter().collect();
             let view = View { segments: &refs, ..view };
-            let _ = search_index::search(&view, &no_tags, &stem, &TermCache::with_budget(0), q, ranking, model, 10);
+            let _ = search_index::search(&view, &query(&stem, q, ranking, &cold_cache, None));
             cold.push(t.elapsed());
             query_cpu.push(bench_support::thread_cpu().unwrap_or_default().saturating_sub(decoded_at));
         }
@@ -272,6 +297,9 @@ fn run(n: usize, sizes: &Sizes) {
         ));
     }
 
+    if approximate && sizes.int8 {
+        int8::study(&segments, &bytes, &query_vectors, sizes.dims);
+    }
     tantivy_engine::run(&entries, &queries, &stem, &documents);
     println!("| | | | | RSS now {:.0} MiB |", rss_mib());
 }
