@@ -20,8 +20,9 @@
 //! Every scan query is also asked of the index, which must give the same ids and scores
 //! (asserted). Store calls are counted with `aws_test_support::RequestCounter` on both clients;
 //! a metering interceptor of this file adds the time spent in store calls (so "function time"
-//! is wall time less the store's, which on moto is mostly the emulator's Python), the bytes each
-//! response carried and an estimate of DynamoDB read units from those bytes.
+//! is wall time less the time some store call was in flight, which on moto is mostly the
+//! emulator's Python; concurrent calls count once), the bytes each response carried and an
+//! estimate of DynamoDB read units from those bytes.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -67,6 +68,11 @@ struct Metered {
     s3_time: Duration,
     bytes: u64,
     read_units: u64,
+    /// Wall time with at least one store call in flight: what the function waited on the store.
+    /// `time` sums the calls, so ranged GETs issued together count once here and many times there.
+    in_store: Duration,
+    in_flight: u32,
+    busy_since: Option<Instant>,
 }
 
 /// An interceptor on both SDK clients. Time runs from the start of a call (before
@@ -129,7 +135,13 @@ impl Intercept for Meter {
         _context: &BeforeSerializationInterceptorContextRef<'_>,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        cfg.interceptor_state().store_put(Started(Instant::now()));
+        let now = Instant::now();
+        cfg.interceptor_state().store_put(Started(now));
+        let mut m = self.0.lock().expect("meter");
+        if m.in_flight == 0 {
+            m.busy_since = Some(now);
+        }
+        m.in_flight += 1;
         Ok(())
     }
 
@@ -179,6 +191,12 @@ impl Intercept for Meter {
         }
         m.bytes += bytes;
         m.read_units += units;
+        m.in_flight = m.in_flight.saturating_sub(1);
+        if m.in_flight == 0 {
+            if let Some(since) = m.busy_since.take() {
+                m.in_store += since.elapsed();
+            }
+        }
         Ok(())
     }
 }
@@ -328,7 +346,7 @@ struct Cost {
 
 impl Cost {
     fn function(&self) -> Duration {
-        self.wall.saturating_sub(self.metered.time)
+        self.wall.saturating_sub(self.metered.in_store)
     }
 }
 
