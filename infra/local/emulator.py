@@ -24,6 +24,7 @@ With requests serialised by the lock above, nothing else can change those items 
 
 from __future__ import annotations
 
+import bisect
 import copy
 import os
 import sys
@@ -33,7 +34,8 @@ import types
 from moto import server
 from moto.dynamodb import models as dynamodb_models
 from moto.dynamodb.models import DynamoDBBackend
-from moto.dynamodb.models.table import Table
+from moto.dynamodb.models.dynamo_type import DynamoType
+from moto.dynamodb.models.table import RESULT_SIZE_LIMIT, Table
 from moto.moto_server.werkzeug_app import DomainDispatcherApplication
 from moto.sqs import models as sqs_models
 
@@ -230,7 +232,6 @@ class _TrackedPartition(dict):
 
 def _key_bounds(values, comparison, objs):
     """The [lo, hi) slice of the sorted key values a range condition admits (None: unsupported)."""
-    import bisect
     n = len(values)
     if comparison is None:
         return 0, n
@@ -263,10 +264,7 @@ def _sorted_partition_query(self, hash_key, range_comparison, range_objs, limit,
                             index_name=None, consistent_read=False, filter_expression=None,
                             hash_key_conditions=None, range_key_conditions=None,
                             **filter_kwargs):
-    from moto.dynamodb.models.dynamo_type import DynamoType
-    from moto.dynamodb.models.table import RESULT_SIZE_LIMIT
-    import bisect
-    partition = self.items.get(hash_key) if hash_key in self.items else None
+    partition = self.items.get(hash_key)  # `get` adds no partition to the defaultdict
     usable = (index_name is None and self.range_key_attr and not filter_kwargs
               and len(range_key_conditions or []) <= 1
               and isinstance(partition, _TrackedPartition))
