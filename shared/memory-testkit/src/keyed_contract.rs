@@ -832,12 +832,31 @@ pub fn racing<F: Future<Output = ()>>(check: F) {
 }
 
 /// The suite over one backend: `world` is `|limits| async { (KeyedWorld, impl Behind) }`.
+///
+/// One line per generated test: how it runs (`tokio`, or `racing` on a multi-threaded runtime
+/// for checks whose spawned requests must really race), the check, `(behind)` when it looks
+/// behind the service, and `limits:` when it needs other limits than the suite's.
 #[macro_export]
 macro_rules! keyed_suite {
     (world: $world:expr) => {
+        $crate::keyed_suite!(@suite $world;
+            tokio entries_live_and_die_whole(behind);
+            tokio keys_are_unique_where_the_rfc_says();
+            tokio only_owners_see_private_memory();
+            tokio secrets_never_reach_the_store(behind);
+            racing one_of_two_patches_of_a_version_wins();
+            racing inserts_at_capacity_evict_one_each()
+                limits: intent_memory::Limits { episodic_per_agent: 5, ..limits() };
+            racing concurrent_archivers_lose_nothing(behind);
+            tokio quotas_count_entries_and_bytes();
+            racing racing_creates_take_exactly_the_entries_quota();
+            tokio archive_then_forget_leaves_no_trace(behind);
+        );
+    };
+    (@suite $world:expr;
+        $($run:ident $check:ident ($($behind:ident)?) $(limits: $limits:expr)?;)*) => {
         mod keyed_contract_suite {
             use super::*;
-            use $crate::keyed_contract as k;
 
             fn limits() -> intent_memory::Limits {
                 intent_memory::Limits {
@@ -846,77 +865,36 @@ macro_rules! keyed_suite {
                 }
             }
 
-            #[tokio::test]
-            async fn entries_live_and_die_whole() {
-                let (w, behind) = ($world)(limits()).await;
-                k::entries_live_and_die_whole(w, &behind).await;
-            }
-
-            #[tokio::test]
-            async fn keys_are_unique_where_the_rfc_says() {
-                let (w, _) = ($world)(limits()).await;
-                k::keys_are_unique_where_the_rfc_says(w).await;
-            }
-
-            #[tokio::test]
-            async fn only_owners_see_private_memory() {
-                let (w, _) = ($world)(limits()).await;
-                k::only_owners_see_private_memory(w).await;
-            }
-
-            #[tokio::test]
-            async fn secrets_never_reach_the_store() {
-                let (w, behind) = ($world)(limits()).await;
-                k::secrets_never_reach_the_store(w, &behind).await;
-            }
-
-            #[test]
-            fn one_of_two_patches_of_a_version_wins() {
-                k::racing(async {
-                    let (w, _) = ($world)(limits()).await;
-                    k::one_of_two_patches_of_a_version_wins(w).await;
-                });
-            }
-
-            #[test]
-            fn inserts_at_capacity_evict_one_each() {
-                k::racing(async {
-                    let (w, _) = ($world)(intent_memory::Limits {
-                        episodic_per_agent: 5,
-                        ..limits()
-                    })
-                    .await;
-                    k::inserts_at_capacity_evict_one_each(w).await;
-                });
-            }
-
-            #[test]
-            fn concurrent_archivers_lose_nothing() {
-                k::racing(async {
-                    let (w, behind) = ($world)(limits()).await;
-                    k::concurrent_archivers_lose_nothing(w, &behind).await;
-                });
-            }
-
-            #[tokio::test]
-            async fn quotas_count_entries_and_bytes() {
-                let (w, _) = ($world)(limits()).await;
-                k::quotas_count_entries_and_bytes(w).await;
-            }
-
-            #[test]
-            fn racing_creates_take_exactly_the_entries_quota() {
-                k::racing(async {
-                    let (w, _) = ($world)(limits()).await;
-                    k::racing_creates_take_exactly_the_entries_quota(w).await;
-                });
-            }
-
-            #[tokio::test]
-            async fn archive_then_forget_leaves_no_trace() {
-                let (w, behind) = ($world)(limits()).await;
-                k::archive_then_forget_leaves_no_trace(w, &behind).await;
-            }
+            $($crate::keyed_suite!(@test $run $check ($($behind)?) $world,
+                $crate::keyed_suite!(@limits $($limits)?));)*
         }
+    };
+    (@limits) => {
+        limits()
+    };
+    (@limits $limits:expr) => {
+        $limits
+    };
+    (@test tokio $check:ident ($($behind:ident)?) $world:expr, $limits:expr) => {
+        #[tokio::test]
+        async fn $check() {
+            $crate::keyed_suite!(@check $check ($($behind)?) $world, $limits);
+        }
+    };
+    (@test racing $check:ident ($($behind:ident)?) $world:expr, $limits:expr) => {
+        #[test]
+        fn $check() {
+            $crate::keyed_contract::racing(async {
+                $crate::keyed_suite!(@check $check ($($behind)?) $world, $limits);
+            });
+        }
+    };
+    (@check $check:ident () $world:expr, $limits:expr) => {
+        let (w, _) = ($world)($limits).await;
+        $crate::keyed_contract::$check(w).await;
+    };
+    (@check $check:ident (behind) $world:expr, $limits:expr) => {
+        let (w, behind) = ($world)($limits).await;
+        $crate::keyed_contract::$check(w, &behind).await;
     };
 }
