@@ -160,16 +160,27 @@ impl Setup {
     /// intact, so the index still answers it, as the scan does.
     async fn assert_vector_queries_fall_back(&self, q: &str) {
         for mode in [SearchMode::Semantic, SearchMode::Hybrid] {
-            let scan = self.search_untagged(false, q, mode).await;
-            let fallback = self.search_untagged(true, q, mode).await;
-            assert_eq!(fallback.path, SearchPath::Fallback, "{mode:?}");
-            assert_eq!(fallback.results, scan.results);
-            assert_eq!(fallback.unembedded, scan.unembedded);
+            self.assert_answers_as_scan(q, mode, SearchPath::Fallback)
+                .await;
         }
-        let text = self.search_untagged(true, q, SearchMode::Text).await;
-        assert_eq!(text.path, SearchPath::Index);
-        let scan = self.search_untagged(false, q, SearchMode::Text).await;
-        assert_eq!(text.results, scan.results);
+        self.assert_answers_as_scan(q, SearchMode::Text, SearchPath::Index)
+            .await;
+    }
+
+    /// The reader with the index answers `q` by `path`, and answers what the scan answers
+    /// (hits and unembedded count); returns that answer.
+    async fn assert_answers_as_scan(
+        &self,
+        q: &str,
+        mode: SearchMode,
+        path: SearchPath,
+    ) -> SearchResults {
+        let scan = self.search_untagged(false, q, mode).await;
+        let answer = self.search_untagged(true, q, mode).await;
+        assert_eq!(answer.path, path, "{mode:?} {q}");
+        assert_eq!(answer.results, scan.results, "{mode:?} {q}");
+        assert_eq!(answer.unembedded, scan.unembedded, "{mode:?} {q}");
+        answer
     }
 
     /// Every query, mode and filter: the index answers, and answers what the scan answers.
@@ -368,20 +379,14 @@ async fn a_missing_segment_falls_back_to_the_table_and_says_so() {
         .find(|k| !k.as_str().ends_with("manifest.json") && !k.as_str().ends_with(".vec"))
         .expect("a segment object");
     s.archive.delete(&segment).await.expect("delete");
-    let scan = s
-        .search_untagged(false, "invoice payment", SearchMode::Hybrid)
-        .await;
     let fallback = s
-        .search_untagged(true, "invoice payment", SearchMode::Hybrid)
+        .assert_answers_as_scan("invoice payment", SearchMode::Hybrid, SearchPath::Fallback)
         .await;
-    assert_eq!(fallback.path, SearchPath::Fallback);
-    assert_eq!(fallback.results, scan.results);
-    assert_eq!(fallback.unembedded, scan.unembedded);
     // A forget meanwhile cannot read the index: it drops the index whole rather than fail.
     let hook = IndexForgetHook::new(s.archive.clone(), s.w.ports.clock.clone());
     let forgotten = memory_core::EntryKey {
         memory_ref: memory_ref(),
-        id: scan.results[0].entry.id.clone(),
+        id: fallback.results[0].entry.id.clone(),
     };
     let ids = std::collections::BTreeSet::from([forgotten.id.as_str()]);
     let now = memory_core::ports::Clock::now(&*s.w.ports.clock);
@@ -673,14 +678,8 @@ async fn a_segment_with_lists_is_read_by_range_and_answers_the_same_cold_and_war
         }
     }
     // Text queries read the text part alone and rank as the scan.
-    let text = s
-        .search_untagged(true, "invoice payment", SearchMode::Text)
+    s.assert_answers_as_scan("invoice payment", SearchMode::Text, SearchPath::Index)
         .await;
-    let scan = s
-        .search_untagged(false, "invoice payment", SearchMode::Text)
-        .await;
-    assert_eq!(text.path, SearchPath::Index);
-    assert_eq!(text.results, scan.results);
 }
 
 #[tokio::test]
