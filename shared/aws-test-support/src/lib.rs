@@ -14,6 +14,7 @@ use aws_smithy_runtime_api::client::interceptors::context::{
     BeforeSerializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
 };
 use aws_smithy_runtime_api::client::interceptors::Intercept;
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 use serde_json::Value;
@@ -85,6 +86,15 @@ impl RequestCounter {
     }
 }
 
+/// The operation a request calls, from its `x-amz-target` header (`DynamoDB_20120810.Query`
+/// is `Query`); `None` for the REST services (S3), which name the operation by method and path.
+pub fn operation_name(request: &HttpRequest) -> Option<&str> {
+    request
+        .headers()
+        .get("x-amz-target")
+        .and_then(|t| t.rsplit('.').next())
+}
+
 /// Set when a call starts and consumed by its first transmitted attempt, so retries of the
 /// same call are not counted again.
 #[derive(Clone, Debug)]
@@ -119,10 +129,7 @@ impl Intercept for RequestCounter {
         }
         cfg.interceptor_state().unset::<Uncounted>();
         let request = context.request();
-        let op = request
-            .headers()
-            .get("x-amz-target")
-            .and_then(|t| t.rsplit('.').next())
+        let op = operation_name(request)
             .map(str::to_owned)
             .unwrap_or_else(|| format!("{} {}", request.method(), request.uri()));
         if let Ok(mut m) = self.0.lock() {

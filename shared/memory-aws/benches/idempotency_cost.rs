@@ -40,7 +40,7 @@ use aws_smithy_runtime_api::client::interceptors::context::{
 };
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_test_support::RequestCounter;
+use aws_test_support::{operation_name, RequestCounter};
 use memory_core::ports::{CorePorts, SystemClock, UlidIds};
 use memory_core::writer::{AttributionInput, EntryInput, MemoryWriter, PutRequest};
 use memory_testkit::in_memory::RecordingPublisher;
@@ -98,13 +98,6 @@ impl Meter {
     }
 }
 
-fn operation(target: Option<&str>) -> String {
-    target
-        .and_then(|t| t.rsplit('.').next())
-        .unwrap_or("?")
-        .to_owned()
-}
-
 /// `ConsumedCapacity` is one object (single-item calls) or a list (transactions, batches).
 fn reported_units(body: &Value) -> f64 {
     let units = |c: &Value| {
@@ -131,7 +124,7 @@ impl Intercept for Meter {
         _: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let request = context.request_mut();
-        let op = operation(request.headers().get("x-amz-target"));
+        let op = operation_name(request).unwrap_or("?").to_owned();
         let mut body: Value = request
             .body()
             .bytes()

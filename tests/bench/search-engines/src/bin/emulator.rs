@@ -38,7 +38,7 @@ use aws_smithy_runtime_api::client::interceptors::context::{
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
-use aws_test_support::{emulator_config, required_env, RequestCounter};
+use aws_test_support::{emulator_config, operation_name, required_env, RequestCounter};
 use memory_aws::{DynamoEntryStore, S3ArchiveStore};
 use memory_core::events::DomainEvent;
 use memory_core::model::{Attribution, Embedding, MemoryEntry, StoredEntry, Tier};
@@ -151,13 +151,7 @@ impl Intercept for Meter {
         _: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let op = context
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .and_then(|t| t.rsplit('.').next())
-            .unwrap_or("s3")
-            .to_owned();
+        let op = operation_name(context.request()).unwrap_or("s3").to_owned();
         cfg.interceptor_state().store_put(Operation(op));
         Ok(())
     }
