@@ -503,119 +503,119 @@ where
     started.elapsed()
 }
 
-/// Writes `entries[range]` through the adapter, `MAX_ENTRIES_PER_PUT` a call, `concurrency`
-/// calls at a time.
-async fn load(
-    world: &World,
-    r: &MemoryRef,
-    entries: &Arc<Vec<Entry>>,
-    range: std::ops::Range<usize>,
+/// What a run writes its entries into the table with: the clients, the ref, the generated
+/// corpus and how many calls go at a time. Each load writes one range of the corpus.
+struct Loader<'a> {
+    world: &'a World,
+    r: &'a MemoryRef,
+    entries: &'a Arc<Vec<Entry>>,
     concurrency: usize,
-) -> Duration {
-    let state = (world.store.clone(), entries.clone(), r.clone());
-    let shape = (MAX_ENTRIES_PER_PUT, concurrency);
-    in_chunks(
-        state,
-        range,
-        shape,
-        ("loaded", 20_000),
-        |(store, entries, r), chunk| async move {
-            let batch: Vec<StoredEntry> = entries[chunk].iter().map(|e| stored(&r, e)).collect();
-            let mut attempt = 0;
-            loop {
-                match store.put_entries(&batch).await {
-                    Ok(()) => break,
-                    Err(e) if attempt < 5 => {
-                        attempt += 1;
-                        eprintln!("put retried ({e})");
-                        tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
-                    }
-                    Err(e) => panic!("put failed: {e}"),
-                }
-            }
-        },
-    )
-    .await
 }
 
-/// Writes `entries[range]` as the items `put_entries` writes for them (the entry item and its
-/// tag postings: `memory_aws::dynamo::entry_item`, `posting_items`), with BatchWriteItem, 25
-/// items a call, `concurrency` calls at a time, and no change records: the index of these
-/// entries is built in process (`install_built_index`), not folded from the table.
-async fn bulk_load(
-    world: &World,
-    r: &MemoryRef,
-    entries: &Arc<Vec<Entry>>,
-    range: std::ops::Range<usize>,
-    concurrency: usize,
-) -> Duration {
-    use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
-    const BATCH_ITEMS: usize = 25;
-    // Entries per worker task step: enough for a few batches each.
-    const STEP: usize = 200;
-    let state = (
-        world.dynamo.clone(),
-        world.table.clone(),
-        entries.clone(),
-        r.clone(),
-    );
-    let shape = (STEP, concurrency);
-    let progress = ("bulk-loaded", 50_000);
-    in_chunks(
-        state,
-        range,
-        shape,
-        progress,
-        |(client, table, entries, r), chunk| async move {
-            let mut items = Vec::new();
-            for e in &entries[chunk] {
-                let s = stored(&r, e);
-                items.push(memory_aws::dynamo::entry_item(&s).expect("entry item"));
-                items.extend(memory_aws::dynamo::posting_items(&s));
-            }
-            for batch in items.chunks(BATCH_ITEMS) {
-                let mut requests: Vec<WriteRequest> = batch
-                    .iter()
-                    .map(|item| {
-                        WriteRequest::builder()
-                            .put_request(
-                                PutRequest::builder()
-                                    .set_item(Some(item.clone()))
-                                    .build()
-                                    .expect("put request"),
-                            )
-                            .build()
-                    })
-                    .collect();
-                let mut attempt = 0u64;
-                while !requests.is_empty() {
-                    match client
-                        .batch_write_item()
-                        .request_items(&table, requests.clone())
-                        .send()
-                        .await
-                    {
-                        Ok(out) => {
-                            requests = out
-                                .unprocessed_items()
-                                .and_then(|u| u.get(&table))
-                                .cloned()
-                                .unwrap_or_default();
-                        }
+impl Loader<'_> {
+    /// Writes `entries[range]` through the adapter, `MAX_ENTRIES_PER_PUT` a call, `concurrency`
+    /// calls at a time.
+    async fn load(&self, range: std::ops::Range<usize>) -> Duration {
+        let state = (self.world.store.clone(), self.entries.clone(), self.r.clone());
+        let shape = (MAX_ENTRIES_PER_PUT, self.concurrency);
+        in_chunks(
+            state,
+            range,
+            shape,
+            ("loaded", 20_000),
+            |(store, entries, r), chunk| async move {
+                let batch: Vec<StoredEntry> =
+                    entries[chunk].iter().map(|e| stored(&r, e)).collect();
+                let mut attempt = 0;
+                loop {
+                    match store.put_entries(&batch).await {
+                        Ok(()) => break,
                         Err(e) if attempt < 5 => {
-                            eprintln!("batch write retried ({e})");
+                            attempt += 1;
+                            eprintln!("put retried ({e})");
+                            tokio::time::sleep(Duration::from_millis(200 * attempt)).await;
                         }
-                        Err(e) => panic!("batch write failed: {e}"),
-                    }
-                    if !requests.is_empty() {
-                        attempt += 1;
-                        tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+                        Err(e) => panic!("put failed: {e}"),
                     }
                 }
-            }
-        },
-    )
-    .await
+            },
+        )
+        .await
+    }
+
+    /// Writes `entries[range]` as the items `put_entries` writes for them (the entry item and its
+    /// tag postings: `memory_aws::dynamo::entry_item`, `posting_items`), with BatchWriteItem, 25
+    /// items a call, `concurrency` calls at a time, and no change records: the index of these
+    /// entries is built in process (`install_built_index`), not folded from the table.
+    async fn bulk_load(&self, range: std::ops::Range<usize>) -> Duration {
+        use aws_sdk_dynamodb::types::{PutRequest, WriteRequest};
+        const BATCH_ITEMS: usize = 25;
+        // Entries per worker task step: enough for a few batches each.
+        const STEP: usize = 200;
+        let state = (
+            self.world.dynamo.clone(),
+            self.world.table.clone(),
+            self.entries.clone(),
+            self.r.clone(),
+        );
+        let shape = (STEP, self.concurrency);
+        let progress = ("bulk-loaded", 50_000);
+        in_chunks(
+            state,
+            range,
+            shape,
+            progress,
+            |(client, table, entries, r), chunk| async move {
+                let mut items = Vec::new();
+                for e in &entries[chunk] {
+                    let s = stored(&r, e);
+                    items.push(memory_aws::dynamo::entry_item(&s).expect("entry item"));
+                    items.extend(memory_aws::dynamo::posting_items(&s));
+                }
+                for batch in items.chunks(BATCH_ITEMS) {
+                    let mut requests: Vec<WriteRequest> = batch
+                        .iter()
+                        .map(|item| {
+                            WriteRequest::builder()
+                                .put_request(
+                                    PutRequest::builder()
+                                        .set_item(Some(item.clone()))
+                                        .build()
+                                        .expect("put request"),
+                                )
+                                .build()
+                        })
+                        .collect();
+                    let mut attempt = 0u64;
+                    while !requests.is_empty() {
+                        match client
+                            .batch_write_item()
+                            .request_items(&table, requests.clone())
+                            .send()
+                            .await
+                        {
+                            Ok(out) => {
+                                requests = out
+                                    .unprocessed_items()
+                                    .and_then(|u| u.get(&table))
+                                    .cloned()
+                                    .unwrap_or_default();
+                            }
+                            Err(e) if attempt < 5 => {
+                                eprintln!("batch write retried ({e})");
+                            }
+                            Err(e) => panic!("batch write failed: {e}"),
+                        }
+                        if !requests.is_empty() {
+                            attempt += 1;
+                            tokio::time::sleep(Duration::from_millis(100 * attempt)).await;
+                        }
+                    }
+                }
+            },
+        )
+        .await
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -733,9 +733,15 @@ async fn run(world: &World, n: usize, args: &Args) -> String {
     let tail = n / 100;
     let base = n - tail;
     let pass = world.pass();
+    let loader = Loader {
+        world,
+        r: &r,
+        entries: &entries,
+        concurrency: args.concurrency,
+    };
     let (load_base, build, built) = if args.bulk {
         eprintln!("== {n}: bulk-loading {base} entries (BatchWriteItem)");
-        let load_base = bulk_load(world, &r, &entries, 0..base, args.concurrency).await;
+        let load_base = loader.bulk_load(0..base).await;
         eprintln!("   loaded in {:.1} s; index built in process", load_base.as_secs_f64());
         let stored_base: Vec<StoredEntry> = entries[..base].iter().map(|e| stored(&r, e)).collect();
         world.reset();
@@ -746,7 +752,7 @@ async fn run(world: &World, n: usize, args: &Args) -> String {
         (load_base, world.cost(t.elapsed()), built)
     } else {
         eprintln!("== {n}: loading {base} entries");
-        let load_base = load(world, &r, &entries, 0..base, args.concurrency).await;
+        let load_base = loader.load(0..base).await;
         eprintln!("   loaded in {:.1} s; index pass (build)", load_base.as_secs_f64());
         world.reset();
         let t = Instant::now();
@@ -754,7 +760,7 @@ async fn run(world: &World, n: usize, args: &Args) -> String {
         (load_base, world.cost(t.elapsed()), built)
     };
     eprintln!("   {built:?} in {:.1} s; loading the 1% tail", build.wall.as_secs_f64());
-    let load_tail = load(world, &r, &entries, base..n, args.concurrency).await;
+    let load_tail = loader.load(base..n).await;
     world.reset();
     let t = Instant::now();
     let folded = pass.run(tenant.as_str(), &raw_ref).await.expect("index pass");
