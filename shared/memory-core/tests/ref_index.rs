@@ -460,26 +460,13 @@ async fn an_index_built_in_process_from_the_tables_entries_ranks_as_the_scan() {
     let s = Setup::new();
     s.put(entries(30, 13), true).await;
     let now = memory_core::ports::Clock::now(&*s.w.ports.clock);
-    let report = memory_core::ref_index::install_built_index(
-        &*s.archive,
-        &memory_ref(),
-        &s.w.ports.store.dump(),
-        &s.embedder_model(),
-        now,
-    )
-    .await
-    .expect("install");
+    let (r, stored, model) = (memory_ref(), s.w.ports.store.dump(), s.embedder_model());
+    let install =
+        || memory_core::ref_index::install_built_index(&*s.archive, &r, &stored, &model, now);
+    let report = install().await.expect("install");
     assert_eq!((report.status, report.segments), ("built", 1));
     // A ref that already has an index is not replaced.
-    assert!(memory_core::ref_index::install_built_index(
-        &*s.archive,
-        &memory_ref(),
-        &s.w.ports.store.dump(),
-        &s.embedder_model(),
-        now,
-    )
-    .await
-    .is_err());
+    assert!(install().await.is_err());
     s.put(entries(6, 14), true).await;
     s.assert_parity("built in process, then a tail").await;
     // The pass folds every change record, those of the entries built in process too (marked
