@@ -4,6 +4,7 @@
 pub mod proxy;
 
 use std::collections::HashMap;
+use std::fmt::Debug;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -11,10 +12,11 @@ use std::time::{Duration, Instant};
 use aws_config::{BehaviorVersion, SdkConfig};
 use aws_smithy_runtime_api::box_error::BoxError;
 use aws_smithy_runtime_api::client::interceptors::context::{
-    BeforeSerializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
+    BeforeSerializationInterceptorContextRef, BeforeTransmitInterceptorContextMut,
+    FinalizerInterceptorContextRef,
 };
 use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
 use serde_json::Value;
@@ -62,8 +64,81 @@ pub async fn emulator_config() -> SdkConfig {
         .await
 }
 
+/// What a test or bench keeps of each SDK call. [`Observed`] makes an observer an interceptor
+/// and hands it each call at the points below, with the state [`CallObserver::start`] gave that
+/// call: an observer sees whole calls (an SDK retry is the same call) without the interceptor
+/// contexts and config bag. One observer of a type per client (the state is kept by type).
+pub trait CallObserver: Debug + Send + Sync + 'static {
+    /// What the observer keeps of one call while it runs.
+    type Call: Clone + Debug + Send + Sync + 'static;
+
+    /// A call starts, before its input is serialized.
+    fn start(&self) -> Self::Call;
+
+    /// An attempt of the call is about to be signed and sent.
+    fn send(&self, _call: &mut Self::Call, _request: &mut HttpRequest) -> Result<(), BoxError> {
+        Ok(())
+    }
+
+    /// The call is over: its last attempt's response, when one came.
+    fn end(&self, _call: Self::Call, _response: Option<&HttpResponse>) {}
+}
+
+/// The interceptor of an observer: `.interceptor(Observed(observer.clone()))`.
+#[derive(Clone, Debug, Default)]
+pub struct Observed<O>(pub O);
+
+/// One call's state for an observer, kept in the call's config bag.
+#[derive(Clone, Debug)]
+struct CallState<C>(C);
+
+impl<C: Debug + Send + Sync + 'static> Storable for CallState<C> {
+    type Storer = StoreReplace<Self>;
+}
+
+impl<O: CallObserver> Intercept for Observed<O> {
+    fn name(&self) -> &'static str {
+        std::any::type_name::<O>()
+    }
+
+    fn read_before_execution(
+        &self,
+        _context: &BeforeSerializationInterceptorContextRef<'_>,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        cfg.interceptor_state().store_put(CallState(self.0.start()));
+        Ok(())
+    }
+
+    fn modify_before_signing(
+        &self,
+        context: &mut BeforeTransmitInterceptorContextMut<'_>,
+        _: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(CallState(mut call)) = cfg.load::<CallState<O::Call>>().cloned() {
+            self.0.send(&mut call, context.request_mut())?;
+            cfg.interceptor_state().store_put(CallState(call));
+        }
+        Ok(())
+    }
+
+    fn read_after_execution(
+        &self,
+        context: &FinalizerInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        if let Some(CallState(call)) = cfg.load::<CallState<O::Call>>().cloned() {
+            self.0.end(call, context.response());
+        }
+        Ok(())
+    }
+}
+
 /// Counts AWS operations (calls) by name, once per call: SDK retries of a call after a
-/// transient emulator error are the same call, so they do not change the count.
+/// transient emulator error are the same call, so they do not change the count. On a client
+/// as `Observed(counter.clone())`.
 #[derive(Clone, Debug, Default)]
 pub struct RequestCounter(Arc<Mutex<HashMap<String, u64>>>);
 
@@ -95,40 +170,18 @@ pub fn operation_name(request: &HttpRequest) -> Option<&str> {
         .and_then(|t| t.rsplit('.').next())
 }
 
-/// Set when a call starts and consumed by its first transmitted attempt, so retries of the
-/// same call are not counted again.
-#[derive(Clone, Debug)]
-struct Uncounted;
+impl CallObserver for RequestCounter {
+    /// Whether the call is counted yet: at its first attempt, so retries are not counted again.
+    type Call = bool;
 
-impl Storable for Uncounted {
-    type Storer = StoreReplace<Self>;
-}
-
-impl Intercept for RequestCounter {
-    fn name(&self) -> &'static str {
-        "RequestCounter"
+    fn start(&self) -> bool {
+        false
     }
 
-    fn read_before_execution(
-        &self,
-        _context: &BeforeSerializationInterceptorContextRef<'_>,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        cfg.interceptor_state().store_put(Uncounted);
-        Ok(())
-    }
-
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        if cfg.load::<Uncounted>().is_none() {
+    fn send(&self, counted: &mut bool, request: &mut HttpRequest) -> Result<(), BoxError> {
+        if std::mem::replace(counted, true) {
             return Ok(());
         }
-        cfg.interceptor_state().unset::<Uncounted>();
-        let request = context.request();
         let op = operation_name(request)
             .map(str::to_owned)
             .unwrap_or_else(|| format!("{} {}", request.method(), request.uri()));

@@ -40,7 +40,7 @@ use aws_smithy_runtime_api::client::interceptors::context::{
 };
 use aws_smithy_runtime_api::client::interceptors::Intercept;
 use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_test_support::{operation_name, RequestCounter};
+use aws_test_support::{operation_name, Observed, RequestCounter};
 use memory_core::ports::{CorePorts, SystemClock, UlidIds};
 use memory_core::writer::{AttributionInput, EntryInput, MemoryWriter, PutRequest};
 use memory_testkit::in_memory::RecordingPublisher;
@@ -745,7 +745,7 @@ async fn main() {
     let metered = aws_sdk_dynamodb::Client::from_conf(
         aws_sdk_dynamodb::config::Builder::from(&sdk)
             .retry_config(RetryConfig::disabled())
-            .interceptor(counter.clone())
+            .interceptor(Observed(counter.clone()))
             .interceptor(meter.clone())
             .build(),
     );

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use aws_test_support::{emulator_config, required_env, EventTap, RequestCounter};
+use aws_test_support::{emulator_config, required_env, EventTap, Observed, RequestCounter};
 use memory_aws::{DynamoEntryStore, EventBridgePublisher, S3ArchiveStore};
 use memory_core::events::DomainEvent;
 use memory_core::model::{Attribution, Tier};
@@ -17,7 +17,7 @@ async fn dynamo(counter: Option<RequestCounter>) -> DynamoEntryStore {
     let sdk = emulator_config().await;
     let mut config = aws_sdk_dynamodb::config::Builder::from(&sdk);
     if let Some(counter) = counter {
-        config = config.interceptor(counter);
+        config = config.interceptor(Observed(counter));
     }
     DynamoEntryStore::new(
         aws_sdk_dynamodb::Client::from_conf(config.build()),
@@ -96,7 +96,7 @@ async fn events_are_published_in_batches_of_ten_and_arrive() {
     let counter = RequestCounter::default();
     let client = aws_sdk_eventbridge::Client::from_conf(
         aws_sdk_eventbridge::config::Builder::from(&sdk)
-            .interceptor(counter.clone())
+            .interceptor(Observed(counter.clone()))
             .build(),
     );
     let publisher = EventBridgePublisher::new(client, required_env("EVENT_BUS_NAME"));
@@ -215,7 +215,7 @@ async fn a_rare_tag_in_a_large_ref_is_one_page_that_costs_what_it_returns() {
         .expect("create the scale table");
     let counter = RequestCounter::default();
     let config = aws_sdk_dynamodb::config::Builder::from(&sdk)
-        .interceptor(counter.clone())
+        .interceptor(Observed(counter.clone()))
         .build();
     let store = Arc::new(DynamoEntryStore::new(
         aws_sdk_dynamodb::Client::from_conf(config),

@@ -19,7 +19,7 @@
 //!
 //! Every scan query is also asked of the index, which must give the same ids and scores
 //! (asserted). Store calls are counted with `aws_test_support::RequestCounter` on both clients;
-//! a metering interceptor of this file adds the time spent in store calls (so "function time"
+//! a metering observer of this file adds the time spent in store calls (so "function time"
 //! is wall time less the time some store call was in flight, which on moto is mostly the
 //! emulator's Python; concurrent calls count once), the bytes each response carried and an
 //! estimate of DynamoDB read units from those bytes.
@@ -31,14 +31,10 @@ use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
 use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::context::{
-    BeforeSerializationInterceptorContextRef, BeforeTransmitInterceptorContextRef,
-    FinalizerInterceptorContextRef,
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_test_support::{
+    emulator_config, operation_name, required_env, CallObserver, Observed, RequestCounter,
 };
-use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_smithy_types::config_bag::{ConfigBag, Storable, StoreReplace};
-use aws_test_support::{emulator_config, operation_name, required_env, RequestCounter};
 use memory_aws::{DynamoEntryStore, S3ArchiveStore};
 use memory_core::events::DomainEvent;
 use memory_core::model::{Attribution, Embedding, MemoryEntry, StoredEntry, Tier};
@@ -75,23 +71,18 @@ struct Metered {
     busy_since: Option<Instant>,
 }
 
-/// An interceptor on both SDK clients. Time runs from the start of a call (before
+/// An observer on both SDK clients. Time runs from the start of a call (before
 /// serialization) to its end (after deserialization, or after the headers of a streamed S3
 /// body: the body's download then counts as function time, so a cold query's function time
 /// includes reading the segment bytes off the socket).
 #[derive(Clone, Debug, Default)]
 struct Meter(Arc<Mutex<Metered>>);
 
+/// One store call while it runs: when it started and its operation (`s3` for S3's).
 #[derive(Clone, Debug)]
-struct Started(Instant);
-impl Storable for Started {
-    type Storer = StoreReplace<Self>;
-}
-
-#[derive(Clone, Debug)]
-struct Operation(String);
-impl Storable for Operation {
-    type Storer = StoreReplace<Self>;
+struct StoreCall {
+    started: Instant,
+    op: String,
 }
 
 impl Meter {
@@ -125,45 +116,30 @@ fn read_units(op: &str, body: &[u8]) -> u64 {
     }
 }
 
-impl Intercept for Meter {
-    fn name(&self) -> &'static str {
-        "BenchMeter"
-    }
+impl CallObserver for Meter {
+    type Call = StoreCall;
 
-    fn read_before_execution(
-        &self,
-        _context: &BeforeSerializationInterceptorContextRef<'_>,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
+    fn start(&self) -> StoreCall {
         let now = Instant::now();
-        cfg.interceptor_state().store_put(Started(now));
         let mut m = self.0.lock().expect("meter");
         if m.in_flight == 0 {
             m.busy_since = Some(now);
         }
         m.in_flight += 1;
+        StoreCall {
+            started: now,
+            op: String::new(),
+        }
+    }
+
+    fn send(&self, call: &mut StoreCall, request: &mut HttpRequest) -> Result<(), BoxError> {
+        call.op = operation_name(request).unwrap_or("s3").to_owned();
         Ok(())
     }
 
-    fn read_before_transmit(
-        &self,
-        context: &BeforeTransmitInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let op = operation_name(context.request()).unwrap_or("s3").to_owned();
-        cfg.interceptor_state().store_put(Operation(op));
-        Ok(())
-    }
-
-    fn read_after_execution(
-        &self,
-        context: &FinalizerInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        cfg: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let op = cfg.load::<Operation>().map(|o| o.0.clone()).unwrap_or_default();
-        let (bytes, units) = match context.response() {
+    fn end(&self, call: StoreCall, response: Option<&HttpResponse>) {
+        let op = call.op;
+        let (bytes, units) = match response {
             Some(response) => {
                 let body = response.body().bytes();
                 let len = response
@@ -177,7 +153,7 @@ impl Intercept for Meter {
             None => (0, 0),
         };
         // Measured last, so the meter's own parsing is store time, not function time.
-        let elapsed = cfg.load::<Started>().map_or(Duration::ZERO, |s| s.0.elapsed());
+        let elapsed = call.started.elapsed();
         let mut m = self.0.lock().expect("meter");
         m.time += elapsed;
         if op == "s3" {
@@ -191,7 +167,6 @@ impl Intercept for Meter {
                 m.in_store += since.elapsed();
             }
         }
-        Ok(())
     }
 }
 
@@ -352,15 +327,15 @@ impl World {
         let meter = Meter::default();
         let dynamo = aws_sdk_dynamodb::Client::from_conf(
             aws_sdk_dynamodb::config::Builder::from(&sdk)
-                .interceptor(dynamo_calls.clone())
-                .interceptor(meter.clone())
+                .interceptor(Observed(dynamo_calls.clone()))
+                .interceptor(Observed(meter.clone()))
                 .build(),
         );
         let s3 = aws_sdk_s3::Client::from_conf(
             aws_sdk_s3::config::Builder::from(&sdk)
                 .force_path_style(true)
-                .interceptor(s3_calls.clone())
-                .interceptor(meter.clone())
+                .interceptor(Observed(s3_calls.clone()))
+                .interceptor(Observed(meter.clone()))
                 .build(),
         );
         let bucket = required_env("ARCHIVE_BUCKET");
