@@ -33,14 +33,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use aws_config::retry::RetryConfig;
-use aws_sdk_dynamodb::config::ConfigBag;
 use aws_smithy_runtime_api::box_error::BoxError;
-use aws_smithy_runtime_api::client::interceptors::context::{
-    BeforeTransmitInterceptorContextMut, FinalizerInterceptorContextRef,
-};
-use aws_smithy_runtime_api::client::interceptors::Intercept;
-use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
-use aws_test_support::{operation_name, Observed, RequestCounter};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_test_support::{operation_name, CallObserver, Observed, RequestCounter};
 use memory_core::ports::{CorePorts, SystemClock, UlidIds};
 use memory_core::writer::{AttributionInput, EntryInput, MemoryWriter, PutRequest};
 use memory_testkit::in_memory::RecordingPublisher;
@@ -54,7 +49,8 @@ const CONTENT_BYTES: usize = 200;
 struct Call {
     op: String,
     request: Value,
-    /// From signing to the end of the attempt: the emulator's time plus the wire.
+    /// From signing to the end of the call (one attempt: the SDK's retries are off): the
+    /// emulator's time plus the wire.
     elapsed: Duration,
     /// The service's error code (`ConditionalCheckFailedException`, ...), if it failed.
     error: Option<String>,
@@ -64,16 +60,31 @@ struct Call {
 
 #[derive(Default)]
 struct MeterState {
-    /// The call on the wire now: the store sends one request at a time, so one slot suffices
-    /// (`overlapped` catches the day that stops being true).
-    pending: Option<(String, Value, Instant)>,
-    overlapped: bool,
     calls: Vec<Call>,
 }
 
-/// Records every request body and outcome, and asks the endpoint for consumed capacity.
+/// Records every request body and outcome, and asks the endpoint for consumed capacity. Each
+/// call keeps its own request until its response (the observer's per-call state), so calls the
+/// store sends at the same time are paired right.
 #[derive(Clone, Debug, Default)]
 struct Meter(Arc<Mutex<MeterState>>);
+
+/// A call from its signing on: the operation, the request as sent (with the capacity ask) and
+/// when it was signed.
+#[derive(Clone)]
+struct Sent {
+    op: String,
+    request: Value,
+    at: Instant,
+}
+
+impl std::fmt::Debug for Sent {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Sent")
+            .field("op", &self.op)
+            .finish_non_exhaustive()
+    }
+}
 
 impl std::fmt::Debug for MeterState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -89,12 +100,7 @@ impl Meter {
     }
 
     fn take(&self) -> Vec<Call> {
-        let mut state = self.state();
-        assert!(
-            !state.overlapped,
-            "calls overlapped; the meter pairs requests with responses one at a time"
-        );
-        std::mem::take(&mut state.calls)
+        std::mem::take(&mut self.state().calls)
     }
 }
 
@@ -112,18 +118,14 @@ fn reported_units(body: &Value) -> f64 {
     }
 }
 
-impl Intercept for Meter {
-    fn name(&self) -> &'static str {
-        "CapacityMeter"
+impl CallObserver for Meter {
+    type Call = Option<Sent>;
+
+    fn start(&self) -> Option<Sent> {
+        None
     }
 
-    fn modify_before_signing(
-        &self,
-        context: &mut BeforeTransmitInterceptorContextMut<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let request = context.request_mut();
+    fn send(&self, call: &mut Option<Sent>, request: &mut HttpRequest) -> Result<(), BoxError> {
         let op = operation_name(request).unwrap_or("?").to_owned();
         let mut body: Value = request
             .body()
@@ -138,24 +140,19 @@ impl Intercept for Meter {
                 .insert("content-length", bytes.len().to_string());
             *request.body_mut() = bytes.into();
         }
-        let mut state = self.state();
-        if state.pending.replace((op, body, Instant::now())).is_some() {
-            state.overlapped = true;
-        }
+        *call = Some(Sent {
+            op,
+            request: body,
+            at: Instant::now(),
+        });
         Ok(())
     }
 
-    fn read_after_attempt(
-        &self,
-        context: &FinalizerInterceptorContextRef<'_>,
-        _: &RuntimeComponents,
-        _: &mut ConfigBag,
-    ) -> Result<(), BoxError> {
-        let mut state = self.state();
-        let Some((op, request, started)) = state.pending.take() else {
-            return Ok(());
+    fn end(&self, call: Option<Sent>, response: Option<&HttpResponse>) {
+        let Some(Sent { op, request, at }) = call else {
+            return;
         };
-        let (error, reported) = match context.response() {
+        let (error, reported) = match response {
             None => (Some("NoResponse".to_owned()), 0.0),
             Some(response) => {
                 let body: Value = response
@@ -180,14 +177,13 @@ impl Intercept for Meter {
                 (error, reported_units(&body))
             }
         };
-        state.calls.push(Call {
+        self.state().calls.push(Call {
             op,
             request,
-            elapsed: started.elapsed(),
+            elapsed: at.elapsed(),
             error,
             reported,
         });
-        Ok(())
     }
 }
 
@@ -746,7 +742,7 @@ async fn main() {
         aws_sdk_dynamodb::config::Builder::from(&sdk)
             .retry_config(RetryConfig::disabled())
             .interceptor(Observed(counter.clone()))
-            .interceptor(meter.clone())
+            .interceptor(Observed(meter.clone()))
             .build(),
     );
     let mut bench = Bench {
