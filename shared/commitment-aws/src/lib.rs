@@ -18,7 +18,7 @@ use commitment_service::{
 };
 use memory_core::model::SubjectKey;
 use memory_core::{StoreError, Timestamp};
-use memory_guard::{MemoryRef, TenantId};
+use memory_guard::MemoryRef;
 
 use memory_aws::dynamo::{get_s, n, partition_key, query_all, ref_from_pk, s, subject_attr};
 use memory_aws::DynamoClients;
@@ -96,10 +96,7 @@ fn encode(c: &StoredCommitment) -> Result<Item, StoreError> {
         fired: k.fired.clone(),
         created_at_ms: k.created_at_ms,
         version: c.version,
-        subject_key: c
-            .subject
-            .as_ref()
-            .map(|subject| subject_attr(memory_ref.tenant(), subject)),
+        subject_key: c.subject.as_ref().map(subject_attr),
         outbox_instant: c.outbox.map(|o| o.instant_ms),
         outbox_lease: c.outbox.map(|o| o.lease_until_ms),
         due_partition: due_at.map(|_| format!("due#{:02}", due_shard(&k.id))),
@@ -128,7 +125,7 @@ fn decode(item: &Item) -> Result<StoredCommitment, StoreError> {
         .as_deref()
         .and_then(|raw| raw.strip_prefix(tenant.as_str()))
         .and_then(|r| r.strip_prefix('#'))
-        .and_then(SubjectKey::from_stored);
+        .and_then(|digest| SubjectKey::from_stored(tenant, digest));
     let outbox = match (stored.outbox_instant, stored.outbox_lease) {
         (Some(instant_ms), Some(lease_until_ms)) => Some(Outbox {
             instant_ms,
@@ -244,12 +241,11 @@ impl CommitmentStore for DynamoCommitmentStore {
     }
     async fn find_by_subject(
         &self,
-        tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<CommitmentKey>, StoreError> {
         let op = "find_commitments_by_subject";
         let table = self.clients.table(&self.table, op).await?;
-        let found = table.subject_ids(tenant, subject, PREFIX).await?;
+        let found = table.subject_ids(subject, PREFIX).await?;
         Ok(found
             .into_iter()
             .map(|(memory_ref, id)| CommitmentKey { memory_ref, id })

@@ -441,9 +441,10 @@ pub struct CommitmentForgetHook(pub Arc<dyn CommitmentStore>);
 #[async_trait::async_trait]
 impl ForgetHook for CommitmentForgetHook {
     async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
-        let (tenant, subject, forgotten) = (scope.tenant, scope.subject, scope.forgotten);
+        let (subject, forgotten) = (scope.subject, scope.forgotten);
+        let tenant = subject.tenant();
         let mut counts = ForgetCounts::default();
-        for key in self.0.find_by_subject(tenant, subject).await? {
+        for key in self.0.find_by_subject(subject).await? {
             if key.memory_ref.tenant() == tenant && self.0.delete(&key).await? {
                 counts.cancelled_commitments += 1;
             }

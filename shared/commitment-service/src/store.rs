@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 use memory_core::model::SubjectKey;
 use memory_core::{StoreError, Timestamp};
-use memory_guard::{MemoryRef, TenantId};
+use memory_guard::MemoryRef;
 
 /// A commitment as stored: the pure record plus what the store needs to decide races.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,11 +82,8 @@ pub trait CommitmentStore: Send + Sync {
 
     async fn for_ref(&self, memory_ref: &MemoryRef) -> Result<Vec<StoredCommitment>, StoreError>;
 
-    async fn find_by_subject(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<CommitmentKey>, StoreError>;
+    async fn find_by_subject(&self, subject: &SubjectKey)
+        -> Result<Vec<CommitmentKey>, StoreError>;
 
     async fn delete(&self, key: &CommitmentKey) -> Result<bool, StoreError>;
 }

@@ -262,7 +262,8 @@ impl Consolidator {
                     expires_at: m.expires_at_ms.map(Timestamp::from_millis),
                 },
                 tier: Tier::LongTerm,
-                subject: m.subject.as_deref().and_then(SubjectKey::from_stored),
+                subject: (m.subject.as_deref())
+                    .and_then(|s| SubjectKey::from_stored(memory_ref.tenant(), s)),
                 attribution: replaced
                     .iter()
                     .max_by_key(|e| (e.entry.created_at, e.entry.id.clone()))

@@ -184,7 +184,7 @@ pub struct DerivedForgetHook {
 #[async_trait::async_trait]
 impl ForgetHook for DerivedForgetHook {
     async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
-        let (tenant, forgotten) = (scope.tenant, scope.forgotten);
+        let (tenant, forgotten) = (scope.subject.tenant(), scope.forgotten);
         let mut counts = ForgetCounts::default();
         let refs: BTreeSet<MemoryRef> = forgotten
             .iter()

@@ -83,7 +83,7 @@ pub async fn write(
             .entries
             .values()
             .filter_map(|e| e["subject_key"].as_str())
-            .filter_map(SubjectKey::from_stored)
+            .filter_map(|s| SubjectKey::from_stored(&key.tenant, s))
             .collect();
         s.sort();
         s.dedup();

@@ -35,9 +35,9 @@ pub struct KeyedForgetHook {
 #[async_trait]
 impl ForgetHook for KeyedForgetHook {
     async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
-        let (tenant, subject) = (scope.tenant, scope.subject);
+        let subject = scope.subject;
         let mut counts = ForgetCounts::default();
-        for hit in self.store.subject_hits(tenant, subject).await? {
+        for hit in self.store.subject_hits(subject).await? {
             match hit {
                 SubjectHit::Entry(at) => {
                     counts.deleted_entries += usize::from(self.remove_entry(&at).await?);

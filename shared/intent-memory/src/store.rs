@@ -195,11 +195,7 @@ pub trait IntentStore: Send + Sync {
     async fn tombstoned(&self, at: &Location) -> Result<bool, StoreError>;
 
     /// Everything of this door indexed under the subject, in the caller's tenant only.
-    async fn subject_hits(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<SubjectHit>, StoreError>;
+    async fn subject_hits(&self, subject: &SubjectKey) -> Result<Vec<SubjectHit>, StoreError>;
 
     /// The quota counters of one partition's keyed entries, `(entries, bytes)`, strongly
     /// consistent (absent: 0).

@@ -17,7 +17,7 @@ use memory_core::ports::{
 use memory_core::quota::QuotaCheck;
 use memory_core::reader::MemoryReader;
 use memory_core::{StoreError, Timestamp};
-use memory_guard::{MemoryRef, TenantId};
+use memory_guard::MemoryRef;
 
 struct PrebuiltPage(Page);
 
@@ -69,11 +69,7 @@ impl EntryStore for PrebuiltPage {
     ) -> Result<bool, StoreError> {
         Ok(false)
     }
-    async fn find_by_subject(
-        &self,
-        _: &TenantId,
-        _: &SubjectKey,
-    ) -> Result<Vec<EntryKey>, StoreError> {
+    async fn find_by_subject(&self, _: &SubjectKey) -> Result<Vec<EntryKey>, StoreError> {
         Ok(Vec::new())
     }
     async fn delete_many(&self, _: &[EntryKey]) -> Result<usize, StoreError> {

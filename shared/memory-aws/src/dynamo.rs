@@ -123,9 +123,10 @@ fn entry_sort_key(id: &str) -> String {
     format!("{ENTRY_PREFIX}{id}")
 }
 
-/// `subjectKey` of an item: the tenant first, so one tenant's subject can never match another's.
-pub fn subject_attr(tenant: &TenantId, subject: &SubjectKey) -> String {
-    format!("{}#{}", tenant.as_str(), subject.as_str())
+/// `subjectKey` of an item: the subject's tenant first, so one tenant's subject can never match
+/// another's.
+pub fn subject_attr(subject: &SubjectKey) -> String {
+    format!("{}#{}", subject.tenant().as_str(), subject.as_str())
 }
 
 /// A string attribute. The item helpers below are the one attribute codec of the table, shared
@@ -255,10 +256,7 @@ pub fn entry_item(e: &StoredEntry) -> Result<Item, StoreError> {
         rev: e.revision(),
         provenance: e.provenance[..e.provenance.len().min(INLINE_PROVENANCE)].to_vec(),
         provenance_chunks: (chunks > 0).then_some(chunks as i64),
-        subject_key: e
-            .subject
-            .as_ref()
-            .map(|subject| subject_attr(e.memory_ref.tenant(), subject)),
+        subject_key: e.subject.as_ref().map(subject_attr),
         run_id: e.attribution.run_id.clone(),
         node_id: e.attribution.node_id.clone(),
         agent_id: e.attribution.agent_id.clone(),
@@ -371,11 +369,12 @@ fn decode(item: &Item) -> Result<StoredEntry, StoreError> {
     let corrupt = || corrupt_item(item);
     let key = key_of(item).ok_or_else(corrupt)?;
     let stored: EntryItem = serde_dynamo::from_item(item.clone()).map_err(|_| corrupt())?;
+    let tenant = key.memory_ref.tenant();
     let subject = match stored.subject_key {
         Some(raw) => Some(
-            raw.strip_prefix(key.memory_ref.tenant().as_str())
+            raw.strip_prefix(tenant.as_str())
                 .and_then(|r| r.strip_prefix('#'))
-                .and_then(SubjectKey::from_stored)
+                .and_then(|digest| SubjectKey::from_stored(tenant, digest))
                 .ok_or_else(corrupt)?,
         ),
         None => None,
@@ -706,12 +705,8 @@ impl<'a> Table<'a> {
     }
 
     /// Every item of one tenant's subject (the subject index), entries and commitments alike.
-    pub async fn subject_items(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<Item>, StoreError> {
-        let value = subject_attr(tenant, subject);
+    pub async fn subject_items(&self, subject: &SubjectKey) -> Result<Vec<Item>, StoreError> {
+        let value = subject_attr(subject);
         self.index_items((SUBJECT_INDEX, "subjectKey"), value).await
     }
 
@@ -721,11 +716,11 @@ impl<'a> Table<'a> {
     /// from another tenant's partition can never be answered.
     pub async fn subject_ids(
         &self,
-        tenant: &TenantId,
         subject: &SubjectKey,
         prefix: &str,
     ) -> Result<Vec<(MemoryRef, String)>, StoreError> {
-        let items = self.subject_items(tenant, subject).await?;
+        let tenant = subject.tenant();
+        let items = self.subject_items(subject).await?;
         Ok(items
             .iter()
             .filter_map(|item| {
@@ -1675,13 +1670,9 @@ impl EntryStore for DynamoEntryStore {
         }
     }
 
-    async fn find_by_subject(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<EntryKey>, StoreError> {
+    async fn find_by_subject(&self, subject: &SubjectKey) -> Result<Vec<EntryKey>, StoreError> {
         let table = self.clients.table(&self.table, "find_by_subject").await?;
-        let found = table.subject_ids(tenant, subject, ENTRY_PREFIX).await?;
+        let found = table.subject_ids(subject, ENTRY_PREFIX).await?;
         Ok(found
             .into_iter()
             .map(|(memory_ref, id)| EntryKey { memory_ref, id })

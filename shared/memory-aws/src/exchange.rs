@@ -343,10 +343,7 @@ impl ExchangeStore for DynamoExchangeStore {
                     tenant,
                     format!("{BUNDLE_INDEX}{}#{}", holding.bundle_id, subject.as_str()),
                 );
-                item.insert(
-                    "subjectKey".into(),
-                    s(crate::dynamo::subject_attr(tenant, subject)),
-                );
+                item.insert("subjectKey".into(), s(crate::dynamo::subject_attr(subject)));
                 items.push(transact_item(
                     OP,
                     &self.table,
@@ -364,11 +361,11 @@ impl ExchangeStore for DynamoExchangeStore {
 
     async fn bundles_holding(
         &self,
-        tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<BundleHolding>, StoreError> {
         const OP: &str = "bundles holding";
-        let items = self.data(OP).await?.subject_items(tenant, subject).await?;
+        let tenant = subject.tenant();
+        let items = self.data(OP).await?.subject_items(subject).await?;
         let partition = pk(tenant);
         Ok(items
             .iter()
@@ -389,13 +386,12 @@ impl ExchangeStore for DynamoExchangeStore {
 
     async fn unindex_bundle(
         &self,
-        tenant: &TenantId,
         bundle_id: &str,
         subject: &SubjectKey,
     ) -> Result<(), StoreError> {
         const OP: &str = "bundle unindex";
         let k = key(
-            tenant,
+            subject.tenant(),
             format!("{BUNDLE_INDEX}{bundle_id}#{}", subject.as_str()),
         );
         self.data(OP).await?.delete(k).await

@@ -146,7 +146,7 @@ impl DynamoKeyedStore {
     /// Forget key and TTL, on every item that holds the entry's data.
     fn decorate(&self, item: &mut Item, e: &StoredIntent) {
         if let Some(subject) = &e.subject {
-            item.insert("subjectKey".into(), s(subject_attr(&e.tenant, subject)));
+            item.insert("subjectKey".into(), s(subject_attr(subject)));
         }
         if let Some(at) = e.entry.expires_at {
             item.insert("ttl".into(), n(at.epoch_seconds_ceil()));
@@ -207,7 +207,7 @@ impl DynamoKeyedStore {
         let entry = intent_memory::IntentEntry::from_json(&doc).ok_or_else(|| corrupt(p, sk))?;
         let subject = get_s(item, "subjectKey")
             .and_then(|v| v.rsplit_once('#'))
-            .and_then(|(_, h)| SubjectKey::from_stored(h));
+            .and_then(|(_, h)| SubjectKey::from_stored(tenant, h));
         Ok(StoredIntent {
             tenant: tenant.clone(),
             entry,
@@ -795,10 +795,7 @@ impl IntentStore for DynamoKeyedStore {
                 p.clone(),
                 format!("{ARCHIVE_INDEX}{}#{}", archive.task, subject.as_str()),
             );
-            item.insert(
-                "subjectKey".into(),
-                s(subject_attr(&archive.tenant, subject)),
-            );
+            item.insert("subjectKey".into(), s(subject_attr(subject)));
             self.data(OP).await?.put(item).await?;
         }
         Ok(())
@@ -831,13 +828,10 @@ impl IntentStore for DynamoKeyedStore {
         Ok(self.data(OP).await?.read(k).await?.is_some())
     }
 
-    async fn subject_hits(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<SubjectHit>, StoreError> {
+    async fn subject_hits(&self, subject: &SubjectKey) -> Result<Vec<SubjectHit>, StoreError> {
         const OP: &str = "keyed forget";
-        let items = self.data(OP).await?.subject_items(tenant, subject).await?;
+        let tenant = subject.tenant();
+        let items = self.data(OP).await?.subject_items(subject).await?;
         let mut hits = Vec::new();
         for item in &items {
             let (Some(p), Some(sk)) = (get_s(item, "pk"), get_s(item, "sk")) else {

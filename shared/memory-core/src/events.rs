@@ -154,12 +154,8 @@ impl DomainEvent {
     }
 
     /// The subject appears only as its tenant-scoped digest, never in clear.
-    pub fn memory_forgotten(
-        tenant: &TenantId,
-        subject: &SubjectKey,
-        counts: &ForgetCounts,
-        at: Timestamp,
-    ) -> Self {
+    pub fn memory_forgotten(subject: &SubjectKey, counts: &ForgetCounts, at: Timestamp) -> Self {
+        let tenant = subject.tenant();
         DomainEvent {
             event_type: EventType::MemoryForgotten,
             tenant: tenant.clone(),

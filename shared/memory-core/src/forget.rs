@@ -46,7 +46,7 @@ use crate::model::{EntryKey, StoredEntry, SubjectKey};
 use crate::ports::{CorePorts, EntryStore};
 use crate::time::Timestamp;
 use crate::writer::MAX_SUBJECT_BYTES;
-use memory_guard::{MemoryRef, TenantId};
+use memory_guard::MemoryRef;
 
 /// How long a tombstone fences passes (see the module doc): a day, against passes that last
 /// minutes at most.
@@ -109,11 +109,10 @@ impl Fence {
     }
 }
 
-/// One forget as a [`ForgetHook`] sees it: the tenant's subject, and the keys of the subject's
-/// entries and of the entries they were derived from.
+/// One forget as a [`ForgetHook`] sees it: the subject (its key names the tenant), and the keys
+/// of the subject's entries and of the entries they were derived from.
 #[derive(Clone, Copy, Debug)]
 pub struct ForgetScope<'a> {
-    pub tenant: &'a TenantId,
     pub subject: &'a SubjectKey,
     pub forgotten: &'a [EntryKey],
 }
@@ -130,11 +129,7 @@ pub trait ForgetHook: Send + Sync {
     /// one subject, but a file another subject edited later still holds the first one's
     /// words). Asked before anything is tombstoned, so these entries are forgotten exactly as the
     /// subject's own: fenced, their derived data swept by every hook, then deleted.
-    async fn contributed(
-        &self,
-        _tenant: &TenantId,
-        _subject: &SubjectKey,
-    ) -> Result<Vec<EntryKey>, CoreError> {
+    async fn contributed(&self, _subject: &SubjectKey) -> Result<Vec<EntryKey>, CoreError> {
         Ok(Vec::new())
     }
 
@@ -143,7 +138,6 @@ pub trait ForgetHook: Send + Sync {
     /// through what this would remove. Must be idempotent.
     async fn after_delete(
         &self,
-        _tenant: &TenantId,
         _subject: &SubjectKey,
         _forgotten: &[EntryKey],
     ) -> Result<(), CoreError> {
@@ -182,12 +176,12 @@ impl Forgetter {
         let mut found: BTreeSet<EntryKey> = self
             .ports
             .store
-            .find_by_subject(&tenant, &key)
+            .find_by_subject(&key)
             .await?
             .into_iter()
             .collect();
         for hook in &self.hooks {
-            found.extend(hook.contributed(&tenant, &key).await?);
+            found.extend(hook.contributed(&key).await?);
         }
         let entries: Vec<EntryKey> = found
             .into_iter()
@@ -219,7 +213,6 @@ impl Forgetter {
         for hook in &self.hooks {
             counts += hook
                 .forget(ForgetScope {
-                    tenant: &tenant,
                     subject: &key,
                     forgotten: &lineage,
                 })
@@ -227,9 +220,9 @@ impl Forgetter {
         }
         counts.deleted_entries += self.ports.store.delete_many(&entries).await?;
         for hook in &self.hooks {
-            hook.after_delete(&tenant, &key, &entries).await?;
+            hook.after_delete(&key, &entries).await?;
         }
-        let event = DomainEvent::memory_forgotten(&tenant, &key, &counts, self.ports.clock.now());
+        let event = DomainEvent::memory_forgotten(&key, &counts, self.ports.clock.now());
         if let Err(e) = self.ports.publisher.publish(&[event]).await {
             tracing::error!(error = %e, "memory.forgotten not published");
         }

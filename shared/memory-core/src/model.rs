@@ -71,8 +71,17 @@ pub struct Attribution {
 /// A tenant-scoped digest of a data subject (a customer id, an e-mail address...). The store
 /// indexes this instead of the subject itself, so forgetting a subject leaves no clear copy of
 /// its identifier behind, and equal subjects in two tenants never share a key.
+///
+/// The key holds the tenant it was derived for beside the digest: every lookup by subject is a
+/// lookup inside one tenant, and with the tenant inside the value a port cannot be handed a
+/// key together with some other tenant (one value, no pair to mismatch). Only the digest
+/// ([`SubjectKey::as_str`]) is stored or emitted; the tenant is already in every key and event
+/// that carries it, and a key read back is rebuilt with the tenant of the record it came from.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct SubjectKey(String);
+pub struct SubjectKey {
+    tenant: TenantId,
+    digest: String,
+}
 
 impl SubjectKey {
     pub fn derive(tenant: &TenantId, subject: &str) -> Self {
@@ -81,19 +90,32 @@ impl SubjectKey {
         h.update(tenant.as_str().as_bytes());
         h.update(b"\0");
         h.update(subject.as_bytes());
-        SubjectKey(hex(&h.finalize()))
+        SubjectKey {
+            tenant: tenant.clone(),
+            digest: hex(&h.finalize()),
+        }
     }
 
-    /// Rebuilds a key read back from the store; only 64 lowercase hex characters are accepted.
-    pub fn from_stored(s: &str) -> Option<Self> {
+    /// Rebuilds a digest read back from a record of `tenant`; only 64 lowercase hex characters
+    /// are accepted.
+    pub fn from_stored(tenant: &TenantId, s: &str) -> Option<Self> {
         (s.len() == 64
             && s.bytes()
                 .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b)))
-        .then(|| SubjectKey(s.to_owned()))
+        .then(|| SubjectKey {
+            tenant: tenant.clone(),
+            digest: s.to_owned(),
+        })
     }
 
+    /// The tenant the subject belongs to.
+    pub fn tenant(&self) -> &TenantId {
+        &self.tenant
+    }
+
+    /// The digest: what the store indexes and events carry.
     pub fn as_str(&self) -> &str {
-        &self.0
+        &self.digest
     }
 }
 
@@ -309,8 +331,11 @@ mod tests {
         );
         let k = SubjectKey::derive(&a, "alice@example.com");
         assert!(!k.as_str().contains("alice"));
-        assert_eq!(SubjectKey::from_stored(k.as_str()), Some(k));
-        assert_eq!(SubjectKey::from_stored("nothex"), None);
+        assert_eq!(k.tenant(), &a);
+        assert_eq!(SubjectKey::from_stored(&a, k.as_str()), Some(k.clone()));
+        // The same digest read back under another tenant is another key.
+        assert_ne!(SubjectKey::from_stored(&b, k.as_str()), Some(k));
+        assert_eq!(SubjectKey::from_stored(&a, "nothex"), None);
     }
 
     #[test]

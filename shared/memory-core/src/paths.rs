@@ -14,7 +14,7 @@ use async_trait::async_trait;
 
 use crate::error::StoreError;
 use crate::model::{StoredEntry, SubjectKey};
-use memory_guard::{MemoryRef, TenantId};
+use memory_guard::MemoryRef;
 
 /// What a path key holds: the exact name (the key may be a folded form of it), the entry that
 /// holds it now, and every subject that contributed to that entry.
@@ -91,9 +91,5 @@ pub trait PathStore: Send + Sync {
 
     /// Every path record of the tenant that lists `subject` (through its subject links; the
     /// index behind them may lag a write by moments, as forget's does).
-    async fn paths_of_subject(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<LinkedPath>, StoreError>;
+    async fn paths_of_subject(&self, subject: &SubjectKey) -> Result<Vec<LinkedPath>, StoreError>;
 }

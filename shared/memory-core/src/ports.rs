@@ -1,6 +1,7 @@
 //! The ports of the hexagon. Adapters (DynamoDB, S3, EventBridge, in-memory) implement these;
 //! everything with behaviour is written against them. Every method takes a tenant-bearing key
-//! (`MemoryRef`, `TenantId`, `ObjectKey`), so no call can be phrased that spans tenants (CTI-1).
+//! (`MemoryRef`, `TenantId`, `SubjectKey`, `ObjectKey`), so no call can be phrased that spans
+//! tenants (CTI-1).
 
 use async_trait::async_trait;
 
@@ -291,11 +292,7 @@ pub trait EntryStore: Send + Sync {
     ) -> Result<bool, StoreError>;
 
     /// Every entry of the tenant written with this subject, across all its refs.
-    async fn find_by_subject(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<EntryKey>, StoreError>;
+    async fn find_by_subject(&self, subject: &SubjectKey) -> Result<Vec<EntryKey>, StoreError>;
 
     /// Deletes the given entries (absent ones are skipped); returns how many existed.
     async fn delete_many(&self, keys: &[EntryKey]) -> Result<usize, StoreError>;

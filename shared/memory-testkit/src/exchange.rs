@@ -196,11 +196,10 @@ impl ExchangeStore for InMemoryExchangeStore {
 
     async fn bundles_holding(
         &self,
-        tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<BundleHolding>, StoreError> {
         self.calls.call("bundles_holding")?;
-        Ok(self.read_log(tenant, |l| {
+        Ok(self.read_log(subject.tenant(), |l| {
             l.bundle_index
                 .iter()
                 .filter(|((s, _), _)| s == subject.as_str())
@@ -211,12 +210,11 @@ impl ExchangeStore for InMemoryExchangeStore {
 
     async fn unindex_bundle(
         &self,
-        tenant: &TenantId,
         bundle_id: &str,
         subject: &SubjectKey,
     ) -> Result<(), StoreError> {
         self.calls.call("unindex_bundle")?;
-        if let Some(l) = lock(&self.state).get_mut(tenant) {
+        if let Some(l) = lock(&self.state).get_mut(subject.tenant()) {
             l.bundle_index
                 .remove(&(subject.as_str().to_owned(), bundle_id.to_owned()));
         }

@@ -584,15 +584,11 @@ impl EntryStore for InMemoryEntryStore {
         Ok(true)
     }
 
-    async fn find_by_subject(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<EntryKey>, StoreError> {
+    async fn find_by_subject(&self, subject: &SubjectKey) -> Result<Vec<EntryKey>, StoreError> {
         self.calls.call("find_by_subject")?;
         Ok(lock(&self.refs)
             .iter()
-            .filter(|(r, _)| r.tenant() == tenant)
+            .filter(|(r, _)| r.tenant() == subject.tenant())
             .flat_map(|(_, m)| m.values())
             .filter(|e| e.subject.as_ref() == Some(subject))
             .map(StoredEntry::key)
@@ -1283,14 +1279,15 @@ impl CommitmentStore for InMemoryCommitmentStore {
 
     async fn find_by_subject(
         &self,
-        tenant: &TenantId,
         subject: &SubjectKey,
     ) -> Result<Vec<CommitmentKey>, StoreError> {
         self.calls.call("find_by_subject")?;
         Ok(lock(&self.state)
             .items
             .iter()
-            .filter(|(k, c)| k.memory_ref.tenant() == tenant && c.subject.as_ref() == Some(subject))
+            .filter(|(k, c)| {
+                k.memory_ref.tenant() == subject.tenant() && c.subject.as_ref() == Some(subject)
+            })
             .map(|(k, _)| k.clone())
             .collect())
     }

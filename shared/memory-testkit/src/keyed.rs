@@ -407,11 +407,8 @@ impl IntentStore for InMemoryIntentStore {
         self.with(|s| s.tombstones.contains(at))
     }
 
-    async fn subject_hits(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<SubjectHit>, StoreError> {
+    async fn subject_hits(&self, subject: &SubjectKey) -> Result<Vec<SubjectHit>, StoreError> {
+        let tenant = subject.tenant();
         self.with(|s| {
             let mut hits = Vec::new();
             for ((p, _), e) in &s.entries {

@@ -606,7 +606,6 @@ pub async fn archive_then_forget_leaves_no_trace(w: KeyedWorld, behind: &dyn Beh
     assert!(before.contains("Lisbon-7731") && before.contains("peanuts-9921"));
     let subject = SubjectKey::derive(&a.tenant, "customer-42");
     let scope = memory_core::forget::ForgetScope {
-        tenant: &a.tenant,
         subject: &subject,
         forgotten: &[],
     };

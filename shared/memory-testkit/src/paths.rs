@@ -12,7 +12,7 @@ use memory_core::error::StoreError;
 use memory_core::model::SubjectKey;
 use memory_core::paths::{LinkedPath, PathChange, PathRecord, PathStore};
 use memory_core::ports::{within, EntryStore, PassKind, MAX_ITEMS_PER_TRANSACTION};
-use memory_guard::{MemoryRef, TenantId};
+use memory_guard::MemoryRef;
 
 use crate::in_memory::InMemoryEntryStore;
 
@@ -94,12 +94,9 @@ impl PathStore for InMemoryPathStore {
         Ok(())
     }
 
-    async fn paths_of_subject(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<LinkedPath>, StoreError> {
+    async fn paths_of_subject(&self, subject: &SubjectKey) -> Result<Vec<LinkedPath>, StoreError> {
         self.entries.calls.call("paths_of_subject")?;
+        let tenant = subject.tenant();
         Ok(self
             .records
             .lock()

@@ -16,7 +16,7 @@ use memory_core::events::ForgetCounts;
 use memory_core::forget::{ForgetHook, ForgetScope};
 use memory_core::model::{EntryKey, SubjectKey};
 use memory_core::paths::{PathChange, PathStore, PathWrite};
-use memory_core::{CoreError, StoreError, TenantId};
+use memory_core::{CoreError, StoreError};
 
 pub struct PathForgetHook {
     pub paths: Arc<dyn PathStore>,
@@ -28,14 +28,10 @@ impl ForgetHook for PathForgetHook {
         Ok(ForgetCounts::default())
     }
 
-    async fn contributed(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<EntryKey>, CoreError> {
+    async fn contributed(&self, subject: &SubjectKey) -> Result<Vec<EntryKey>, CoreError> {
         Ok(self
             .paths
-            .paths_of_subject(tenant, subject)
+            .paths_of_subject(subject)
             .await?
             .into_iter()
             .map(|linked| EntryKey {
@@ -50,12 +46,11 @@ impl ForgetHook for PathForgetHook {
     /// and is left alone (its condition fails).
     async fn after_delete(
         &self,
-        tenant: &TenantId,
         subject: &SubjectKey,
         forgotten: &[EntryKey],
     ) -> Result<(), CoreError> {
         let gone: BTreeSet<&EntryKey> = forgotten.iter().collect();
-        for linked in self.paths.paths_of_subject(tenant, subject).await? {
+        for linked in self.paths.paths_of_subject(subject).await? {
             let key = EntryKey {
                 memory_ref: linked.memory_ref.clone(),
                 id: linked.record.entry_id.clone(),

@@ -26,8 +26,9 @@ impl ForgetHook for BundleForgetHook {
     /// the bundles, so a forget that fails halfway and runs again writes the same notice, not a
     /// second one, and still names every bundle it deleted.
     async fn forget(&self, scope: ForgetScope<'_>) -> Result<ForgetCounts, CoreError> {
-        let (tenant, subject) = (scope.tenant, scope.subject);
-        let holding = self.store.bundles_holding(tenant, subject).await?;
+        let subject = scope.subject;
+        let tenant = subject.tenant();
+        let holding = self.store.bundles_holding(subject).await?;
         if holding.is_empty() {
             return Ok(ForgetCounts::default());
         }
@@ -45,9 +46,7 @@ impl ForgetHook for BundleForgetHook {
             if let Some(key) = ObjectKey::from_listed(tenant, &h.object) {
                 self.archives.delete(&key).await?;
             }
-            self.store
-                .unindex_bundle(tenant, &h.bundle_id, subject)
-                .await?;
+            self.store.unindex_bundle(&h.bundle_id, subject).await?;
         }
         tracing::info!(bundles = holding.len(), "forget deleted exported bundles");
         Ok(ForgetCounts {

@@ -432,7 +432,7 @@ impl Exchange {
         // Indexed before the receipt: a forget from now on finds the bundle.
         let subjects: Vec<SubjectKey> = subjects
             .iter()
-            .filter_map(|s| SubjectKey::from_stored(s))
+            .filter_map(|s| SubjectKey::from_stored(tenant, s))
             .collect();
         let holding = BundleHolding {
             bundle_id: bundle_id.clone(),

@@ -111,19 +111,12 @@ pub trait ExchangeStore: Send + Sync {
     ) -> Result<(), StoreError>;
 
     /// The bundles indexed under `subject`.
-    async fn bundles_holding(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<BundleHolding>, StoreError>;
+    async fn bundles_holding(&self, subject: &SubjectKey)
+        -> Result<Vec<BundleHolding>, StoreError>;
 
     /// Removes a bundle's index item under `subject` (absent is fine).
-    async fn unindex_bundle(
-        &self,
-        tenant: &TenantId,
-        bundle_id: &str,
-        subject: &SubjectKey,
-    ) -> Result<(), StoreError>;
+    async fn unindex_bundle(&self, bundle_id: &str, subject: &SubjectKey)
+        -> Result<(), StoreError>;
 
     /// Writes a forget notice (the same id again overwrites it: a retried forget).
     async fn add_notice(&self, tenant: &TenantId, notice: &ForgetNotice) -> Result<(), StoreError>;

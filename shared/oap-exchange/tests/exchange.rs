@@ -845,10 +845,9 @@ async fn forget_deletes_the_bundles_that_held_the_subject_and_the_log_says_which
         SubjectKey::derive(&w.tenant, "ada"),
         SubjectKey::derive(&w.tenant, "nobody"),
     );
-    let (tenant, hook) = (&w.tenant, &hook);
+    let hook = &hook;
     let deleted = |subject| async move {
         let scope = ForgetScope {
-            tenant,
             subject,
             forgotten: &[],
         };

@@ -64,12 +64,17 @@ fn record_item(r: &MemoryRef, key: &str, record: &PathRecord) -> Item {
     item
 }
 
-fn decode_record(item: &Item) -> Result<PathRecord, StoreError> {
+/// The record of a path of `tenant` (its subjects are that tenant's).
+fn decode_record(tenant: &TenantId, item: &Item) -> Result<PathRecord, StoreError> {
     let corrupt = || super::corrupt_item(item);
     let subjects = match item.get("subjects") {
         Some(AttributeValue::L(list)) => list
             .iter()
-            .map(|v| v.as_s().ok().and_then(|k| SubjectKey::from_stored(k)))
+            .map(|v| {
+                v.as_s()
+                    .ok()
+                    .and_then(|k| SubjectKey::from_stored(tenant, k))
+            })
             .collect::<Option<BTreeSet<SubjectKey>>>()
             .ok_or_else(corrupt)?,
         None => BTreeSet::new(),
@@ -133,7 +138,7 @@ impl DynamoEntryStore {
         }
         for added in after.iter().filter(|k| !w.read_subjects.contains(k)) {
             let mut link = link_key(r, &w.key, added);
-            link.insert("subjectKey".to_owned(), s(subject_attr(r.tenant(), added)));
+            link.insert("subjectKey".to_owned(), s(subject_attr(added)));
             items.push(transact_item(
                 op,
                 &self.table,
@@ -156,7 +161,7 @@ impl PathStore for DynamoEntryStore {
         const OP: &str = "path";
         let table = self.clients.table(&self.table, OP).await?;
         match table.read(record_key(memory_ref, key)).await? {
-            Some(item) => Ok(Some(decode_record(&item)?)),
+            Some(item) => Ok(Some(decode_record(memory_ref.tenant(), &item)?)),
             None => Ok(None),
         }
     }
@@ -218,15 +223,11 @@ impl PathStore for DynamoEntryStore {
         Ok(())
     }
 
-    async fn paths_of_subject(
-        &self,
-        tenant: &TenantId,
-        subject: &SubjectKey,
-    ) -> Result<Vec<LinkedPath>, StoreError> {
+    async fn paths_of_subject(&self, subject: &SubjectKey) -> Result<Vec<LinkedPath>, StoreError> {
         const OP: &str = "paths_of_subject";
         let table = self.clients.table(&self.table, OP).await?;
         let mut found = Vec::new();
-        for (memory_ref, link) in table.subject_ids(tenant, subject, PATH_PREFIX).await? {
+        for (memory_ref, link) in table.subject_ids(subject, PATH_PREFIX).await? {
             let Some(key) = link
                 .strip_suffix(subject.as_str())
                 .and_then(|rest| rest.strip_suffix(LINK_INFIX))
@@ -234,7 +235,10 @@ impl PathStore for DynamoEntryStore {
                 continue;
             };
             let item = table.read(record_key(&memory_ref, key)).await?;
-            let Some(record) = item.as_ref().map(decode_record).transpose()? else {
+            let record = item
+                .map(|i| decode_record(memory_ref.tenant(), &i))
+                .transpose()?;
+            let Some(record) = record else {
                 continue;
             };
             // A link outlives nothing it names: a record that no longer lists the subject is
