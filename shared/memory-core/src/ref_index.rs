@@ -47,6 +47,7 @@ use crate::events::ForgetCounts;
 use crate::forget::{Fence, ForgetHook, ForgetScope};
 use crate::listing::{snapshot, MAX_LIST_LIMIT};
 use crate::model::{admitted_ref, EntryKey, StoredEntry};
+use crate::pass_report::log_done;
 use crate::ports::{
     ArchiveStore, Change, Clock, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind, ObjectPut,
     PassKind, NO_CHANGE_LOG,
@@ -814,14 +815,7 @@ impl IndexPass {
             self.finish(&memory_ref, state.pending, state.version)
                 .await?;
         }
-        tracing::info!(
-            tenant = %memory_ref.tenant(),
-            status = report.status,
-            changes = report.changes,
-            documents = report.documents,
-            segments = report.segments,
-            "index pass done"
-        );
+        log_done("index pass done", Some(memory_ref.tenant()), &report);
         Ok(report)
     }
 
