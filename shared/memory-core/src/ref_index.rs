@@ -330,13 +330,7 @@ async fn read_back(
     memory_ref: &MemoryRef,
     ids: impl IntoIterator<Item = String>,
 ) -> Result<Vec<StoredEntry>, StoreError> {
-    let keys: Vec<EntryKey> = ids
-        .into_iter()
-        .map(|id| EntryKey {
-            memory_ref: memory_ref.clone(),
-            id,
-        })
-        .collect();
+    let keys = EntryKey::all_in(memory_ref, ids);
     let mut out = Vec::with_capacity(keys.len());
     for chunk in keys.chunks(MAX_LIST_LIMIT as usize) {
         out.extend(

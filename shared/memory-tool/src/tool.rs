@@ -280,13 +280,7 @@ impl MemoryTool {
             if ids.is_empty() {
                 return Ok(Vec::new());
             }
-            let keys: Vec<EntryKey> = ids
-                .into_iter()
-                .map(|id| EntryKey {
-                    memory_ref: r.clone(),
-                    id,
-                })
-                .collect();
+            let keys = EntryKey::all_in(r, ids);
             let now = self.clock.now();
             let mut found: Vec<StoredEntry> = self
                 .store
