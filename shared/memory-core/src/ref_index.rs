@@ -520,6 +520,14 @@ impl IndexReader {
             limit: q.limit,
             probes: None,
         };
+        // What the query sees besides the segments, the same before and after lists load.
+        let around = View {
+            segments: &[],
+            masked: &masked,
+            dead: &dead,
+            tail: &tail,
+            now_ms: q.now.as_millis(),
+        };
         if segments.iter().any(|s| s.is_approximate()) {
             // The lists the query will compare (the nearest and, for hybrid, those of its best
             // text hits), from the text parts and the vector directories alone, loaded before
@@ -528,10 +536,7 @@ impl IndexReader {
                 let held: Vec<&Segment> = segments.iter().map(|s| &**s).collect();
                 let view = View {
                     segments: &held,
-                    masked: &masked,
-                    dead: &dead,
-                    tail: &tail,
-                    now_ms: q.now.as_millis(),
+                    ..around
                 };
                 search_index::probe_lists(&view, &query)
             };
@@ -548,10 +553,7 @@ impl IndexReader {
         let segment_refs: Vec<&Segment> = segments.iter().map(|s| &**s).collect();
         let view = View {
             segments: &segment_refs,
-            masked: &masked,
-            dead: &dead,
-            tail: &tail,
-            now_ms: q.now.as_millis(),
+            ..around
         };
         let search_index::Found { hits, unembedded } = search_index::search(&view, &query);
         // The answer's entries come from the table: the tail's as read, the segments' read
