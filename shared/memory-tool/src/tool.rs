@@ -605,17 +605,10 @@ impl MemoryTool {
         }
         Self::check_size(raw, text)?;
         let files = self.files(call).await?;
-        if files
-            .iter()
-            .any(|f| f.path == path || f.path.is_below(&path))
-        {
+        if taken(&path, &files) {
             return Err(exists());
         }
-        if let Some(a) = path
-            .ancestors()
-            .into_iter()
-            .find(|a| files.iter().any(|f| &f.path == a))
-        {
+        if let Some(a) = file_above(&path, &files) {
             return Err(Fail::Tool(format!(
                 "Cannot create {raw}: {} is a file",
                 a.as_str()
@@ -787,7 +780,7 @@ impl MemoryTool {
         let dest_exists = || Fail::Tool(format!("The destination {new_raw} already exists"));
         for _ in 0..ATTEMPTS {
             let files = self.files(call).await?;
-            if new.is_root() || files.iter().any(|f| f.path == new || f.path.is_below(&new)) {
+            if new.is_root() || taken(&new, &files) {
                 return Err(dest_exists());
             }
             if new == old || new.is_below(&old) {
@@ -795,11 +788,7 @@ impl MemoryTool {
                     "Cannot rename {old_raw} to {new_raw}: a directory cannot move into itself"
                 )));
             }
-            if let Some(a) = new
-                .ancestors()
-                .into_iter()
-                .find(|a| files.iter().any(|f| &f.path == a))
-            {
+            if let Some(a) = file_above(&new, &files) {
                 return Err(Fail::Tool(format!(
                     "Cannot rename to {new_raw}: {} is a file",
                     a.as_str()
@@ -902,6 +891,20 @@ impl MemoryTool {
              one at a time."
         ))
     }
+}
+
+/// Whether a file or a directory of `files` is at `path`.
+fn taken(path: &MemPath, files: &[Listed]) -> bool {
+    files
+        .iter()
+        .any(|f| f.path == *path || f.path.is_below(path))
+}
+
+/// The directory of `path` that is a file of `files`: a file cannot be put below it.
+fn file_above(path: &MemPath, files: &[Listed]) -> Option<MemPath> {
+    path.ancestors()
+        .into_iter()
+        .find(|a| files.iter().any(|f| &f.path == a))
 }
 
 /// The record of the file a write is about to store at `path` (`write` fills in its entry id).
