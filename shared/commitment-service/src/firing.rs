@@ -23,6 +23,7 @@ use memory_core::events::ForgetCounts;
 use memory_core::forget::{Fence, ForgetHook, ForgetScope};
 use memory_core::listing::snapshot;
 use memory_core::model::{is_valid_entry_id, EntryKey};
+use memory_core::pass_report::log_done;
 use memory_core::ports::CorePorts;
 use memory_core::time::Timestamp;
 use memory_guard::{MemoryRef, TenantId};
@@ -300,12 +301,8 @@ impl CommitmentService {
         if let Some(e) = first_error {
             return Err(e);
         }
-        tracing::info!(
-            fired = report.fired,
-            recovered = report.recovered,
-            due_items_read = report.due_items_read,
-            "commitment tick"
-        );
+        // A cross-tenant fan-out: no one tenant to name.
+        log_done("commitment tick", None, &report);
         Ok(report)
     }
 

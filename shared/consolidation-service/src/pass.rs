@@ -20,6 +20,7 @@ use memory_core::events::DomainEvent;
 use memory_core::forget::{forget_derived_entries, TOMBSTONE_TTL_SECONDS};
 use memory_core::history::{history_copy, is_history};
 use memory_core::model::{hex, MemoryEntry, StoredEntry, SubjectKey, Tier};
+use memory_core::pass_report::log_done;
 use memory_core::ports::{CorePorts, PassKind, QuotaStore};
 use memory_core::time::Timestamp;
 use memory_guard::Redactor;
@@ -378,14 +379,7 @@ impl Consolidator {
                 Err(e) => tracing::error!(error = %e, "agent.memory.consolidated not published"),
             }
         }
-        tracing::info!(
-            tenant = %memory_ref.tenant(),
-            input = report.input_count,
-            output = report.output_count,
-            merges = report.merges_applied,
-            skipped = report.merges_skipped,
-            "consolidation pass"
-        );
+        log_done("consolidation pass", Some(memory_ref.tenant()), &report);
         self.recount(&memory_ref, pass.now).await;
         let done = report.merges_skipped == 0;
         Ok((report, done))

@@ -244,45 +244,41 @@ impl AwsPorts {
                 .clone()
                 .map(|url| Arc::new(SqsPassQueue::new(client!(aws_sdk_sqs), url))),
             #[cfg(feature = "embeddings")]
-            embedder: settings.embedding_model.clone().map(|model| {
-                Arc::new(token_quota(
-                    &entries,
-                    Arc::new(crate::bedrock::BedrockEmbedder::new(
-                        client!(aws_sdk_bedrockruntime),
-                        model,
-                        settings.embedding_dimensions,
-                    )),
-                )) as Arc<dyn memory_core::ports::Embedder>
-            }),
+            embedder: metered_model(&entries, &settings.embedding_model, |model| {
+                crate::bedrock::BedrockEmbedder::new(
+                    client!(aws_sdk_bedrockruntime),
+                    model,
+                    settings.embedding_dimensions,
+                )
+            })
+            .map(|m| m as Arc<dyn memory_core::ports::Embedder>),
             #[cfg(feature = "signing-key")]
             secrets: client!(aws_sdk_secretsmanager),
             embedding_dimensions: settings.embedding_dimensions,
             #[cfg(feature = "abstractive")]
-            abstractive_model: settings.abstractive_model.clone().map(|model| {
-                Arc::new(token_quota(
-                    &entries,
-                    Arc::new(crate::bedrock::BedrockAbstractiveModel::new(
-                        client!(aws_sdk_bedrockruntime),
-                        model,
-                    )),
-                )) as Arc<dyn memory_core::ports::AbstractiveModel>
-            }),
+            abstractive_model: metered_model(&entries, &settings.abstractive_model, |model| {
+                crate::bedrock::BedrockAbstractiveModel::new(client!(aws_sdk_bedrockruntime), model)
+            })
+            .map(|m| m as Arc<dyn memory_core::ports::AbstractiveModel>),
         }
     }
 }
 
-/// `inner` under the acting tenant's daily token quota (docs/quotas.md "Bedrock tokens"), so
-/// every model call is admitted and charged whichever service makes it.
+/// The Bedrock model `build` makes of the configured model id (`None` without one), under the
+/// acting tenant's daily token quota (docs/quotas.md "Bedrock tokens"), so every model call is
+/// admitted and charged whichever service makes it.
 #[cfg(any(feature = "embeddings", feature = "abstractive"))]
-fn token_quota<M: ?Sized>(
+fn metered_model<M>(
     quotas: &Arc<DynamoEntryStore>,
-    inner: Arc<M>,
-) -> memory_core::token_quota::TokenQuota<M> {
-    memory_core::token_quota::TokenQuota::new(
-        inner,
+    model_id: &Option<String>,
+    build: impl FnOnce(String) -> M,
+) -> Option<Arc<memory_core::token_quota::TokenQuota<M>>> {
+    let model = build(model_id.clone()?);
+    Some(Arc::new(memory_core::token_quota::TokenQuota::new(
+        Arc::new(model),
         quotas.clone() as Arc<dyn memory_core::ports::QuotaStore>,
         Arc::new(memory_core::ports::SystemClock),
-    )
+    )))
 }
 
 /// The HTTPS client every SDK client here uses: hyper with rustls over *ring*. The SDK loads the

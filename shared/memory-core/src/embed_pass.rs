@@ -39,6 +39,7 @@ use crate::error::CoreError;
 use crate::forget::Fence;
 use crate::listing::snapshot;
 use crate::model::{admitted_ref, StoredEntry};
+use crate::pass_report::log_done;
 use crate::ports::{CorePorts, Embedder, PassKind};
 
 /// Model calls a pass has in flight at once, as a write does (Bedrock throttles bursts per
@@ -202,6 +203,10 @@ impl EmbedPass {
                 }
                 Ok((_, Ok(Err(crate::error::StoreError::QuotaExceeded(r))))) => {
                     report.deferred += 1;
+                    // Not in the report's serialised form (the answer's shape): said here, once.
+                    if report.refused.is_none() {
+                        tracing::info!(quota = r.quota.name(), "embed pass stopped by a quota");
+                    }
                     report.refused.get_or_insert(r);
                 }
                 Ok((entry, Ok(Ok(_)))) => {
@@ -250,18 +255,7 @@ impl EmbedPass {
             }
             true
         };
-        tracing::info!(
-            tenant = %memory_ref.tenant(),
-            status = report.status,
-            entries = report.entries,
-            missing = report.missing,
-            embedded = report.embedded,
-            skipped = report.skipped,
-            failed = report.failed,
-            deferred = report.deferred,
-            token_quota_refused = report.refused.is_some(),
-            "embed pass done"
-        );
+        log_done("embed pass done", Some(memory_ref.tenant()), &report);
         Ok(report)
     }
 }

@@ -19,6 +19,7 @@ pub mod idempotency;
 pub mod listing;
 pub mod metering;
 pub mod model;
+pub mod pass_report;
 pub mod paths;
 pub mod ports;
 pub mod quota;

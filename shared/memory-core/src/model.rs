@@ -272,6 +272,18 @@ pub struct EntryKey {
     pub id: String,
 }
 
+impl EntryKey {
+    /// The keys of `ids`, all in `memory_ref`.
+    pub fn all_in(memory_ref: &MemoryRef, ids: impl IntoIterator<Item = String>) -> Vec<EntryKey> {
+        ids.into_iter()
+            .map(|id| EntryKey {
+                memory_ref: memory_ref.clone(),
+                id,
+            })
+            .collect()
+    }
+}
+
 /// A write request's entry after validation, before it has an id.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NewEntry {

@@ -47,6 +47,7 @@ use crate::events::ForgetCounts;
 use crate::forget::{Fence, ForgetHook, ForgetScope};
 use crate::listing::{snapshot, MAX_LIST_LIMIT};
 use crate::model::{admitted_ref, EntryKey, StoredEntry};
+use crate::pass_report::log_done;
 use crate::ports::{
     ArchiveStore, Change, Clock, CorePorts, EntryStore, Expect, ObjectKey, ObjectKind, ObjectPut,
     PassKind, NO_CHANGE_LOG,
@@ -329,13 +330,7 @@ async fn read_back(
     memory_ref: &MemoryRef,
     ids: impl IntoIterator<Item = String>,
 ) -> Result<Vec<StoredEntry>, StoreError> {
-    let keys: Vec<EntryKey> = ids
-        .into_iter()
-        .map(|id| EntryKey {
-            memory_ref: memory_ref.clone(),
-            id,
-        })
-        .collect();
+    let keys = EntryKey::all_in(memory_ref, ids);
     let mut out = Vec::with_capacity(keys.len());
     for chunk in keys.chunks(MAX_LIST_LIMIT as usize) {
         out.extend(
@@ -525,6 +520,14 @@ impl IndexReader {
             limit: q.limit,
             probes: None,
         };
+        // What the query sees besides the segments, the same before and after lists load.
+        let around = View {
+            segments: &[],
+            masked: &masked,
+            dead: &dead,
+            tail: &tail,
+            now_ms: q.now.as_millis(),
+        };
         if segments.iter().any(|s| s.is_approximate()) {
             // The lists the query will compare (the nearest and, for hybrid, those of its best
             // text hits), from the text parts and the vector directories alone, loaded before
@@ -533,10 +536,7 @@ impl IndexReader {
                 let held: Vec<&Segment> = segments.iter().map(|s| &**s).collect();
                 let view = View {
                     segments: &held,
-                    masked: &masked,
-                    dead: &dead,
-                    tail: &tail,
-                    now_ms: q.now.as_millis(),
+                    ..around
                 };
                 search_index::probe_lists(&view, &query)
             };
@@ -553,10 +553,7 @@ impl IndexReader {
         let segment_refs: Vec<&Segment> = segments.iter().map(|s| &**s).collect();
         let view = View {
             segments: &segment_refs,
-            masked: &masked,
-            dead: &dead,
-            tail: &tail,
-            now_ms: q.now.as_millis(),
+            ..around
         };
         let search_index::Found { hits, unembedded } = search_index::search(&view, &query);
         // The answer's entries come from the table: the tail's as read, the segments' read
@@ -702,7 +699,6 @@ impl IndexPass {
             .filter(|e| indexable(e, now) && fence.admits(&e.entry.id))
             .map(|e| indexed_doc(e, &self.model))
             .collect();
-        let analyzer = Analyzer::new(true);
         let (mut manifest, expect, mut old) = match current {
             Some((m, etag)) => {
                 let old = m.segments.clone();
@@ -723,13 +719,6 @@ impl IndexPass {
             }));
             manifest.segments.clear();
             manifest.vector_model = self.model.clone();
-            if !docs.is_empty() {
-                let built = Segment::build_with(docs, &self.model, &analyzer, &self.ann);
-                manifest
-                    .segments
-                    .push(put_segment(archive, &memory_ref, &built, &mut uploads).await?);
-            }
-            report.status = "built";
         } else {
             for (s, segment) in manifest.segments.iter_mut().zip(&held) {
                 let mut dead: BTreeSet<String> = std::mem::take(&mut s.dead).into_iter().collect();
@@ -741,34 +730,41 @@ impl IndexPass {
                 );
                 s.dead = dead.into_iter().collect();
             }
-            if !docs.is_empty() {
-                let built = Segment::build_with(docs, &self.model, &analyzer, &self.ann);
+        }
+        // The docs read (the whole ref for a rebuild, the changed entries otherwise) are one
+        // new segment.
+        add_segment(
+            archive,
+            &memory_ref,
+            &mut manifest,
+            docs,
+            &self.ann,
+            &mut uploads,
+        )
+        .await?;
+        report.status = if rebuild { "built" } else { "folded" };
+        // Too many segments or too many dead ids: all merged into one (never after a rebuild,
+        // which leaves one segment with no dead ids).
+        let total: u64 = manifest.segments.iter().map(|s| u64::from(s.docs)).sum();
+        let dead: u64 = manifest.segments.iter().map(|s| s.dead.len() as u64).sum();
+        if manifest.segments.len() > MAX_SEGMENTS
+            || (total > 0 && dead * 1000 > total * MAX_DEAD_PER_MILLE)
+        {
+            let merged = self
+                .merge_all(&memory_ref, &manifest, now, &fence, &mut uploads)
+                .await?;
+            manifest.retired.extend(
                 manifest
                     .segments
-                    .push(put_segment(archive, &memory_ref, &built, &mut uploads).await?);
-            }
-            report.status = "folded";
-            let total: u64 = manifest.segments.iter().map(|s| u64::from(s.docs)).sum();
-            let dead: u64 = manifest.segments.iter().map(|s| s.dead.len() as u64).sum();
-            if manifest.segments.len() > MAX_SEGMENTS
-                || (total > 0 && dead * 1000 > total * MAX_DEAD_PER_MILLE)
-            {
-                let merged = self
-                    .merge_all(&memory_ref, &manifest, now, &fence, &mut uploads)
-                    .await?;
-                manifest.retired.extend(
-                    manifest
-                        .segments
-                        .drain(..)
-                        .filter(|s| merged.as_ref().is_none_or(|m| m.name != s.name))
-                        .map(|s| Retired {
-                            name: s.name,
-                            at_ms: now.as_millis(),
-                        }),
-                );
-                manifest.segments.extend(merged);
-                report.status = "merged";
-            }
+                    .drain(..)
+                    .filter(|s| merged.as_ref().is_none_or(|m| m.name != s.name))
+                    .map(|s| Retired {
+                        name: s.name,
+                        at_ms: now.as_millis(),
+                    }),
+            );
+            manifest.segments.extend(merged);
+            report.status = "merged";
         }
         // Retired segments past their grace are deleted now, with every version.
         let (expired, kept): (Vec<Retired>, Vec<Retired>) = std::mem::take(&mut manifest.retired)
@@ -814,14 +810,7 @@ impl IndexPass {
             self.finish(&memory_ref, state.pending, state.version)
                 .await?;
         }
-        tracing::info!(
-            tenant = %memory_ref.tenant(),
-            status = report.status,
-            changes = report.changes,
-            documents = report.documents,
-            segments = report.segments,
-            "index pass done"
-        );
+        log_done("index pass done", Some(memory_ref.tenant()), &report);
         Ok(report)
     }
 
@@ -880,7 +869,7 @@ impl IndexPass {
 
 /// The first build of a ref's index from entries handed over in process rather than read from
 /// the table: the first pass's own steps (`indexed_doc` of each indexable entry, one
-/// `Segment::build`, `put_segment`, a manifest installed only where none is yet). For a ref
+/// `add_segment`, a manifest installed only where none is yet). For a ref
 /// loaded in bulk at a size the write path and the snapshot cannot reach in reasonable time
 /// (the scale bench's bulk mode, docs/search.md "Against the emulator"); `entries` must be what
 /// the table holds for the ref. The ref's change records are not read or dropped: a pass folds
@@ -900,12 +889,15 @@ pub async fn install_built_index(
     let mut manifest = Manifest::empty();
     manifest.vector_model = model.to_owned();
     let mut uploads = Vec::new();
-    if !docs.is_empty() {
-        let built = Segment::build(docs, model, &Analyzer::new(true));
-        manifest
-            .segments
-            .push(put_segment(archive, memory_ref, &built, &mut uploads).await?);
-    }
+    add_segment(
+        archive,
+        memory_ref,
+        &mut manifest,
+        docs,
+        &Ann::default(),
+        &mut uploads,
+    )
+    .await?;
     manifest.generation = 1;
     manifest.built_ms = now.as_millis();
     install_manifest(archive, memory_ref, &manifest, Expect::Absent).await?;
@@ -916,6 +908,25 @@ pub async fn install_built_index(
         segments: manifest.segments.len(),
         deleted_objects: 0,
     })
+}
+
+/// Stores a segment of `docs`, built with the manifest's vector model, and lists it in
+/// `manifest`; no segment for no docs.
+async fn add_segment(
+    archive: &dyn ArchiveStore,
+    memory_ref: &MemoryRef,
+    manifest: &mut Manifest,
+    docs: Vec<search_index::IndexedDoc>,
+    ann: &Ann,
+    uploads: &mut Vec<String>,
+) -> Result<(), StoreError> {
+    if !docs.is_empty() {
+        let built = Segment::build_with(docs, &manifest.vector_model, &Analyzer::new(true), ann);
+        manifest
+            .segments
+            .push(put_segment(archive, memory_ref, &built, uploads).await?);
+    }
+    Ok(())
 }
 
 async fn put_segment(

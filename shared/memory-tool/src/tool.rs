@@ -64,6 +64,14 @@ pub struct Call<'a> {
     pub subject: Option<&'a str>,
 }
 
+/// A call with its memoryRef admitted once: `r` is `None` for a malformed or foreign ref
+/// (CTI-1), which has no files.
+#[derive(Clone, Copy)]
+struct Admitted<'a> {
+    call: &'a Call<'a>,
+    r: Option<&'a MemoryRef>,
+}
+
 /// A command that did not complete: a result the model is shown (`is_error`), or a failure of
 /// the request itself (the HTTP envelope).
 pub enum Fail {
@@ -172,10 +180,13 @@ impl MemoryTool {
         command: &Command,
     ) -> Result<ToolResult, CoreError> {
         let memory_ref = call.scope.admit(call.memory_ref);
-        let r = memory_ref.as_ref();
+        let at = Admitted {
+            call,
+            r: memory_ref.as_ref(),
+        };
         let outcome = match self.refused(command) {
             Some(message) => Err(Fail::Tool(message)),
-            None => self.dispatch(call, r, command).await,
+            None => self.dispatch(at, command).await,
         };
         match outcome {
             Ok(content) => Ok(ToolResult {
@@ -196,31 +207,22 @@ impl MemoryTool {
         }
     }
 
-    async fn dispatch(
-        &self,
-        call: &Call<'_>,
-        r: Option<&MemoryRef>,
-        command: &Command,
-    ) -> Step<String> {
+    async fn dispatch(&self, at: Admitted<'_>, command: &Command) -> Step<String> {
         match command {
-            Command::View { path, view_range } => {
-                self.view(call, r, path, view_range.as_deref()).await
-            }
-            Command::Create { path, file_text } => self.create(call, r, path, file_text).await,
+            Command::View { path, view_range } => self.view(at, path, view_range.as_deref()).await,
+            Command::Create { path, file_text } => self.create(at, path, file_text).await,
             Command::StrReplace {
                 path,
                 old_str,
                 new_str,
-            } => self.str_replace(call, r, path, old_str, new_str).await,
+            } => self.str_replace(at, path, old_str, new_str).await,
             Command::Insert {
                 path,
                 insert_line,
                 insert_text,
-            } => self.insert(call, r, path, *insert_line, insert_text).await,
-            Command::Delete { path } => self.delete(call, r, path).await,
-            Command::Rename { old_path, new_path } => {
-                self.rename(call, r, old_path, new_path).await
-            }
+            } => self.insert(at, path, *insert_line, insert_text).await,
+            Command::Delete { path } => self.delete(at, path).await,
+            Command::Rename { old_path, new_path } => self.rename(at, old_path, new_path).await,
         }
     }
 
@@ -280,13 +282,7 @@ impl MemoryTool {
             if ids.is_empty() {
                 return Ok(Vec::new());
             }
-            let keys: Vec<EntryKey> = ids
-                .into_iter()
-                .map(|id| EntryKey {
-                    memory_ref: r.clone(),
-                    id,
-                })
-                .collect();
+            let keys = EntryKey::all_in(r, ids);
             let now = self.clock.now();
             let mut found: Vec<StoredEntry> = self
                 .store
@@ -540,8 +536,7 @@ impl MemoryTool {
     /// lands only on the revision it read, and is retried on a newer one otherwise.
     async fn edit<F>(
         &self,
-        call: &Call<'_>,
-        r: Option<&MemoryRef>,
+        Admitted { call, r }: Admitted<'_>,
         raw: &str,
         apply: F,
     ) -> Step<(String, String)>
@@ -576,8 +571,7 @@ impl MemoryTool {
 
     async fn view(
         &self,
-        call: &Call<'_>,
-        r: Option<&MemoryRef>,
+        Admitted { call, r }: Admitted<'_>,
         raw: &str,
         range: Option<&[i64]>,
     ) -> Step<String> {
@@ -597,8 +591,7 @@ impl MemoryTool {
 
     async fn create(
         &self,
-        call: &Call<'_>,
-        r: Option<&MemoryRef>,
+        Admitted { call, r }: Admitted<'_>,
         raw: &str,
         text: &str,
     ) -> Step<String> {
@@ -612,17 +605,10 @@ impl MemoryTool {
         }
         Self::check_size(raw, text)?;
         let files = self.files(call).await?;
-        if files
-            .iter()
-            .any(|f| f.path == path || f.path.is_below(&path))
-        {
+        if taken(&path, &files) {
             return Err(exists());
         }
-        if let Some(a) = path
-            .ancestors()
-            .into_iter()
-            .find(|a| files.iter().any(|f| &f.path == a))
-        {
+        if let Some(a) = file_above(&path, &files) {
             return Err(Fail::Tool(format!(
                 "Cannot create {raw}: {} is a file",
                 a.as_str()
@@ -653,17 +639,10 @@ impl MemoryTool {
         Err(busy("memory_tool_create").into())
     }
 
-    async fn str_replace(
-        &self,
-        call: &Call<'_>,
-        r: Option<&MemoryRef>,
-        raw: &str,
-        old: &str,
-        new: &str,
-    ) -> Step<String> {
+    async fn str_replace(&self, at: Admitted<'_>, raw: &str, old: &str, new: &str) -> Step<String> {
         let quoted = self.stored_form(old)?;
         let (before, _) = self
-            .edit(call, r, raw, |content| {
+            .edit(at, raw, |content| {
                 if old.len() > content.len() {
                     return Err(Fail::Tool(format!(
                         "No replacement was performed, old_str `{quoted}` did not appear verbatim in {raw}."
@@ -695,15 +674,8 @@ impl MemoryTool {
         ))
     }
 
-    async fn insert(
-        &self,
-        call: &Call<'_>,
-        r: Option<&MemoryRef>,
-        raw: &str,
-        line: i64,
-        text: &str,
-    ) -> Step<String> {
-        self.edit(call, r, raw, |content| {
+    async fn insert(&self, at: Admitted<'_>, raw: &str, line: i64, text: &str) -> Step<String> {
+        self.edit(at, raw, |content| {
             let mut lines: Vec<&str> = content.split('\n').collect();
             if lines.last() == Some(&"") {
                 lines.pop();
@@ -759,7 +731,7 @@ impl MemoryTool {
         Ok(removed)
     }
 
-    async fn delete(&self, call: &Call<'_>, r: Option<&MemoryRef>, raw: &str) -> Step<String> {
+    async fn delete(&self, Admitted { call, r }: Admitted<'_>, raw: &str) -> Step<String> {
         let path = MemPath::parse(raw)?;
         if path.is_root() {
             return Err(Fail::Tool(
@@ -791,8 +763,7 @@ impl MemoryTool {
 
     async fn rename(
         &self,
-        call: &Call<'_>,
-        r: Option<&MemoryRef>,
+        Admitted { call, r }: Admitted<'_>,
         old_raw: &str,
         new_raw: &str,
     ) -> Step<String> {
@@ -809,7 +780,7 @@ impl MemoryTool {
         let dest_exists = || Fail::Tool(format!("The destination {new_raw} already exists"));
         for _ in 0..ATTEMPTS {
             let files = self.files(call).await?;
-            if new.is_root() || files.iter().any(|f| f.path == new || f.path.is_below(&new)) {
+            if new.is_root() || taken(&new, &files) {
                 return Err(dest_exists());
             }
             if new == old || new.is_below(&old) {
@@ -817,11 +788,7 @@ impl MemoryTool {
                     "Cannot rename {old_raw} to {new_raw}: a directory cannot move into itself"
                 )));
             }
-            if let Some(a) = new
-                .ancestors()
-                .into_iter()
-                .find(|a| files.iter().any(|f| &f.path == a))
-            {
+            if let Some(a) = file_above(&new, &files) {
                 return Err(Fail::Tool(format!(
                     "Cannot rename to {new_raw}: {} is a file",
                     a.as_str()
@@ -924,6 +891,20 @@ impl MemoryTool {
              one at a time."
         ))
     }
+}
+
+/// Whether a file or a directory of `files` is at `path`.
+fn taken(path: &MemPath, files: &[Listed]) -> bool {
+    files
+        .iter()
+        .any(|f| f.path == *path || f.path.is_below(path))
+}
+
+/// The directory of `path` that is a file of `files`: a file cannot be put below it.
+fn file_above(path: &MemPath, files: &[Listed]) -> Option<MemPath> {
+    path.ancestors()
+        .into_iter()
+        .find(|a| files.iter().any(|f| &f.path == a))
 }
 
 /// The record of the file a write is about to store at `path` (`write` fills in its entry id).
